@@ -1,0 +1,37 @@
+#pragma once
+// Typed errors. Library code throws; only main() catches and turns them into an exit code.
+#include <stdexcept>
+#include <string>
+
+namespace tiersim {
+
+// Bad input from a user: a file, a line within it (0 when unknown) and the key at fault.
+class InputError : public std::runtime_error {
+ public:
+  InputError(std::string file, std::size_t line, std::string key, const std::string& message)
+      : std::runtime_error(format(file, line, key, message)),
+        file_(std::move(file)), line_(line), key_(std::move(key)) {}
+  const std::string& file() const { return file_; }
+  std::size_t line() const { return line_; }
+  const std::string& key() const { return key_; }
+
+ private:
+  static std::string format(const std::string& file, std::size_t line, const std::string& key,
+                            const std::string& message) {
+    std::string out = file.empty() ? std::string("<input>") : file;
+    if (line > 0) out += ":" + std::to_string(line);
+    if (!key.empty()) out += ": '" + key + "'";
+    return out + ": " + message;
+  }
+  std::string file_;
+  std::size_t line_;
+  std::string key_;
+};
+
+// A valid input that cannot run: a model that does not fit, a donor GPU the profile lacks.
+class CapacityError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tiersim
