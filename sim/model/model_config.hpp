@@ -1,0 +1,50 @@
+#pragma once
+// A dense decoder LLM described by the fields of its Hugging Face config.json, plus the weight
+// format (dtype). Parameter and byte counts are derived here and nowhere else.
+#include <cstdint>
+#include <string>
+
+namespace tiersim::model {
+
+// Weight formats. Bits per parameter of the matrices; norms stay 16-bit (32-bit for fp32).
+enum class WeightDtype { Fp32, Bf16, Fp16, Fp8, Int8, Q4 };
+
+struct ModelConfig {
+  std::string name;
+  std::string model_type;          // qwen3, qwen2, llama, mistral
+  std::uint64_t hidden_size = 0;
+  std::uint64_t intermediate_size = 0;
+  std::uint64_t num_hidden_layers = 0;
+  std::uint64_t num_attention_heads = 0;
+  std::uint64_t num_key_value_heads = 0;
+  std::uint64_t head_dim = 0;      // defaults to hidden_size / num_attention_heads
+  std::uint64_t vocab_size = 0;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;
+  bool mlp_bias = false;
+  bool qk_norm = false;            // Qwen3 normalises q and k per head
+
+  // Parameter counts by module. Sums give the published totals (Qwen3-14B: 14.77 B).
+  std::uint64_t q_params() const;
+  std::uint64_t kv_params() const;   // one of k or v
+  std::uint64_t o_params() const;
+  std::uint64_t mlp_matrix_params() const;  // one of gate, up, down (with its bias if any)
+  std::uint64_t layer_params() const;
+  std::uint64_t embedding_params() const;
+  std::uint64_t total_params() const;
+};
+
+// Reads a JSON model description (HF config.json fields). Unknown keys are errors, except the HF
+// fields listed in the source that change neither the weights nor the compute.
+ModelConfig load_model_config(const std::string& path);
+ModelConfig parse_model_config(const std::string& json_text, const std::string& source_name);
+
+WeightDtype parse_weight_dtype(const std::string& s);  // throws std::invalid_argument
+const char* to_string(WeightDtype d);
+double weight_bits(WeightDtype d);         // bits per matrix parameter, scales included
+std::uint64_t norm_bytes_per_param(WeightDtype d);
+std::uint64_t activation_bytes(WeightDtype d);  // bytes per activation / KV element
+const char* compute_dtype(WeightDtype d);  // the dtype matrix kernels compute in
+std::uint64_t matrix_bytes(std::uint64_t params, WeightDtype d);
+
+}  // namespace tiersim::model

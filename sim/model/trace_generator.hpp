@@ -1,0 +1,55 @@
+#pragma once
+// Builds the trace of a dense decoder LLM's inference (one prefill, then one decode step per new
+// token) from its ModelConfig. Steps are generated on demand, so a 10,000-step trace costs no memory.
+#include <cstdint>
+#include <vector>
+
+#include "model/model_config.hpp"
+#include "trace/trace.hpp"
+
+namespace tiersim::model {
+
+struct GenerationOptions {
+  WeightDtype dtype = WeightDtype::Bf16;
+  std::uint32_t batch = 1;
+  std::uint32_t prompt_tokens = 512;   // 0: no prefill step
+  std::uint32_t decode_tokens = 128;
+};
+
+// Kernel launches eager PyTorch issues per logical op (HF modelling code): RMSNorm runs ~6 kernels
+// (cast, pow, mean, add+rsqrt, mul, mul), rotary embedding ~8 for q and k, the gated MLP activation 2.
+// These set the host-overhead side of the model; captured traces replace them with measured values.
+struct LaunchCounts {
+  std::uint32_t norm = 6;
+  std::uint32_t rope = 8;
+  std::uint32_t attention = 4;   // KV-cache update (2 cats) + SDPA + reshape
+  std::uint32_t matmul = 1;
+  std::uint32_t residual = 1;
+  std::uint32_t mlp_activation = 2;
+  std::uint32_t embedding = 1;
+  std::uint32_t sample = 4;
+};
+
+class LlmTraceGenerator final : public trace::StepSource {
+ public:
+  LlmTraceGenerator(const ModelConfig& model, const GenerationOptions& options, LaunchCounts launches = {});
+  const trace::Header& header() const override { return header_; }
+  bool next(trace::Step& out) override;
+
+ private:
+  struct LayerTensors {
+    std::uint32_t input_norm, q, k, v, q_norm, k_norm, o, post_norm, gate, up, down, kv;
+  };
+  std::uint32_t add_tensor(trace::TensorKind kind, std::uint64_t bytes, std::int32_t layer, std::string name);
+  void build_step(trace::Step& out, std::uint32_t new_tokens, std::uint64_t context_before, trace::StepKind kind);
+
+  ModelConfig model_;
+  GenerationOptions options_;
+  LaunchCounts launches_;
+  trace::Header header_;
+  std::vector<LayerTensors> layers_;
+  std::uint32_t embed_ = 0, final_norm_ = 0, lm_head_ = 0, act_ = 0;
+  std::uint32_t steps_done_ = 0;
+};
+
+}  // namespace tiersim::model

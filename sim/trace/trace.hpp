@@ -1,0 +1,78 @@
+#pragma once
+// The in-memory form of a trace (format: traces/FORMAT.md). A trace is a header (tensors and
+// metadata, small) followed by steps (prefill, decode tokens, diffusion iterations), each an ordered
+// list of ops. Steps are pulled one at a time through StepSource so a multi-GB trace is never held whole.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tiersim::trace {
+
+inline constexpr int kFormatVersion = 1;
+
+enum class TensorKind { Weight, KvCache, Activation };
+enum class OpKind { Gemm, Gemv, Attention, Norm, Elementwise, Embedding, Rope, Sample, Other };
+enum class StepKind { Prefill, Decode, Iteration };
+
+struct Tensor {
+  std::uint32_t id = 0;
+  TensorKind kind = TensorKind::Weight;
+  std::uint64_t bytes = 0;
+  // Execution-order group the tensor belongs to: -1 before the first transformer layer (embeddings),
+  // 0..n-1 the layers, n after them (final norm, LM head). Offload and prefetch work on these groups.
+  std::int32_t layer = 0;
+  std::string name;
+};
+
+struct TensorAccess {
+  std::uint32_t tensor = 0;
+  std::uint64_t bytes = 0;  // bytes the op actually touches (an embedding lookup reads a few rows)
+};
+
+struct Op {
+  OpKind kind = OpKind::Other;
+  std::int32_t layer = 0;
+  std::uint64_t flops = 0;
+  std::vector<TensorAccess> reads;
+  std::vector<TensorAccess> writes;
+  std::uint32_t launches = 1;   // kernel launches the framework issues for this op
+  double gpu_seconds = -1.0;    // measured GPU time (captured traces); < 0 when absent
+  double host_seconds = -1.0;   // measured host time before issue (captured traces); < 0 when absent
+  std::string dtype;            // compute dtype; empty = the trace's default
+};
+
+struct Step {
+  StepKind kind = StepKind::Decode;
+  std::uint32_t tokens = 0;  // tokens processed in this step (batch x new tokens)
+  std::vector<Op> ops;
+};
+
+struct Header {
+  int version = kFormatVersion;
+  std::map<std::string, std::string> meta;  // ordered, so writing is deterministic
+  std::vector<Tensor> tensors;              // tensors[i].id == i
+  std::string default_dtype() const;
+  std::uint32_t batch() const;
+};
+
+// A source of steps: the streaming file reader or the generator.
+class StepSource {
+ public:
+  virtual ~StepSource() = default;
+  virtual const Header& header() const = 0;
+  // Fills `out` with the next step and returns true, or returns false at the end of the trace.
+  virtual bool next(Step& out) = 0;
+};
+
+const char* to_string(TensorKind k);
+const char* to_string(OpKind k);
+const char* to_string(StepKind k);
+bool parse_tensor_kind(std::string_view s, TensorKind& out);
+bool parse_op_kind(std::string_view s, OpKind& out);
+bool parse_step_kind(std::string_view s, StepKind& out);
+
+// Bytes an op moves through the memory of the device that runs it (reads + writes).
+std::uint64_t op_bytes(const Op& op);
+
+}  // namespace tiersim::trace

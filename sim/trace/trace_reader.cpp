@@ -1,0 +1,232 @@
+#include "trace/trace_reader.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace tiersim::trace {
+namespace {
+
+std::string_view next_token(std::string_view& s) {
+  std::size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  std::size_t j = i;
+  while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+  std::string_view tok = s.substr(i, j - i);
+  s.remove_prefix(j);
+  return tok;
+}
+
+std::string_view rest_trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+template <typename T>
+bool parse_int(std::string_view s, T& out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+bool parse_double(std::string_view s, double& out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(out);
+}
+
+}  // namespace
+
+TraceReader::TraceReader(const std::string& path) : name_(path) {
+  auto file = std::make_unique<std::ifstream>(path);
+  if (!*file) throw InputError(path, 0, "", "cannot open trace file");
+  in_ = std::move(file);
+  read_header();
+}
+
+TraceReader::TraceReader(std::unique_ptr<std::istream> in, std::string name)
+    : in_(std::move(in)), name_(std::move(name)) {
+  read_header();
+}
+
+void TraceReader::fail(const std::string& key, const std::string& message) const {
+  throw InputError(name_, line_no_, key, message);
+}
+
+bool TraceReader::read_line() {
+  while (std::getline(*in_, line_)) {
+    ++line_no_;
+    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+    std::size_t i = line_.find_first_not_of(" \t");
+    if (i == std::string::npos || line_[i] == '#') continue;
+    return true;
+  }
+  return false;
+}
+
+void TraceReader::read_header() {
+  if (!read_line()) fail("", "empty file: expected the first line 'tiersim-trace 1'");
+  {
+    std::string_view s = line_;
+    if (next_token(s) != "tiersim-trace") fail("", "not a tiersim trace: the first line must be 'tiersim-trace 1'");
+    int version = 0;
+    if (!parse_int(rest_trimmed(s), version)) fail("version", "expected an integer format version");
+    if (version != kFormatVersion)
+      fail("version", "unsupported trace format version " + std::to_string(version) + " (this build reads " +
+                          std::to_string(kFormatVersion) + ")");
+    header_.version = version;
+  }
+  while (read_line()) {
+    std::string_view s = line_;
+    std::string_view word = next_token(s);
+    if (word == "meta") {
+      std::string key(next_token(s));
+      std::string value(rest_trimmed(s));
+      if (key.empty() || value.empty()) fail("meta", "expected 'meta KEY VALUE'");
+      if (header_.meta.count(key)) fail(key, "duplicate meta key");
+      if (key == "batch") {
+        std::uint32_t b = 0;
+        if (!parse_int(std::string_view(value), b) || b == 0) fail(key, "batch must be a positive integer");
+      }
+      header_.meta.emplace(std::move(key), std::move(value));
+    } else if (word == "tensor") {
+      Tensor t;
+      std::string_view id = next_token(s), kind = next_token(s), bytes = next_token(s), layer = next_token(s);
+      if (!parse_int(id, t.id)) fail("tensor", "expected 'tensor ID KIND BYTES LAYER NAME', bad ID");
+      if (t.id != header_.tensors.size())
+        fail("tensor", "tensor ids must be 0,1,2,... in order; expected " + std::to_string(header_.tensors.size()) +
+                           ", got " + std::string(id));
+      if (!parse_tensor_kind(kind, t.kind)) fail("tensor", "unknown tensor kind '" + std::string(kind) + "' (weight, kv, act)");
+      if (!parse_int(bytes, t.bytes)) fail("tensor", "bad byte count '" + std::string(bytes) + "'");
+      if (!parse_int(layer, t.layer)) fail("tensor", "bad layer '" + std::string(layer) + "'");
+      t.name = std::string(rest_trimmed(s));
+      if (t.name.empty()) fail("tensor", "tensor " + std::to_string(t.id) + " has no name");
+      header_.tensors.push_back(std::move(t));
+    } else if (word == "step") {
+      pending_step_ = true;
+      return;
+    } else if (word == "end") {
+      ended_ = true;
+      return;
+    } else {
+      fail(std::string(word), "unexpected line in the header (expected meta, tensor, step or end)");
+    }
+  }
+  fail("", "unexpected end of file in the header (missing 'end')");
+}
+
+void TraceReader::parse_accesses(std::string_view key, std::string_view list, std::vector<TensorAccess>& out) const {
+  out.clear();
+  while (!list.empty()) {
+    std::size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    std::size_t colon = item.find(':');
+    TensorAccess a;
+    if (!parse_int(item.substr(0, colon), a.tensor))
+      fail(std::string(key), "bad tensor id in '" + std::string(item) + "'");
+    if (a.tensor >= header_.tensors.size())
+      fail(std::string(key), "tensor " + std::to_string(a.tensor) + " is not declared in the header");
+    const std::uint64_t full = header_.tensors[a.tensor].bytes;
+    if (colon == std::string_view::npos) {
+      a.bytes = full;
+    } else if (!parse_int(item.substr(colon + 1), a.bytes)) {
+      fail(std::string(key), "bad byte count in '" + std::string(item) + "'");
+    } else if (a.bytes > full) {
+      fail(std::string(key), "access of " + std::to_string(a.bytes) + " bytes exceeds tensor " +
+                                 std::to_string(a.tensor) + " (" + std::to_string(full) + " bytes)");
+    }
+    out.push_back(a);
+  }
+}
+
+void TraceReader::parse_op(std::string_view s, Op& op) const {
+  std::string_view kind = next_token(s);
+  if (!parse_op_kind(kind, op.kind)) fail("op", "unknown op kind '" + std::string(kind) + "'");
+  op.layer = 0;
+  op.flops = 0;
+  op.reads.clear();
+  op.writes.clear();
+  op.launches = 1;
+  op.gpu_seconds = -1.0;
+  op.host_seconds = -1.0;
+  op.dtype.clear();
+  bool have_layer = false;
+  for (std::string_view tok = next_token(s); !tok.empty(); tok = next_token(s)) {
+    std::size_t eq = tok.find('=');
+    if (eq == std::string_view::npos) fail(std::string(tok), "expected key=value");
+    std::string_view key = tok.substr(0, eq), value = tok.substr(eq + 1);
+    if (key == "layer") {
+      if (!parse_int(value, op.layer)) fail("layer", "bad integer '" + std::string(value) + "'");
+      have_layer = true;
+    } else if (key == "flops") {
+      if (!parse_int(value, op.flops)) fail("flops", "bad non-negative integer '" + std::string(value) + "'");
+    } else if (key == "read") {
+      parse_accesses(key, value, op.reads);
+    } else if (key == "write") {
+      parse_accesses(key, value, op.writes);
+    } else if (key == "launches") {
+      if (!parse_int(value, op.launches) || op.launches == 0) fail("launches", "must be a positive integer");
+    } else if (key == "gpu_us" || key == "host_us") {
+      double us = 0;
+      if (!parse_double(value, us) || us < 0) fail(std::string(key), "must be a non-negative number of microseconds");
+      (key == "gpu_us" ? op.gpu_seconds : op.host_seconds) = us * 1e-6;
+    } else if (key == "dtype") {
+      op.dtype = std::string(value);
+    } else {
+      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype)");
+    }
+  }
+  if (!have_layer) fail("layer", "every op needs layer=N");
+}
+
+bool TraceReader::next(Step& out) {
+  if (ended_) return false;
+  if (!pending_step_) {
+    if (!read_line()) fail("end", "unexpected end of file: the trace is truncated (missing 'end')");
+    std::string_view s = line_;
+    std::string_view word = next_token(s);
+    if (word == "end") {
+      ended_ = true;
+      return false;
+    }
+    if (word != "step") fail(std::string(word), "expected 'step' or 'end'");
+  }
+  pending_step_ = false;
+  {
+    std::string_view s = line_;
+    next_token(s);  // "step"
+    std::string_view kind = next_token(s);
+    if (!parse_step_kind(kind, out.kind)) fail("step", "unknown step kind '" + std::string(kind) + "' (prefill, decode, iteration)");
+    std::string_view tok = next_token(s);
+    if (tok.substr(0, 7) != "tokens=" || !parse_int(tok.substr(7), out.tokens))
+      fail("tokens", "expected 'step KIND tokens=N'");
+  }
+
+  std::size_t used = 0;
+  while (true) {
+    if (!read_line()) fail("end", "unexpected end of file: the trace is truncated (missing 'end')");
+    std::string_view s = line_;
+    std::string_view word = next_token(s);
+    if (word == "op") {
+      if (used == out.ops.size()) out.ops.emplace_back();
+      parse_op(s, out.ops[used++]);
+    } else if (word == "step") {
+      pending_step_ = true;
+      break;
+    } else if (word == "end") {
+      ended_ = true;
+      break;
+    } else {
+      fail(std::string(word), "expected 'op', 'step' or 'end'");
+    }
+  }
+  out.ops.resize(used);
+  if (used == 0) fail("step", "a step needs at least one op");
+  return true;
+}
+
+}  // namespace tiersim::trace
