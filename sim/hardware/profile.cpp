@@ -1,0 +1,47 @@
+#include "hardware/profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace tiersim::hw {
+
+std::pair<double, double> TransferCurve::latency_and_rate(double bytes) const {
+  if (points.empty()) return {latency, bandwidth};
+  // Measured effective bandwidth already includes the fixed costs at that size.
+  if (bytes <= points.front().first) return {0.0, points.front().second};
+  if (bytes >= points.back().first) {
+    // Past the largest measured size: the asymptotic bandwidth, with the latency that makes the
+    // curve continuous at its last point.
+    const auto& [size, eff] = points.back();
+    const double lat = std::max(0.0, size / eff - size / bandwidth);
+    return {lat, bandwidth};
+  }
+  auto hi = std::lower_bound(points.begin(), points.end(), bytes,
+                             [](const std::pair<double, double>& p, double b) { return p.first < b; });
+  auto lo = hi - 1;
+  const double t = (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+  const double eff = std::exp(std::log(lo->second) + t * (std::log(hi->second) - std::log(lo->second)));
+  return {0.0, eff};
+}
+
+double TransferCurve::seconds(double bytes) const {
+  const auto [lat, rate] = latency_and_rate(bytes);
+  return lat + bytes / rate;
+}
+
+namespace {
+double pick_rate(const std::map<std::string, double>& rates, const std::string& dtype) {
+  auto it = rates.find(dtype);
+  if (it != rates.end()) return it->second;
+  it = rates.find("bf16");
+  if (it != rates.end()) return it->second;
+  if (rates.empty()) throw std::logic_error("no compute rates in profile");
+  return rates.begin()->second;
+}
+}  // namespace
+
+double HardwareProfile::gpu_rate(const std::string& dtype) const { return pick_rate(gpu.compute, dtype); }
+double HardwareProfile::host_rate(const std::string& dtype) const { return pick_rate(host.compute, dtype); }
+
+}  // namespace tiersim::hw

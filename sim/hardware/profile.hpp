@@ -1,0 +1,82 @@
+#pragma once
+// The hardware a prediction is made for: the compute GPU (and identical peer GPUs), the host, the
+// host link, an optional peer link, and the framework's host-side costs. Schema: calib/profiles/SCHEMA.md.
+// All quantities are SI: bytes, seconds, bytes/s, FLOP/s.
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tiersim::hw {
+
+// Time to move `bytes` in one direction of a link from one kind of memory: latency + bytes/bandwidth,
+// or, when measured points are given, the measured effective bandwidth interpolated in log(size).
+struct TransferCurve {
+  double bandwidth = 0.0;  // asymptotic, B/s
+  double latency = 0.0;    // s
+  std::vector<std::pair<double, double>> points;  // (bytes, effective B/s), ascending bytes
+  // Decomposes a transfer into a fixed latency and a rate for its bytes (used by the shared link).
+  std::pair<double, double> latency_and_rate(double bytes) const;
+  double seconds(double bytes) const;
+};
+
+struct GpuSpec {
+  std::string name;
+  int count = 1;                     // identical GPUs: cuda:0 computes, the others can be donors
+  double memory = 0.0;               // bytes per GPU
+  double reserved = 0.0;             // CUDA context + framework, not usable for the model
+  double memory_bandwidth = 0.0;
+  double memory_efficiency = 1.0;    // share of memory_bandwidth that decode kernels reach
+  std::map<std::string, double> compute;  // dtype -> dense FLOP/s
+  double compute_efficiency = 1.0;
+  double kernel_min_time = 0.0;      // shortest kernel, s (launch-to-completion on the device)
+};
+
+struct HostSpec {
+  std::string name;
+  double memory = 0.0;
+  double memory_bandwidth = 0.0;
+  double memory_efficiency = 1.0;
+  std::map<std::string, double> compute;  // dtype -> FLOP/s for layers run on the CPU
+  double compute_efficiency = 1.0;
+  double op_overhead = 0.0;          // per op run on the CPU, s
+};
+
+struct HostLinkSpec {
+  std::string type;                  // pcie
+  int generation = 0;
+  int width = 0;
+  TransferCurve h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable;
+  double bidirectional = 0.0;        // both directions together, B/s
+};
+
+struct PeerLinkSpec {
+  std::string type;                  // nvlink or pcie
+  TransferCurve transfer;            // one direction
+  double bidirectional = 0.0;
+};
+
+struct FrameworkSpec {
+  double per_launch = 0.0;   // host time to issue one kernel (Python + dispatcher + launch)
+  double per_copy = 0.0;     // host time to issue one copy
+  double per_step = 0.0;     // host time per step outside the ops (sampling, loop, sync)
+};
+
+struct HardwareProfile {
+  std::string name;
+  std::string description;
+  std::string origin;        // file path or "preset:<name>"
+  GpuSpec gpu;
+  HostSpec host;
+  HostLinkSpec host_link;
+  std::optional<PeerLinkSpec> peer_link;
+  FrameworkSpec framework;
+  std::map<std::string, std::string> sources;  // section -> where its numbers came from
+  std::map<std::string, std::string> extra;    // free-form facts (driver, measured date), reported as-is
+
+  double gpu_rate(const std::string& dtype) const;   // falls back to bf16 then any
+  double host_rate(const std::string& dtype) const;
+};
+
+}  // namespace tiersim::hw

@@ -1,0 +1,24 @@
+#pragma once
+// Reads hardware profiles from YAML (schema: calib/profiles/SCHEMA.md). Every key is declared once
+// here; unknown keys, missing keys and impossible values are InputErrors naming the file, line and key.
+#include <string>
+#include <vector>
+
+#include "hardware/profile.hpp"
+
+namespace tiersim::hw {
+
+HardwareProfile parse_profile(const std::string& yaml_text, const std::string& source_name);
+HardwareProfile load_profile_file(const std::string& path);
+
+// `spec` is a file path if one exists there, otherwise the name of an embedded preset.
+HardwareProfile resolve_profile(const std::string& spec);
+
+struct PresetInfo {
+  std::string name;
+  std::string description;
+};
+std::vector<PresetInfo> list_presets();
+inline constexpr const char* kDefaultProfile = "rtx4090";
+
+}  // namespace tiersim::hw
