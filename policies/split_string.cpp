@@ -1,0 +1,123 @@
+#include "policies/split_string.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace tiersim::policies {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+[[noreturn]] void bad(const std::string& msg) { throw InputError("", 0, "--split", msg); }
+
+double parse_plain_number(std::string_view s, const std::string& entry) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v))
+    bad("entry '" + entry + "': '" + std::string(s) + "' is not a number");
+  return v;
+}
+
+}  // namespace
+
+std::vector<SplitEntry> parse_split(std::string_view text, SplitMode mode) {
+  std::vector<SplitEntry> out;
+  std::set<placement::DeviceId> seen;
+  text = trim(text);
+  if (text.empty()) bad("empty allocation string");
+  while (!text.empty()) {
+    const std::size_t semi = text.find(';');
+    const std::string_view raw = trim(text.substr(0, semi));
+    text = semi == std::string_view::npos ? std::string_view() : text.substr(semi + 1);
+    if (raw.empty()) {
+      if (text.empty() && !out.empty()) break;  // tolerate one trailing ';'
+      bad("empty entry between ';'");
+    }
+    const std::string entry(raw);
+    const std::size_t comma = raw.find(',');
+    if (comma == std::string_view::npos) bad("entry '" + entry + "' needs the form DEVICE,VALUE (e.g. cuda:0,80%)");
+    SplitEntry e;
+    try {
+      e.device = placement::parse_device(trim(raw.substr(0, comma)));
+    } catch (const std::invalid_argument& ex) {
+      bad("entry '" + entry + "': " + ex.what());
+    }
+    if (!seen.insert(e.device).second) bad("device " + placement::device_name(e.device) + " appears twice");
+    std::string_view value = trim(raw.substr(comma + 1));
+    switch (mode) {
+      case SplitMode::Bytes:
+        if (value == "*") {
+          e.wildcard = true;
+        } else {
+          try {
+            e.value = units::parse_distorch_bytes(value);
+          } catch (const std::invalid_argument& ex) {
+            bad("entry '" + entry + "': " + ex.what());
+          }
+        }
+        break;
+      case SplitMode::Ratio:
+        if (!value.empty() && value.back() == '%') value.remove_suffix(1);
+        e.value = parse_plain_number(trim(value), entry);
+        break;
+      case SplitMode::Fraction:
+        e.value = parse_plain_number(value, entry);
+        if (e.value > 1.0) bad("entry '" + entry + "': a fraction of device memory must be between 0 and 1");
+        break;
+    }
+    if (e.value < 0) bad("entry '" + entry + "': negative amount");
+    out.push_back(e);
+  }
+  if (mode == SplitMode::Bytes && std::count_if(out.begin(), out.end(), [](const SplitEntry& e) { return e.wildcard; }) > 1)
+    bad("only one device can take the rest ('*')");
+  if (mode == SplitMode::Ratio) {
+    double sum = 0;
+    for (const auto& e : out) sum += e.value;
+    if (!(sum > 0)) bad("ratios must add up to more than 0");
+  }
+  return out;
+}
+
+std::map<placement::DeviceId, double> split_quotas(const std::vector<SplitEntry>& entries, SplitMode mode,
+                                                   double model_bytes, const hw::HardwareProfile& hw) {
+  std::map<placement::DeviceId, double> quotas;
+  switch (mode) {
+    case SplitMode::Bytes: {
+      double remaining = model_bytes;
+      placement::DeviceId wildcard = placement::kCpu;
+      for (const auto& e : entries) {
+        if (e.wildcard) {
+          wildcard = e.device;
+          continue;
+        }
+        const double take = std::min(e.value, remaining);
+        quotas[e.device] += take;
+        remaining -= take;
+      }
+      if (remaining > 0) quotas[wildcard] += remaining;
+      break;
+    }
+    case SplitMode::Ratio: {
+      double sum = 0;
+      for (const auto& e : entries) sum += e.value;
+      for (const auto& e : entries) quotas[e.device] = e.value / sum * model_bytes;
+      break;
+    }
+    case SplitMode::Fraction:
+      for (const auto& e : entries)
+        quotas[e.device] = e.value * (e.device == placement::kCpu ? hw.host.memory : hw.gpu.memory);
+      break;
+  }
+  return quotas;
+}
+
+}  // namespace tiersim::policies

@@ -1,0 +1,59 @@
+#pragma once
+// Where every tensor lives and how offloaded weights are used: the output of a policy and the input
+// of both engines.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hardware/profile.hpp"
+#include "trace/trace.hpp"
+
+namespace tiersim::placement {
+
+using DeviceId = int;                 // -1 is the host (cpu), N >= 0 is cuda:N
+inline constexpr DeviceId kCpu = -1;
+inline constexpr DeviceId kComputeGpu = 0;
+
+std::string device_name(DeviceId d);
+// Parses "cpu" or "cuda:N"; throws std::invalid_argument otherwise.
+DeviceId parse_device(std::string_view text);
+
+enum class OffloadExec { Copy, Cpu };        // copy weights to the GPU when used, or run the op on the CPU
+enum class HostMemory { Pinned, Pageable };
+
+struct ExecutionOptions {
+  OffloadExec exec = OffloadExec::Copy;
+  int prefetch = 0;                           // layers ahead that copies are issued; 0 = on demand
+  HostMemory host_memory = HostMemory::Pinned;
+};
+
+struct Placement {
+  std::vector<DeviceId> device;               // by tensor id
+  ExecutionOptions exec;
+  std::vector<std::pair<std::string, std::string>> resolved;  // policy settings as applied, for reports
+};
+
+// Bytes of each kind that a placement puts on one device.
+struct DeviceUsage {
+  double weights = 0, kv = 0, activations = 0;
+  double total() const { return weights + kv + activations; }
+};
+DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d);
+double weight_bytes(const trace::Header& header);
+double offloaded_weight_bytes(const trace::Header& header, const Placement& p);  // weights not on cuda:0
+// Whether weights on `d` are copied to the compute GPU when used (peer GPUs always; the host with --offload-exec copy).
+bool is_copied(const Placement& p, DeviceId d);
+// Largest per-layer sum of copied weight bytes: the staging buffer one copied layer needs on cuda:0.
+double largest_copied_layer(const trace::Header& header, const Placement& p);
+
+// Puts KV cache and activations where the ops that use them run, and with --offload-exec cpu moves
+// each layer as a whole to the device holding most of its weights. Then checks every device's
+// capacity and throws CapacityError naming what needs how much. Policies call this last.
+void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placement& p, const std::string& policy);
+
+const char* to_string(OffloadExec e);
+const char* to_string(HostMemory m);
+
+}  // namespace tiersim::placement
