@@ -1,0 +1,180 @@
+#include "analytic/analytic_model.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "replay/step_plan.hpp"
+
+namespace tiersim::analytic {
+namespace {
+
+using replay::Action;
+using replay::ActionKind;
+
+struct Segment {
+  double host = 0;          // H
+  double first_issue = -1;  // h0
+  double compute = 0;       // G
+  double last_item = 0;     // d_last
+  double first_wait = 0;    // w
+  bool first_dep_seen = false;
+  std::array<double, 2> copy_first_issue{-1, -1};  // x0 per copy stream (0: host, 1: peer)
+  std::array<double, 2> copy_total{0, 0};          // X
+  std::array<double, 2> after_last_copy{0, 0};     // g_after
+
+  double time() const {
+    double t = std::max(host + last_item, std::max(first_issue, 0.0) + compute + first_wait);
+    for (int s = 0; s < 2; ++s)
+      if (copy_first_issue[s] >= 0) t = std::max(t, copy_first_issue[s] + copy_total[s] + after_last_copy[s]);
+    return std::max(t, host);
+  }
+};
+
+class StepModel {
+ public:
+  StepModel(const hw::HardwareProfile& hw, const placement::Placement& placement, const trace::Header& header)
+      : planner_(hw, header, placement), copy_done_(header.tensors.size(), 0.0),
+        copy_stream_(header.tensors.size(), 0) {}
+
+  report::StepResult evaluate(const trace::Step& step) {
+    planner_.plan(step, plan_);
+    report::StepResult r;
+    r.kind = plan_.kind;
+    r.tokens = plan_.tokens;
+    Segment seg;
+    double total = 0;
+    for (const Action& a : plan_.actions) {
+      const double issue_at = seg.host + a.host_seconds;  // host clock when the action takes effect
+      switch (a.kind) {
+        case ActionKind::Kernel: {
+          seg.host = issue_at;
+          if (seg.first_issue < 0) seg.first_issue = issue_at;
+          if (a.deps_count > 0 && !seg.first_dep_seen) {
+            // The first kernel that needs prefetched weights waits for them if compute got there first.
+            seg.first_dep_seen = true;
+            double ready = 0;
+            for (std::uint32_t i = 0; i < a.deps_count; ++i) ready = std::max(ready, copy_done_[plan_.deps[a.deps_begin + i]]);
+            const double compute_there = std::max(seg.first_issue, 0.0) + seg.compute;
+            seg.first_wait = std::max(0.0, ready - std::max(compute_there, issue_at));
+          }
+          seg.compute += a.work_seconds;
+          seg.last_item = a.work_seconds;
+          for (int s = 0; s < 2; ++s) {
+            bool depends_on_stream = false;
+            for (std::uint32_t i = 0; i < a.deps_count; ++i)
+              depends_on_stream |= copy_stream_[plan_.deps[a.deps_begin + i]] == s + 1;
+            if (depends_on_stream) seg.after_last_copy[s] = 0;  // restart: work after the latest needed copy
+            if (seg.copy_first_issue[s] >= 0) seg.after_last_copy[s] += a.work_seconds;
+          }
+          r.gpu_busy_seconds += a.work_seconds;
+          break;
+        }
+        case ActionKind::CopyOnStream: {
+          const double t = planner_.copy_curve(a.source).seconds(a.bytes);
+          seg.host = issue_at;
+          if (seg.first_issue < 0) seg.first_issue = issue_at;
+          seg.compute += t;
+          seg.last_item = t;
+          r.gpu_busy_seconds += t;
+          count_bytes(r, a);
+          if (a.host_waits) close_segment(seg, total, true);
+          break;
+        }
+        case ActionKind::Prefetch: {
+          const int s = a.source > placement::kComputeGpu ? 1 : 0;
+          const double t = planner_.copy_curve(a.source).seconds(a.bytes);
+          seg.host = issue_at;
+          if (seg.copy_first_issue[s] < 0) seg.copy_first_issue[s] = issue_at;
+          seg.copy_total[s] += t;
+          copy_done_[a.tensor] = std::max(seg.copy_first_issue[s] + seg.copy_total[s] - t, issue_at) + t;
+          copy_stream_[a.tensor] = s + 1;
+          set_this_segment_.push_back(a.tensor);
+          count_bytes(r, a);
+          // The host waits for this copy only; kernels already queued keep running past it.
+          if (a.host_waits) close_segment(seg, total, false);
+          break;
+        }
+        case ActionKind::ActivationToHost:
+        case ActionKind::ActivationToDevice: {
+          const bool to_device = a.kind == ActionKind::ActivationToDevice;
+          const double t = planner_.activation_curve(to_device).seconds(std::max(a.bytes, 1.0));
+          seg.host = issue_at;
+          if (seg.first_issue < 0) seg.first_issue = issue_at;
+          seg.compute += t;
+          seg.last_item = t;
+          (to_device ? r.h2d_bytes : r.d2h_bytes) += a.bytes;
+          close_segment(seg, total, true);
+          break;
+        }
+        case ActionKind::CpuOp:
+          seg.host += a.work_seconds;
+          break;
+        case ActionKind::AwaitSlot:
+          // Bounds staging memory; in the throughput bounds below a slot is always free in time.
+          break;
+        case ActionKind::Sync:
+          close_segment(seg, total, true);
+          break;
+        case ActionKind::StepOverhead:
+          total += a.host_seconds;
+          break;
+      }
+    }
+    r.seconds = total + seg.time();
+    return r;
+  }
+
+ private:
+  void count_bytes(report::StepResult& r, const Action& a) {
+    (a.source > placement::kComputeGpu ? r.peer_bytes : r.h2d_bytes) += a.bytes;
+  }
+  // Ends a segment where the host waits. If the wait does not drain the compute stream, the compute
+  // still queued carries into the next segment as a backlog that starts at once.
+  void close_segment(Segment& seg, double& total, bool drains_compute) {
+    const double t = seg.time();
+    total += t;
+    const double backlog =
+        drains_compute ? 0.0 : std::max(0.0, std::max(seg.first_issue, 0.0) + seg.compute + seg.first_wait - t);
+    seg = Segment{};
+    if (backlog > 0) {
+      seg.first_issue = 0;
+      seg.compute = backlog;
+      seg.last_item = backlog;
+    }
+    for (std::uint32_t tensor : set_this_segment_) {
+      copy_done_[tensor] = 0;
+      copy_stream_[tensor] = 0;
+    }
+    set_this_segment_.clear();
+  }
+
+  replay::StepPlanner planner_;
+  replay::StepPlan plan_;
+  std::vector<double> copy_done_;  // by tensor: completion time of its prefetch within the segment
+  std::vector<int> copy_stream_;   // by tensor: 1 host copy stream, 2 peer copy stream, 0 none
+  std::vector<std::uint32_t> set_this_segment_;
+};
+
+}  // namespace
+
+report::RunResult run_analytic(const hw::HardwareProfile& hw, const placement::Placement& placement,
+                               trace::StepSource& source) {
+  report::RunResult result;
+  result.engine = "analytic";
+  StepModel model(hw, placement, source.header());
+  trace::Step step;
+  while (source.next(step)) result.steps.push_back(model.evaluate(step));
+  // Peak memory: the static placement plus the staging of prefetch + 1 copied layers.
+  const auto& header = source.header();
+  result.peak_bytes["cuda:0"] = placement::usage_on(header, placement, placement::kComputeGpu).total() +
+                                hw.gpu.reserved +
+                                placement::largest_copied_layer(header, placement) * (placement.exec.prefetch + 1);
+  for (int d = 1; d < hw.gpu.count; ++d) {
+    const double used = placement::usage_on(header, placement, d).total();
+    result.peak_bytes[placement::device_name(d)] = used + (used > 0 ? hw.gpu.reserved : 0);
+  }
+  result.peak_bytes["cpu"] = placement::usage_on(header, placement, placement::kCpu).total();
+  return result;
+}
+
+}  // namespace tiersim::analytic

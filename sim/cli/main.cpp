@@ -1,0 +1,255 @@
+// The `sim` command. Subcommands: run (the default), gen, sweep, policies, profiles.
+// Every error a user can cause ends here: a message naming the file, line and key, and exit code 2
+// (bad input) or 3 (valid input that cannot fit). Library code never exits.
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "cli/simulation.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "hardware/profile_loader.hpp"
+#include "model/model_config.hpp"
+#include "model/trace_generator.hpp"
+#include "report/reporters.hpp"
+#include "trace/trace_writer.hpp"
+
+namespace {
+
+using namespace tiersim;
+
+struct CommonOptions {
+  std::string trace;
+  std::string model;
+  std::string dtype = "bf16";
+  std::uint32_t batch = 1, prompt = 512, decode = 128;
+  std::string hw = hw::kDefaultProfile;
+  std::string policy;
+  std::optional<std::string> split;
+  std::optional<int> layers;
+  std::string donor = "cpu";
+  std::string offload_exec = "copy";
+  int prefetch = 0;
+  std::string host_memory = "pinned";
+  std::string engine = "event";
+};
+
+void add_generation_options(CLI::App& cmd, CommonOptions& o) {
+  cmd.add_option("--dtype", o.dtype, "weight format when generating: fp32, bf16, fp16, fp8, int8, q4")->capture_default_str();
+  cmd.add_option("--batch", o.batch, "sequences decoded together")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_option("--prompt", o.prompt, "prompt tokens (prefill)")->capture_default_str();
+  cmd.add_option("--decode", o.decode, "tokens to decode")->capture_default_str();
+}
+
+void add_common_options(CLI::App& cmd, CommonOptions& o, bool policy_required) {
+  cmd.add_option("--trace", o.trace, "trace file (traces/FORMAT.md)");
+  cmd.add_option("--model", o.model, "model description (HF config.json fields) to generate the trace from");
+  add_generation_options(cmd, o);
+  cmd.add_option("--hw", o.hw, "hardware profile: a YAML file or a preset name (sim profiles)")->capture_default_str();
+  auto* p = cmd.add_option("--policy", o.policy, "allocation policy (sim policies)");
+  if (policy_required) p->required();
+  cmd.add_option("--split", o.split, "DisTorch allocation string for bytes/ratio/fraction, e.g. \"cuda:0,80%;cpu,20%\"");
+  cmd.add_option("--layers", o.layers, "layers policy: transformer layers kept on the compute GPU");
+  cmd.add_option("--donor", o.donor, "where offloaded weights go without --split: cpu or cuda:N")->capture_default_str();
+  cmd.add_option("--offload-exec", o.offload_exec, "offloaded weights: copy to the GPU when used, or run on the cpu")
+      ->check(CLI::IsMember({"copy", "cpu"}))
+      ->capture_default_str();
+  cmd.add_option("--prefetch", o.prefetch, "layers ahead that weight copies are issued (0 = on demand)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd.add_option("--host-memory", o.host_memory, "host memory of offloaded weights: pinned or pageable")
+      ->check(CLI::IsMember({"pinned", "pageable"}))
+      ->capture_default_str();
+  cmd.add_option("--engine", o.engine, "event (discrete-event) or analytic (closed form)")
+      ->check(CLI::IsMember({"event", "analytic"}))
+      ->capture_default_str();
+}
+
+app::TraceSpec trace_spec(const CommonOptions& o) {
+  if (!o.trace.empty() && !o.model.empty()) throw InputError("", 0, "--trace", "give --trace or --model, not both");
+  app::TraceSpec spec;
+  spec.trace_path = o.trace;
+  spec.model_path = o.model;
+  try {
+    spec.generation.dtype = model::parse_weight_dtype(o.dtype);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("", 0, "--dtype", e.what());
+  }
+  spec.generation.batch = o.batch;
+  spec.generation.prompt_tokens = o.prompt;
+  spec.generation.decode_tokens = o.decode;
+  return spec;
+}
+
+policies::PolicyOptions policy_options(const CommonOptions& o) {
+  policies::PolicyOptions p;
+  p.split = o.split;
+  p.layers = o.layers;
+  try {
+    p.donor = placement::parse_device(o.donor);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("", 0, "--donor", e.what());
+  }
+  if (p.donor == placement::kComputeGpu) throw InputError("", 0, "--donor", "the donor cannot be the compute GPU cuda:0");
+  p.exec.exec = o.offload_exec == "cpu" ? placement::OffloadExec::Cpu : placement::OffloadExec::Copy;
+  p.exec.prefetch = o.prefetch;
+  p.exec.host_memory = o.host_memory == "pageable" ? placement::HostMemory::Pageable : placement::HostMemory::Pinned;
+  return p;
+}
+
+struct SweepRange {
+  double from = 0, to = 0, step = 1;
+};
+
+SweepRange parse_range(const std::string& text) {
+  SweepRange r;
+  char extra = 0;
+  if (std::sscanf(text.c_str(), "%lf:%lf:%lf%c", &r.from, &r.to, &r.step, &extra) != 3 || !std::isfinite(r.from) ||
+      !std::isfinite(r.to) || !std::isfinite(r.step))
+    throw InputError("", 0, "--offload", "expected FROM:TO:STEP in GB, e.g. 0:20:2, got '" + text + "'");
+  if (r.from < 0 || r.step <= 0 || r.to < r.from)
+    throw InputError("", 0, "--offload", "need 0 <= FROM <= TO and STEP > 0");
+  if ((r.to - r.from) / r.step > 10000) throw InputError("", 0, "--offload", "more than 10,000 points");
+  return r;
+}
+
+int run_command(const CommonOptions& o, bool json) {
+  const hw::HardwareProfile hw = hw::resolve_profile(o.hw);
+  const app::TraceSpec spec = trace_spec(o);
+  const auto sim = app::simulate(hw, o.policy, policy_options(o), app::parse_engine(o.engine), spec);
+  report::Context c;
+  c.policy = o.policy;
+  c.trace_name = spec.name();
+  c.header = &sim.header;
+  c.hw = &hw;
+  c.placement = &sim.placement;
+  c.result = &sim.result;
+  c.wall_seconds = sim.wall_seconds;
+  if (json) report::write_json(std::cout, c);
+  else report::write_console(std::cout, c);
+  return 0;
+}
+
+int sweep_command(const CommonOptions& o, const std::string& range_text, const std::string& output) {
+  const hw::HardwareProfile hw = hw::resolve_profile(o.hw);
+  const app::TraceSpec spec = trace_spec(o);
+  const SweepRange range = parse_range(range_text);
+  if (o.split) throw InputError("", 0, "--split", "a sweep sets the split itself; drop --split");
+  std::vector<report::SweepRow> rows;
+  const auto n = static_cast<int>(std::floor((range.to - range.from) / range.step + 1e-9));
+  for (int i = 0; i <= n; ++i) {
+    report::SweepRow row;
+    row.offload_gb = range.from + i * range.step;
+    row.donor = o.donor;
+    policies::PolicyOptions p = policy_options(o);
+    p.offload_bytes = row.offload_gb * 1e9;
+    try {
+      const auto sim = app::simulate(hw, o.policy, p, app::parse_engine(o.engine), spec);
+      row.ok = true;
+      row.summary = report::summarize(sim.result);
+      row.vram_peak = sim.result.peak_bytes.at("cuda:0");
+      row.offloaded = placement::offloaded_weight_bytes(sim.header, sim.placement);
+    } catch (const CapacityError& e) {
+      row.error = e.what();
+    }
+    rows.push_back(row);
+  }
+  if (output.empty() || output == "-") {
+    report::write_sweep_csv(std::cout, rows);
+  } else {
+    std::ofstream out(output);
+    if (!out) throw InputError(output, 0, "-o", "cannot write the CSV file");
+    report::write_sweep_csv(out, rows);
+  }
+  return 0;
+}
+
+int gen_command(const CommonOptions& o, const std::string& output) {
+  if (o.model.empty()) throw InputError("", 0, "--model", "sim gen needs --model FILE (a model description)");
+  app::TraceSpec spec = trace_spec(o);
+  auto source = app::open_trace(spec);
+  std::ofstream out(output);
+  if (!out) throw InputError(output, 0, "-o", "cannot write the trace file");
+  const std::size_t steps = trace::write_trace(out, *source);
+  std::cerr << "wrote " << output << ": " << source->header().tensors.size() << " tensors, " << steps << " steps, "
+            << source->header().meta.at("parameters") << " parameters\n";
+  return 0;
+}
+
+int list_policies() {
+  for (const auto& p : policies::all_policies()) std::printf("  %-10s %s\n", p.name.c_str(), p.description.c_str());
+  return 0;
+}
+
+int list_profiles() {
+  for (const auto& p : hw::list_presets())
+    std::printf("  %-22s %s%s\n", p.name.c_str(), p.description.c_str(),
+                p.name == hw::kDefaultProfile ? " (default)" : "");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // `sim --trace T --policy P` means `sim run --trace T --policy P`.
+  std::vector<std::string> args(argv, argv + argc);
+  if (args.size() > 1 && args[1].size() > 1 && args[1][0] == '-' && args[1] != "-h" && args[1] != "--help")
+    args.insert(args.begin() + 1, "run");
+
+  CLI::App app{"tiersim: predicts the speed and memory of ML inference spread over GPU memory tiers"};
+  app.require_subcommand(1);
+  CommonOptions run_o, sweep_o, gen_o;
+  bool json = false;
+  std::string range, sweep_out, gen_out;
+
+  auto* run = app.add_subcommand("run", "predict one configuration (the default subcommand)");
+  add_common_options(*run, run_o, true);
+  run->add_flag("--json", json, "print one JSON object instead of the summary");
+
+  auto* sweep = app.add_subcommand("sweep", "CSV of predictions against GB moved off the compute GPU");
+  add_common_options(*sweep, sweep_o, true);
+  sweep->add_option("--offload", range, "FROM:TO:STEP in GB (decimal) moved off the compute GPU")->required();
+  sweep->add_option("-o,--output", sweep_out, "CSV file (default: standard output)");
+
+  auto* gen = app.add_subcommand("gen", "write the trace of a model description");
+  gen->add_option("--model", gen_o.model, "model description (HF config.json fields)")->required();
+  add_generation_options(*gen, gen_o);
+  gen->add_option("-o,--output", gen_out, "trace file to write")->required();
+
+  auto* pol = app.add_subcommand("policies", "list the allocation policies");
+  auto* prof = app.add_subcommand("profiles", "list the embedded hardware presets");
+
+  std::vector<const char*> cargs;
+  for (const auto& a : args) cargs.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(cargs.size()), cargs.data());
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: " << (std::strlen(e.what()) ? e.what() : "bad command line") << "\n"
+              << "run 'sim --help' or 'sim run --help' for usage\n";
+    return 2;
+  }
+  try {
+    if (*run) return run_command(run_o, json);
+    if (*sweep) return sweep_command(sweep_o, range, sweep_out);
+    if (*gen) return gen_command(gen_o, gen_out);
+    if (*pol) return list_policies();
+    if (*prof) return list_profiles();
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const CapacityError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 3;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+  return 2;
+}

@@ -1,0 +1,54 @@
+#include "cli/simulation.hpp"
+
+#include <chrono>
+
+#include "analytic/analytic_model.hpp"
+#include "core/error.hpp"
+#include "model/model_config.hpp"
+#include "replay/event_replay.hpp"
+#include "trace/trace_reader.hpp"
+
+namespace tiersim::app {
+
+EngineKind parse_engine(const std::string& name) {
+  if (name == "event") return EngineKind::Event;
+  if (name == "analytic") return EngineKind::Analytic;
+  throw InputError("", 0, "--engine", "unknown engine '" + name + "' (event, analytic)");
+}
+
+namespace {
+// The generator needs its model config to outlive it; this keeps both together.
+class GeneratedTrace final : public trace::StepSource {
+ public:
+  GeneratedTrace(model::ModelConfig config, const model::GenerationOptions& options)
+      : config_(std::move(config)), generator_(config_, options) {}
+  const trace::Header& header() const override { return generator_.header(); }
+  bool next(trace::Step& out) override { return generator_.next(out); }
+
+ private:
+  model::ModelConfig config_;
+  model::LlmTraceGenerator generator_;
+};
+}  // namespace
+
+std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec) {
+  if (!spec.trace_path.empty()) return std::make_unique<trace::TraceReader>(spec.trace_path);
+  if (spec.model_path.empty()) throw InputError("", 0, "--trace", "give a trace (--trace FILE) or a model (--model FILE)");
+  return std::make_unique<GeneratedTrace>(model::load_model_config(spec.model_path), spec.generation);
+}
+
+Simulation simulate(const hw::HardwareProfile& hw, const std::string& policy, const policies::PolicyOptions& options,
+                    EngineKind engine, const TraceSpec& trace) {
+  auto source = open_trace(trace);
+  Simulation sim;
+  sim.header = source->header();
+  sim.placement = policies::make_policy(policy)->place(sim.header, hw, options);
+  const auto start = std::chrono::steady_clock::now();
+  sim.result = engine == EngineKind::Event ? replay::run_event_engine(hw, sim.placement, *source)
+                                           : analytic::run_analytic(hw, sim.placement, *source);
+  sim.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (sim.result.steps.empty()) throw InputError(trace.name(), 0, "step", "the trace has no steps");
+  return sim;
+}
+
+}  // namespace tiersim::app

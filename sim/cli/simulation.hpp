@@ -1,0 +1,37 @@
+#pragma once
+// One simulation from start to end: open the trace (a file, or generated from a model description),
+// place it with a policy, run an engine. Shared by `sim run`, `sim sweep`, the tests and the benchmark.
+#include <memory>
+#include <string>
+
+#include "hardware/profile.hpp"
+#include "model/trace_generator.hpp"
+#include "placement/placement.hpp"
+#include "policies/policy.hpp"
+#include "report/run_result.hpp"
+#include "trace/trace.hpp"
+
+namespace tiersim::app {
+
+enum class EngineKind { Event, Analytic };
+EngineKind parse_engine(const std::string& name);  // throws InputError
+
+struct TraceSpec {
+  std::string trace_path;   // a trace file, or
+  std::string model_path;   // a model description to generate from, with:
+  model::GenerationOptions generation;
+  std::string name() const { return trace_path.empty() ? model_path : trace_path; }
+};
+std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec);
+
+struct Simulation {
+  trace::Header header;
+  placement::Placement placement;
+  report::RunResult result;
+  double wall_seconds = 0;
+};
+
+Simulation simulate(const hw::HardwareProfile& hw, const std::string& policy, const policies::PolicyOptions& options,
+                    EngineKind engine, const TraceSpec& trace);
+
+}  // namespace tiersim::app

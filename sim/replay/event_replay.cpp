@@ -1,0 +1,259 @@
+#include "replay/event_replay.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "engine/in_order_stream.hpp"
+#include "engine/job_graph.hpp"
+#include "engine/shared_link.hpp"
+#include "engine/simulator.hpp"
+#include "replay/step_plan.hpp"
+
+namespace tiersim::replay {
+namespace {
+
+using engine::Direction;
+using engine::JobId;
+
+// Staging buffers of copied weights on the compute GPU, allocated when the copy is issued. An
+// on-demand copy on the compute stream is released when its last reader is issued: PyTorch's caching
+// allocator reuses a block freed on the same stream at once, in stream order. A prefetched copy is
+// released when its last reader completes (another stream must not overwrite it earlier).
+class StagingMemory final : public engine::JobListener {
+ public:
+  explicit StagingMemory(double static_bytes) : static_(static_bytes), peak_(static_bytes) {}
+  void allocate(double bytes) {
+    current_ += bytes;
+    peak_ = std::max(peak_, static_ + current_);
+  }
+  void release_now(double bytes) { current_ -= bytes; }
+  void release_when_done(engine::JobGraph& jobs, JobId job, double bytes) {
+    if (release_.size() <= job) release_.resize(job + 1, 0.0);
+    release_[job] = bytes;
+    jobs.watch(job, this);
+  }
+  void job_done(JobId job) override { current_ -= release_[job]; }
+  double peak() const { return peak_; }
+
+ private:
+  double static_;
+  double current_ = 0;
+  double peak_;
+  std::vector<double> release_;
+};
+
+class Replay final : public engine::EventHandler, public engine::JobListener {
+ public:
+  Replay(const hw::HardwareProfile& hw, const placement::Placement& placement, trace::StepSource& source)
+      : hw_(hw),
+        placement_(placement),
+        source_(source),
+        planner_(hw, source.header(), placement),
+        compute_(sim_, jobs_, "cuda:0 compute"),
+        copy_from_host_(sim_, jobs_, "cuda:0 copy from host"),
+        copy_from_peer_(sim_, jobs_, "cuda:0 copy from peer"),
+        pcie_(sim_, "pcie",
+              std::max(hw.host_link.h2d_pinned.bandwidth, hw.host_link.h2d_pageable.bandwidth),
+              std::max(hw.host_link.d2h_pinned.bandwidth, hw.host_link.d2h_pageable.bandwidth),
+              hw.host_link.bidirectional),
+        staging_(static_bytes_on(placement::kComputeGpu) + hw.gpu.reserved),
+        tensor_job_(source.header().tensors.size(), 0),
+        release_job_(source.header().tensors.size(), 0),
+        prefetched_(source.header().tensors.size(), false) {
+    if (hw.peer_link)
+      peer_.emplace(sim_, "peer", hw.peer_link->transfer.bandwidth, hw.peer_link->transfer.bandwidth,
+                    hw.peer_link->bidirectional);
+  }
+
+  report::RunResult run() {
+    report::RunResult result;
+    result.engine = "event";
+    if (start_next_step()) {
+      sim_.schedule(0, engine::kPriorityIssue, this, 0);
+      sim_.run();
+    }
+    result.steps = std::move(steps_);
+    result.peak_bytes["cuda:0"] = staging_.peak();
+    for (int d = 1; d < hw_.gpu.count; ++d)
+      result.peak_bytes[placement::device_name(d)] = static_bytes_on(d) + (static_bytes_on(d) > 0 ? hw_.gpu.reserved : 0);
+    result.peak_bytes["cpu"] = static_bytes_on(placement::kCpu);
+    result.events = sim_.events_processed();
+    return result;
+  }
+
+  void on_event(std::uint64_t) override { advance(); }
+  void job_done(JobId) override { sim_.schedule(sim_.now(), engine::kPriorityIssue, this, 0); }
+  void job_ready(JobId job) override { jobs_.complete(job, sim_.now()); }
+
+ private:
+  double static_bytes_on(placement::DeviceId d) const {
+    return placement::usage_on(source_.header(), placement_, d).total();
+  }
+
+  bool start_next_step() {
+    if (!source_.next(step_)) return false;
+    planner_.plan(step_, plan_);
+    jobs_.clear();
+    copy_jobs_.clear();
+    pc_ = 0;
+    phase_ = Phase::Start;
+    step_start_ = sim_.now();
+    h2d_start_ = pcie_.bytes_moved(Direction::ToDevice);
+    d2h_start_ = pcie_.bytes_moved(Direction::FromDevice);
+    peer_start_ = peer_ ? peer_->bytes_moved(Direction::ToDevice) : 0.0;
+    busy_start_ = compute_.busy_time();
+    return true;
+  }
+
+  void finish_step() {
+    report::StepResult r;
+    r.kind = plan_.kind;
+    r.tokens = plan_.tokens;
+    r.seconds = to_seconds(sim_.now() - step_start_);
+    r.h2d_bytes = pcie_.bytes_moved(Direction::ToDevice) - h2d_start_;
+    r.d2h_bytes = pcie_.bytes_moved(Direction::FromDevice) - d2h_start_;
+    r.peer_bytes = peer_ ? peer_->bytes_moved(Direction::ToDevice) - peer_start_ : 0.0;
+    r.gpu_busy_seconds = to_seconds(compute_.busy_time() - busy_start_);
+    steps_.push_back(r);
+  }
+
+  // Starts a transfer of `a` on `stream` and returns its job.
+  JobId enqueue_copy(engine::InOrderStream& stream, const Action& a) {
+    const JobId job = jobs_.create(&stream);
+    engine::SharedLink& link = a.source > placement::kComputeGpu ? *peer_ : pcie_;
+    const auto [latency, rate] = planner_.copy_curve(a.source).latency_and_rate(a.bytes);
+    stream.enqueue_transfer(job, link, Direction::ToDevice, a.bytes, latency, rate);
+    return job;
+  }
+
+  JobId enqueue_activation(const Action& a, bool to_device) {
+    const JobId job = jobs_.create(&compute_);
+    const auto [latency, rate] = planner_.activation_curve(to_device).latency_and_rate(std::max(a.bytes, 1.0));
+    compute_.enqueue_transfer(job, pcie_, to_device ? Direction::ToDevice : Direction::FromDevice, a.bytes, latency,
+                              rate);
+    return job;
+  }
+
+  // Performs the current action's effect; returns a job the host must wait for, if any.
+  std::optional<JobId> take_effect(const Action& a) {
+    switch (a.kind) {
+      case ActionKind::Kernel: {
+        const JobId job = jobs_.create(&compute_);
+        for (std::uint32_t i = 0; i < a.deps_count; ++i) jobs_.add_dependency(job, tensor_job_[plan_.deps[a.deps_begin + i]]);
+        compute_.enqueue_compute(job, to_sim_time(a.work_seconds));
+        double freed_at_completion = 0;
+        for (std::uint32_t i = 0; i < a.frees_count; ++i) {
+          const std::uint32_t t = plan_.frees[a.frees_begin + i];
+          const double bytes = static_cast<double>(source_.header().tensors[t].bytes);
+          release_job_[t] = job;
+          if (prefetched_[t]) freed_at_completion += bytes;
+          else staging_.release_now(bytes);
+        }
+        if (freed_at_completion > 0) staging_.release_when_done(jobs_, job, freed_at_completion);
+        return std::nullopt;
+      }
+      case ActionKind::AwaitSlot: {
+        // A gate: owned by the replay, completed the moment its prerequisites are (job_ready below).
+        const JobId job = jobs_.create(this);
+        for (std::uint32_t i = 0; i < a.frees_count; ++i)
+          jobs_.add_dependency(job, release_job_[plan_.slot_waits[a.frees_begin + i]]);
+        if (jobs_.ready(job)) jobs_.complete(job, sim_.now());
+        return job;
+      }
+      case ActionKind::CopyOnStream:
+      case ActionKind::Prefetch: {
+        engine::InOrderStream& stream = a.kind == ActionKind::CopyOnStream ? compute_
+                                        : a.source > placement::kComputeGpu ? copy_from_peer_
+                                                                            : copy_from_host_;
+        staging_.allocate(a.bytes);
+        prefetched_[a.tensor] = a.kind == ActionKind::Prefetch;
+        const JobId job = enqueue_copy(stream, a);
+        tensor_job_[a.tensor] = job;
+        copy_jobs_.push_back(job);
+        if (a.host_waits) return job;
+        return std::nullopt;
+      }
+      case ActionKind::ActivationToHost: return enqueue_activation(a, false);
+      case ActionKind::ActivationToDevice: return enqueue_activation(a, true);
+      case ActionKind::Sync: {
+        const JobId job = jobs_.create(&compute_);
+        for (JobId c : copy_jobs_) jobs_.add_dependency(job, c);
+        compute_.enqueue_compute(job, 0);
+        return job;
+      }
+      case ActionKind::CpuOp:
+      case ActionKind::StepOverhead: return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  // The host thread: runs actions until one makes it wait (busy time, or a job to complete).
+  void advance() {
+    while (true) {
+      if (pc_ == plan_.actions.size()) {
+        finish_step();
+        if (!start_next_step()) return;
+        continue;
+      }
+      const Action& a = plan_.actions[pc_];
+      if (phase_ == Phase::Start) {
+        const double busy = a.kind == ActionKind::CpuOp ? a.work_seconds : a.host_seconds;
+        phase_ = Phase::Effect;
+        if (busy > 0) {
+          sim_.schedule_in(to_sim_time(busy), engine::kPriorityIssue, this, 0);
+          return;
+        }
+      }
+      if (phase_ == Phase::Effect) {
+        if (auto wait = take_effect(a)) {
+          phase_ = Phase::Waiting;
+          jobs_.watch(*wait, this);  // job_done() schedules the next advance()
+          if (phase_ == Phase::Waiting && !jobs_.done(*wait)) return;
+          return;
+        }
+      }
+      // Effect taken without waiting, or the awaited job is done.
+      ++pc_;
+      phase_ = Phase::Start;
+    }
+  }
+
+  enum class Phase { Start, Effect, Waiting };
+
+  const hw::HardwareProfile& hw_;
+  const placement::Placement& placement_;
+  trace::StepSource& source_;
+  StepPlanner planner_;
+  engine::Simulator sim_;
+  engine::JobGraph jobs_;
+  engine::InOrderStream compute_;
+  engine::InOrderStream copy_from_host_;
+  engine::InOrderStream copy_from_peer_;
+  engine::SharedLink pcie_;
+  std::optional<engine::SharedLink> peer_;
+  StagingMemory staging_;
+
+  trace::Step step_;
+  StepPlan plan_;
+  std::vector<JobId> tensor_job_;
+  std::vector<JobId> release_job_;   // by tensor: the kernel whose completion frees its staging
+  std::vector<bool> prefetched_;     // by tensor: staged by a prefetch (vs on demand) this step
+  std::vector<JobId> copy_jobs_;
+  std::size_t pc_ = 0;
+  Phase phase_ = Phase::Start;
+  SimTime step_start_ = 0;
+  double h2d_start_ = 0, d2h_start_ = 0, peer_start_ = 0;
+  SimTime busy_start_ = 0;
+  std::vector<report::StepResult> steps_;
+};
+
+}  // namespace
+
+report::RunResult run_event_engine(const hw::HardwareProfile& hw, const placement::Placement& placement,
+                                   trace::StepSource& source) {
+  Replay replay(hw, placement, source);
+  return replay.run();
+}
+
+}  // namespace tiersim::replay

@@ -1,0 +1,15 @@
+#pragma once
+// The discrete-event engine: replays a trace's steps against the hardware under a placement. The host
+// thread, the compute stream, the copy streams and the links are servers in simulated time; copies
+// and kernels overlap exactly as stream order and dependencies allow.
+#include "hardware/profile.hpp"
+#include "placement/placement.hpp"
+#include "report/run_result.hpp"
+#include "trace/trace.hpp"
+
+namespace tiersim::replay {
+
+report::RunResult run_event_engine(const hw::HardwareProfile& hw, const placement::Placement& placement,
+                                   trace::StepSource& source);
+
+}  // namespace tiersim::replay

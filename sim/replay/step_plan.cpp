@@ -1,0 +1,188 @@
+#include "replay/step_plan.hpp"
+
+#include <algorithm>
+
+#include "hardware/op_cost.hpp"
+
+namespace tiersim::replay {
+
+using placement::DeviceId;
+using placement::kCpu;
+
+StepPlanner::StepPlanner(const hw::HardwareProfile& hw, const trace::Header& header,
+                         const placement::Placement& placement)
+    : hw_(hw), header_(header), placement_(placement), default_dtype_(header.default_dtype()) {
+  const std::size_t n = header.tensors.size();
+  copied_.assign(n, false);
+  cpu_layer_tensor_.assign(n, false);
+  last_reader_.assign(n, -1);
+  issued_.assign(n, false);
+  for (const auto& t : header.tensors) {
+    const DeviceId d = placement.device[t.id];
+    if (t.kind == trace::TensorKind::Weight) {
+      layer_order_.push_back(t.layer);
+      copied_[t.id] = placement::is_copied(placement, d);
+    }
+    // With --offload-exec cpu, weights and KV cache on the host belong to layers the CPU runs.
+    cpu_layer_tensor_[t.id] = placement.exec.exec == placement::OffloadExec::Cpu && d == kCpu &&
+                              t.kind != trace::TensorKind::Activation;
+  }
+  std::sort(layer_order_.begin(), layer_order_.end());
+  layer_order_.erase(std::unique(layer_order_.begin(), layer_order_.end()), layer_order_.end());
+  copied_by_position_.resize(layer_order_.size());
+  for (const auto& t : header.tensors)
+    if (copied_[t.id]) copied_by_position_[layer_position(t.layer)].push_back(t.id);
+}
+
+std::size_t StepPlanner::layer_position(std::int32_t layer) const {
+  return static_cast<std::size_t>(std::lower_bound(layer_order_.begin(), layer_order_.end(), layer) -
+                                  layer_order_.begin());
+}
+
+const hw::TransferCurve& StepPlanner::copy_curve(DeviceId source) const {
+  if (source > placement::kComputeGpu) return hw_.peer_link->transfer;
+  return placement_.exec.host_memory == placement::HostMemory::Pinned ? hw_.host_link.h2d_pinned
+                                                                      : hw_.host_link.h2d_pageable;
+}
+
+const hw::TransferCurve& StepPlanner::activation_curve(bool to_device) const {
+  // Activations cross with .to(): ordinary pageable host tensors.
+  return to_device ? hw_.host_link.h2d_pageable : hw_.host_link.d2h_pageable;
+}
+
+bool StepPlanner::copy_blocks_host(DeviceId source) const {
+  // A copy from pageable memory is staged by the driver and returns only when done.
+  return source == kCpu && placement_.exec.host_memory == placement::HostMemory::Pageable;
+}
+
+bool StepPlanner::op_on_cpu(const trace::Op& op) const {
+  for (const auto& a : op.reads)
+    if (cpu_layer_tensor_[a.tensor]) return true;
+  for (const auto& a : op.writes)
+    if (cpu_layer_tensor_[a.tensor]) return true;
+  return false;
+}
+
+double StepPlanner::activation_bytes(const trace::Op& op) const {
+  double bytes = 0;
+  for (const auto& a : op.writes)
+    if (header_.tensors[a.tensor].kind == trace::TensorKind::Activation) bytes += static_cast<double>(a.bytes);
+  return bytes;
+}
+
+void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch) {
+  issued_[tensor] = true;
+  touched_.push_back(tensor);
+  Action a;
+  a.kind = prefetch ? ActionKind::Prefetch : ActionKind::CopyOnStream;
+  a.tensor = tensor;
+  a.source = placement_.device[tensor];
+  a.bytes = static_cast<double>(header_.tensors[tensor].bytes);
+  a.host_seconds = hw_.framework.per_copy;
+  a.host_waits = copy_blocks_host(a.source);
+  out.actions.push_back(a);
+}
+
+void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
+  out.kind = step.kind;
+  out.tokens = step.tokens;
+  out.actions.clear();
+  out.deps.clear();
+  out.frees.clear();
+  out.slot_waits.clear();
+  for (std::uint32_t t : touched_) {
+    issued_[t] = false;
+    last_reader_[t] = -1;
+  }
+  touched_.clear();
+  for (std::size_t i = 0; i < step.ops.size(); ++i)
+    for (const auto& a : step.ops[i].reads)
+      if (copied_[a.tensor]) {
+        if (last_reader_[a.tensor] < 0) touched_.push_back(a.tensor);
+        last_reader_[a.tensor] = static_cast<std::int32_t>(i);
+      }
+
+  const int prefetch = placement_.exec.prefetch;
+  std::size_t prefetched_upto = 0;  // positions [0, prefetched_upto) have been issued
+  bool prev_on_cpu = false;
+  double prev_activation_bytes = 0;
+  std::int32_t current_layer = 0;
+  bool first = true;
+  for (std::size_t i = 0; i < step.ops.size(); ++i) {
+    const trace::Op& op = step.ops[i];
+    if (prefetch > 0 && (first || op.layer != current_layer)) {
+      const std::size_t target =
+          std::min(layer_order_.size(), layer_position(op.layer) + static_cast<std::size_t>(prefetch) + 1);
+      for (; prefetched_upto < target; ++prefetched_upto) {
+        // Streaming keeps prefetch + 1 staging slots: layer q reuses the slot of layer q - prefetch - 1,
+        // so the host first waits until that layer's last reader has run.
+        if (prefetched_upto >= static_cast<std::size_t>(prefetch) + 1) {
+          Action wait;
+          wait.kind = ActionKind::AwaitSlot;
+          wait.host_waits = true;
+          wait.frees_begin = static_cast<std::uint32_t>(out.slot_waits.size());
+          for (std::uint32_t t : copied_by_position_[prefetched_upto - static_cast<std::size_t>(prefetch) - 1])
+            if (last_reader_[t] >= 0) out.slot_waits.push_back(t);
+          wait.frees_count = static_cast<std::uint32_t>(out.slot_waits.size()) - wait.frees_begin;
+          if (wait.frees_count > 0) out.actions.push_back(wait);
+        }
+        for (std::uint32_t t : copied_by_position_[prefetched_upto])
+          if (!issued_[t] && last_reader_[t] >= 0) issue_copy(out, t, true);
+      }
+    }
+    current_layer = op.layer;
+    const bool on_cpu = op_on_cpu(op);
+    if (on_cpu && !prev_on_cpu && !first) {
+      Action a;
+      a.kind = ActionKind::ActivationToHost;
+      a.bytes = prev_activation_bytes;
+      a.host_seconds = hw_.framework.per_copy;
+      a.host_waits = true;
+      out.actions.push_back(a);
+    } else if (!on_cpu && prev_on_cpu) {
+      Action a;
+      a.kind = ActionKind::ActivationToDevice;
+      a.bytes = prev_activation_bytes;
+      a.host_seconds = hw_.framework.per_copy;
+      a.host_waits = true;
+      out.actions.push_back(a);
+    }
+    if (on_cpu) {
+      Action a;
+      a.kind = ActionKind::CpuOp;
+      a.work_seconds = hw::cpu_op_seconds(hw_, op, default_dtype_);
+      out.actions.push_back(a);
+    } else {
+      // Weights not yet on the GPU: copied now on the compute stream (on demand).
+      for (const auto& r : op.reads)
+        if (copied_[r.tensor] && !issued_[r.tensor]) issue_copy(out, r.tensor, false);
+      Action a;
+      a.kind = ActionKind::Kernel;
+      a.host_seconds = hw::host_issue_seconds(hw_, op);
+      a.work_seconds = hw::gpu_op_seconds(hw_, op, default_dtype_);
+      a.deps_begin = static_cast<std::uint32_t>(out.deps.size());
+      a.frees_begin = static_cast<std::uint32_t>(out.frees.size());
+      for (const auto& r : op.reads) {
+        if (!copied_[r.tensor]) continue;
+        out.deps.push_back(r.tensor);
+        if (last_reader_[r.tensor] == static_cast<std::int32_t>(i)) out.frees.push_back(r.tensor);
+      }
+      a.deps_count = static_cast<std::uint32_t>(out.deps.size()) - a.deps_begin;
+      a.frees_count = static_cast<std::uint32_t>(out.frees.size()) - a.frees_begin;
+      out.actions.push_back(a);
+    }
+    prev_on_cpu = on_cpu;
+    prev_activation_bytes = activation_bytes(op);
+    first = false;
+  }
+  Action sync;
+  sync.kind = ActionKind::Sync;
+  sync.host_waits = true;
+  out.actions.push_back(sync);
+  Action overhead;
+  overhead.kind = ActionKind::StepOverhead;
+  overhead.host_seconds = hw_.framework.per_step;
+  out.actions.push_back(overhead);
+}
+
+}  // namespace tiersim::replay

@@ -1,0 +1,80 @@
+#pragma once
+// What the host thread does, in order, to run one step under a placement: the kernels it issues, the
+// weight copies it issues (on demand on the compute stream, or N layers ahead on a copy stream),
+// the ops it runs itself on the CPU, the activation copies at GPU/CPU boundaries, and the sync at the
+// end. Both engines consume this plan, so they agree on what happens and differ only in how time is
+// composed.
+#include <cstdint>
+#include <vector>
+
+#include "hardware/profile.hpp"
+#include "placement/placement.hpp"
+#include "trace/trace.hpp"
+
+namespace tiersim::replay {
+
+enum class ActionKind : std::uint8_t {
+  Kernel,              // host issues an op's kernels; the op runs on the compute stream
+  CopyOnStream,        // on-demand weight copy, in order on the compute stream
+  Prefetch,            // weight copy on a copy stream, issued ahead of its layer
+  AwaitSlot,           // the host waits until a prefetch staging slot is free (StepPlan::frees of its layer)
+  CpuOp,               // the host runs the op itself (after its inputs reached host memory)
+  ActivationToHost,    // activations GPU -> host before CPU ops (the host waits)
+  ActivationToDevice,  // activations host -> GPU after CPU ops (the host waits: pageable copy)
+  Sync,                // end of step: the host waits for all device work
+  StepOverhead,        // host time per step outside the ops
+};
+
+struct Action {
+  ActionKind kind = ActionKind::Kernel;
+  double host_seconds = 0;    // host busy before the action takes effect
+  double work_seconds = 0;    // kernel duration (Kernel) or CPU time (CpuOp)
+  double bytes = 0;           // copies and activation transfers
+  placement::DeviceId source = placement::kCpu;  // copy source
+  bool host_waits = false;    // the host blocks until the action's device work is done
+  std::uint32_t tensor = 0;   // the copied tensor
+  std::uint32_t deps_begin = 0, deps_count = 0;    // Kernel: copied tensors it must wait for (StepPlan::deps)
+  // Kernel: staged tensors whose last reader it is. AwaitSlot: tensors whose release the host waits for.
+  std::uint32_t frees_begin = 0, frees_count = 0;
+};
+
+struct StepPlan {
+  trace::StepKind kind = trace::StepKind::Decode;
+  std::uint32_t tokens = 0;
+  std::vector<Action> actions;
+  std::vector<std::uint32_t> deps;   // flat storage for Action::deps_*
+  std::vector<std::uint32_t> frees;  // flat storage for Action::frees_*
+  std::vector<std::uint32_t> slot_waits;  // flat storage for AwaitSlot's tensors (frees_* indexes it)
+};
+
+class StepPlanner {
+ public:
+  StepPlanner(const hw::HardwareProfile& hw, const trace::Header& header, const placement::Placement& placement);
+  void plan(const trace::Step& step, StepPlan& out);
+
+  // Link parameters for a copy of `bytes` from `source` to the compute GPU.
+  const hw::TransferCurve& copy_curve(placement::DeviceId source) const;
+  const hw::TransferCurve& activation_curve(bool to_device) const;
+  bool copy_blocks_host(placement::DeviceId source) const;
+
+ private:
+  bool op_on_cpu(const trace::Op& op) const;
+  std::size_t layer_position(std::int32_t layer) const;
+  void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch);
+  double activation_bytes(const trace::Op& op) const;
+
+  const hw::HardwareProfile& hw_;
+  const trace::Header& header_;
+  const placement::Placement& placement_;
+  std::string default_dtype_;
+  std::vector<bool> copied_;                // by tensor: a weight copied to cuda:0 when used
+  std::vector<bool> cpu_layer_tensor_;      // by tensor: KV or weight of a layer run on the CPU
+  std::vector<std::int32_t> layer_order_;   // distinct weight layers, ascending
+  std::vector<std::vector<std::uint32_t>> copied_by_position_;  // copied tensors of each layer position
+  // Per-step scratch.
+  std::vector<std::int32_t> last_reader_;   // by tensor: index of the last op reading it (-1 none)
+  std::vector<bool> issued_;                // by tensor: copy already issued this step
+  std::vector<std::uint32_t> touched_;
+};
+
+}  // namespace tiersim::replay

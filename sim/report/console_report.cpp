@@ -1,0 +1,56 @@
+#include <cstdio>
+
+#include "core/units.hpp"
+#include "report/reporters.hpp"
+
+namespace tiersim::report {
+
+void write_console(std::ostream& out, const Context& c) {
+  const Summary s = summarize(*c.result);
+  const auto& hw = *c.hw;
+  const auto& h = *c.header;
+  auto line = [&](const char* label, const std::string& value) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "  %-22s %s\n", label, value.c_str());
+    out << buf;
+  };
+  auto num = [](const char* fmt, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, fmt, v);
+    return std::string(buf);
+  };
+  const std::string model = h.meta.count("model") ? h.meta.at("model") : c.trace_name;
+  out << "tiersim: " << model << " on " << hw.name << " under '" << c.policy << "' (" << c.result->engine
+      << " engine)\n";
+  line("hardware", hw.gpu.name + " x" + std::to_string(hw.gpu.count) + ", " + hw.host.name + " [" + hw.origin + "]");
+  line("trace", c.trace_name + " (batch " + std::to_string(h.batch()) + ", " + std::to_string(c.result->steps.size()) +
+                    " steps)");
+  for (const auto& [k, v] : c.placement->resolved) line(k.c_str(), v);
+  line("execution", std::string("offload-exec ") + placement::to_string(c.placement->exec.exec) + ", prefetch " +
+                        std::to_string(c.placement->exec.prefetch) + ", host memory " +
+                        placement::to_string(c.placement->exec.host_memory));
+  out << "\n";
+  line("decode tokens/s", num("%.2f", s.tps));
+  line("decode step (median)", units::format_duration(s.decode_step_median));
+  line("prefill", units::format_duration(s.prefill_seconds));
+  line("GPU busy (decode)", num("%.0f%%", 100.0 * s.gpu_busy_share));
+  line("H2D per decode step", units::format_bytes(s.h2d_bytes_per_step));
+  if (s.peer_bytes_per_step > 0) line("peer per decode step", units::format_bytes(s.peer_bytes_per_step));
+  if (s.d2h_bytes_per_step > 0) line("D2H per decode step", units::format_bytes(s.d2h_bytes_per_step));
+  out << "\n  memory per tier         weights      KV cache   activations   peak\n";
+  for (const auto& [dev, peak] : c.result->peak_bytes) {
+    const auto u = placement::usage_on(h, *c.placement, dev == "cpu" ? placement::kCpu : placement::parse_device(dev));
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "  %-22s %-12s %-10s %-13s %s\n", dev.c_str(), units::format_bytes(u.weights).c_str(),
+                  units::format_bytes(u.kv).c_str(), units::format_bytes(u.activations).c_str(),
+                  units::format_bytes(peak).c_str());
+    out << buf;
+  }
+  out << "\n";
+  line("offloaded weights", units::format_bytes(placement::offloaded_weight_bytes(h, *c.placement)) + " of " +
+                                units::format_bytes(placement::weight_bytes(h)));
+  if (c.result->events > 0)
+    line("simulated", std::to_string(c.result->events) + " events in " + units::format_duration(c.wall_seconds));
+}
+
+}  // namespace tiersim::report

@@ -1,0 +1,66 @@
+#include <nlohmann/json.hpp>
+
+#include "report/reporters.hpp"
+
+#ifndef TIERSIM_VERSION
+#define TIERSIM_VERSION "unknown"
+#endif
+#ifndef TIERSIM_GIT_SHA
+#define TIERSIM_GIT_SHA "unknown"
+#endif
+
+namespace tiersim::report {
+
+void write_json(std::ostream& out, const Context& c) {
+  using nlohmann::ordered_json;
+  const Summary s = summarize(*c.result);
+  const auto& h = *c.header;
+  const auto& hw = *c.hw;
+  ordered_json j;
+  j["schema_version"] = kJsonSchemaVersion;
+  j["tiersim_version"] = TIERSIM_VERSION;
+  j["git_sha"] = TIERSIM_GIT_SHA;
+  j["engine"] = c.result->engine;
+  j["policy"] = c.policy;
+  ordered_json settings = ordered_json::object();
+  for (const auto& [k, v] : c.placement->resolved) settings[k] = v;
+  j["policy_settings"] = settings;
+  j["execution"] = {{"offload_exec", placement::to_string(c.placement->exec.exec)},
+                    {"prefetch", c.placement->exec.prefetch},
+                    {"host_memory", placement::to_string(c.placement->exec.host_memory)}};
+  j["hardware"] = hw.name;
+  j["hardware_detail"] = {{"origin", hw.origin},
+                          {"gpu", hw.gpu.name},
+                          {"gpu_count", hw.gpu.count},
+                          {"gpu_memory_bytes", hw.gpu.memory},
+                          {"host", hw.host.name},
+                          {"host_link", hw.host_link.type + " gen" + std::to_string(hw.host_link.generation) + " x" +
+                                            std::to_string(hw.host_link.width)}};
+  j["trace"] = {{"name", c.trace_name},
+                {"model", h.meta.count("model") ? h.meta.at("model") : ""},
+                {"batch", h.batch()},
+                {"steps", c.result->steps.size()},
+                {"decode_steps", s.decode_steps}};
+  j["tps"] = s.tps;
+  j["step_seconds"] = s.decode_step_median;
+  j["step_seconds_mean"] = s.decode_step_mean;
+  j["prefill_seconds"] = s.prefill_seconds;
+  j["total_seconds"] = s.total_seconds;
+  j["vram_peak_bytes"] = c.result->peak_bytes.count("cuda:0") ? c.result->peak_bytes.at("cuda:0") : 0.0;
+  j["offloaded_bytes"] = placement::offloaded_weight_bytes(h, *c.placement);
+  j["weight_bytes"] = placement::weight_bytes(h);
+  j["h2d_bytes_per_step"] = s.h2d_bytes_per_step;
+  j["d2h_bytes_per_step"] = s.d2h_bytes_per_step;
+  j["peer_bytes_per_step"] = s.peer_bytes_per_step;
+  j["gpu_busy_share"] = s.gpu_busy_share;
+  ordered_json tiers = ordered_json::object();
+  for (const auto& [dev, peak] : c.result->peak_bytes) {
+    const auto u = placement::usage_on(h, *c.placement, placement::parse_device(dev));
+    tiers[dev] = {{"weights_bytes", u.weights}, {"kv_bytes", u.kv}, {"activation_bytes", u.activations}, {"peak_bytes", peak}};
+  }
+  j["memory_per_tier"] = tiers;
+  j["events"] = c.result->events;
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace tiersim::report

@@ -1,0 +1,42 @@
+#pragma once
+// Reporters turn a finished simulation into text. They never run the engine (google/benchmark style).
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "hardware/profile.hpp"
+#include "placement/placement.hpp"
+#include "report/run_result.hpp"
+#include "trace/trace.hpp"
+
+namespace tiersim::report {
+
+inline constexpr int kJsonSchemaVersion = 1;
+
+// Everything a report says about one simulation.
+struct Context {
+  std::string policy;
+  std::string trace_name;
+  const trace::Header* header = nullptr;
+  const hw::HardwareProfile* hw = nullptr;
+  const placement::Placement* placement = nullptr;
+  const RunResult* result = nullptr;
+  double wall_seconds = 0;  // reported on the console only: JSON stays byte-for-byte deterministic
+};
+
+void write_console(std::ostream& out, const Context& c);
+void write_json(std::ostream& out, const Context& c);
+
+// One row per point of a latency-vs-offload sweep.
+struct SweepRow {
+  double offload_gb = 0;
+  std::string donor;
+  bool ok = false;
+  std::string error;
+  Summary summary;
+  double vram_peak = 0;
+  double offloaded = 0;
+};
+void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows);
+
+}  // namespace tiersim::report

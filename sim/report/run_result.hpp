@@ -1,0 +1,44 @@
+#pragma once
+// What a simulation produces, whichever engine made it. Metric definitions: README "Metrics".
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace tiersim::report {
+
+struct StepResult {
+  trace::StepKind kind = trace::StepKind::Decode;
+  std::uint32_t tokens = 0;
+  double seconds = 0;        // from the host starting the step to the host starting the next one
+  double h2d_bytes = 0;      // host -> compute GPU over the host link (weights and activations)
+  double d2h_bytes = 0;      // compute GPU -> host
+  double peer_bytes = 0;     // peer GPU -> compute GPU
+  double gpu_busy_seconds = 0;  // compute stream busy (kernels and on-stream copies)
+};
+
+struct RunResult {
+  std::string engine;        // "event" or "analytic"
+  std::vector<StepResult> steps;
+  std::map<std::string, double> peak_bytes;   // device name -> peak bytes resident (cuda:0 incl. reserve)
+  std::uint64_t events = 0;  // events processed (event engine)
+};
+
+// Summary statistics used by every reporter.
+struct Summary {
+  double decode_step_median = 0;  // s
+  double decode_step_mean = 0;
+  double prefill_seconds = 0;     // sum of prefill steps
+  double tps = 0;                 // batch tokens per second at the median decode step
+  double total_seconds = 0;
+  std::size_t decode_steps = 0;
+  double h2d_bytes_per_step = 0;  // at the median decode step
+  double d2h_bytes_per_step = 0;
+  double peer_bytes_per_step = 0;
+  double gpu_busy_share = 0;      // compute-stream busy / step time, at the median decode step
+};
+Summary summarize(const RunResult& r);
+
+}  // namespace tiersim::report
