@@ -1,0 +1,139 @@
+// End-to-end: the `sim` binary as a user runs it.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace {
+
+struct SimRun {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+SimRun sim(const std::string& args) {
+  const std::string cmd = std::string("cd ") + TIERSIM_SOURCE_DIR + " && " + TIERSIM_SIM_BINARY + " " + args + " 2>&1";
+  SimRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(Cli, QwenUnderRatioPrintsAPrediction) {
+  const SimRun r = sim("--trace traces/qwen.trace --policy ratio");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("decode tokens/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rtx4090"), std::string::npos) << "names the default profile";
+}
+
+TEST(Cli, JsonHasTheDocumentedFields) {
+  const SimRun r = sim("--trace traces/qwen.trace --policy ratio --split \"cuda:0,70%;cpu,30%\" --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"tps", "step_seconds", "prefill_seconds", "vram_peak_bytes", "offloaded_bytes",
+                          "h2d_bytes_per_step", "policy", "hardware", "schema_version", "memory_per_tier"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["policy"], "ratio");
+  EXPECT_EQ(j["hardware"], "rtx4090");
+  EXPECT_GT(j["tps"].get<double>(), 0);
+}
+
+TEST(Cli, SameInputsGiveTheSameBytes) {
+  const std::string args = "--trace traces/qwen.trace --policy bytes --split \"cuda:0,18g;cpu,*\" --prefetch 1 --json";
+  EXPECT_EQ(sim(args).out, sim(args).out);
+}
+
+TEST(Cli, TpsFallsAsTheCpuShareGrowsAndNeverBeatsTheLink) {
+  double previous = 1e300;
+  for (int cpu : {25, 30, 40, 50}) {
+    const SimRun r = sim("--trace traces/qwen.trace --policy ratio --split \"cuda:0," + std::to_string(100 - cpu) +
+                      "%;cpu," + std::to_string(cpu) + "%\" --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    const double tps = j["tps"].get<double>();
+    const double h2d = j["h2d_bytes_per_step"].get<double>();
+    EXPECT_LT(tps, previous) << cpu << "% on cpu";
+    previous = tps;
+    // Every decode step moves h2d bytes over a 26 GB/s link (the preset's pinned rate).
+    EXPECT_LE(tps, 26e9 / h2d) << cpu << "% on cpu";
+  }
+}
+
+TEST(Cli, ResidentRefusesClearly) {
+  const SimRun r = sim("--trace traces/qwen.trace --policy resident");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.out.find("needs 28.27 GiB on cuda:0"), std::string::npos) << r.out;
+}
+
+TEST(Cli, BadInputGetsAClearErrorAndExitCode2) {
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"--trace traces/qwen.trace --policy magic", "unknown policy 'magic'"},
+           {"--trace traces/qwen.trace --policy ratio --split \"cuda:0,80;cpu\"", "--split"},
+           {"--trace traces/qwen.trace --policy ratio --hw nosuch", "not a preset name"},
+           {"--trace nosuch.trace --policy ratio", "nosuch.trace: cannot open trace file"},
+           {"--trace traces/qwen.trace --policy ratio --prefetch -1", "prefetch"},
+           {"--trace traces/qwen.trace --policy ratio --donor gpu7", "--donor"},
+           {"--trace traces/qwen.trace --policy layers --layers 99", "--layers"},
+           {"sweep --trace traces/qwen.trace --policy bytes --offload 5:1:1", "--offload"},
+       }) {
+    const SimRun r = sim(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(expect), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+TEST(Cli, MalformedTraceNamesFileAndLine) {
+  const std::string path = std::string(TIERSIM_SOURCE_DIR) + "/build-test-bad.trace";
+  {
+    std::ofstream f(path);
+    f << "tiersim-trace 1\ntensor 0 weight 100 0 w\nstep decode tokens=1\nop gemv layer=0 read=0 bogus=1\nend\n";
+  }
+  const SimRun r = sim("--trace " + path + " --policy resident");
+  std::remove(path.c_str());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("build-test-bad.trace:4: 'bogus'"), std::string::npos) << r.out;
+}
+
+TEST(Cli, SweepWritesOneRowPerPoint) {
+  const SimRun r = sim("sweep --trace traces/qwen.trace --policy bytes --offload 0:8:2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::istringstream in(r.out);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line.rfind("offload_gb,donor,tps", 0), 0u);
+  int rows = 0, ok = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    if (line.find(",ok") != std::string::npos) ++ok;
+  }
+  EXPECT_EQ(rows, 5);
+  EXPECT_EQ(ok, 2);  // 28.3 GiB resident: 0, 2 and 4 GB off do not fit a 24 GiB card; 6 and 8 do
+}
+
+TEST(Cli, ShippedQwenTraceIsWhatTheGeneratorWrites) {
+  const std::string out = std::string(TIERSIM_SOURCE_DIR) + "/build-test-qwen.trace";
+  const SimRun r = sim("gen --model traces/models/qwen3-14b.json --prompt 512 --decode 64 -o " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream a(out), b(std::string(TIERSIM_SOURCE_DIR) + "/traces/qwen.trace");
+  std::stringstream sa, sb;
+  sa << a.rdbuf();
+  sb << b.rdbuf();
+  std::remove(out.c_str());
+  EXPECT_TRUE(sa.str() == sb.str()) << "regenerate traces/qwen.trace with the command in traces/README.md";
+}
+
+TEST(Cli, AnalyticEngineRunsFromTheSameCommand) {
+  const SimRun r = sim("--trace traces/qwen.trace --policy ratio --engine analytic --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["engine"], "analytic");
+}
+
+}  // namespace

@@ -1,0 +1,126 @@
+// Hand-checked step times on the toy machine (support/toy.hpp): 1e6-byte weights, 1 ms per GPU
+// kernel, 10 ms per weight copy, 1 ms per activation copy, 11 ms per CPU op.
+#include <gtest/gtest.h>
+
+#include "analytic/analytic_model.hpp"
+#include "replay/event_replay.hpp"
+#include "support/toy.hpp"
+
+namespace tiersim {
+namespace {
+
+using placement::ExecutionOptions;
+using placement::kCpu;
+constexpr double kTol = 1e-9;  // seconds; the engine keeps picoseconds
+
+double decode_step(const report::RunResult& r) { return r.steps.back().seconds; }
+
+report::RunResult run_event(int layers, std::initializer_list<int> offloaded, placement::DeviceId where,
+                            ExecutionOptions exec, const hw::HardwareProfile& hw = testing::toy_profile()) {
+  auto src = testing::toy_trace(layers, 2);
+  auto p = testing::toy_placement(src->header(), offloaded, where, exec);
+  return replay::run_event_engine(hw, p, *src);
+}
+
+report::RunResult run_analytic(int layers, std::initializer_list<int> offloaded, placement::DeviceId where,
+                               ExecutionOptions exec, const hw::HardwareProfile& hw = testing::toy_profile()) {
+  auto src = testing::toy_trace(layers, 2);
+  auto p = testing::toy_placement(src->header(), offloaded, where, exec);
+  return analytic::run_analytic(hw, p, *src);
+}
+
+TEST(ToyModel, ResidentIsTheSumOfKernels) {
+  // 2 kernels of (1e6 + 1e5) bytes at 1 GB/s.
+  EXPECT_NEAR(decode_step(run_event(2, {}, kCpu, {})), 2 * 1.1e-3, kTol);
+  EXPECT_NEAR(decode_step(run_analytic(2, {}, kCpu, {})), 2 * 1.1e-3, kTol);
+}
+
+TEST(ToyModel, CopyOnDemandSerialisesCopyAndCompute) {
+  // kernel L0 (1.1 ms), copy W1 on the compute stream (10 ms), kernel L1 (1.1 ms).
+  const auto r = run_event(2, {1}, kCpu, {});
+  EXPECT_NEAR(decode_step(r), 1.1e-3 + 10e-3 + 1.1e-3, kTol);
+  EXPECT_DOUBLE_EQ(r.steps.back().h2d_bytes, 1e6);
+  EXPECT_NEAR(decode_step(run_analytic(2, {1}, kCpu, {})), 12.2e-3, kTol);
+}
+
+TEST(ToyModel, PageableOnDemandCopyAlsoBlocksTheHost) {
+  // Same device timeline; the host waits too, so with a 0.5 ms launch cost the second kernel is
+  // issued only after the copy: 0.5 (issue L0) + 1.1 + 10 + 0.5 (issue L1) + 1.1.
+  ExecutionOptions exec;
+  exec.host_memory = placement::HostMemory::Pageable;
+  const auto hw = testing::toy_profile("500 us");
+  EXPECT_NEAR(decode_step(run_event(2, {1}, kCpu, exec, hw)), 0.5e-3 + 1.1e-3 + 10e-3 + 0.5e-3 + 1.1e-3, kTol);
+  EXPECT_NEAR(decode_step(run_analytic(2, {1}, kCpu, exec, hw)), 13.2e-3, kTol);
+}
+
+TEST(ToyModel, PrefetchOverlapsCopiesWithCompute) {
+  // Both layers offloaded, prefetch 1: copies W0 [0,10] and W1 [10,20] back to back on the copy
+  // stream; kernel L0 [10,11.1], kernel L1 [20,21.1].
+  ExecutionOptions exec;
+  exec.prefetch = 1;
+  EXPECT_NEAR(decode_step(run_event(2, {0, 1}, kCpu, exec)), 21.1e-3, kTol);
+  EXPECT_NEAR(decode_step(run_analytic(2, {0, 1}, kCpu, exec)), 21.1e-3, kTol);
+}
+
+TEST(ToyModel, PrefetchWaitsForAFreeStagingSlot) {
+  // Three offloaded layers, prefetch 1 (two slots): W2 reuses W0's slot, so its copy is issued only
+  // when kernel L0 ends (11.1 ms); the copy stream is busy until 20 anyway: W2 [20,30], L2 [30,31.1].
+  ExecutionOptions exec;
+  exec.prefetch = 1;
+  EXPECT_NEAR(decode_step(run_event(3, {0, 1, 2}, kCpu, exec)), 31.1e-3, kTol);
+}
+
+TEST(ToyModel, PrefetchFromAPeerGpuUsesThePeerLink) {
+  // 500 MB/s peer link: 2 ms per copy. W0 [0,2], W1 [2,4]; L0 [2,3.1], L1 [4,5.1].
+  ExecutionOptions exec;
+  exec.prefetch = 1;
+  const auto r = run_event(2, {0, 1}, 1, exec);
+  EXPECT_NEAR(decode_step(r), 5.1e-3, kTol);
+  EXPECT_DOUBLE_EQ(r.steps.back().peer_bytes, 2e6);
+  EXPECT_DOUBLE_EQ(r.steps.back().h2d_bytes, 0);
+}
+
+TEST(ToyModel, CpuExecutionMovesActivationsBothWays) {
+  // L0 on the GPU (1.1 ms), activations to the host (1e5 B, 1 ms), L1 on the CPU (1.1e6 B at
+  // 100 MB/s = 11 ms), activations back (1 ms), L2 on the GPU (1.1 ms).
+  ExecutionOptions exec;
+  exec.exec = placement::OffloadExec::Cpu;
+  const auto r = run_event(3, {1}, kCpu, exec);
+  EXPECT_NEAR(decode_step(r), 1.1e-3 + 1e-3 + 11e-3 + 1e-3 + 1.1e-3, kTol);
+  EXPECT_DOUBLE_EQ(r.steps.back().d2h_bytes, 1e5);
+  EXPECT_DOUBLE_EQ(r.steps.back().h2d_bytes, 1e5);
+  EXPECT_NEAR(decode_step(run_analytic(3, {1}, kCpu, exec)), 15.2e-3, kTol);
+}
+
+TEST(ToyModel, HostBoundStepIsIssueTimePlusLastKernel) {
+  // 5 ms per launch, kernels 1.1 ms: the GPU waits for the host. 2 x 5 ms + 1.1 ms.
+  const auto hw = testing::toy_profile("5 ms");
+  EXPECT_NEAR(decode_step(run_event(2, {}, kCpu, {}, hw)), 11.1e-3, kTol);
+  EXPECT_NEAR(decode_step(run_analytic(2, {}, kCpu, {}, hw)), 11.1e-3, kTol);
+}
+
+TEST(ToyModel, PerStepHostCostIsAdded) {
+  const auto hw = testing::toy_profile("0 us", "3 ms");
+  EXPECT_NEAR(decode_step(run_event(2, {}, kCpu, {}, hw)), 2.2e-3 + 3e-3, kTol);
+}
+
+TEST(ToyModel, StagingPeakIsBoundedBySlots) {
+  // Prefetch 1 keeps at most two 1e6-byte layers staged besides the resident activations.
+  ExecutionOptions exec;
+  exec.prefetch = 1;
+  const auto r = run_event(3, {0, 1, 2}, kCpu, exec);
+  EXPECT_DOUBLE_EQ(r.peak_bytes.at("cuda:0"), 1e5 + 2e6);
+}
+
+TEST(ToyModel, EveryRunIsIdentical) {
+  ExecutionOptions exec;
+  exec.prefetch = 2;
+  const auto a = run_event(3, {0, 2}, kCpu, exec);
+  const auto b = run_event(3, {0, 2}, kCpu, exec);
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (std::size_t i = 0; i < a.steps.size(); ++i) EXPECT_EQ(a.steps[i].seconds, b.steps[i].seconds);
+  EXPECT_EQ(a.events, b.events);
+}
+
+}  // namespace
+}  // namespace tiersim

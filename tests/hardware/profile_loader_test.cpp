@@ -1,0 +1,107 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "hardware/op_cost.hpp"
+#include "hardware/profile_loader.hpp"
+#include "support/toy.hpp"
+
+namespace tiersim::hw {
+namespace {
+
+TEST(Presets, EveryPresetLoadsWithSourcesForEverySection) {
+  const auto presets = list_presets();
+  ASSERT_GE(presets.size(), 7u);
+  for (const auto& p : presets) {
+    const HardwareProfile hw = resolve_profile(p.name);
+    EXPECT_EQ(hw.name, p.name);
+    for (const char* section : {"gpu", "host", "host_link", "framework"})
+      EXPECT_FALSE(hw.sources.at(section).empty()) << p.name << " " << section;
+    EXPECT_GT(hw.gpu.memory, hw.gpu.reserved);
+  }
+}
+
+TEST(Presets, DatasheetFiguresAreParsedOnce) {
+  const HardwareProfile hw = resolve_profile("rtx4090");
+  EXPECT_DOUBLE_EQ(hw.gpu.memory, 24.0 * 1073741824.0);
+  EXPECT_DOUBLE_EQ(hw.gpu.memory_bandwidth, 1008e9);
+  EXPECT_DOUBLE_EQ(hw.gpu_rate("bf16"), 165.2e12);
+  EXPECT_EQ(hw.host_link.generation, 4);
+}
+
+// Asserts that replacing `from` by `to` in the toy profile fails at `line` naming `key`.
+void expect_error(const std::string& from, const std::string& to, const std::string& key, std::size_t line) {
+  std::string yaml = testing::toy_profile_yaml();
+  const auto at = yaml.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  yaml.replace(at, from.size(), to);
+  try {
+    parse_profile(yaml, "bad.yaml");
+    FAIL() << "accepted " << to;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "bad.yaml");
+    EXPECT_EQ(e.key(), key) << e.what();
+    EXPECT_EQ(e.line(), line) << e.what();
+  }
+}
+
+TEST(ProfileLoader, RejectsBadInputNamingFileLineAndKey) {
+  expect_error("memory_bandwidth: \"1 GB/s\"", "memory_bandwidth: \"-1 GB/s\"", "gpu.memory_bandwidth", 10);
+  expect_error("memory_bandwidth: \"1 GB/s\"", "memory_bandwidth: \"1 GB\"", "gpu.memory_bandwidth", 10);
+  expect_error("memory_bandwidth: \"1 GB/s\"", "memory_bandwith: \"1 GB/s\"", "gpu.memory_bandwidth", 10);
+  expect_error("  kernel_min_time: \"0 us\"\n", "  kernel_min_time: \"0 us\"\n  colour: blue\n", "gpu.colour", 16);
+  expect_error("  memory_efficiency: 1.0\n  compute:\n    bf16", "  memory_efficiency: 1.5\n  compute:\n    bf16",
+               "gpu.memory_efficiency", 11);
+  expect_error("  count: 2\n", "  count: 0\n", "gpu.count", 7);
+  expect_error("    bf16: \"1000 TFLOP/s\"\n  compute_efficiency: 1.0\n  kernel",
+               "    fp64: \"1000 TFLOP/s\"\n  compute_efficiency: 1.0\n  kernel", "gpu.compute.fp64", 13);
+  expect_error("  type: pcie\n", "  type: cxl\n", "host_link.type", 0);
+  expect_error("  per_step: \"0 us\"\n", "", "framework.per_step", 42);
+}
+
+TEST(ProfileLoader, RejectsYamlSyntaxErrorsWithTheirLine) {
+  try {
+    parse_profile("tiersim_profile: 1\nname: [unclosed\n", "broken.yaml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "broken.yaml");
+    EXPECT_GT(e.line(), 0u);
+  }
+}
+
+TEST(ProfileLoader, UnknownPresetListsTheKnownOnes) {
+  try {
+    resolve_profile("rtx9090");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("rtx4090"), std::string::npos);
+  }
+}
+
+TEST(TransferCurve, MeasuredPointsInterpolateInLogSize) {
+  TransferCurve c;
+  c.bandwidth = 50e9;
+  c.latency = 10e-6;
+  EXPECT_DOUBLE_EQ(c.seconds(1e6), 10e-6 + 1e6 / 50e9);
+  c.points = {{4096, 1e9}, {1048576, 25e9}, {1073741824, 50e9}};
+  EXPECT_DOUBLE_EQ(c.seconds(4096), 4096 / 1e9);
+  EXPECT_NEAR(c.seconds(65536), 65536 / std::exp((std::log(1e9) + std::log(25e9)) / 2), 1e-15);
+  // Beyond the last point: asymptotic bandwidth, continuous at the point.
+  EXPECT_NEAR(c.seconds(1073741824.0), 1073741824.0 / 50e9, 1e-12);
+}
+
+TEST(OpCost, RooflineWithAFloorPerLaunch) {
+  const auto hw = testing::toy_profile();
+  trace::Op op;
+  op.flops = 0;
+  op.reads = {{0, 1000000}};
+  EXPECT_DOUBLE_EQ(gpu_op_seconds(hw, op, "bf16"), 1e-3);  // 1e6 B at 1 GB/s
+  op.flops = 2'000'000'000'000'000ull;                     // 2 PFLOP at 1 PFLOP/s
+  EXPECT_DOUBLE_EQ(gpu_op_seconds(hw, op, "bf16"), 2.0);
+  op.gpu_seconds = 5e-6;                                    // measured wins
+  EXPECT_DOUBLE_EQ(gpu_op_seconds(hw, op, "bf16"), 5e-6);
+}
+
+}  // namespace
+}  // namespace tiersim::hw

@@ -1,0 +1,103 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "core/error.hpp"
+#include "model/model_config.hpp"
+#include "model/trace_generator.hpp"
+#include "trace/trace_reader.hpp"
+#include "trace/trace_writer.hpp"
+
+namespace tiersim::trace {
+namespace {
+
+std::unique_ptr<TraceReader> reader(const std::string& text) {
+  return std::make_unique<TraceReader>(std::make_unique<std::istringstream>(text), "t.trace");
+}
+
+const char* kGood =
+    "tiersim-trace 1\n"
+    "# a comment\n"
+    "meta model toy\n"
+    "meta batch 2\n"
+    "tensor 0 weight 1000 0 w0\n"
+    "tensor 1 kv 500 0 kv0\n"
+    "step prefill tokens=8\n"
+    "op gemm layer=0 flops=16000 read=0 write=1:100 launches=2\n"
+    "step decode tokens=2\n"
+    "op attention layer=0 read=1:250 gpu_us=12.5 host_us=3 dtype=fp16\n"
+    "end\n";
+
+TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
+  auto r = reader(kGood);
+  EXPECT_EQ(r->header().tensors.size(), 2u);
+  EXPECT_EQ(r->header().batch(), 2u);
+  Step s;
+  ASSERT_TRUE(r->next(s));
+  EXPECT_EQ(s.kind, StepKind::Prefill);
+  EXPECT_EQ(s.tokens, 8u);
+  ASSERT_EQ(s.ops.size(), 1u);
+  EXPECT_EQ(s.ops[0].reads[0].bytes, 1000u);  // whole tensor when no size is given
+  EXPECT_EQ(s.ops[0].writes[0].bytes, 100u);
+  EXPECT_EQ(s.ops[0].launches, 2u);
+  ASSERT_TRUE(r->next(s));
+  EXPECT_EQ(s.kind, StepKind::Decode);
+  EXPECT_DOUBLE_EQ(s.ops[0].gpu_seconds, 12.5e-6);
+  EXPECT_DOUBLE_EQ(s.ops[0].host_seconds, 3e-6);
+  EXPECT_EQ(s.ops[0].dtype, "fp16");
+  EXPECT_FALSE(r->next(s));
+  EXPECT_FALSE(r->next(s));
+}
+
+// Asserts that reading `text` fails at `line` naming `key`.
+void expect_error(const std::string& text, std::size_t line, const std::string& key) {
+  try {
+    auto r = reader(text);
+    Step s;
+    while (r->next(s)) {
+    }
+    FAIL() << "no error for:\n" << text;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "t.trace");
+    EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_EQ(e.key(), key) << e.what();
+  }
+}
+
+TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
+  const std::string head = "tiersim-trace 1\ntensor 0 weight 1000 0 w0\n";
+  expect_error("", 0, "");
+  expect_error("not-a-trace 1\n", 1, "");
+  expect_error("tiersim-trace 2\n", 1, "version");
+  expect_error("tiersim-trace 1\ntensor 1 weight 10 0 w\nend\n", 2, "tensor");
+  expect_error("tiersim-trace 1\ntensor 0 blob 10 0 w\nend\n", 2, "tensor");
+  expect_error("tiersim-trace 1\nmeta batch zero\nend\n", 2, "batch");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 read=7\nend\n", 4, "read");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0:2000\nend\n", 4, "read");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 colour=red\nend\n", 4, "colour");
+  expect_error(head + "step decode tokens=1\nop gemv read=0\nend\n", 4, "layer");
+  expect_error(head + "step decode tokens=1\nop warp layer=0\nend\n", 4, "op");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 gpu_us=-1\nend\n", 4, "gpu_us");
+  expect_error(head + "step sideways tokens=1\nop gemv layer=0\nend\n", 3, "step");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0\n", 4, "end");  // truncated
+}
+
+TEST(TraceWriter, GeneratedTraceRoundTripsByteForByte) {
+  model::ModelConfig m = model::parse_model_config(
+      R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
+          "num_attention_heads":4,"num_key_value_heads":2,"vocab_size":100})",
+      "tiny.json");
+  model::GenerationOptions g;
+  g.prompt_tokens = 4;
+  g.decode_tokens = 3;
+  model::LlmTraceGenerator gen(m, g);
+  std::ostringstream first;
+  EXPECT_EQ(write_trace(first, gen), 4u);
+  TraceReader back(std::make_unique<std::istringstream>(first.str()), "first");
+  std::ostringstream second;
+  write_trace(second, back);
+  EXPECT_EQ(first.str(), second.str());
+}
+
+}  // namespace
+}  // namespace tiersim::trace

@@ -1,0 +1,154 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "hardware/profile_loader.hpp"
+#include "model/model_config.hpp"
+#include "model/trace_generator.hpp"
+#include "policies/policy.hpp"
+#include "policies/tail_first_assignment.hpp"
+
+namespace tiersim::policies {
+namespace {
+
+using placement::kCpu;
+
+struct Qwen14B {
+  model::ModelConfig config =
+      model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-14b.json");
+  model::LlmTraceGenerator gen{config, {}};
+  const trace::Header& header = gen.header();
+};
+
+double bytes_on(const trace::Header& h, const placement::Placement& p, placement::DeviceId d) {
+  return placement::usage_on(h, p, d).weights;
+}
+
+TEST(Registry, EveryPolicyBuildsAndPlacesASmallModel) {
+  auto m = model::parse_model_config(
+      R"({"model_type":"qwen3","hidden_size":256,"intermediate_size":512,"num_hidden_layers":4,
+          "num_attention_heads":4,"num_key_value_heads":2,"vocab_size":1000})",
+      "small.json");
+  model::LlmTraceGenerator gen(m, {});
+  const auto hw = hw::resolve_profile("rtx4090");
+  for (const auto& info : all_policies()) {
+    auto policy = make_policy(info.name);
+    const auto p = policy->place(gen.header(), hw, {});
+    EXPECT_EQ(p.device.size(), gen.header().tensors.size()) << info.name;
+  }
+  EXPECT_THROW(make_policy("magic"), InputError);
+}
+
+TEST(Resident, RefusesAModelThatDoesNotFitAndSaysHowMuchItNeeds) {
+  Qwen14B q;
+  try {
+    make_policy("resident")->place(q.header, hw::resolve_profile("rtx4090"), {});
+    FAIL();
+  } catch (const CapacityError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("needs 28."), std::string::npos) << msg;
+    EXPECT_NE(msg.find("weights 27.51 GiB"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cuda:0 has 24.00 GiB"), std::string::npos) << msg;
+  }
+  EXPECT_NO_THROW(make_policy("resident")->place(q.header, hw::resolve_profile("h100-sxm"), {}));
+}
+
+TEST(Ratio, PutsTheShareOnTheGpuFromTheTailAsDisTorchDoes) {
+  Qwen14B q;
+  PolicyOptions o;
+  o.split = "cuda:0,70%;cpu,30%";
+  const auto p = make_policy("ratio")->place(q.header, hw::resolve_profile("rtx4090"), o);
+  const double total = placement::weight_bytes(q.header);
+  double embedding = 0;
+  for (const auto& t : q.header.tensors)
+    if (t.name == "model.embed_tokens") embedding = static_cast<double>(t.bytes);
+  // As in DisTorch, the GPU's 70% quota is filled from the tail with distributable modules; the
+  // embedding stays on the GPU outside every quota, so the cpu holds 30% less the embedding, give or
+  // take one module (a 178 MB MLP matrix).
+  EXPECT_NEAR(bytes_on(q.header, p, kCpu), 0.30 * total - embedding, 178.3e6);
+  // Tail first: the LM head is on the GPU, the first layer's projections on the cpu.
+  for (const auto& t : q.header.tensors) {
+    if (t.name == "lm_head") {
+      EXPECT_EQ(p.device[t.id], 0);
+    }
+    if (t.name == "model.layers.0.mlp.down_proj") {
+      EXPECT_EQ(p.device[t.id], kCpu);
+    }
+    if (t.name == "model.embed_tokens") {
+      EXPECT_EQ(p.device[t.id], 0);
+    }
+  }
+}
+
+TEST(Ratio, DefaultFillsTheGpuAndFits) {
+  Qwen14B q;
+  const auto hw = hw::resolve_profile("rtx4090");
+  const auto p = make_policy("ratio")->place(q.header, hw, {});
+  EXPECT_GT(bytes_on(q.header, p, kCpu), 0);
+  const auto gpu = placement::usage_on(q.header, p, 0);
+  EXPECT_LE(gpu.total() + hw.gpu.reserved + placement::largest_copied_layer(q.header, p), hw.gpu.memory);
+}
+
+TEST(Bytes, VirtualVramMovesExactlyUpToTheAskedAmount) {
+  Qwen14B q;
+  PolicyOptions o;
+  o.offload_bytes = 8e9;
+  const auto p = make_policy("bytes")->place(q.header, hw::resolve_profile("rtx4090"), o);
+  const double moved = bytes_on(q.header, p, kCpu);
+  EXPECT_LE(moved, 8e9);
+  EXPECT_GT(moved, 8e9 - 178.3e6);  // within one MLP matrix
+}
+
+TEST(Fraction, AnImpossibleSplitIsACapacityError) {
+  Qwen14B q;
+  PolicyOptions o;
+  o.split = "cuda:0,1.0;cpu,0.0";  // everything on a GPU it does not fit
+  EXPECT_THROW(make_policy("fraction")->place(q.header, hw::resolve_profile("rtx4090"), o), CapacityError);
+}
+
+TEST(Layers, FirstNLayersOnTheGpu) {
+  Qwen14B q;
+  PolicyOptions o;
+  o.layers = 30;
+  const auto p = make_policy("layers")->place(q.header, hw::resolve_profile("rtx4090"), o);
+  for (const auto& t : q.header.tensors) {
+    if (t.kind != trace::TensorKind::Weight) continue;
+    const bool gpu = t.layer < 30 || t.name == "model.embed_tokens";
+    EXPECT_EQ(p.device[t.id], gpu ? 0 : kCpu) << t.name;
+  }
+  o.layers = 41;
+  EXPECT_THROW(make_policy("layers")->place(q.header, hw::resolve_profile("rtx4090"), o), InputError);
+  o.layers.reset();
+  const auto best = make_policy("layers")->place(q.header, hw::resolve_profile("rtx4090"), o);
+  EXPECT_GT(bytes_on(q.header, best, 0), bytes_on(q.header, p, 0) - 1);  // at least as many as 30
+}
+
+TEST(CpuExecution, MovesWholeLayersAndTheirKvCache) {
+  Qwen14B q;
+  PolicyOptions o;
+  o.split = "cuda:0,80%;cpu,20%";
+  o.exec.exec = placement::OffloadExec::Cpu;
+  const auto p = make_policy("ratio")->place(q.header, hw::resolve_profile("rtx4090"), o);
+  std::map<int, std::set<int>> devices_by_layer;
+  for (const auto& t : q.header.tensors)
+    if (t.kind != trace::TensorKind::Activation) devices_by_layer[t.layer].insert(p.device[t.id]);
+  int cpu_layers = 0;
+  for (const auto& [layer, devs] : devices_by_layer) {
+    EXPECT_EQ(devs.size(), 1u) << "layer " << layer << " is split";
+    if (devs.count(kCpu)) ++cpu_layers;
+  }
+  EXPECT_GT(cpu_layers, 4);
+}
+
+TEST(PeerDonor, NeedsAProfileWithThatGpu) {
+  Qwen14B q;
+  PolicyOptions o;
+  o.split = "cuda:0,70%;cuda:1,30%";
+  EXPECT_THROW(make_policy("ratio")->place(q.header, hw::resolve_profile("rtx4090"), o), CapacityError);
+  EXPECT_NO_THROW(make_policy("ratio")->place(q.header, hw::resolve_profile("rtx3090x2-nvlink"), o));
+}
+
+}  // namespace
+}  // namespace tiersim::policies
