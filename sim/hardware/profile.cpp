@@ -10,13 +10,9 @@ std::pair<double, double> TransferCurve::latency_and_rate(double bytes) const {
   if (points.empty()) return {latency, bandwidth};
   // Measured effective bandwidth already includes the fixed costs at that size.
   if (bytes <= points.front().first) return {0.0, points.front().second};
-  if (bytes >= points.back().first) {
-    // Past the largest measured size: the asymptotic bandwidth, with the latency that makes the
-    // curve continuous at its last point.
-    const auto& [size, eff] = points.back();
-    const double lat = std::max(0.0, size / eff - size / bandwidth);
-    return {lat, bandwidth};
-  }
+  // Past the largest measured size: the last measured effective bandwidth. (An affine fit can be far
+  // off there: pageable host-to-device copies slow down for large sizes.)
+  if (bytes >= points.back().first) return {0.0, points.back().second};
   auto hi = std::lower_bound(points.begin(), points.end(), bytes,
                              [](const std::pair<double, double>& p, double b) { return p.first < b; });
   auto lo = hi - 1;

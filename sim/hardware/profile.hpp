@@ -11,7 +11,8 @@
 namespace tiersim::hw {
 
 // Time to move `bytes` in one direction of a link from one kind of memory: latency + bytes/bandwidth,
-// or, when measured points are given, the measured effective bandwidth interpolated in log(size).
+// or, when measured points are given, the measured effective bandwidth interpolated in log(size)
+// (and held at the last point's value beyond it).
 struct TransferCurve {
   double bandwidth = 0.0;  // asymptotic, B/s
   double latency = 0.0;    // s

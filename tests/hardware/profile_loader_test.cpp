@@ -87,8 +87,10 @@ TEST(TransferCurve, MeasuredPointsInterpolateInLogSize) {
   c.points = {{4096, 1e9}, {1048576, 25e9}, {1073741824, 50e9}};
   EXPECT_DOUBLE_EQ(c.seconds(4096), 4096 / 1e9);
   EXPECT_NEAR(c.seconds(65536), 65536 / std::exp((std::log(1e9) + std::log(25e9)) / 2), 1e-15);
-  // Beyond the last point: asymptotic bandwidth, continuous at the point.
-  EXPECT_NEAR(c.seconds(1073741824.0), 1073741824.0 / 50e9, 1e-12);
+  // Beyond the last point: the last measured effective bandwidth, not the fit.
+  EXPECT_NEAR(c.seconds(4294967296.0), 4294967296.0 / 50e9, 1e-12);
+  c.points.back().second = 9e9;
+  EXPECT_NEAR(c.seconds(4294967296.0), 4294967296.0 / 9e9, 1e-12);
 }
 
 TEST(OpCost, RooflineWithAFloorPerLaunch) {

@@ -1,0 +1,311 @@
+#include "fit/profile_fit.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace tiersim::calib {
+
+AffineFit fit_transfer(const std::vector<std::pair<double, double>>& pts) {
+  if (pts.size() < 2) throw std::invalid_argument("a transfer fit needs at least two sizes");
+  Eigen::MatrixXd A(static_cast<Eigen::Index>(pts.size()), 2);
+  Eigen::VectorXd b(static_cast<Eigen::Index>(pts.size()));
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const double w = 1.0 / pts[i].second;  // relative error: divide each equation by its time
+    A(static_cast<Eigen::Index>(i), 0) = w;
+    A(static_cast<Eigen::Index>(i), 1) = pts[i].first * w;
+    b(static_cast<Eigen::Index>(i)) = 1.0;
+  }
+  const Eigen::Vector2d x = A.colPivHouseholderQr().solve(b);
+  AffineFit f;
+  f.latency = std::max(0.0, x(0));
+  f.bandwidth = 1.0 / x(1);
+  if (!(f.bandwidth > 0) || !std::isfinite(f.bandwidth)) throw std::invalid_argument("transfer fit gave no positive bandwidth");
+  double sq = 0;
+  for (const auto& [bytes, t] : pts) {
+    const double rel = (f.latency + bytes / f.bandwidth - t) / t;
+    sq += rel * rel;
+    f.max_relative = std::max(f.max_relative, std::fabs(rel));
+  }
+  f.rms_relative = std::sqrt(sq / static_cast<double>(pts.size()));
+  f.points = pts.size();
+  return f;
+}
+
+namespace {
+
+std::string gbs(double bytes_per_s) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.4g GB/s", bytes_per_s / 1e9);
+  return b;
+}
+std::string us(double s) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.4g us", s * 1e6);
+  return b;
+}
+std::string tflops(double f) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.5g TFLOP/s", f / 1e12);
+  return b;
+}
+std::string gib(double bytes) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.4f GiB", bytes / 1073741824.0);
+  return b;
+}
+std::string num(double v, const char* fmt = "%.4g") {
+  char b[48];
+  std::snprintf(b, sizeof b, fmt, v);
+  return b;
+}
+std::string yaml_quote(std::string s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+struct Curve {
+  AffineFit fit;
+  std::vector<std::pair<double, double>> points;  // bytes, effective B/s
+};
+
+Curve fit_curve(const RawMeasurements& raw, const std::string& benchmark, const std::string& prefix) {
+  Curve c;
+  std::vector<std::pair<double, double>> pts;
+  for (const RawRow* r : raw.find(benchmark, prefix)) {
+    pts.emplace_back(r->work, r->median);
+    c.points.emplace_back(r->work, r->rate());
+  }
+  if (pts.size() < 2) throw InputError(raw.file, 0, benchmark + "," + prefix, "too few sizes measured to fit a curve");
+  std::sort(pts.begin(), pts.end());
+  std::sort(c.points.begin(), c.points.end());
+  c.fit = fit_transfer(pts);
+  return c;
+}
+
+std::string curve_yaml(const Curve& c) {
+  std::string s = "{bandwidth: \"" + gbs(c.fit.bandwidth) + "\", latency: \"" + us(c.fit.latency) + "\",\n      points: [";
+  for (std::size_t i = 0; i < c.points.size(); ++i) {
+    if (i) s += ", ";
+    s += "[\"" + num(c.points[i].first, "%.0f") + " B\", \"" + gbs(c.points[i].second) + "\"]";
+  }
+  return s + "]}";
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[(v.size() - 1) / 2];
+}
+
+}  // namespace
+
+FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& base, const std::string& name) {
+  auto need = [&](const std::string& b, const std::string& prefix) {
+    const RawRow* r = raw.one(b, prefix);
+    if (!r) throw InputError(raw.file, 0, b + "," + prefix, "measurement missing from the raw CSV");
+    return r;
+  };
+  const std::string when = raw.fact("measured_at", "unknown date");
+  const std::string by = "measured by tiersim_calib on " + when + " (" + raw.fact("gpu_name") + ", driver " +
+                         raw.fact("nvidia_driver") + ", CUDA runtime " + raw.fact("cuda_runtime") + ")";
+
+  // GPU.
+  const double hbm = need("hbm_read", "stream_")->rate();
+  std::vector<double> gemv_eff;
+  for (const RawRow* r : raw.find("gemv", "bf16_")) gemv_eff.push_back(std::min(1.0, r->rate() / hbm));
+  const double mem_eff = median_of(gemv_eff);
+  double best_bf16 = 0, best_fp16 = 0;
+  std::vector<double> big_gemm_bf16;
+  for (const RawRow* r : raw.find("gemm", "bf16_")) {
+    best_bf16 = std::max(best_bf16, r->rate());
+    if (r->variant.find("_m2048_") != std::string::npos || r->variant.find("_m512_") != std::string::npos)
+      big_gemm_bf16.push_back(r->rate());
+  }
+  for (const RawRow* r : raw.find("gemm", "fp16_")) best_fp16 = std::max(best_fp16, r->rate());
+  if (best_bf16 <= 0) throw InputError(raw.file, 0, "gemm,bf16_", "no bf16 GEMM measured");
+  for (double& v : big_gemm_bf16) v /= best_bf16;
+  const double compute_eff = std::max(0.01, median_of(big_gemm_bf16));
+  const RawRow* launch = need("launch", "device_empty");
+  const double kernel_min = launch->median / launch->work;
+  const RawRow* issue = need("launch", "issue_and_run_empty");
+  const double gpu_total = std::stod(raw.fact("gpu_memory_total_bytes", "0"));
+  const double gpu_free = std::stod(raw.fact("gpu_memory_free_bytes", "0"));
+  if (gpu_total <= 0) throw InputError(raw.file, 0, "gpu_memory_total_bytes", "missing machine fact");
+  const int gpu_count = std::stoi(raw.fact("gpu_count", "1"));
+
+  // Host link.
+  const Curve h2d_pinned = fit_curve(raw, "h2d", "pinned_"), d2h_pinned = fit_curve(raw, "d2h", "pinned_");
+  const Curve h2d_pageable = fit_curve(raw, "h2d", "pageable_"), d2h_pageable = fit_curve(raw, "d2h", "pageable_");
+  const double bidir = need("bidir", "pinned_")->rate();
+  int gen = base.host_link.generation, width = base.host_link.width;
+  {
+    // "current gen, max gen, current width, max width"
+    std::stringstream ss(raw.fact("pcie_link"));
+    std::string cell;
+    std::vector<int> v;
+    while (std::getline(ss, cell, ',')) {
+      try {
+        v.push_back(std::stoi(cell));
+      } catch (const std::exception&) {
+      }
+    }
+    if (v.size() == 4) {
+      gen = v[1];
+      width = v[3];
+    }
+  }
+  const bool have_peer = !raw.find("peer").empty();
+
+  std::ostringstream y;
+  y << "# Measured profile: written by tiersim_fit from " << raw.file << ".\n"
+    << "# Each section's source says what was measured and what was taken from the base preset '" << base.name << "'.\n"
+    << "tiersim_profile: 1\n"
+    << "name: " << name << "\n"
+    << "description: " << yaml_quote(raw.fact("gpu_name") + ", measured " + when + " by tiersim_calib") << "\n"
+    << "facts:\n";
+  for (const auto& [k, v] : raw.facts) {
+    std::string key = k;
+    for (char& c : key)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+    y << "  " << key << ": " << yaml_quote(v) << "\n";
+  }
+  auto fact_rate = [&](const std::string& key, const std::string& b, const std::string& prefix) {
+    if (const RawRow* r = raw.one(b, prefix)) {
+      if (r->work_unit == "bytes") y << "  " << key << ": " << yaml_quote(gbs(r->rate())) << "\n";
+      else y << "  " << key << ": " << yaml_quote(us(r->median / r->work) + " per " + r->work_unit.substr(0, r->work_unit.size() - 1)) << "\n";
+    }
+  };
+  fact_rate("zero_copy_stream_read_1GiB", "zero_copy", "stream_read_footprint_1GiB");
+  fact_rate("zero_copy_stream_read_4GiB", "zero_copy", "stream_read_footprint_4GiB");
+  fact_rate("zero_copy_stream_read_16GiB", "zero_copy", "stream_read_footprint_16GiB");
+  fact_rate("zero_copy_gemv_5120x5120", "zero_copy", "gemv_bf16_host_weights_out5120_in5120");
+  fact_rate("zero_copy_gemv_17408x5120", "zero_copy", "gemv_bf16_host_weights_out17408_in5120");
+  fact_rate("zero_copy_gemv_5120x17408", "zero_copy", "gemv_bf16_host_weights_out5120_in17408");
+  fact_rate("um_first_touch_migration", "um_first_touch", "");
+  fact_rate("um_fault_serial_2MiB", "um_fault", "serial_");
+  fact_rate("um_fault_batched_2MiB", "um_fault", "batched_one_touch_per_2MiB");
+  fact_rate("um_fault_batched_64KiB", "um_fault", "batched_one_touch_per_64KiB");
+  fact_rate("um_prefetch_to_gpu", "um_prefetch", "to_gpu");
+  fact_rate("um_prefetch_to_cpu", "um_prefetch", "to_cpu");
+  fact_rate("um_preferred_cpu_first_read", "um_preferred_cpu", "first_read");
+  fact_rate("um_preferred_cpu_second_read", "um_preferred_cpu", "second_read");
+  fact_rate("um_accessed_by_first_read", "um_accessed_by", "first_read");
+  fact_rate("um_accessed_by_second_read", "um_accessed_by", "second_read");
+  fact_rate("um_read_mostly_first_read", "um_read_mostly", "first_read");
+  fact_rate("um_read_mostly_second_read", "um_read_mostly", "second_read");
+  y << "  launch_issue_host: " << yaml_quote(us(issue->median / issue->work) + " per empty-kernel launch, host side") << "\n";
+
+  y << "gpu:\n"
+    << "  source: " << yaml_quote(by + ": memory from cudaMemGetInfo, reserved = memory in use before calib allocated, "
+                                       "memory_bandwidth = streaming read of 4 GiB, memory_efficiency = median cuBLAS bf16 GEMV / streaming read, "
+                                       "bf16/fp16 = best cuBLAS GEMM at LLM shapes, compute_efficiency = median M>=512 bf16 GEMM / best, "
+                                       "kernel_min_time = back-to-back empty kernels; fp32/tf32/fp8 rates from base preset '" + base.name + "' (datasheet)") << "\n"
+    << "  name: " << yaml_quote(raw.fact("gpu_name")) << "\n"
+    << "  count: " << gpu_count << "\n"
+    << "  memory: \"" << gib(gpu_total) << "\"\n"
+    << "  reserved: \"" << gib(std::max(0.0, gpu_total - gpu_free)) << "\"\n"
+    << "  memory_bandwidth: \"" << gbs(hbm) << "\"\n"
+    << "  memory_efficiency: " << num(mem_eff) << "\n"
+    << "  compute:\n";
+  for (const auto& [dtype, rate] : base.gpu.compute) {
+    double v = rate;
+    if (dtype == "bf16") v = best_bf16;
+    if (dtype == "fp16" && best_fp16 > 0) v = best_fp16;
+    y << "    " << dtype << ": \"" << tflops(v) << "\"\n";
+  }
+  y << "  compute_efficiency: " << num(compute_eff) << "\n"
+    << "  kernel_min_time: \"" << us(kernel_min) << "\"\n";
+
+  y << "host:\n"
+    << "  source: " << yaml_quote("memory from /proc/meminfo (" + raw.fact("host_memory") + "), CPU '" + raw.fact("host_cpu") +
+                                  "'; bandwidth, CPU rates and op overhead NOT measured: from base preset '" + base.name + "'") << "\n"
+    << "  name: " << yaml_quote(raw.fact("host_cpu", base.host.name)) << "\n";
+  double host_mem = base.host.memory;
+  {
+    const std::string m = raw.fact("host_memory");  // "131072000 kB"
+    try {
+      if (!m.empty()) host_mem = std::stod(m) * 1024.0;
+    } catch (const std::exception&) {
+    }
+  }
+  y << "  memory: \"" << gib(host_mem) << "\"\n"
+    << "  memory_bandwidth: \"" << gbs(base.host.memory_bandwidth) << "\"\n"
+    << "  memory_efficiency: " << num(base.host.memory_efficiency) << "\n"
+    << "  compute:\n";
+  for (const auto& [dtype, rate] : base.host.compute) y << "    " << dtype << ": \"" << tflops(rate) << "\"\n";
+  y << "  compute_efficiency: " << num(base.host.compute_efficiency) << "\n"
+    << "  op_overhead: \"" << us(base.host.op_overhead) << "\"\n";
+
+  y << "host_link:\n"
+    << "  source: " << yaml_quote(by + ": copies 4 KiB..1 GiB, latency + bytes/bandwidth fitted by least squares on relative error (tiersim_fit), measured points kept; "
+                                       "bidirectional = both directions at once from pinned memory; generation/width from nvidia-smi") << "\n"
+    << "  type: pcie\n"
+    << "  generation: " << gen << "\n"
+    << "  width: " << width << "\n"
+    << "  h2d_pinned: " << curve_yaml(h2d_pinned) << "\n"
+    << "  d2h_pinned: " << curve_yaml(d2h_pinned) << "\n"
+    << "  h2d_pageable: " << curve_yaml(h2d_pageable) << "\n"
+    << "  d2h_pageable: " << curve_yaml(d2h_pageable) << "\n"
+    << "  bidirectional: \"" << gbs(bidir) << "\"\n";
+  Curve peer;
+  if (have_peer) {
+    peer = fit_curve(raw, "peer", "");
+    y << "peer_link:\n"
+      << "  source: " << yaml_quote(by + ": cudaMemcpyPeerAsync 4 KiB..1 GiB, fitted as the host link; bidirectional not measured (2x one direction assumed)") << "\n"
+      << "  type: " << (base.peer_link ? base.peer_link->type : std::string("nvlink")) << "\n"
+      << "  transfer: " << curve_yaml(peer) << "\n"
+      << "  bidirectional: \"" << gbs(2 * peer.fit.bandwidth) << "\"\n";
+  }
+  y << "framework:\n"
+    << "  source: " << yaml_quote("NOT measured by calib (it measures CUDA, not the framework): from base preset '" + base.name + "'") << "\n"
+    << "  per_launch: \"" << us(base.framework.per_launch) << "\"\n"
+    << "  per_copy: \"" << us(base.framework.per_copy) << "\"\n"
+    << "  per_step: \"" << us(base.framework.per_step) << "\"\n";
+
+  // Report: measured against the base preset's datasheet figures, and fit residuals.
+  std::ostringstream r;
+  r << "| parameter | measured | datasheet preset '" << base.name << "' | measured / datasheet |\n|---|---|---|---|\n";
+  auto row = [&](const std::string& what, double m, double d, const std::string& unit, double scale) {
+    char b[256];
+    std::snprintf(b, sizeof b, "| %s | %.4g %s | %.4g %s | %.2f |\n", what.c_str(), m / scale, unit.c_str(), d / scale,
+                  unit.c_str(), d > 0 ? m / d : 0.0);
+    r << b;
+  };
+  row("GPU memory", gpu_total, base.gpu.memory, "GiB", 1073741824.0);
+  row("HBM streaming read", hbm, base.gpu.memory_bandwidth, "GB/s", 1e9);
+  row("bf16 GEMV achieved (median of shapes)", mem_eff * hbm, base.gpu.memory_efficiency * base.gpu.memory_bandwidth, "GB/s", 1e9);
+  row("bf16 GEMM best", best_bf16, base.gpu_rate("bf16"), "TFLOP/s", 1e12);
+  if (best_fp16 > 0) row("fp16 GEMM best", best_fp16, base.gpu_rate("fp16"), "TFLOP/s", 1e12);
+  row("kernel minimum time", kernel_min, base.gpu.kernel_min_time, "us", 1e-6);
+  row("H2D pinned bandwidth (fit)", h2d_pinned.fit.bandwidth, base.host_link.h2d_pinned.bandwidth, "GB/s", 1e9);
+  row("D2H pinned bandwidth (fit)", d2h_pinned.fit.bandwidth, base.host_link.d2h_pinned.bandwidth, "GB/s", 1e9);
+  row("H2D pageable bandwidth (fit)", h2d_pageable.fit.bandwidth, base.host_link.h2d_pageable.bandwidth, "GB/s", 1e9);
+  row("D2H pageable bandwidth (fit)", d2h_pageable.fit.bandwidth, base.host_link.d2h_pageable.bandwidth, "GB/s", 1e9);
+  row("H2D pinned latency (fit)", h2d_pinned.fit.latency, base.host_link.h2d_pinned.latency, "us", 1e-6);
+  row("bidirectional pinned", bidir, base.host_link.bidirectional, "GB/s", 1e9);
+  if (have_peer && base.peer_link) row("peer copy bandwidth (fit)", peer.fit.bandwidth, base.peer_link->transfer.bandwidth, "GB/s", 1e9);
+  r << "\n| curve | points | latency | bandwidth | rms relative residual | max relative residual |\n|---|---|---|---|---|---|\n";
+  auto fitrow = [&](const char* what, const Curve& c) {
+    char b[256];
+    std::snprintf(b, sizeof b, "| %s | %zu | %.3g us | %.4g GB/s | %.1f%% | %.1f%% |\n", what, c.fit.points, c.fit.latency * 1e6,
+                  c.fit.bandwidth / 1e9, 100 * c.fit.rms_relative, 100 * c.fit.max_relative);
+    r << b;
+  };
+  fitrow("h2d pinned", h2d_pinned);
+  fitrow("d2h pinned", d2h_pinned);
+  fitrow("h2d pageable", h2d_pageable);
+  fitrow("d2h pageable", d2h_pageable);
+  if (have_peer) fitrow("peer", peer);
+  return {y.str(), r.str()};
+}
+
+}  // namespace tiersim::calib

@@ -1,0 +1,65 @@
+// Zero-copy: kernels reading host memory directly over the link (what PreferredLocation=CPU managed
+// memory and mapped pinned memory do). A streaming read at several host footprints, and cuBLAS GEMV
+// with its weights in mapped host memory: the access pattern decode really has.
+#include <cuda_bf16.h>
+
+#include "measure.hpp"
+
+namespace calib {
+
+void bench_zero_copy(Csv& csv, const Options& o) {
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  unsigned long long* sink = nullptr;
+  CUDA_CHECK(cudaMalloc(&sink, sizeof(unsigned long long)));
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, o.device));
+
+  // Streaming read of the whole footprint: large pinned footprints can lower link read bandwidth.
+  const std::vector<size_t> footprints =
+      o.quick ? std::vector<size_t>{256ull << 20} : std::vector<size_t>{1ull << 30, 4ull << 30, 16ull << 30};
+  for (size_t bytes : footprints) {
+    void* host = nullptr;
+    CUDA_CHECK(cudaHostAlloc(&host, bytes, cudaHostAllocMapped));
+    void* dptr = nullptr;
+    CUDA_CHECK(cudaHostGetDevicePointer(&dptr, host, 0));
+    fill_bytes(dptr, bytes, 3, s);
+    csv.add({"zero_copy", "stream_read_footprint_" + size_name(double(bytes)), double(bytes), "bytes",
+             time_device(s, 1, 3, [&] { stream_read(dptr, bytes, sink, s, sms * 8); })});
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaFreeHost(host));
+  }
+
+  // cuBLAS bf16 GEMV (M = 1) whose weight matrix lives in mapped host memory.
+  cublasHandle_t h;
+  CUBLAS_CHECK(cublasCreate(&h));
+  CUBLAS_CHECK(cublasSetStream(h, s));
+  const int shapes[][2] = {{5120, 5120}, {17408, 5120}, {5120, 17408}};
+  for (const auto& shape : shapes) {
+    const int out = shape[0], in = shape[1];
+    void *w_host = nullptr, *w = nullptr, *x = nullptr, *y = nullptr;
+    CUDA_CHECK(cudaHostAlloc(&w_host, size_t(out) * in * 2, cudaHostAllocMapped));
+    CUDA_CHECK(cudaHostGetDevicePointer(&w, w_host, 0));
+    CUDA_CHECK(cudaMalloc(&x, size_t(in) * 2));
+    CUDA_CHECK(cudaMalloc(&y, size_t(out) * 2));
+    fill_random_bf16(w, size_t(out) * in, 5, s);
+    fill_random_bf16(x, size_t(in), 9, s);
+    const float alpha = 1.0f, beta = 0.0f;
+    char variant[96];
+    std::snprintf(variant, sizeof variant, "gemv_bf16_host_weights_out%d_in%d", out, in);
+    csv.add({"zero_copy", variant, 2.0 * double(out) * in, "bytes", time_device(s, 2, 10, [&] {
+               CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, out, 1, in, &alpha, w, CUDA_R_16BF, in, x,
+                                         CUDA_R_16BF, in, &beta, y, CUDA_R_16BF, out, CUBLAS_COMPUTE_32F,
+                                         CUBLAS_GEMM_DEFAULT));
+             })});
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaFreeHost(w_host));
+    CUDA_CHECK(cudaFree(x));
+    CUDA_CHECK(cudaFree(y));
+  }
+  CUBLAS_CHECK(cublasDestroy(h));
+  CUDA_CHECK(cudaFree(sink));
+  CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+}  // namespace calib

@@ -1,0 +1,57 @@
+// tiersim_calib: measures this machine and writes the raw CSV that `tiersim_fit` turns into a
+// hardware profile. Runs in a few minutes; allocates managed memory only within free GPU memory.
+//   tiersim_calib --out results/calib/raw.csv [--device 0] [--quick] [--only host_link,device,...]
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "measure.hpp"
+
+int main(int argc, char** argv) {
+  calib::Options o;
+  std::string out = "calib_raw.csv";
+  std::set<std::string> only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--out" && i + 1 < argc) out = argv[++i];
+    else if (a == "--device" && i + 1 < argc) o.device = std::atoi(argv[++i]);
+    else if (a == "--quick") o.quick = true;
+    else if (a == "--only" && i + 1 < argc) {
+      std::string list = argv[++i];
+      size_t start = 0;
+      while (start <= list.size()) {
+        const size_t comma = list.find(',', start);
+        only.insert(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else {
+      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,zero_copy,peer,managed]\n");
+      return 2;
+    }
+  }
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    std::fprintf(stderr, "calib: no CUDA device (%s)\n", e == cudaSuccess ? "none found" : cudaGetErrorString(e));
+    return 3;
+  }
+  if (o.device < 0 || o.device >= count) {
+    std::fprintf(stderr, "calib: --device %d but %d device(s)\n", o.device, count);
+    return 2;
+  }
+  CUDA_CHECK(cudaSetDevice(o.device));
+  calib::Csv csv(out);
+  calib::describe_machine(csv, o);
+  csv.comment("mode", o.quick ? "quick" : "full");
+  auto want = [&](const char* name) { return only.empty() || only.count(name); };
+  if (want("host_link")) calib::bench_host_link(csv, o);
+  if (want("device")) calib::bench_device(csv, o);
+  if (want("zero_copy")) calib::bench_zero_copy(csv, o);
+  if (want("peer")) calib::bench_peer(csv, o);
+  if (want("managed")) calib::bench_managed(csv, o);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  csv.write();
+  std::printf("calib: wrote %s\n", out.c_str());
+  return 0;
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine: two full calibration runs back to back (the second checks repeatability),
+# raw CSVs and logs into $OUT (default results/calib/). Expects build/bin/tiersim_calib built by
+# `cmake --build build` on a machine with nvcc; falls back to compiling it here with nvcc.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-results/calib}
+mkdir -p "$out"
+nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv | tee "$out/nvidia_smi.txt"
+# cuBLAS 13 from the toolkit or from the Python wheels, whichever this machine has.
+for lib in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+           $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true); do
+  if [ -e "$lib/libcublas.so.13" ]; then export LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}"; fi
+done
+calib=build/bin/tiersim_calib
+if [ ! -x "$calib" ] || ldd "$calib" | grep -q "not found"; then
+  echo "building tiersim_calib with nvcc on this machine"
+  nvcc -O2 -std=c++17 -gencode=arch=compute_90,code=sm_90 calib/src/*.cu -lcublas -o /tmp/tiersim_calib
+  calib=/tmp/tiersim_calib
+fi
+for run in 1 2; do
+  "$calib" --out "$out/raw_run$run.csv" 2>&1 | tee "$out/run$run.log"
+done
