@@ -22,6 +22,10 @@ class DisTorchSplit final : public Policy {
     std::string applied;
     if (options.split && options.offload_bytes)
       throw InputError("", 0, "--offload-gb", "give either --split or --offload-gb, not both");
+    if (options.split && options.donor)
+      throw InputError("", 0, "--donor", "with --split the devices are named in the allocation string");
+    reject_unread_options(options, name_, {.split = true, .layers = false, .offload = true, .donor = true});
+    const placement::DeviceId donor = options.donor.value_or(placement::kCpu);
     if (options.split) {
       quotas = split_quotas(parse_split(*options.split, mode_), mode_, model, hw);
       applied = *options.split;
@@ -33,8 +37,8 @@ class DisTorchSplit final : public Policy {
         if (t.kind == trace::TensorKind::Weight && !pinned_to_compute_gpu(t, model)) distributable += static_cast<double>(t.bytes);
       const double moved = std::min(*options.offload_bytes, distributable);
       quotas[placement::kComputeGpu] = distributable - moved;
-      quotas[options.donor] += moved;
-      applied = "virtual VRAM: " + units::format_bytes(moved) + " to " + placement::device_name(options.donor);
+      quotas[donor] += moved;
+      applied = "virtual VRAM: " + units::format_bytes(moved) + " to " + placement::device_name(donor);
     } else {
       // The budget covers the tensors DisTorch keeps on the GPU regardless of quota (embeddings, norms);
       // the quota is what is left of it for the distributable ones.
@@ -43,8 +47,8 @@ class DisTorchSplit final : public Policy {
       for (const auto& t : header.tensors)
         if (t.kind == trace::TensorKind::Weight && pinned_to_compute_gpu(t, model)) pinned += static_cast<double>(t.bytes);
       quotas[placement::kComputeGpu] = std::max(0.0, budget - pinned);
-      if (model > budget) quotas[options.donor] += model - budget;
-      applied = "default: fill cuda:0, rest to " + placement::device_name(options.donor);
+      if (model > budget) quotas[donor] += model - budget;
+      applied = "default: fill cuda:0, rest to " + placement::device_name(donor);
     }
     placement::Placement p = assign_from_tail(header, quotas);
     p.exec = options.exec;

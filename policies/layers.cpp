@@ -15,6 +15,8 @@ class Layers final : public Policy {
  public:
   placement::Placement place(const trace::Header& header, const hw::HardwareProfile& hw,
                              const PolicyOptions& options) const override {
+    reject_unread_options(options, "layers", {.split = false, .layers = true, .offload = false, .donor = true});
+    const placement::DeviceId donor = options.donor.value_or(placement::kCpu);
     std::int32_t n_layers = 0;
     for (const auto& t : header.tensors)
       if (t.kind == trace::TensorKind::Weight) n_layers = std::max(n_layers, t.layer);
@@ -25,9 +27,9 @@ class Layers final : public Policy {
       if (keep < 0 || keep > n_layers)
         throw InputError("", 0, "--layers", "must be between 0 and " + std::to_string(n_layers) + " for this model");
     } else {
-      keep = most_layers_that_fit(header, hw, options, n_layers);
+      keep = most_layers_that_fit(header, hw, options, n_layers, donor);
     }
-    placement::Placement p = split_at(header, keep, n_layers, options.donor);
+    placement::Placement p = split_at(header, keep, n_layers, donor);
     p.exec = options.exec;
     p.resolved.emplace_back("layers_on_gpu", std::to_string(keep) + " of " + std::to_string(n_layers));
     finalize(header, hw, p, "layers");
@@ -47,9 +49,9 @@ class Layers final : public Policy {
   }
 
   static int most_layers_that_fit(const trace::Header& header, const hw::HardwareProfile& hw,
-                                  const PolicyOptions& options, int n_layers) {
+                                  const PolicyOptions& options, int n_layers, placement::DeviceId donor) {
     for (int keep = n_layers; keep > 0; --keep) {
-      placement::Placement p = split_at(header, keep, n_layers, options.donor);
+      placement::Placement p = split_at(header, keep, n_layers, donor);
       p.exec = options.exec;
       try {
         finalize(header, hw, p, "layers");

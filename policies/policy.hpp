@@ -16,7 +16,7 @@ struct PolicyOptions {
   std::optional<std::string> split;        // DisTorch allocation string (bytes, ratio, fraction)
   std::optional<int> layers;               // `layers`: transformer layers kept on the compute GPU
   std::optional<double> offload_bytes;     // virtual-VRAM mode: bytes moved off the compute GPU
-  placement::DeviceId donor = placement::kCpu;  // where offloaded weights go without --split
+  std::optional<placement::DeviceId> donor;  // where offloaded weights go without --split (cpu if unset)
   placement::ExecutionOptions exec;
 };
 
@@ -36,6 +36,13 @@ struct PolicyInfo {
 };
 
 const std::vector<PolicyInfo>& all_policies();
+
+// Which options a policy reads. Policies call this first, so that an option given to a policy that
+// would ignore it is an error, never silently dropped.
+struct AcceptedOptions {
+  bool split = false, layers = false, offload = false, donor = false;
+};
+void reject_unread_options(const PolicyOptions& options, const std::string& policy, AcceptedOptions accepted);
 // Throws InputError naming the unknown policy and the known ones.
 std::unique_ptr<Policy> make_policy(const std::string& name);
 

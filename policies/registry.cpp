@@ -18,6 +18,16 @@ const std::vector<PolicyInfo>& all_policies() {
   return list;
 }
 
+void reject_unread_options(const PolicyOptions& o, const std::string& policy, AcceptedOptions a) {
+  auto reject = [&](bool given, bool accepted, const char* key, const char* hint) {
+    if (given && !accepted) throw InputError("", 0, key, "policy '" + policy + "' does not use this option; " + hint);
+  };
+  reject(o.split.has_value(), a.split, "--split", "it is for bytes, ratio and fraction");
+  reject(o.layers.has_value(), a.layers, "--layers", "it is for the layers policy");
+  reject(o.offload_bytes.has_value(), a.offload, "--offload-gb", "it is for bytes, ratio and fraction");
+  reject(o.donor.has_value(), a.donor, "--donor", "it applies only where the policy chooses the donor (not with --split)");
+}
+
 std::unique_ptr<Policy> make_policy(const std::string& name) {
   std::string known;
   for (const auto& info : all_policies()) {

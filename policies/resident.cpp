@@ -7,6 +7,7 @@ class Resident final : public Policy {
  public:
   placement::Placement place(const trace::Header& header, const hw::HardwareProfile& hw,
                              const PolicyOptions& options) const override {
+    reject_unread_options(options, "resident", {});
     placement::Placement p;
     p.device.assign(header.tensors.size(), placement::kComputeGpu);
     p.exec = options.exec;

@@ -32,7 +32,8 @@ struct CommonOptions {
   std::string policy;
   std::optional<std::string> split;
   std::optional<int> layers;
-  std::string donor = "cpu";
+  std::optional<double> offload_gb;
+  std::optional<std::string> donor;
   std::string offload_exec = "copy";
   int prefetch = 0;
   std::string host_memory = "pinned";
@@ -55,7 +56,9 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool policy_required) {
   if (policy_required) p->required();
   cmd.add_option("--split", o.split, "DisTorch allocation string for bytes/ratio/fraction, e.g. \"cuda:0,80%;cpu,20%\"");
   cmd.add_option("--layers", o.layers, "layers policy: transformer layers kept on the compute GPU");
-  cmd.add_option("--donor", o.donor, "where offloaded weights go without --split: cpu or cuda:N")->capture_default_str();
+  cmd.add_option("--offload-gb", o.offload_gb, "bytes/ratio/fraction: move this many GB (1e9 bytes) off the compute GPU to the donor")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--donor", o.donor, "where offloaded weights go without --split: cpu (default) or cuda:N");
   cmd.add_option("--offload-exec", o.offload_exec, "offloaded weights: copy to the GPU when used, or run on the cpu")
       ->check(CLI::IsMember({"copy", "cpu"}))
       ->capture_default_str();
@@ -90,12 +93,15 @@ policies::PolicyOptions policy_options(const CommonOptions& o) {
   policies::PolicyOptions p;
   p.split = o.split;
   p.layers = o.layers;
-  try {
-    p.donor = placement::parse_device(o.donor);
-  } catch (const std::invalid_argument& e) {
-    throw InputError("", 0, "--donor", e.what());
+  if (o.offload_gb) p.offload_bytes = *o.offload_gb * 1e9;
+  if (o.donor) {
+    try {
+      p.donor = placement::parse_device(*o.donor);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("", 0, "--donor", e.what());
+    }
+    if (*p.donor == placement::kComputeGpu) throw InputError("", 0, "--donor", "the donor cannot be the compute GPU cuda:0");
   }
-  if (p.donor == placement::kComputeGpu) throw InputError("", 0, "--donor", "the donor cannot be the compute GPU cuda:0");
   p.exec.exec = o.offload_exec == "cpu" ? placement::OffloadExec::Cpu : placement::OffloadExec::Copy;
   p.exec.prefetch = o.prefetch;
   p.exec.host_memory = o.host_memory == "pageable" ? placement::HostMemory::Pageable : placement::HostMemory::Pinned;
@@ -129,7 +135,6 @@ int run_command(const CommonOptions& o, bool json) {
   c.hw = &hw;
   c.placement = &sim.placement;
   c.result = &sim.result;
-  c.wall_seconds = sim.wall_seconds;
   if (json) report::write_json(std::cout, c);
   else report::write_console(std::cout, c);
   return 0;
@@ -139,13 +144,14 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
   const hw::HardwareProfile hw = hw::resolve_profile(o.hw);
   const app::TraceSpec spec = trace_spec(o);
   const SweepRange range = parse_range(range_text);
-  if (o.split) throw InputError("", 0, "--split", "a sweep sets the split itself; drop --split");
+  if (o.split || o.offload_gb)
+    throw InputError("", 0, o.split ? "--split" : "--offload-gb", "a sweep sets the amount offloaded itself; drop it");
   std::vector<report::SweepRow> rows;
   const auto n = static_cast<int>(std::floor((range.to - range.from) / range.step + 1e-9));
   for (int i = 0; i <= n; ++i) {
     report::SweepRow row;
     row.offload_gb = range.from + i * range.step;
-    row.donor = o.donor;
+    row.donor = o.donor.value_or("cpu");
     policies::PolicyOptions p = policy_options(o);
     p.offload_bytes = row.offload_gb * 1e9;
     try {

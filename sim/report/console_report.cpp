@@ -33,7 +33,7 @@ void write_console(std::ostream& out, const Context& c) {
   line("decode tokens/s", num("%.2f", s.tps));
   line("decode step (median)", units::format_duration(s.decode_step_median));
   line("prefill", units::format_duration(s.prefill_seconds));
-  line("GPU busy (decode)", num("%.0f%%", 100.0 * s.gpu_busy_share));
+  line("compute stream busy", num("%.0f%% of the decode step (kernels and on-demand copies)", 100.0 * s.gpu_busy_share));
   line("H2D per decode step", units::format_bytes(s.h2d_bytes_per_step));
   if (s.peer_bytes_per_step > 0) line("peer per decode step", units::format_bytes(s.peer_bytes_per_step));
   if (s.d2h_bytes_per_step > 0) line("D2H per decode step", units::format_bytes(s.d2h_bytes_per_step));
@@ -49,8 +49,7 @@ void write_console(std::ostream& out, const Context& c) {
   out << "\n";
   line("offloaded weights", units::format_bytes(placement::offloaded_weight_bytes(h, *c.placement)) + " of " +
                                 units::format_bytes(placement::weight_bytes(h)));
-  if (c.result->events > 0)
-    line("simulated", std::to_string(c.result->events) + " events in " + units::format_duration(c.wall_seconds));
+  if (c.result->events > 0) line("simulated", std::to_string(c.result->events) + " events");
 }
 
 }  // namespace tiersim::report

@@ -1,12 +1,11 @@
 #include <nlohmann/json.hpp>
 
+#include "git_sha.hpp"  // generated at build time (sim/report/write_git_sha.cmake)
+
 #include "report/reporters.hpp"
 
 #ifndef TIERSIM_VERSION
 #define TIERSIM_VERSION "unknown"
-#endif
-#ifndef TIERSIM_GIT_SHA
-#define TIERSIM_GIT_SHA "unknown"
 #endif
 
 namespace tiersim::report {

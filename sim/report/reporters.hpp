@@ -21,7 +21,6 @@ struct Context {
   const hw::HardwareProfile* hw = nullptr;
   const placement::Placement* placement = nullptr;
   const RunResult* result = nullptr;
-  double wall_seconds = 0;  // reported on the console only: JSON stays byte-for-byte deterministic
 };
 
 void write_console(std::ostream& out, const Context& c);

@@ -83,6 +83,12 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode2) {
            {"--trace traces/qwen.trace --policy ratio --donor gpu7", "--donor"},
            {"--trace traces/qwen.trace --policy layers --layers 99", "--layers"},
            {"sweep --trace traces/qwen.trace --policy bytes --offload 5:1:1", "--offload"},
+           {"--trace traces/qwen.trace --policy layers --offload-gb 3", "'--offload-gb': policy 'layers' does not use"},
+           {"--trace traces/qwen.trace --policy resident --split \"cuda:0,1g\"", "'--split': policy 'resident'"},
+           {"--trace traces/qwen.trace --policy ratio --layers 3", "'--layers': policy 'ratio'"},
+           {"--trace traces/qwen.trace --policy ratio --split \"cuda:0,50%;cpu,50%\" --donor cuda:1", "--donor"},
+           {"--trace traces/qwen.trace --policy ratio --split \"cuda:0,50%;cpu,50%\" --offload-gb 2", "not both"},
+           {"--trace traces/qwen.trace --policy ratio --offload-gb -2", "offload-gb"},
        }) {
     const SimRun r = sim(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
