@@ -265,6 +265,49 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       << "  transfer: " << curve_yaml(peer) << "\n"
       << "  bidirectional: \"" << gbs(2 * peer.fit.bandwidth) << "\"\n";
   }
+  // Managed memory. Fault cost model: a kernel that faults on n blocks moving b bytes stalls
+  // n * block_overhead + b / migration_bandwidth (+ one fault latency). Two measurements give the two
+  // unknowns: 512 sparse faults moving 64 KiB each, and a dense first touch of the whole buffer.
+  const RawRow* sparse = raw.one("um_fault", "batched_one_touch_per_2MiB");
+  const RawRow* dense = raw.one("um_first_touch", "");
+  const RawRow* serial = raw.one("um_fault", "serial_");
+  const RawRow* pf_gpu = raw.one("um_prefetch", "to_gpu");
+  const RawRow* pf_cpu = raw.one("um_prefetch", "to_cpu");
+  if (sparse && dense && serial && pf_gpu && pf_cpu) {
+    const double block = 2.0 * 1048576, big_page = 65536;
+    Eigen::Matrix2d A;
+    Eigen::Vector2d t;
+    A << sparse->work, sparse->work * big_page, dense->work / block, dense->work;
+    t << sparse->median, dense->median;
+    const Eigen::Vector2d x = A.colPivHouseholderQr().solve(t);
+    const double block_overhead = std::max(0.0, x(0));
+    const double migration_bw = x(1) > 0 ? 1.0 / x(1) : dense->rate();
+    std::vector<double> remote;
+    for (const RawRow* r : raw.find("zero_copy", "gemv_")) remote.push_back(r->rate());
+    double mapping = 0;
+    const RawRow* first = raw.one("um_preferred_cpu", "first_read");
+    const RawRow* second = raw.one("um_preferred_cpu", "second_read");
+    if (first && second) mapping = std::max(0.0, (first->median - second->median) / (first->work / block));
+    const auto& bum = base.managed_memory;
+    y << "managed_memory:\n"
+      << "  source: " << yaml_quote(by + ": fault_latency = isolated faults (one thread, one touch per 2 MiB, each waiting); "
+                                         "fault_block_overhead and fault_migration_bandwidth solved from 512 batched sparse faults and a dense first touch; "
+                                         "prefetch and eviction rates from cudaMemPrefetchAsync both ways; remote reads = median cuBLAS GEMV on host memory; "
+                                         "mapping cost = PreferredLocation=CPU first read minus second, per block; driver constants from nvidia_uvm parameters; "
+                                         "alloc/free call costs NOT measured: base preset '" + base.name + "'") << "\n"
+      << "  va_block: \"2 MiB\"\n  big_page: \"64 KiB\"\n"
+      << "  prefetch_threshold: " << num(std::stod(raw.fact("uvm.uvm_perf_prefetch_threshold", "51")) / 100.0) << "\n"
+      << "  fault_batch_count: " << raw.fact("uvm.uvm_perf_fault_batch_count", "256") << "\n"
+      << "  fault_latency: \"" << us(serial->median / serial->work) << "\"\n"
+      << "  fault_block_overhead: \"" << us(block_overhead) << "\"\n"
+      << "  fault_migration_bandwidth: \"" << gbs(migration_bw) << "\"\n"
+      << "  prefetch_to_gpu: \"" << gbs(pf_gpu->rate()) << "\"\n"
+      << "  evict_to_cpu: \"" << gbs(pf_cpu->rate()) << "\"\n"
+      << "  remote_read_bandwidth: \"" << gbs(median_of(remote)) << "\"\n"
+      << "  mapping_fault_cost: \"" << us(mapping) << "\"\n"
+      << "  alloc_call: \"" << us(bum ? bum->alloc_call : 20e-6) << "\"\n"
+      << "  free_call: \"" << us(bum ? bum->free_call : 20e-6) << "\"\n";
+  }
   y << "framework:\n"
     << "  source: " << yaml_quote("NOT measured by calib (it measures CUDA, not the framework): from base preset '" + base.name + "'") << "\n"
     << "  per_launch: \"" << us(base.framework.per_launch) << "\"\n"

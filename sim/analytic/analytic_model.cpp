@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <memory>
 
+#include "managed/managed_memory.hpp"
 #include "replay/step_plan.hpp"
 
 namespace tiersim::analytic {
@@ -30,14 +33,68 @@ struct Segment {
   }
 };
 
+// Managed memory in closed form. The first step is cold: every managed block faults once. After it,
+// if the managed footprint fits the GPU nothing faults again; if it does not, the driver's FIFO
+// eviction under a cyclic read order misses every weight block every step (uvm.md), writing each
+// back unless it is a read-only duplicate, while KV cache and activations stay resident. Remote
+// (PreferredLocation=CPU, AccessedBy) weights are read over the link every time.
+class SteadyStateManaged {
+ public:
+  SteadyStateManaged(const hw::HardwareProfile& hw, const placement::Placement& placement, const trace::Header& header)
+      : spec_(*hw.managed_memory), placement_(placement), header_(header) {
+    managed::ManagedMemory layout(spec_, header, placement, placement::managed_gpu_capacity(header, hw, placement));
+    fits_ = layout.footprint_blocks() <= layout.capacity_blocks();
+  }
+  void set_step(std::size_t index) { cold_ = index == 0; }
+
+  void kernel(const replay::StepPlan& plan, const Action& a, managed::AccessCost& cost) const {
+    for (std::uint32_t i = 0; i < a.managed_count; ++i) {
+      const replay::ManagedAccess& m = plan.managed[a.managed_begin + i];
+      const std::uint8_t advice = placement_.managed.advice[m.tensor];
+      const double bytes = static_cast<double>(m.bytes);
+      const auto blocks = static_cast<std::uint32_t>(std::ceil(bytes / spec_.va_block));
+      if (advice & (placement::kPreferCpu | placement::kAccessedByGpu)) {
+        cost.remote_bytes += bytes;
+        if (cold_ && !(advice & placement::kAccessedByGpu)) cost.mapping_faults += blocks;
+        continue;
+      }
+      const bool weight = header_.tensors[m.tensor].kind == trace::TensorKind::Weight;
+      if (!(cold_ || (weight && !fits_))) continue;
+      if (weight && placement_.managed.prefetch > 0) continue;  // migrated by the prefetch instead
+      cost.faulted_blocks += blocks;
+      cost.migrated_bytes += blocks * spec_.va_block;
+      if (!fits_ && !(advice & placement::kReadMostly)) cost.written_back_bytes += blocks * spec_.va_block;
+    }
+  }
+
+  double prefetch_seconds(const Action& a, managed::AccessCost& cost) const {
+    if (!(cold_ || !fits_)) return 0;
+    const double moved = std::ceil(a.bytes / spec_.va_block) * spec_.va_block;
+    cost.migrated_bytes += moved;
+    if (!fits_) cost.written_back_bytes += moved;
+    return cost.migrated_bytes / spec_.prefetch_to_gpu + cost.written_back_bytes / spec_.evict_to_cpu;
+  }
+  const hw::ManagedMemorySpec& spec() const { return spec_; }
+
+ private:
+  const hw::ManagedMemorySpec& spec_;
+  const placement::Placement& placement_;
+  const trace::Header& header_;
+  bool fits_ = true;
+  bool cold_ = true;
+};
+
 class StepModel {
  public:
   StepModel(const hw::HardwareProfile& hw, const placement::Placement& placement, const trace::Header& header)
-      : planner_(hw, header, placement), copy_done_(header.tensors.size(), 0.0),
+      : planner_(hw, header, placement),
+        managed_(placement.managed.enabled ? std::make_unique<SteadyStateManaged>(hw, placement, header) : nullptr),
+        copy_done_(header.tensors.size(), 0.0),
         copy_stream_(header.tensors.size(), 0) {}
 
   report::StepResult evaluate(const trace::Step& step) {
     planner_.plan(step, plan_);
+    if (managed_) managed_->set_step(steps_done_++);
     report::StepResult r;
     r.kind = plan_.kind;
     r.tokens = plan_.tokens;
@@ -57,16 +114,27 @@ class StepModel {
             const double compute_there = std::max(seg.first_issue, 0.0) + seg.compute;
             seg.first_wait = std::max(0.0, ready - std::max(compute_there, issue_at));
           }
-          seg.compute += a.work_seconds;
-          seg.last_item = a.work_seconds;
+          double work = a.work_seconds;
+          if (a.managed_count > 0) {
+            managed::AccessCost cost;
+            managed_->kernel(plan_, a, cost);
+            work = managed::ManagedMemory::stall_seconds(managed_->spec(), cost) +
+                   a.cost.seconds(cost.remote_bytes, managed_->spec().remote_read_bandwidth);
+            r.h2d_bytes += cost.migrated_bytes;
+            r.d2h_bytes += cost.written_back_bytes;
+            r.remote_read_bytes += cost.remote_bytes;
+            r.faulted_blocks += cost.faulted_blocks;
+          }
+          seg.compute += work;
+          seg.last_item = work;
           for (int s = 0; s < 2; ++s) {
             bool depends_on_stream = false;
             for (std::uint32_t i = 0; i < a.deps_count; ++i)
               depends_on_stream |= copy_stream_[plan_.deps[a.deps_begin + i]] == s + 1;
             if (depends_on_stream) seg.after_last_copy[s] = 0;  // restart: work after the latest needed copy
-            if (seg.copy_first_issue[s] >= 0) seg.after_last_copy[s] += a.work_seconds;
+            if (seg.copy_first_issue[s] >= 0) seg.after_last_copy[s] += work;
           }
-          r.gpu_busy_seconds += a.work_seconds;
+          r.gpu_busy_seconds += work;
           break;
         }
         case ActionKind::CopyOnStream: {
@@ -80,16 +148,25 @@ class StepModel {
           if (a.host_waits) close_segment(seg, total, true);
           break;
         }
-        case ActionKind::Prefetch: {
-          const int s = a.source > placement::kComputeGpu ? 1 : 0;
-          const double t = planner_.copy_curve(a.source).seconds(a.bytes);
+        case ActionKind::Prefetch:
+        case ActionKind::ManagedPrefetch: {
+          const int s = a.kind == ActionKind::Prefetch && a.source > placement::kComputeGpu ? 1 : 0;
+          double t = 0;
+          if (a.kind == ActionKind::Prefetch) {
+            t = planner_.copy_curve(a.source).seconds(a.bytes);
+            count_bytes(r, a);
+          } else {
+            managed::AccessCost cost;
+            t = managed_->prefetch_seconds(a, cost);
+            r.h2d_bytes += cost.migrated_bytes;
+            r.d2h_bytes += cost.written_back_bytes;
+          }
           seg.host = issue_at;
           if (seg.copy_first_issue[s] < 0) seg.copy_first_issue[s] = issue_at;
           seg.copy_total[s] += t;
           copy_done_[a.tensor] = std::max(seg.copy_first_issue[s] + seg.copy_total[s] - t, issue_at) + t;
           copy_stream_[a.tensor] = s + 1;
           set_this_segment_.push_back(a.tensor);
-          count_bytes(r, a);
           // The host waits for this copy only; kernels already queued keep running past it.
           if (a.host_waits) close_segment(seg, total, false);
           break;
@@ -111,6 +188,11 @@ class StepModel {
           break;
         case ActionKind::AwaitSlot:
           // Bounds staging memory; in the throughput bounds below a slot is always free in time.
+          break;
+        case ActionKind::AllocatorSync:
+          seg.host = issue_at;
+          close_segment(seg, total, true);
+          total += a.after_wait_seconds;
           break;
         case ActionKind::Sync:
           close_segment(seg, total, true);
@@ -149,6 +231,8 @@ class StepModel {
   }
 
   replay::StepPlanner planner_;
+  std::unique_ptr<SteadyStateManaged> managed_;
+  std::size_t steps_done_ = 0;
   replay::StepPlan plan_;
   std::vector<double> copy_done_;  // by tensor: completion time of its prefetch within the segment
   std::vector<int> copy_stream_;   // by tensor: 1 host copy stream, 2 peer copy stream, 0 none
@@ -166,8 +250,25 @@ report::RunResult run_analytic(const hw::HardwareProfile& hw, const placement::P
   while (source.next(step)) result.steps.push_back(model.evaluate(step));
   // Peak memory: the static placement plus the staging of prefetch + 1 copied layers.
   const auto& header = source.header();
+  double managed_peak = 0;
+  if (placement.managed.enabled) {
+    // Everything that ever reaches the GPU stays until capacity is reached.
+    managed::ManagedMemory layout(*hw.managed_memory, header, placement,
+                                  placement::managed_gpu_capacity(header, hw, placement));
+    double gpu_bound = 0;  // blocks that can migrate at all (not kept in host memory by advice)
+    for (const auto& t : header.tensors)
+      if (placement.managed.managed[t.id] && !(placement.managed.advice[t.id] & (placement::kPreferCpu | placement::kAccessedByGpu)))
+        gpu_bound += std::ceil(static_cast<double>(t.bytes) / hw.managed_memory->va_block) * hw.managed_memory->va_block;
+    managed_peak = std::min(gpu_bound, static_cast<double>(layout.capacity_blocks()) * hw.managed_memory->va_block);
+    result.managed.enabled = true;
+    result.managed.peak_resident_bytes = managed_peak;
+    for (const auto& st : result.steps) {
+      result.managed.faulted_blocks += st.faulted_blocks;
+      result.managed.remote_bytes += st.remote_read_bytes;
+    }
+  }
   result.peak_bytes["cuda:0"] = placement::usage_on(header, placement, placement::kComputeGpu).total() +
-                                hw.gpu.reserved +
+                                hw.gpu.reserved + managed_peak +
                                 placement::largest_copied_layer(header, placement) * (placement.exec.prefetch + 1);
   for (int d = 1; d < hw.gpu.count; ++d) {
     const double used = placement::usage_on(header, placement, d).total();

@@ -3,13 +3,18 @@
 namespace tiersim::engine {
 
 void InOrderStream::enqueue_compute(JobId job, SimTime duration) {
-  queue_.push_back(Item{job, duration, nullptr, Direction::ToDevice, 0.0, 0.0, 0.0});
+  queue_.push_back(Item{job, duration, nullptr, nullptr, 0, Direction::ToDevice, 0.0, 0.0, 0.0});
   try_start();
 }
 
 void InOrderStream::enqueue_transfer(JobId job, SharedLink& link, Direction dir, double bytes, double latency_seconds,
                                      double solo_rate) {
-  queue_.push_back(Item{job, 0, &link, dir, bytes, latency_seconds, solo_rate});
+  queue_.push_back(Item{job, 0, &link, nullptr, 0, dir, bytes, latency_seconds, solo_rate});
+  try_start();
+}
+
+void InOrderStream::enqueue_dynamic(JobId job, DurationSource& source, std::uint64_t token) {
+  queue_.push_back(Item{job, 0, nullptr, &source, token, Direction::ToDevice, 0.0, 0.0, 0.0});
   try_start();
 }
 
@@ -21,6 +26,8 @@ void InOrderStream::try_start() {
   started_at_ = sim_.now();
   if (head.link) {
     head.link->start(head.dir, head.bytes, head.latency, head.rate, this, head.job);
+  } else if (head.source) {
+    sim_.schedule_in(head.source->duration_at_start(head.token), kPriorityComplete, this, head.job);
   } else {
     sim_.schedule_in(head.duration, kPriorityComplete, this, head.job);
   }

@@ -12,6 +12,13 @@
 
 namespace tiersim::engine {
 
+// Work whose duration is known only when it starts (a kernel that may fault on managed memory).
+class DurationSource {
+ public:
+  virtual ~DurationSource() = default;
+  virtual SimTime duration_at_start(std::uint64_t token) = 0;
+};
+
 class InOrderStream final : public EventHandler, public JobListener, public TransferClient {
  public:
   InOrderStream(Simulator& sim, JobGraph& jobs, std::string name) : sim_(sim), jobs_(jobs), name_(std::move(name)) {}
@@ -20,6 +27,8 @@ class InOrderStream final : public EventHandler, public JobListener, public Tran
   void enqueue_compute(JobId job, SimTime duration);
   void enqueue_transfer(JobId job, SharedLink& link, Direction dir, double bytes, double latency_seconds,
                         double solo_rate);
+  // Compute whose duration `source` decides at the moment it starts.
+  void enqueue_dynamic(JobId job, DurationSource& source, std::uint64_t token);
 
   bool idle() const { return queue_.empty(); }
   std::size_t queued() const { return queue_.size(); }
@@ -35,6 +44,8 @@ class InOrderStream final : public EventHandler, public JobListener, public Tran
     JobId job;
     SimTime duration;        // compute
     SharedLink* link;        // transfer when non-null
+    DurationSource* source;  // dynamic compute when non-null
+    std::uint64_t token;
     Direction dir;
     double bytes;
     double latency;

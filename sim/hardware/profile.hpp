@@ -58,6 +58,24 @@ struct PeerLinkSpec {
   double bidirectional = 0.0;
 };
 
+// CUDA managed memory on this machine (x86 + PCIe: fault-and-migrate). Driver constants default to
+// nvidia-uvm's own; costs come from calibration (calib/src/bench_managed.cu).
+struct ManagedMemorySpec {
+  double va_block = 2.0 * 1048576;        // migration and eviction unit (uvm VA block / root chunk)
+  double big_page = 65536;                 // a lone fault migrates at least this much
+  double prefetch_threshold = 0.51;        // uvm_perf_prefetch_threshold: share of a block that triggers all of it
+  int fault_batch_count = 256;             // uvm_perf_fault_batch_count
+  double fault_latency = 0;                // a kernel's first fault: stall until its batch is serviced
+  double fault_block_overhead = 0;         // driver work per VA block serviced
+  double fault_migration_bandwidth = 0;    // bytes moved by fault-driven migration to the GPU
+  double prefetch_to_gpu = 0;              // cudaMemPrefetchAsync to the GPU
+  double evict_to_cpu = 0;                 // write-back of evicted blocks (and prefetch to the CPU)
+  double remote_read_bandwidth = 0;        // GPU kernels reading host-resident managed memory
+  double mapping_fault_cost = 0;           // per block, establishing a remote mapping (PreferredLocation=CPU)
+  double alloc_call = 0;                   // host time of one cudaMallocManaged
+  double free_call = 0;                    // host time of one cudaFree (which also synchronizes the device)
+};
+
 struct FrameworkSpec {
   double per_launch = 0.0;   // host time to issue one kernel (Python + dispatcher + launch)
   double per_copy = 0.0;     // host time to issue one copy
@@ -72,6 +90,7 @@ struct HardwareProfile {
   HostSpec host;
   HostLinkSpec host_link;
   std::optional<PeerLinkSpec> peer_link;
+  std::optional<ManagedMemorySpec> managed_memory;
   FrameworkSpec framework;
   std::map<std::string, std::string> sources;  // section -> where its numbers came from
   std::map<std::string, std::string> extra;    // free-form facts (driver, measured date), reported as-is

@@ -253,6 +253,27 @@ HardwareProfile parse_profile(const std::string& text, const std::string& file) 
   } else if (p.gpu.count > 1) {
     throw InputError(file, 0, "peer_link", "missing: a profile with gpu.count > 1 must describe the link between GPUs");
   }
+  if (top.has("managed_memory")) {
+    Section m = top.child("managed_memory");
+    ManagedMemorySpec um;
+    p.sources["managed_memory"] = m.text("source");
+    um.va_block = m.bytes("va_block");
+    um.big_page = m.bytes("big_page");
+    if (um.big_page > um.va_block) throw InputError(file, 0, "managed_memory.big_page", "must not exceed va_block");
+    um.prefetch_threshold = m.number("prefetch_threshold", 0.01, 1.0);
+    um.fault_batch_count = m.integer("fault_batch_count", 1, 1 << 20);
+    um.fault_latency = m.duration("fault_latency");
+    um.fault_block_overhead = m.duration("fault_block_overhead");
+    um.fault_migration_bandwidth = m.bandwidth("fault_migration_bandwidth");
+    um.prefetch_to_gpu = m.bandwidth("prefetch_to_gpu");
+    um.evict_to_cpu = m.bandwidth("evict_to_cpu");
+    um.remote_read_bandwidth = m.bandwidth("remote_read_bandwidth");
+    um.mapping_fault_cost = m.duration("mapping_fault_cost");
+    um.alloc_call = m.duration("alloc_call");
+    um.free_call = m.duration("free_call");
+    m.finish();
+    p.managed_memory = um;
+  }
   {
     Section f = top.child("framework");
     p.sources["framework"] = f.text("source");

@@ -29,7 +29,20 @@ const char* to_string(HostMemory m) { return m == HostMemory::Pinned ? "pinned" 
 DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d) {
   DeviceUsage u;
   for (const auto& t : header.tensors) {
-    if (p.device[t.id] != d) continue;
+    if (p.device[t.id] != d || (p.managed.enabled && p.managed.managed[t.id])) continue;
+    const double b = static_cast<double>(t.bytes);
+    if (t.kind == trace::TensorKind::Weight) u.weights += b;
+    else if (t.kind == trace::TensorKind::KvCache) u.kv += b;
+    else u.activations += b;
+  }
+  return u;
+}
+
+DeviceUsage managed_usage(const trace::Header& header, const Placement& p) {
+  DeviceUsage u;
+  if (!p.managed.enabled) return u;
+  for (const auto& t : header.tensors) {
+    if (!p.managed.managed[t.id]) continue;
     const double b = static_cast<double>(t.bytes);
     if (t.kind == trace::TensorKind::Weight) u.weights += b;
     else if (t.kind == trace::TensorKind::KvCache) u.kv += b;
@@ -46,9 +59,11 @@ double weight_bytes(const trace::Header& header) {
 }
 
 double offloaded_weight_bytes(const trace::Header& header, const Placement& p) {
+  // Managed weights count as offloaded: their home is host memory and the driver moves them.
   double total = 0;
   for (const auto& t : header.tensors)
-    if (t.kind == trace::TensorKind::Weight && p.device[t.id] != kComputeGpu) total += static_cast<double>(t.bytes);
+    if (t.kind == trace::TensorKind::Weight && (p.device[t.id] != kComputeGpu || (p.managed.enabled && p.managed.managed[t.id])))
+      total += static_cast<double>(t.bytes);
   return total;
 }
 
@@ -56,14 +71,25 @@ bool is_copied(const Placement& p, DeviceId d) {
   return d > kComputeGpu || (d == kCpu && p.exec.exec == OffloadExec::Copy);
 }
 
+namespace {
+bool copied_tensor(const Placement& p, const trace::Tensor& t) {
+  return t.kind == trace::TensorKind::Weight && !(p.managed.enabled && p.managed.managed[t.id]) &&
+         is_copied(p, p.device[t.id]);
+}
+}  // namespace
+
 double largest_copied_layer(const trace::Header& header, const Placement& p) {
   std::map<std::int32_t, double> per_layer;
   for (const auto& t : header.tensors)
-    if (t.kind == trace::TensorKind::Weight && is_copied(p, p.device[t.id]))
-      per_layer[t.layer] += static_cast<double>(t.bytes);
+    if (copied_tensor(p, t)) per_layer[t.layer] += static_cast<double>(t.bytes);
   double best = 0;
   for (const auto& [layer, bytes] : per_layer) best = std::max(best, bytes);
   return best;
+}
+
+double managed_gpu_capacity(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p) {
+  return hw.gpu.memory - hw.gpu.reserved - usage_on(header, p, kComputeGpu).total() -
+         largest_copied_layer(header, p) * (p.exec.prefetch + 1);
 }
 
 namespace {
@@ -107,6 +133,7 @@ void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placem
     for (const auto& t : header.tensors)
       if (t.kind == trace::TensorKind::Weight && p.device[t.id] == kCpu) layer_on_cpu[t.layer] = true;
   for (const auto& t : header.tensors) {
+    if (p.managed.enabled && p.managed.managed[t.id]) continue;  // the driver decides where it lives
     if (t.kind == trace::TensorKind::KvCache) p.device[t.id] = layer_on_cpu.count(t.layer) ? kCpu : kComputeGpu;
     else if (t.kind == trace::TensorKind::Activation) p.device[t.id] = kComputeGpu;
   }
@@ -134,7 +161,12 @@ void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placem
                           " on " + device_name(d) + " (" + usage_text(u, hw.gpu.reserved) + "), but it has " +
                           units::format_bytes(hw.gpu.memory));
   }
-  const DeviceUsage host = usage_on(header, p, kCpu);
+  DeviceUsage host = usage_on(header, p, kCpu);
+  // Managed memory is backed by host pages: the whole managed footprint must fit in host memory.
+  const DeviceUsage managed = managed_usage(header, p);
+  host.weights += managed.weights;
+  host.kv += managed.kv;
+  host.activations += managed.activations;
   if (host.total() > hw.host.memory)
     throw CapacityError(model + " under '" + policy + "' needs " + units::format_bytes(host.total()) +
                         " of host memory (" + usage_text(host, 0) + "), but the host has " +

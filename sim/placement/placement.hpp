@@ -29,9 +29,27 @@ struct ExecutionOptions {
   HostMemory host_memory = HostMemory::Pinned;
 };
 
+// cudaMemAdvise hints on a managed tensor (bit flags, as the driver combines them).
+enum ManagedAdvice : std::uint8_t {
+  kAdviseNone = 0,
+  kPreferCpu = 1,      // PreferredLocation = CPU: stays in host memory, the GPU reads it remotely
+  kAccessedByGpu = 2,  // AccessedBy = GPU: always mapped, no mapping faults; remote after eviction
+  kReadMostly = 4,     // ReadMostly: GPU reads make read-only duplicates; writes invalidate them
+};
+
+// Tensors in CUDA managed memory (cudaMallocManaged), for the unified-memory policies.
+struct ManagedSpec {
+  bool enabled = false;
+  std::vector<bool> managed;                  // by tensor id
+  std::vector<std::uint8_t> advice;           // by tensor id, ManagedAdvice flags
+  bool caching_allocator = true;              // false: cudaMallocManaged/cudaFree for every tensor
+  int prefetch = 0;                           // cudaMemPrefetchAsync of weights this many layers ahead
+};
+
 struct Placement {
-  std::vector<DeviceId> device;               // by tensor id
+  std::vector<DeviceId> device;               // by tensor id (managed tensors: their home, the host)
   ExecutionOptions exec;
+  ManagedSpec managed;
   std::vector<std::pair<std::string, std::string>> resolved;  // policy settings as applied, for reports
 };
 
@@ -40,7 +58,10 @@ struct DeviceUsage {
   double weights = 0, kv = 0, activations = 0;
   double total() const { return weights + kv + activations; }
 };
+// Bytes a placement puts on `d` outside managed memory.
 DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d);
+// Bytes of managed tensors (resident wherever the driver puts them).
+DeviceUsage managed_usage(const trace::Header& header, const Placement& p);
 double weight_bytes(const trace::Header& header);
 double offloaded_weight_bytes(const trace::Header& header, const Placement& p);  // weights not on cuda:0
 // Whether weights on `d` are copied to the compute GPU when used (peer GPUs always; the host with --offload-exec copy).
@@ -52,6 +73,10 @@ double largest_copied_layer(const trace::Header& header, const Placement& p);
 // each layer as a whole to the device holding most of its weights. Then checks every device's
 // capacity and throws CapacityError naming what needs how much. Policies call this last.
 void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placement& p, const std::string& policy);
+
+// GPU memory left for managed blocks: memory less the reserve, the static non-managed bytes on
+// cuda:0 and the staging buffers of copied layers.
+double managed_gpu_capacity(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p);
 
 const char* to_string(OffloadExec e);
 const char* to_string(HostMemory m);

@@ -8,6 +8,7 @@
 #include "engine/job_graph.hpp"
 #include "engine/shared_link.hpp"
 #include "engine/simulator.hpp"
+#include "managed/managed_memory.hpp"
 #include "replay/step_plan.hpp"
 
 namespace tiersim::replay {
@@ -43,7 +44,7 @@ class StagingMemory final : public engine::JobListener {
   std::vector<double> release_;
 };
 
-class Replay final : public engine::EventHandler, public engine::JobListener {
+class Replay final : public engine::EventHandler, public engine::JobListener, public engine::DurationSource {
  public:
   Replay(const hw::HardwareProfile& hw, const placement::Placement& placement, trace::StepSource& source)
       : hw_(hw),
@@ -64,6 +65,11 @@ class Replay final : public engine::EventHandler, public engine::JobListener {
     if (hw.peer_link)
       peer_.emplace(sim_, "peer", hw.peer_link->transfer.bandwidth, hw.peer_link->transfer.bandwidth,
                     hw.peer_link->bidirectional);
+    if (placement.managed.enabled) {
+      if (!hw.managed_memory) throw std::logic_error("managed placement without a managed_memory profile section");
+      um_.emplace(*hw.managed_memory, source.header(), placement,
+                  placement::managed_gpu_capacity(source.header(), hw, placement));
+    }
   }
 
   report::RunResult run() {
@@ -74,7 +80,13 @@ class Replay final : public engine::EventHandler, public engine::JobListener {
       sim_.run();
     }
     result.steps = std::move(steps_);
-    result.peak_bytes["cuda:0"] = staging_.peak();
+    result.peak_bytes["cuda:0"] = staging_.peak() + (um_ ? um_->peak_resident_bytes() : 0.0);
+    if (um_) {
+      const auto& st = um_->stats();
+      result.managed = {true, st.faulted_blocks, st.fault_batches, st.mapping_faults, st.evicted_blocks,
+                        st.migrated_bytes, st.written_back_bytes, st.remote_bytes, st.prefetched_bytes,
+                        um_->peak_resident_bytes()};
+    }
     for (int d = 1; d < hw_.gpu.count; ++d)
       result.peak_bytes[placement::device_name(d)] = static_bytes_on(d) + (static_bytes_on(d) > 0 ? hw_.gpu.reserved : 0);
     result.peak_bytes["cpu"] = static_bytes_on(placement::kCpu);
@@ -85,6 +97,30 @@ class Replay final : public engine::EventHandler, public engine::JobListener {
   void on_event(std::uint64_t) override { advance(); }
   void job_done(JobId) override { sim_.schedule(sim_.now(), engine::kPriorityIssue, this, 0); }
   void job_ready(JobId job) override { jobs_.complete(job, sim_.now()); }
+
+  // Prices a kernel on managed memory, or a managed prefetch, when it starts.
+  SimTime duration_at_start(std::uint64_t token) override {
+    const Action& a = plan_.actions[token];
+    managed::AccessCost cost;
+    double seconds = 0;
+    if (a.kind == ActionKind::ManagedPrefetch) {
+      seconds = um_->prefetch_to_gpu(a.tensor, cost);
+      um_->record(cost, true);
+    } else {
+      for (std::uint32_t i = 0; i < a.managed_count; ++i) {
+        const ManagedAccess& m = plan_.managed[a.managed_begin + i];
+        um_->access(m.tensor, m.bytes, m.write, cost);
+      }
+      seconds = um_->stall_seconds(cost) + a.cost.seconds(cost.remote_bytes, um_->spec().remote_read_bandwidth);
+      um_->record(cost, false);
+    }
+    step_um_.h2d += cost.migrated_bytes;
+    step_um_.d2h += cost.written_back_bytes;
+    step_um_.remote += cost.remote_bytes;
+    step_um_.faults += cost.faulted_blocks;
+    step_um_.evictions += cost.evicted_blocks;
+    return to_sim_time(seconds);
+  }
 
  private:
   double static_bytes_on(placement::DeviceId d) const {
@@ -103,6 +139,7 @@ class Replay final : public engine::EventHandler, public engine::JobListener {
     d2h_start_ = pcie_.bytes_moved(Direction::FromDevice);
     peer_start_ = peer_ ? peer_->bytes_moved(Direction::ToDevice) : 0.0;
     busy_start_ = compute_.busy_time();
+    step_um_ = {};
     return true;
   }
 
@@ -115,6 +152,11 @@ class Replay final : public engine::EventHandler, public engine::JobListener {
     r.d2h_bytes = pcie_.bytes_moved(Direction::FromDevice) - d2h_start_;
     r.peer_bytes = peer_ ? peer_->bytes_moved(Direction::ToDevice) - peer_start_ : 0.0;
     r.gpu_busy_seconds = to_seconds(compute_.busy_time() - busy_start_);
+    r.h2d_bytes += step_um_.h2d;
+    r.d2h_bytes += step_um_.d2h;
+    r.remote_read_bytes = step_um_.remote;
+    r.faulted_blocks = step_um_.faults;
+    r.evicted_blocks = step_um_.evictions;
     steps_.push_back(r);
   }
 
@@ -141,7 +183,8 @@ class Replay final : public engine::EventHandler, public engine::JobListener {
       case ActionKind::Kernel: {
         const JobId job = jobs_.create(&compute_);
         for (std::uint32_t i = 0; i < a.deps_count; ++i) jobs_.add_dependency(job, tensor_job_[plan_.deps[a.deps_begin + i]]);
-        compute_.enqueue_compute(job, to_sim_time(a.work_seconds));
+        if (a.managed_count > 0) compute_.enqueue_dynamic(job, *this, pc_);
+        else compute_.enqueue_compute(job, to_sim_time(a.work_seconds));
         double freed_at_completion = 0;
         for (std::uint32_t i = 0; i < a.frees_count; ++i) {
           const std::uint32_t t = plan_.frees[a.frees_begin + i];
@@ -173,6 +216,18 @@ class Replay final : public engine::EventHandler, public engine::JobListener {
         copy_jobs_.push_back(job);
         if (a.host_waits) return job;
         return std::nullopt;
+      }
+      case ActionKind::ManagedPrefetch: {
+        const JobId job = jobs_.create(&copy_from_host_);
+        copy_from_host_.enqueue_dynamic(job, *this, pc_);
+        tensor_job_[a.tensor] = job;
+        copy_jobs_.push_back(job);
+        return std::nullopt;
+      }
+      case ActionKind::AllocatorSync: {
+        const JobId job = jobs_.create(&compute_);
+        compute_.enqueue_compute(job, 0);
+        return job;
       }
       case ActionKind::ActivationToHost: return enqueue_activation(a, false);
       case ActionKind::ActivationToDevice: return enqueue_activation(a, true);
@@ -213,13 +268,18 @@ class Replay final : public engine::EventHandler, public engine::JobListener {
           return;
         }
       }
-      // Effect taken without waiting, or the awaited job is done.
+      // Effect taken without waiting, or the awaited job is done; then any host work after the wait.
+      if (phase_ == Phase::Waiting && a.after_wait_seconds > 0) {
+        phase_ = Phase::AfterWait;
+        sim_.schedule_in(to_sim_time(a.after_wait_seconds), engine::kPriorityIssue, this, 0);
+        return;
+      }
       ++pc_;
       phase_ = Phase::Start;
     }
   }
 
-  enum class Phase { Start, Effect, Waiting };
+  enum class Phase { Start, Effect, Waiting, AfterWait };
 
   const hw::HardwareProfile& hw_;
   const placement::Placement& placement_;
@@ -233,6 +293,11 @@ class Replay final : public engine::EventHandler, public engine::JobListener {
   engine::SharedLink pcie_;
   std::optional<engine::SharedLink> peer_;
   StagingMemory staging_;
+  std::optional<managed::ManagedMemory> um_;
+  struct {
+    double h2d = 0, d2h = 0, remote = 0;
+    std::uint64_t faults = 0, evictions = 0;
+  } step_um_;
 
   trace::Step step_;
   StepPlan plan_;

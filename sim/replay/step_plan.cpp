@@ -9,29 +9,41 @@ namespace tiersim::replay {
 using placement::DeviceId;
 using placement::kCpu;
 
+double KernelCost::seconds(double remote_bytes, double remote_rate) const {
+  if (measured_seconds >= 0) return measured_seconds + (remote_bytes > 0 ? remote_bytes / remote_rate : 0.0);
+  double t = std::max({compute_seconds, (memory_bytes - remote_bytes) / local_rate, floor_seconds});
+  if (remote_bytes > 0) t = std::max(t, remote_bytes / remote_rate);
+  return t;
+}
+
 StepPlanner::StepPlanner(const hw::HardwareProfile& hw, const trace::Header& header,
                          const placement::Placement& placement)
     : hw_(hw), header_(header), placement_(placement), default_dtype_(header.default_dtype()) {
   const std::size_t n = header.tensors.size();
   copied_.assign(n, false);
+  managed_.assign(n, false);
   cpu_layer_tensor_.assign(n, false);
   last_reader_.assign(n, -1);
   issued_.assign(n, false);
   for (const auto& t : header.tensors) {
     const DeviceId d = placement.device[t.id];
+    managed_[t.id] = placement.managed.enabled && placement.managed.managed[t.id];
     if (t.kind == trace::TensorKind::Weight) {
       layer_order_.push_back(t.layer);
-      copied_[t.id] = placement::is_copied(placement, d);
+      copied_[t.id] = !managed_[t.id] && placement::is_copied(placement, d);
     }
     // With --offload-exec cpu, weights and KV cache on the host belong to layers the CPU runs.
-    cpu_layer_tensor_[t.id] = placement.exec.exec == placement::OffloadExec::Cpu && d == kCpu &&
+    cpu_layer_tensor_[t.id] = !managed_[t.id] && placement.exec.exec == placement::OffloadExec::Cpu && d == kCpu &&
                               t.kind != trace::TensorKind::Activation;
   }
   std::sort(layer_order_.begin(), layer_order_.end());
   layer_order_.erase(std::unique(layer_order_.begin(), layer_order_.end()), layer_order_.end());
   copied_by_position_.resize(layer_order_.size());
-  for (const auto& t : header.tensors)
+  managed_by_position_.resize(layer_order_.size());
+  for (const auto& t : header.tensors) {
     if (copied_[t.id]) copied_by_position_[layer_position(t.layer)].push_back(t.id);
+    if (managed_[t.id] && t.kind == trace::TensorKind::Weight) managed_by_position_[layer_position(t.layer)].push_back(t.id);
+  }
 }
 
 std::size_t StepPlanner::layer_position(std::int32_t layer) const {
@@ -61,6 +73,17 @@ bool StepPlanner::op_on_cpu(const trace::Op& op) const {
   for (const auto& a : op.writes)
     if (cpu_layer_tensor_[a.tensor]) return true;
   return false;
+}
+
+KernelCost StepPlanner::kernel_cost(const trace::Op& op) const {
+  KernelCost c;
+  const std::string& dtype = op.dtype.empty() ? default_dtype_ : op.dtype;
+  c.compute_seconds = static_cast<double>(op.flops) / (hw_.gpu_rate(dtype) * hw_.gpu.compute_efficiency);
+  c.memory_bytes = static_cast<double>(trace::op_bytes(op));
+  c.local_rate = hw_.gpu.memory_bandwidth * hw_.gpu.memory_efficiency;
+  c.floor_seconds = hw_.gpu.kernel_min_time * op.launches;
+  c.measured_seconds = op.gpu_seconds;
+  return c;
 }
 
 double StepPlanner::activation_bytes(const trace::Op& op) const {
@@ -95,9 +118,10 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
     last_reader_[t] = -1;
   }
   touched_.clear();
+  const int managed_prefetch = placement_.managed.enabled ? placement_.managed.prefetch : 0;
   for (std::size_t i = 0; i < step.ops.size(); ++i)
     for (const auto& a : step.ops[i].reads)
-      if (copied_[a.tensor]) {
+      if (copied_[a.tensor] || (managed_prefetch > 0 && managed_[a.tensor])) {
         if (last_reader_[a.tensor] < 0) touched_.push_back(a.tensor);
         last_reader_[a.tensor] = static_cast<std::int32_t>(i);
       }
@@ -130,6 +154,22 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           if (!issued_[t] && last_reader_[t] >= 0) issue_copy(out, t, true);
       }
     }
+    if (managed_prefetch > 0 && (first || op.layer != current_layer)) {
+      // cudaMemPrefetchAsync of the managed weights `managed_prefetch` layers ahead, on the copy stream.
+      const std::size_t target = std::min(layer_order_.size(),
+                                          layer_position(op.layer) + static_cast<std::size_t>(managed_prefetch) + 1);
+      for (; prefetched_upto < target; ++prefetched_upto)
+        for (std::uint32_t t : managed_by_position_[prefetched_upto])
+          if (!issued_[t] && last_reader_[t] >= 0) {
+            issued_[t] = true;
+            Action a;
+            a.kind = ActionKind::ManagedPrefetch;
+            a.tensor = t;
+            a.bytes = static_cast<double>(header_.tensors[t].bytes);
+            a.host_seconds = hw_.framework.per_copy;
+            out.actions.push_back(a);
+          }
+    }
     current_layer = op.layer;
     const bool on_cpu = op_on_cpu(op);
     if (on_cpu && !prev_on_cpu && !first) {
@@ -160,16 +200,36 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       a.kind = ActionKind::Kernel;
       a.host_seconds = hw::host_issue_seconds(hw_, op);
       a.work_seconds = hw::gpu_op_seconds(hw_, op, default_dtype_);
+      a.cost = kernel_cost(op);
       a.deps_begin = static_cast<std::uint32_t>(out.deps.size());
       a.frees_begin = static_cast<std::uint32_t>(out.frees.size());
+      a.managed_begin = static_cast<std::uint32_t>(out.managed.size());
       for (const auto& r : op.reads) {
+        if (managed_[r.tensor]) {
+          out.managed.push_back({r.tensor, r.bytes, false});
+          if (issued_[r.tensor]) out.deps.push_back(r.tensor);  // waits for its managed prefetch
+          continue;
+        }
         if (!copied_[r.tensor]) continue;
         out.deps.push_back(r.tensor);
         if (last_reader_[r.tensor] == static_cast<std::int32_t>(i)) out.frees.push_back(r.tensor);
       }
+      for (const auto& w : op.writes)
+        if (managed_[w.tensor]) out.managed.push_back({w.tensor, w.bytes, true});
       a.deps_count = static_cast<std::uint32_t>(out.deps.size()) - a.deps_begin;
       a.frees_count = static_cast<std::uint32_t>(out.frees.size()) - a.frees_begin;
+      a.managed_count = static_cast<std::uint32_t>(out.managed.size()) - a.managed_begin;
+      const bool per_tensor_allocator = placement_.managed.enabled && !placement_.managed.caching_allocator;
+      if (per_tensor_allocator && hw_.managed_memory) a.host_seconds += hw_.managed_memory->alloc_call;
       out.actions.push_back(a);
+      if (per_tensor_allocator && hw_.managed_memory) {
+        // The op's temporaries are released with cudaFree, which waits for the device to be idle.
+        Action release;
+        release.kind = ActionKind::AllocatorSync;
+        release.after_wait_seconds = hw_.managed_memory->free_call;
+        release.host_waits = true;
+        out.actions.push_back(release);
+      }
     }
     prev_on_cpu = on_cpu;
     prev_activation_bytes = activation_bytes(op);

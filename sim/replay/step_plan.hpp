@@ -21,13 +21,35 @@ enum class ActionKind : std::uint8_t {
   CpuOp,               // the host runs the op itself (after its inputs reached host memory)
   ActivationToHost,    // activations GPU -> host before CPU ops (the host waits)
   ActivationToDevice,  // activations host -> GPU after CPU ops (the host waits: pageable copy)
+  ManagedPrefetch,     // cudaMemPrefetchAsync of a managed weight to the GPU, on the copy stream
+  AllocatorSync,       // non-caching managed allocator: cudaFree of the op's temporaries, which syncs
   Sync,                // end of step: the host waits for all device work
   StepOverhead,        // host time per step outside the ops
+};
+
+// A kernel's access to a managed tensor: its cost depends on where the driver has the blocks when the
+// kernel starts, so the engines price it then.
+struct ManagedAccess {
+  std::uint32_t tensor = 0;
+  std::uint64_t bytes = 0;
+  bool write = false;
+};
+
+// A kernel's time from its parts, so the managed-memory model can re-price it with remote bytes.
+struct KernelCost {
+  double compute_seconds = 0;  // FLOPs at the dtype's rate
+  double memory_bytes = 0;     // bytes it moves
+  double local_rate = 0;       // bytes/s from device memory
+  double floor_seconds = 0;    // kernel floor per launch
+  double measured_seconds = -1;
+  // Seconds when `remote_bytes` of its bytes are read over the link at `remote_rate` instead.
+  double seconds(double remote_bytes, double remote_rate) const;
 };
 
 struct Action {
   ActionKind kind = ActionKind::Kernel;
   double host_seconds = 0;    // host busy before the action takes effect
+  double after_wait_seconds = 0;  // host busy after the wait ends (cudaFree's work follows its sync)
   double work_seconds = 0;    // kernel duration (Kernel) or CPU time (CpuOp)
   double bytes = 0;           // copies and activation transfers
   placement::DeviceId source = placement::kCpu;  // copy source
@@ -36,6 +58,8 @@ struct Action {
   std::uint32_t deps_begin = 0, deps_count = 0;    // Kernel: copied tensors it must wait for (StepPlan::deps)
   // Kernel: staged tensors whose last reader it is. AwaitSlot: tensors whose release the host waits for.
   std::uint32_t frees_begin = 0, frees_count = 0;
+  std::uint32_t managed_begin = 0, managed_count = 0;  // Kernel: its managed accesses (StepPlan::managed)
+  KernelCost cost;                                      // Kernel: the parts of work_seconds
 };
 
 struct StepPlan {
@@ -45,6 +69,7 @@ struct StepPlan {
   std::vector<std::uint32_t> deps;   // flat storage for Action::deps_*
   std::vector<std::uint32_t> frees;  // flat storage for Action::frees_*
   std::vector<std::uint32_t> slot_waits;  // flat storage for AwaitSlot's tensors (frees_* indexes it)
+  std::vector<ManagedAccess> managed;     // flat storage for Action::managed_*
 };
 
 class StepPlanner {
@@ -62,12 +87,15 @@ class StepPlanner {
   std::size_t layer_position(std::int32_t layer) const;
   void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch);
   double activation_bytes(const trace::Op& op) const;
+  KernelCost kernel_cost(const trace::Op& op) const;
 
   const hw::HardwareProfile& hw_;
   const trace::Header& header_;
   const placement::Placement& placement_;
   std::string default_dtype_;
   std::vector<bool> copied_;                // by tensor: a weight copied to cuda:0 when used
+  std::vector<bool> managed_;               // by tensor: in managed memory
+  std::vector<std::vector<std::uint32_t>> managed_by_position_;  // managed weights of each layer position
   std::vector<bool> cpu_layer_tensor_;      // by tensor: KV or weight of a layer run on the CPU
   std::vector<std::int32_t> layer_order_;   // distinct weight layers, ascending
   std::vector<std::vector<std::uint32_t>> copied_by_position_;  // copied tensors of each layer position

@@ -26,7 +26,8 @@ void write_console(std::ostream& out, const Context& c) {
   line("trace", c.trace_name + " (batch " + std::to_string(h.batch()) + ", " + std::to_string(c.result->steps.size()) +
                     " steps)");
   for (const auto& [k, v] : c.placement->resolved) line(k.c_str(), v);
-  line("execution", std::string("offload-exec ") + placement::to_string(c.placement->exec.exec) + ", prefetch " +
+  if (!c.placement->managed.enabled)
+    line("execution", std::string("offload-exec ") + placement::to_string(c.placement->exec.exec) + ", prefetch " +
                         std::to_string(c.placement->exec.prefetch) + ", host memory " +
                         placement::to_string(c.placement->exec.host_memory));
   out << "\n";
@@ -37,7 +38,26 @@ void write_console(std::ostream& out, const Context& c) {
   line("H2D per decode step", units::format_bytes(s.h2d_bytes_per_step));
   if (s.peer_bytes_per_step > 0) line("peer per decode step", units::format_bytes(s.peer_bytes_per_step));
   if (s.d2h_bytes_per_step > 0) line("D2H per decode step", units::format_bytes(s.d2h_bytes_per_step));
+  if (s.remote_read_bytes_per_step > 0) line("remote reads per step", units::format_bytes(s.remote_read_bytes_per_step));
+  if (c.result->managed.enabled) {
+    const auto& m = c.result->managed;
+    line("managed: per step", std::to_string(s.faulted_blocks_per_step) + " blocks faulted, " +
+                                  std::to_string(s.evicted_blocks_per_step) + " evicted (2 MiB blocks)");
+    line("managed: whole run", std::to_string(m.faulted_blocks) + " faulted in " + std::to_string(m.fault_batches) +
+                                   " batches, " + std::to_string(m.evicted_blocks) + " evicted, " +
+                                   units::format_bytes(m.migrated_bytes) + " migrated in, " +
+                                   units::format_bytes(m.written_back_bytes) + " written back, peak resident " +
+                                   units::format_bytes(m.peak_resident_bytes));
+  }
   out << "\n  memory per tier         weights      KV cache   activations   peak\n";
+  if (c.placement->managed.enabled) {
+    const auto u = placement::managed_usage(h, *c.placement);
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "  %-22s %-12s %-10s %-13s %s\n", "managed (host home)", units::format_bytes(u.weights).c_str(),
+                  units::format_bytes(u.kv).c_str(), units::format_bytes(u.activations).c_str(),
+                  ("GPU-resident peak " + units::format_bytes(c.result->managed.peak_resident_bytes)).c_str());
+    out << buf;
+  }
   for (const auto& [dev, peak] : c.result->peak_bytes) {
     const auto u = placement::usage_on(h, *c.placement, dev == "cpu" ? placement::kCpu : placement::parse_device(dev));
     char buf[256];

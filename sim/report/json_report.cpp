@@ -52,6 +52,23 @@ void write_json(std::ostream& out, const Context& c) {
   j["d2h_bytes_per_step"] = s.d2h_bytes_per_step;
   j["peer_bytes_per_step"] = s.peer_bytes_per_step;
   j["gpu_busy_share"] = s.gpu_busy_share;
+  j["remote_read_bytes_per_step"] = s.remote_read_bytes_per_step;
+  if (c.result->managed.enabled) {
+    const auto& m = c.result->managed;
+    j["managed_memory"] = {{"footprint_bytes", placement::managed_usage(h, *c.placement).total()},
+                           {"gpu_capacity_bytes", placement::managed_gpu_capacity(h, hw, *c.placement)},
+                           {"faulted_blocks_per_step", s.faulted_blocks_per_step},
+                           {"evicted_blocks_per_step", s.evicted_blocks_per_step},
+                           {"faulted_blocks", m.faulted_blocks},
+                           {"fault_batches", m.fault_batches},
+                           {"mapping_faults", m.mapping_faults},
+                           {"evicted_blocks", m.evicted_blocks},
+                           {"migrated_to_gpu_bytes", m.migrated_bytes},
+                           {"written_back_bytes", m.written_back_bytes},
+                           {"remote_read_bytes", m.remote_bytes},
+                           {"prefetched_bytes", m.prefetched_bytes},
+                           {"peak_resident_bytes", m.peak_resident_bytes}};
+  }
   ordered_json tiers = ordered_json::object();
   for (const auto& [dev, peak] : c.result->peak_bytes) {
     const auto u = placement::usage_on(h, *c.placement, placement::parse_device(dev));

@@ -29,6 +29,9 @@ Summary summarize(const RunResult& r) {
   s.h2d_bytes_per_step = med.h2d_bytes;
   s.d2h_bytes_per_step = med.d2h_bytes;
   s.peer_bytes_per_step = med.peer_bytes;
+  s.remote_read_bytes_per_step = med.remote_read_bytes;
+  s.faulted_blocks_per_step = med.faulted_blocks;
+  s.evicted_blocks_per_step = med.evicted_blocks;
   s.gpu_busy_share = med.seconds > 0 ? med.gpu_busy_seconds / med.seconds : 0;
   return s;
 }

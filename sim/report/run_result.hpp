@@ -17,6 +17,17 @@ struct StepResult {
   double d2h_bytes = 0;      // compute GPU -> host
   double peer_bytes = 0;     // peer GPU -> compute GPU
   double gpu_busy_seconds = 0;  // compute stream busy (kernels and on-stream copies)
+  // Managed memory (unified-memory policies).
+  double remote_read_bytes = 0;   // read by kernels over the host link without migrating
+  std::uint64_t faulted_blocks = 0, evicted_blocks = 0;
+};
+
+// Totals of the managed-memory driver over a run.
+struct ManagedTotals {
+  bool enabled = false;
+  std::uint64_t faulted_blocks = 0, fault_batches = 0, mapping_faults = 0, evicted_blocks = 0;
+  double migrated_bytes = 0, written_back_bytes = 0, remote_bytes = 0, prefetched_bytes = 0;
+  double peak_resident_bytes = 0;
 };
 
 struct RunResult {
@@ -24,6 +35,7 @@ struct RunResult {
   std::vector<StepResult> steps;
   std::map<std::string, double> peak_bytes;   // device name -> peak bytes resident (cuda:0 incl. reserve)
   std::uint64_t events = 0;  // events processed (event engine)
+  ManagedTotals managed;
 };
 
 // Summary statistics used by every reporter.
@@ -38,6 +50,8 @@ struct Summary {
   double d2h_bytes_per_step = 0;
   double peer_bytes_per_step = 0;
   double gpu_busy_share = 0;      // compute-stream busy / step time, at the median decode step
+  double remote_read_bytes_per_step = 0;
+  std::uint64_t faulted_blocks_per_step = 0, evicted_blocks_per_step = 0;
 };
 Summary summarize(const RunResult& r);
 

@@ -15,7 +15,27 @@
 
 namespace tiersim::testing {
 
-inline std::string toy_profile_yaml(const std::string& per_launch = "0 us", const std::string& per_step = "0 us") {
+// Managed memory on the toy machine: 1 MiB blocks, 10 us per fault batch, 5 us per block, faults move
+// 100 MB/s, prefetch 100 MB/s, eviction write-back 50 MB/s, remote reads 100 MB/s.
+inline const char* kToyManagedMemory = R"(managed_memory:
+  source: "test"
+  va_block: "1 MiB"
+  big_page: "64 KiB"
+  prefetch_threshold: 0.51
+  fault_batch_count: 256
+  fault_latency: "10 us"
+  fault_block_overhead: "5 us"
+  fault_migration_bandwidth: "100 MB/s"
+  prefetch_to_gpu: "100 MB/s"
+  evict_to_cpu: "50 MB/s"
+  remote_read_bandwidth: "100 MB/s"
+  mapping_fault_cost: "7 us"
+  alloc_call: "20 us"
+  free_call: "30 us"
+)";
+
+inline std::string toy_profile_yaml(const std::string& per_launch = "0 us", const std::string& per_step = "0 us",
+                                    const std::string& gpu_memory = "1 GiB", bool managed = false) {
   return R"(tiersim_profile: 1
 name: toy
 description: "round numbers for hand-checked tests"
@@ -23,7 +43,7 @@ gpu:
   source: "test"
   name: "toy GPU"
   count: 2
-  memory: "1 GiB"
+  memory: ")" + gpu_memory + R"("
   reserved: "0 B"
   memory_bandwidth: "1 GB/s"
   memory_efficiency: 1.0
@@ -56,7 +76,7 @@ peer_link:
   type: nvlink
   transfer: {bandwidth: "500 MB/s", latency: "0 us"}
   bidirectional: "1 GB/s"
-framework:
+)" + std::string(managed ? kToyManagedMemory : "") + R"(framework:
   source: "test"
   per_launch: ")" + per_launch + R"("
   per_copy: "0 us"

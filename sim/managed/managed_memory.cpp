@@ -1,0 +1,135 @@
+#include "managed/managed_memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace tiersim::managed {
+
+ManagedMemory::ManagedMemory(const hw::ManagedMemorySpec& spec, const trace::Header& header,
+                             const placement::Placement& placement, double gpu_capacity)
+    : spec_(spec), first_block_(header.tensors.size(), -1), offset_in_block_(header.tensors.size(), 0.0),
+      bytes_(header.tensors.size(), 0.0) {
+  capacity_blocks_ = static_cast<std::size_t>(std::max(0.0, std::floor(gpu_capacity / spec.va_block)));
+  // Layout: a caching allocator packs tensors into shared segments; cudaMallocManaged per tensor
+  // gives each its own block-aligned range.
+  double cursor = 0;  // bytes from the start of managed VA space
+  for (const auto& t : header.tensors) {
+    if (!placement.managed.managed[t.id]) continue;
+    if (!placement.managed.caching_allocator) cursor = std::ceil(cursor / spec.va_block) * spec.va_block;
+    const auto first = static_cast<std::int64_t>(std::floor(cursor / spec.va_block));
+    first_block_[t.id] = first;
+    bytes_[t.id] = static_cast<double>(t.bytes);
+    offset_in_block_[t.id] = cursor - static_cast<double>(first) * spec.va_block;
+    cursor += static_cast<double>(std::max<std::uint64_t>(t.bytes, 1));
+    const auto last = static_cast<std::size_t>(std::ceil(cursor / spec.va_block));
+    if (blocks_.size() < last) blocks_.resize(last);
+    for (std::size_t b = static_cast<std::size_t>(first); b < last; ++b) {
+      blocks_[b].advice |= placement.managed.advice[t.id];
+      if (blocks_[b].advice & placement::kAccessedByGpu) blocks_[b].mapped = true;
+    }
+  }
+  if (blocks_.size() > UINT32_MAX) throw std::length_error("managed footprint too large");
+}
+
+void ManagedMemory::become_resident(std::uint32_t b, Where where) {
+  blocks_[b].where = where;
+  blocks_[b].resident_seq = ++next_seq_;
+  fifo_.push_back({b, next_seq_});
+  ++resident_blocks_;
+  peak_blocks_ = std::max(peak_blocks_, resident_blocks_);
+}
+
+void ManagedMemory::make_room(AccessCost& cost) {
+  while (resident_blocks_ >= capacity_blocks_ && !fifo_.empty()) {
+    const FifoEntry e = fifo_.front();
+    fifo_.pop_front();
+    Block& v = blocks_[e.block];
+    if (v.where == Where::Host || v.resident_seq != e.seq) continue;  // stale entry
+    if (v.where == Where::Gpu) cost.written_back_bytes += spec_.va_block;  // the only copy: write it back
+    v.where = Where::Host;
+    // With AccessedBy the GPU maps the host copy instead of faulting it back later.
+    v.mapped = (v.advice & placement::kAccessedByGpu) != 0;
+    --resident_blocks_;
+    ++cost.evicted_blocks;
+  }
+  if (capacity_blocks_ == 0) throw std::runtime_error("no GPU memory left for managed memory");
+}
+
+void ManagedMemory::touch_block(std::uint32_t b, double touched, bool write, bool prefetch, AccessCost& cost) {
+  Block& blk = blocks_[b];
+  const bool prefer_cpu = (blk.advice & placement::kPreferCpu) != 0;
+  if (blk.where != Where::Host) {
+    // On the GPU already. A write to a read-only duplicate invalidates the host copy.
+    if (write && blk.where == Where::Both) blk.where = Where::Gpu;
+    return;
+  }
+  // Host-resident. PreferredLocation=CPU (unless explicitly prefetched) and mapped AccessedBy blocks
+  // are accessed where they are.
+  if (!prefetch && (prefer_cpu || blk.mapped)) {
+    if (!blk.mapped) {
+      blk.mapped = true;
+      ++cost.mapping_faults;
+    }
+    cost.remote_bytes += touched;
+    return;
+  }
+  make_room(cost);
+  const bool read_mostly = (blk.advice & placement::kReadMostly) != 0 && !write;
+  // The density prefetcher moves the whole block once more than the threshold of it is touched.
+  double moved = spec_.va_block;
+  if (!prefetch && touched < spec_.prefetch_threshold * spec_.va_block)
+    moved = std::max(spec_.big_page, std::ceil(touched / spec_.big_page) * spec_.big_page);
+  cost.migrated_bytes += moved;
+  if (read_mostly) cost.duplicated_bytes += moved;
+  if (!prefetch) ++cost.faulted_blocks;
+  become_resident(b, read_mostly ? Where::Both : Where::Gpu);
+}
+
+void ManagedMemory::touch_range(std::uint32_t tensor, double bytes, bool write, bool prefetch, AccessCost& cost) {
+  const std::int64_t first = first_block_[tensor];
+  if (first < 0 || bytes <= 0) return;
+  const double start = offset_in_block_[tensor];
+  const double end = start + bytes;
+  const auto n = static_cast<std::int64_t>(std::ceil(end / spec_.va_block));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double lo = std::max(start, static_cast<double>(i) * spec_.va_block);
+    const double hi = std::min(end, static_cast<double>(i + 1) * spec_.va_block);
+    touch_block(static_cast<std::uint32_t>(first + i), hi - lo, write, prefetch, cost);
+  }
+}
+
+void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost) {
+  touch_range(tensor, static_cast<double>(bytes), write, false, cost);
+}
+
+double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& c) {
+  double t = 0;
+  if (c.faulted_blocks > 0) {
+    const double batches = std::ceil(static_cast<double>(c.faulted_blocks) / spec.fault_batch_count);
+    t += batches * spec.fault_latency + c.faulted_blocks * spec.fault_block_overhead +
+         c.migrated_bytes / spec.fault_migration_bandwidth;
+  }
+  t += c.mapping_faults * spec.mapping_fault_cost;
+  t += c.written_back_bytes / spec.evict_to_cpu;
+  return t;
+}
+
+double ManagedMemory::prefetch_to_gpu(std::uint32_t tensor, AccessCost& cost) {
+  touch_range(tensor, bytes_[tensor], false, true, cost);
+  return cost.migrated_bytes / spec_.prefetch_to_gpu + cost.written_back_bytes / spec_.evict_to_cpu;
+}
+
+void ManagedMemory::record(const AccessCost& c, bool prefetch) {
+  stats_.faulted_blocks += c.faulted_blocks;
+  if (c.faulted_blocks > 0)
+    stats_.fault_batches += static_cast<std::uint64_t>(std::ceil(static_cast<double>(c.faulted_blocks) / spec_.fault_batch_count));
+  stats_.mapping_faults += c.mapping_faults;
+  stats_.evicted_blocks += c.evicted_blocks;
+  stats_.migrated_bytes += c.migrated_bytes;
+  stats_.written_back_bytes += c.written_back_bytes;
+  stats_.remote_bytes += c.remote_bytes;
+  if (prefetch) stats_.prefetched_bytes += c.migrated_bytes;
+}
+
+}  // namespace tiersim::managed

@@ -1,0 +1,98 @@
+#pragma once
+// The managed-memory driver as the simulator sees it (shared/docs/uvm.md; nvidia-uvm on x86 + PCIe):
+// - memory is tracked in VA blocks (2 MiB); the GPU takes memory in whole blocks;
+// - a GPU access to a block that is not on the GPU faults; the density prefetcher turns a dense access
+//   into a migration of the whole block, a sparse one into the touched 64 KiB big pages;
+// - the faulting kernel stalls while its faults are serviced: one fault latency per batch of
+//   fault_batch_count blocks, a per-block driver overhead, and the bytes at the fault-migration rate;
+// - when GPU memory is full, the block that became resident first is evicted (FIFO, not LRU: a block
+//   is not moved on access) and written back to the host, unless it is a read-only duplicate;
+// - PreferredLocation=CPU blocks stay in host memory: the first GPU touch maps them (a mapping fault),
+//   then every access reads over the link; AccessedBy=GPU maps them from the start, and after an
+//   eviction makes the GPU map the host copy instead of faulting it back;
+// - ReadMostly: a GPU read makes a read-only duplicate (the host copy stays valid); a write collapses
+//   it to the writer's copy.
+// Costs come from hw::ManagedMemorySpec (calibrated by calib/src/bench_managed.cu).
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "hardware/profile.hpp"
+#include "placement/placement.hpp"
+#include "trace/trace.hpp"
+
+namespace tiersim::managed {
+
+// What servicing one kernel's (or one prefetch's) accesses cost and moved.
+struct AccessCost {
+  std::uint32_t faulted_blocks = 0;
+  std::uint32_t mapping_faults = 0;
+  std::uint32_t evicted_blocks = 0;
+  double migrated_bytes = 0;     // host -> GPU
+  double written_back_bytes = 0; // GPU -> host (evictions)
+  double remote_bytes = 0;       // read or written over the link without migrating
+  double duplicated_bytes = 0;   // part of migrated_bytes that left a valid host copy (ReadMostly)
+};
+
+struct ManagedStats {
+  std::uint64_t faulted_blocks = 0, fault_batches = 0, mapping_faults = 0, evicted_blocks = 0;
+  double migrated_bytes = 0, written_back_bytes = 0, remote_bytes = 0, prefetched_bytes = 0;
+};
+
+class ManagedMemory {
+ public:
+  // `gpu_capacity` is the GPU memory managed blocks may occupy (bytes).
+  ManagedMemory(const hw::ManagedMemorySpec& spec, const trace::Header& header, const placement::Placement& placement,
+                double gpu_capacity);
+
+  bool is_managed(std::uint32_t tensor) const { return first_block_[tensor] >= 0; }
+  // A kernel touches the first `bytes` of `tensor` (reading, or writing when `write`).
+  void access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost);
+  // Seconds the kernel stalls for the faults accumulated in `cost`.
+  double stall_seconds(const AccessCost& cost) const { return stall_seconds(spec_, cost); }
+  static double stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& cost);
+  // Blocks the managed tensors occupy under the placement's allocator layout.
+  std::size_t footprint_blocks() const { return blocks_.size(); }
+  // cudaMemPrefetchAsync of a whole tensor to the GPU: migrates (evicting as needed) with no faults.
+  // Returns its seconds on the copy stream.
+  double prefetch_to_gpu(std::uint32_t tensor, AccessCost& cost);
+  // Adds one kernel's or one prefetch's cost to the run's totals.
+  void record(const AccessCost& cost, bool prefetch);
+
+  double resident_bytes() const { return resident_blocks_ * spec_.va_block; }
+  double peak_resident_bytes() const { return peak_blocks_ * spec_.va_block; }
+  std::size_t capacity_blocks() const { return capacity_blocks_; }
+  const ManagedStats& stats() const { return stats_; }
+  const hw::ManagedMemorySpec& spec() const { return spec_; }
+
+ private:
+  enum class Where : std::uint8_t { Host, Gpu, Both };
+  struct Block {
+    Where where = Where::Host;
+    bool mapped = false;        // the GPU has a mapping to the host copy
+    std::uint8_t advice = 0;
+    std::uint32_t resident_seq = 0;  // matches the FIFO entry that made it resident
+  };
+  struct FifoEntry {
+    std::uint32_t block;
+    std::uint32_t seq;
+  };
+  void make_room(AccessCost& cost);
+  void become_resident(std::uint32_t b, Where where);
+  void touch_block(std::uint32_t b, double touched, bool write, bool prefetch, AccessCost& cost);
+  void touch_range(std::uint32_t tensor, double bytes, bool write, bool prefetch, AccessCost& cost);
+
+  hw::ManagedMemorySpec spec_;
+  std::vector<std::int64_t> first_block_;   // by tensor; -1 when not managed
+  std::vector<double> offset_in_block_;     // by tensor: byte offset of its start within its first block
+  std::vector<double> bytes_;               // by tensor
+  std::vector<Block> blocks_;
+  std::deque<FifoEntry> fifo_;
+  std::size_t capacity_blocks_ = 0;
+  std::size_t resident_blocks_ = 0;
+  std::size_t peak_blocks_ = 0;
+  std::uint32_t next_seq_ = 0;
+  ManagedStats stats_;
+};
+
+}  // namespace tiersim::managed

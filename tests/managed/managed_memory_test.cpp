@@ -1,0 +1,162 @@
+// The managed-memory driver model, mechanism by mechanism (sim/managed/managed_memory.hpp), on the toy
+// machine (support/toy.hpp: 1 MiB blocks, faults at 100 MB/s, write-back at 50 MB/s).
+#include <gtest/gtest.h>
+
+#include "analytic/analytic_model.hpp"
+#include "managed/managed_memory.hpp"
+#include "policies/policy.hpp"
+#include "replay/event_replay.hpp"
+#include "support/toy.hpp"
+
+namespace tiersim {
+namespace {
+
+constexpr double MiB = 1048576.0;
+
+// A trace whose weights are whole 1 MiB blocks: `layers` ops each reading one 1 MiB weight.
+std::unique_ptr<trace::TraceReader> block_trace(int layers, int steps) {
+  std::ostringstream t;
+  t << "tiersim-trace 1\nmeta model blocks\n";
+  for (int l = 0; l < layers; ++l) t << "tensor " << l << " weight 1048576 " << l << " w" << l << "\n";
+  for (int s = 0; s < steps; ++s) {
+    t << "step decode tokens=1\n";
+    for (int l = 0; l < layers; ++l) t << "op gemv layer=" << l << " read=" << l << "\n";
+  }
+  t << "end\n";
+  return std::make_unique<trace::TraceReader>(std::make_unique<std::istringstream>(t.str()), "blocks.trace");
+}
+
+placement::Placement managed_weights(const trace::Header& h, std::uint8_t advice, bool caching = true) {
+  placement::Placement p;
+  p.device.assign(h.tensors.size(), placement::kCpu);
+  p.managed.enabled = true;
+  p.managed.managed.assign(h.tensors.size(), true);
+  p.managed.advice.assign(h.tensors.size(), advice);
+  p.managed.caching_allocator = caching;
+  return p;
+}
+
+hw::HardwareProfile toy_with_gpu(const std::string& memory) { return hw::parse_profile(testing::toy_profile_yaml("0 us", "0 us", memory, true), "toy.yaml"); }
+
+TEST(ManagedMemory, AModelThatFitsPagesInOnceAndNeverFaultsAgain) {
+  auto src = block_trace(8, 4);
+  const auto hw = toy_with_gpu("16 MiB");
+  const auto p = managed_weights(src->header(), placement::kAdviseNone);
+  const auto r = replay::run_event_engine(hw, p, *src);
+  EXPECT_EQ(r.steps[0].faulted_blocks, 8u);
+  for (std::size_t i = 1; i < r.steps.size(); ++i) {
+    EXPECT_EQ(r.steps[i].faulted_blocks, 0u) << "step " << i;
+    EXPECT_EQ(r.steps[i].h2d_bytes, 0.0);
+  }
+  EXPECT_EQ(r.managed.evicted_blocks, 0u);
+  EXPECT_DOUBLE_EQ(r.managed.peak_resident_bytes, 8 * MiB);
+}
+
+TEST(ManagedMemory, CyclicReadsJustOverCapacityMissEveryBlockEveryStep) {
+  // 42 blocks of weights on a GPU that holds 40 (1.05x): FIFO eviction under a cyclic read order
+  // evicts each block just before it is needed again.
+  auto src = block_trace(42, 5);
+  const auto hw = toy_with_gpu("40 MiB");
+  const auto r = replay::run_event_engine(hw, managed_weights(src->header(), placement::kAdviseNone), *src);
+  for (std::size_t i = 1; i < r.steps.size(); ++i) {
+    EXPECT_EQ(r.steps[i].faulted_blocks, 42u) << "step " << i;
+    EXPECT_EQ(r.steps[i].evicted_blocks, 42u) << "step " << i;
+    EXPECT_DOUBLE_EQ(r.steps[i].d2h_bytes, 42 * MiB);  // every victim is the only copy: written back
+  }
+}
+
+TEST(ManagedMemory, ReadMostlyDuplicatesAreDroppedWithoutWriteBack) {
+  auto src = block_trace(42, 5);
+  const auto hw = toy_with_gpu("40 MiB");
+  const auto r = replay::run_event_engine(hw, managed_weights(src->header(), placement::kReadMostly), *src);
+  EXPECT_GT(r.managed.evicted_blocks, 100u);
+  EXPECT_EQ(r.managed.written_back_bytes, 0.0);
+  for (const auto& s : r.steps) EXPECT_EQ(s.d2h_bytes, 0.0);
+}
+
+TEST(ManagedMemory, EvictionIsFifoByTimeOfBecomingResidentNotLru) {
+  hw::ManagedMemorySpec spec = *toy_with_gpu("2 MiB").managed_memory;
+  auto src = block_trace(3, 1);
+  const auto p = managed_weights(src->header(), placement::kAdviseNone);
+  managed::ManagedMemory um(spec, src->header(), p, 2 * MiB);
+  managed::AccessCost c;
+  um.access(0, 1048576, false, c);  // A resident first
+  um.access(1, 1048576, false, c);  // B
+  um.access(0, 1048576, false, c);  // A again: a hit, and (FIFO) it does not move A to the back
+  EXPECT_EQ(c.faulted_blocks, 2u);
+  um.access(2, 1048576, false, c);  // C evicts A, the oldest resident, although A was used last
+  EXPECT_EQ(c.evicted_blocks, 1u);
+  managed::AccessCost again;
+  um.access(1, 1048576, false, again);  // B is still there: LRU would have evicted it
+  EXPECT_EQ(again.faulted_blocks, 0u);
+  um.access(0, 1048576, false, again);  // A faults back in
+  EXPECT_EQ(again.faulted_blocks, 1u);
+}
+
+TEST(ManagedMemory, FaultCostIsLatencyPerBatchPlusPerBlockPlusBytes) {
+  hw::ManagedMemorySpec spec = *toy_with_gpu("16 MiB").managed_memory;
+  auto src = block_trace(3, 1);
+  managed::ManagedMemory um(spec, src->header(), managed_weights(src->header(), placement::kAdviseNone), 16 * MiB);
+  managed::AccessCost c;
+  for (std::uint32_t t = 0; t < 3; ++t) um.access(t, 1048576, false, c);
+  // One batch (10 us) + 3 blocks x 5 us + 3 MiB at 100 MB/s.
+  EXPECT_NEAR(um.stall_seconds(c), 10e-6 + 15e-6 + 3 * MiB / 100e6, 1e-12);
+}
+
+TEST(ManagedMemory, PreferredLocationCpuMapsOnceThenReadsRemotely) {
+  auto src = block_trace(4, 3);
+  const auto hw = toy_with_gpu("16 MiB");
+  const auto r = replay::run_event_engine(hw, managed_weights(src->header(), placement::kPreferCpu), *src);
+  EXPECT_EQ(r.managed.mapping_faults, 4u);    // first touch of each block, once
+  EXPECT_EQ(r.managed.faulted_blocks, 0u);    // nothing migrates
+  EXPECT_DOUBLE_EQ(r.managed.peak_resident_bytes, 0.0);
+  // Each step reads 4 MiB over the link at 100 MB/s; after the first step no mapping cost.
+  EXPECT_NEAR(r.steps[2].seconds, 4 * MiB / 100e6, 1e-9);
+  EXPECT_NEAR(r.steps[0].seconds, 4 * MiB / 100e6 + 4 * 7e-6, 1e-9);
+}
+
+TEST(ManagedMemory, AccessedByNeedsNoMappingFaultAndMapsTheHostCopyAfterEviction) {
+  hw::ManagedMemorySpec spec = *toy_with_gpu("1 MiB").managed_memory;
+  auto src = block_trace(2, 1);
+  managed::ManagedMemory um(spec, src->header(), managed_weights(src->header(), placement::kAccessedByGpu), MiB);
+  managed::AccessCost c;
+  um.access(0, 1048576, false, c);
+  EXPECT_EQ(c.mapping_faults, 0u);
+  EXPECT_DOUBLE_EQ(c.remote_bytes, MiB);
+  um.prefetch_to_gpu(0, c);   // an explicit prefetch still migrates it
+  um.prefetch_to_gpu(1, c);   // ... and evicts it again
+  managed::AccessCost after;
+  um.access(0, 1048576, false, after);
+  EXPECT_EQ(after.faulted_blocks, 0u);  // the GPU maps the host copy instead of faulting it back
+  EXPECT_DOUBLE_EQ(after.remote_bytes, MiB);
+}
+
+TEST(ManagedMemory, APerTensorAllocatorSerialisesEveryOp) {
+  auto a = block_trace(4, 3), b = block_trace(4, 3);
+  const auto hw = toy_with_gpu("16 MiB");
+  const auto caching = replay::run_event_engine(hw, managed_weights(a->header(), placement::kAdviseNone, true), *a);
+  const auto per_tensor = replay::run_event_engine(hw, managed_weights(b->header(), placement::kAdviseNone, false), *b);
+  // Warm steps: 4 kernels reading 1 MiB at 1 GB/s (1.048576 ms each). Per tensor, each op also pays a
+  // 20 us cudaMallocManaged before its launch and a cudaFree that first waits for the kernel, then
+  // takes 30 us: nothing overlaps.
+  const double kernel = MiB / 1e9;
+  EXPECT_NEAR(caching.steps[2].seconds, 4 * kernel, 1e-9);
+  EXPECT_NEAR(per_tensor.steps[2].seconds, 4 * (20e-6 + kernel + 30e-6), 1e-9);
+  auto c = block_trace(4, 3);
+  const auto analytic = analytic::run_analytic(hw, managed_weights(c->header(), placement::kAdviseNone, false), *c);
+  EXPECT_NEAR(analytic.steps[2].seconds, 4 * (20e-6 + kernel + 30e-6), 1e-9);
+}
+
+TEST(ManagedMemory, AnalyticAgreesInSteadyState) {
+  const auto hw = toy_with_gpu("40 MiB");
+  for (std::uint8_t advice : {std::uint8_t(placement::kAdviseNone), std::uint8_t(placement::kReadMostly),
+                              std::uint8_t(placement::kPreferCpu)}) {
+    auto e = block_trace(42, 4), a = block_trace(42, 4);
+    const auto ev = replay::run_event_engine(hw, managed_weights(e->header(), advice), *e);
+    const auto an = analytic::run_analytic(hw, managed_weights(a->header(), advice), *a);
+    EXPECT_NEAR(an.steps[3].seconds, ev.steps[3].seconds, 0.02 * ev.steps[3].seconds) << int(advice);
+  }
+}
+
+}  // namespace
+}  // namespace tiersim
