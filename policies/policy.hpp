@@ -18,6 +18,9 @@ struct PolicyOptions {
   std::optional<double> offload_bytes;     // virtual-VRAM mode: bytes moved off the compute GPU
   std::optional<placement::DeviceId> donor;  // where offloaded weights go without --split (cpu if unset)
   placement::ExecutionOptions exec;
+  // Unified-memory policies only.
+  std::optional<std::string> allocator;    // "caching" (default) or "per-tensor" (cudaMallocManaged/cudaFree each)
+  std::optional<std::string> um_scope;     // "all" (default: weights, KV cache, activations) or "weights"
 };
 
 class Policy {
@@ -40,7 +43,7 @@ const std::vector<PolicyInfo>& all_policies();
 // Which options a policy reads. Policies call this first, so that an option given to a policy that
 // would ignore it is an error, never silently dropped.
 struct AcceptedOptions {
-  bool split = false, layers = false, offload = false, donor = false;
+  bool split = false, layers = false, offload = false, donor = false, managed = false;
 };
 void reject_unread_options(const PolicyOptions& options, const std::string& policy, AcceptedOptions accepted);
 // Throws InputError naming the unknown policy and the known ones.

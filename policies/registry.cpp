@@ -14,6 +14,13 @@ const std::vector<PolicyInfo>& all_policies() {
        make_fraction_split},
       {"layers", "first N transformer layers on the GPU, the rest offloaded (--layers N; accelerate / -ngl)",
        make_layers},
+      {"um", "CUDA managed memory, demand paging (oversubscription allowed)", make_um},
+      {"um-cpu", "managed memory, weights PreferredLocation=CPU: read over the link every time", make_um_cpu},
+      {"um-accessedby", "managed memory, weights PreferredLocation=CPU + AccessedBy=GPU (no mapping faults)",
+       make_um_accessedby},
+      {"um-readmostly", "managed memory, weights ReadMostly: read-only duplicates on the GPU", make_um_readmostly},
+      {"um-prefetch", "managed memory + cudaMemPrefetchAsync of the next N layers' weights (--prefetch N, default 1)",
+       make_um_prefetch},
   };
   return list;
 }
@@ -26,6 +33,8 @@ void reject_unread_options(const PolicyOptions& o, const std::string& policy, Ac
   reject(o.layers.has_value(), a.layers, "--layers", "it is for the layers policy");
   reject(o.offload_bytes.has_value(), a.offload, "--offload-gb", "it is for bytes, ratio and fraction");
   reject(o.donor.has_value(), a.donor, "--donor", "it applies only where the policy chooses the donor (not with --split)");
+  reject(o.allocator.has_value(), a.managed, "--allocator", "it is for the unified-memory policies (um*)");
+  reject(o.um_scope.has_value(), a.managed, "--um-scope", "it is for the unified-memory policies (um*)");
 }
 
 std::unique_ptr<Policy> make_policy(const std::string& name) {

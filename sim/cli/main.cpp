@@ -38,6 +38,8 @@ struct CommonOptions {
   int prefetch = 0;
   std::string host_memory = "pinned";
   std::string engine = "event";
+  std::optional<std::string> allocator;
+  std::optional<std::string> um_scope;
 };
 
 void add_generation_options(CLI::App& cmd, CommonOptions& o) {
@@ -68,6 +70,10 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool policy_required) {
   cmd.add_option("--host-memory", o.host_memory, "host memory of offloaded weights: pinned or pageable")
       ->check(CLI::IsMember({"pinned", "pageable"}))
       ->capture_default_str();
+  cmd.add_option("--allocator", o.allocator, "um*: caching (default) or per-tensor (cudaMallocManaged/cudaFree per tensor)")
+      ->check(CLI::IsMember({"caching", "per-tensor"}));
+  cmd.add_option("--um-scope", o.um_scope, "um*: all (default: weights, KV cache, activations managed) or weights")
+      ->check(CLI::IsMember({"all", "weights"}));
   cmd.add_option("--engine", o.engine, "event (discrete-event) or analytic (closed form)")
       ->check(CLI::IsMember({"event", "analytic"}))
       ->capture_default_str();
@@ -93,6 +99,8 @@ policies::PolicyOptions policy_options(const CommonOptions& o) {
   policies::PolicyOptions p;
   p.split = o.split;
   p.layers = o.layers;
+  p.allocator = o.allocator;
+  p.um_scope = o.um_scope;
   if (o.offload_gb) p.offload_bytes = *o.offload_gb * 1e9;
   if (o.donor) {
     try {

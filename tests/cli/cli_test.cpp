@@ -136,6 +136,17 @@ TEST(Cli, ShippedQwenTraceIsWhatTheGeneratorWrites) {
   EXPECT_TRUE(sa.str() == sb.str()) << "regenerate traces/qwen.trace with the command in traces/README.md";
 }
 
+TEST(Cli, UnifiedMemoryJsonReportsTheDriver) {
+  const SimRun r = sim("--trace traces/qwen.trace --policy um --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("managed_memory"));
+  EXPECT_GT(j["managed_memory"]["faulted_blocks_per_step"].get<double>(), 10000);  // oversubscribed: thrashing
+  EXPECT_GT(j["managed_memory"]["footprint_bytes"].get<double>(), j["managed_memory"]["gpu_capacity_bytes"].get<double>());
+  const SimRun bad = sim("--trace traces/qwen.trace --policy um --allocator bump");
+  EXPECT_EQ(bad.code, 2);
+}
+
 TEST(Cli, AnalyticEngineRunsFromTheSameCommand) {
   const SimRun r = sim("--trace traces/qwen.trace --policy ratio --engine analytic --json");
   ASSERT_EQ(r.code, 0) << r.out;

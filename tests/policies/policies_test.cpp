@@ -9,6 +9,8 @@
 #include "model/trace_generator.hpp"
 #include "policies/policy.hpp"
 #include "policies/tail_first_assignment.hpp"
+#include "replay/event_replay.hpp"
+#include "support/toy.hpp"
 
 namespace tiersim::policies {
 namespace {
@@ -148,6 +150,46 @@ TEST(PeerDonor, NeedsAProfileWithThatGpu) {
   o.split = "cuda:0,70%;cuda:1,30%";
   EXPECT_THROW(make_policy("ratio")->place(q.header, hw::resolve_profile("rtx4090"), o), CapacityError);
   EXPECT_NO_THROW(make_policy("ratio")->place(q.header, hw::resolve_profile("rtx3090x2-nvlink"), o));
+}
+
+}  // namespace
+}  // namespace tiersim::policies
+
+namespace tiersim::policies {
+namespace {
+
+TEST(UnifiedMemory, UmCpuKeepsVramNearActivationsOnly) {
+  auto config = model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-14b.json");
+  model::GenerationOptions g;
+  g.prompt_tokens = 64;
+  g.decode_tokens = 4;
+  model::LlmTraceGenerator gen(config, g);
+  const auto hw = hw::resolve_profile("rtx4090");
+  const auto p = make_policy("um-cpu")->place(gen.header(), hw, {});
+  const auto r = replay::run_event_engine(hw, p, gen);
+  double kv_and_act = 0;
+  for (const auto& t : gen.header().tensors)
+    if (t.kind != trace::TensorKind::Weight) kv_and_act += static_cast<double>(t.bytes);
+  // Reserve + KV cache + activations, rounded up to 2 MiB blocks (one per tensor at most).
+  EXPECT_LE(r.peak_bytes.at("cuda:0"), hw.gpu.reserved + kv_and_act + gen.header().tensors.size() * 2.0 * 1048576);
+  EXPECT_GT(r.steps.back().remote_read_bytes, 0.9 * placement::weight_bytes(gen.header()) - 1.6e9);
+}
+
+TEST(UnifiedMemory, NeedsTheProfilesManagedMemorySection) {
+  Qwen14B q;
+  std::string yaml = testing::toy_profile_yaml();
+  const auto hw = hw::parse_profile(yaml, "no-um.yaml");
+  try {
+    make_policy("um")->place(q.header, hw, {});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "managed_memory");
+  }
+  PolicyOptions o;
+  o.allocator = "per-tensor";
+  EXPECT_THROW(make_policy("ratio")->place(q.header, hw::resolve_profile("rtx4090"), o), InputError);
+  o.allocator = "bump";
+  EXPECT_THROW(make_policy("um")->place(q.header, hw::resolve_profile("rtx4090"), o), InputError);
 }
 
 }  // namespace
