@@ -1,0 +1,82 @@
+// A PyTorch CUDAPluggableAllocator backed by cudaMallocManaged (as in the seeds' allocator): every
+// tensor allocation calls cudaMallocManaged and every free calls cudaFree (no caching). The advice
+// applied to new allocations is switched with tiersim_set_advice() (ctypes), so weights can carry a
+// hint and later activations none. CUDA 13 cudaMemAdvise signature (a cudaMemLocation).
+// Safety: it refuses (returns null, PyTorch raises OOM) any allocation that would take managed memory
+// past 80% of the GPU memory free when it was first called: managed memory is never oversubscribed.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <mutex>
+#include <sys/types.h>
+
+namespace {
+std::mutex g_lock;
+int g_advice = 0;  // 0 none, 1 PreferredLocation=CPU, 2 PreferredLocation=CPU + AccessedBy=GPU, 3 ReadMostly
+size_t g_budget = 0, g_in_use = 0;
+bool g_failed = false;
+
+bool check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "managed_allocator: %s failed: %s\n", what, cudaGetErrorString(e));
+    g_failed = true;
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+extern "C" {
+
+void tiersim_set_advice(int advice) {
+  std::lock_guard<std::mutex> l(g_lock);
+  g_advice = advice;
+}
+
+size_t tiersim_in_use() { return g_in_use; }
+int tiersim_failed() { return g_failed ? 1 : 0; }
+
+void* tiersim_alloc(ssize_t size, int device, cudaStream_t) {
+  std::lock_guard<std::mutex> l(g_lock);
+  if (g_budget == 0) {
+    size_t free_b = 0, total = 0;
+    if (!check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo")) return nullptr;
+    g_budget = free_b / 10 * 8;
+  }
+  if (size <= 0) size = 1;
+  if (g_in_use + size_t(size) > g_budget) {
+    std::fprintf(stderr, "managed_allocator: refusing %zd bytes: would exceed the safety budget of %zu\n", size, g_budget);
+    return nullptr;
+  }
+  void* p = nullptr;
+  if (!check(cudaMallocManaged(&p, size_t(size), cudaMemAttachGlobal), "cudaMallocManaged")) return nullptr;
+  cudaMemLocation cpu{};
+  cpu.type = cudaMemLocationTypeHost;
+  cpu.id = 0;
+  cudaMemLocation gpu{};
+  gpu.type = cudaMemLocationTypeDevice;
+  gpu.id = device;
+  if (g_advice == 1 || g_advice == 2)
+    check(cudaMemAdvise(p, size_t(size), cudaMemAdviseSetPreferredLocation, cpu), "cudaMemAdvise(PreferredLocation=CPU)");
+  if (g_advice == 2) check(cudaMemAdvise(p, size_t(size), cudaMemAdviseSetAccessedBy, gpu), "cudaMemAdvise(AccessedBy)");
+  if (g_advice == 3) check(cudaMemAdvise(p, size_t(size), cudaMemAdviseSetReadMostly, gpu), "cudaMemAdvise(ReadMostly)");
+  g_in_use += size_t(size);
+  return p;
+}
+
+void tiersim_free(void* p, ssize_t size, int, cudaStream_t) {
+  std::lock_guard<std::mutex> l(g_lock);
+  check(cudaFree(p), "cudaFree");
+  g_in_use -= size_t(size > 0 ? size : 1);
+}
+
+// Moves a managed range to host memory, as if freshly loaded from a checkpoint.
+int tiersim_prefetch_to_host(void* p, size_t size) {
+  cudaMemLocation cpu{};
+  cpu.type = cudaMemLocationTypeHost;
+  cpu.id = 0;
+  if (!check(cudaMemPrefetchAsync(p, size, cpu, 0, 0), "cudaMemPrefetchAsync")) return 1;
+  return check(cudaDeviceSynchronize(), "cudaDeviceSynchronize") ? 0 : 1;
+}
+
+}  // extern "C"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs the real decode measurements on a GPU machine (2 GPUs for the peer-donor rows), writing JSON
+# lines into $OUT (default results/validation/raw/). Two parts, each well under 10 minutes:
+#   part1: a calibration re-check of this machine, the framework-overhead calibration models
+#          (tiny-4, tiny-24: never validation rows), and Qwen3-8B under every strategy
+#   part2: Qwen3-14B under every strategy
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+part=${1:?usage: run_on_gpu.sh part1|part2}
+out=${OUT:-results/validation/raw}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+so=/tmp/tiersim_managed_alloc.so
+nvcc -shared -Xcompiler -fPIC -cudart shared -o "$so" experiments/validate/managed_allocator.cu
+nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv | tee -a "$out/nvidia_smi_$part.txt"
+run() { python3 experiments/validate/decode_latency.py "$@" 2>&1 | grep -v -E "Warning|warn\(" ; }
+offload_set() {  # placements for one model: resident, then K layers off in each variant
+  local s="resident"
+  for k in 4 12 24; do s="$s,offload:$k:0:pinned,offload:$k:1:pinned,offload:$k:0:pageable"; done
+  echo "$s,offload:24:0:cuda:1,offload:24:1:cuda:1"
+}
+case "$part" in
+  part1)
+    for lib in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true); do
+      if [ -e "$lib/libcublas.so.13" ]; then export LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}"; fi
+    done
+    if [ -x build/bin/tiersim_calib ] && ! ldd build/bin/tiersim_calib | grep -q "not found"; then
+      build/bin/tiersim_calib --out "$out/calib_check.csv" > "$out/calib_check.log" 2>&1 || echo "calib check failed"
+    fi
+    for m in tiny-4 tiny-24; do
+      run --model experiments/validate/calibration_models/$m.json --placements resident --count-kernels \
+          --tokens 48 --warmup 8 --out "$out/calibration.jsonl"
+    done
+    run --model traces/models/qwen3-8b.json --placements "$(offload_set)" --count-kernels --out "$out/measured.jsonl"
+    for adv in none read-mostly prefer-cpu accessed-by; do
+      run --model traces/models/qwen3-8b.json --managed $adv --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl"
+    done
+    ;;
+  part2)
+    run --model traces/models/qwen3-14b.json --placements "$(offload_set)" --count-kernels --out "$out/measured.jsonl"
+    for adv in none read-mostly prefer-cpu accessed-by; do
+      run --model traces/models/qwen3-14b.json --managed $adv --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl"
+    done
+    ;;
+esac
