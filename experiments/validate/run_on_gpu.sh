@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 so=/tmp/tiersim_managed_alloc.so
 nvcc -shared -Xcompiler -fPIC -cudart shared -o "$so" experiments/validate/managed_allocator.cu
 nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv | tee -a "$out/nvidia_smi_$part.txt"
-run() { python3 experiments/validate/decode_latency.py "$@" 2>&1 | grep -v -E "Warning|warn\(" ; }
+run() { python3 experiments/validate/decode_latency.py "$@" 2>&1 | { grep -v -E "Warning|warn\(" || true; }; }
 offload_set() {  # placements for one model: resident, then K layers off in each variant
   local s="resident"
   for k in 4 12 24; do s="$s,offload:$k:0:pinned,offload:$k:1:pinned,offload:$k:0:pageable"; done
