@@ -238,7 +238,7 @@ def main():
                    decode_median_s=statistics.median(times), peak_bytes=torch.cuda.max_memory_allocated(), **extra,
                    **common)
             continue
-        kind, k, pf, mem = placement.split(":")
+        kind, k, pf, mem = placement.split(":", 3)
         assert kind == "offload" and (mem in ("pinned", "pageable") or mem.startswith("cuda:")), placement
         k, pf = int(k), int(pf)
         offloaded = list(range(n_layers - k, n_layers)) + [n_layers]  # last K layers + the head

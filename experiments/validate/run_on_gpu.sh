@@ -3,7 +3,8 @@
 # lines into $OUT (default results/validation/raw/). Two parts, each well under 10 minutes:
 #   part1: a calibration re-check of this machine, the framework-overhead calibration models
 #          (tiny-4, tiny-24: never validation rows), and Qwen3-8B under every strategy
-#   part2: Qwen3-14B under every strategy
+#   part2: Qwen3-14B under every strategy (and Qwen3-8B's peer and managed rows, when part 1 stopped
+#          before them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 part=${1:?usage: run_on_gpu.sh part1|part2}
@@ -37,6 +38,10 @@ case "$part" in
     done
     ;;
   part2)
+    run --model traces/models/qwen3-8b.json --placements "offload:24:0:cuda:1,offload:24:1:cuda:1" --out "$out/measured.jsonl"
+    for adv in none read-mostly prefer-cpu accessed-by; do
+      run --model traces/models/qwen3-8b.json --managed $adv --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl"
+    done
     run --model traces/models/qwen3-14b.json --placements "$(offload_set)" --count-kernels --out "$out/measured.jsonl"
     for adv in none read-mostly prefer-cpu accessed-by; do
       run --model traces/models/qwen3-14b.json --managed $adv --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl"
