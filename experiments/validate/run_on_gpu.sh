@@ -47,4 +47,14 @@ case "$part" in
       run --model traces/models/qwen3-14b.json --managed $adv --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl"
     done
     ;;
+  part3)
+    # What part 2 did not reach (its ReadMostly run did not finish): each managed run bounded in time.
+    run --model traces/models/qwen3-14b.json --placements "$(offload_set)" --count-kernels --out "$out/measured.jsonl"
+    for job in "qwen3-14b none 100" "qwen3-8b prefer-cpu 60" "qwen3-8b accessed-by 60" "qwen3-8b read-mostly 45"; do
+      set -- $job
+      timeout "$3" python3 experiments/validate/decode_latency.py --model traces/models/$1.json --managed $2 \
+          --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl" 2>&1 | grep -v -E "warn" \
+        || echo "managed:$2 on $1 did not finish within $3 s" | tee -a "$out/unfinished.txt"
+    done
+    ;;
 esac
