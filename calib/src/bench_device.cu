@@ -14,12 +14,10 @@ constexpr int kShapes[][2] = {{5120, 5120}, {1024, 5120}, {17408, 5120}, {5120, 
 }  // namespace
 
 void bench_device(Csv& csv, const Options& o) {
-  cudaStream_t s;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  unsigned long long* sink = nullptr;
-  CUDA_CHECK(cudaMalloc(&sink, sizeof(unsigned long long)));
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, o.device));
+  BenchStream bs(o.device);
+  cudaStream_t s = bs.stream;
+  unsigned long long* sink = bs.sink;
+  const int sms = bs.sms;
 
   // HBM: streaming read of 4 GiB (bytes read), and a D2D copy (bytes read + written).
   {
@@ -63,14 +61,9 @@ void bench_device(Csv& csv, const Options& o) {
       CUDA_CHECK(cudaMalloc(&y, size_t(max_m) * out * 2));
       fill_random_bf16(w, size_t(out) * in, 7, s);  // bf16 bit patterns are also finite fp16 values
       fill_random_bf16(x, size_t(max_m) * in, 11, s);
-      const float alpha = 1.0f, beta = 0.0f;
       for (int m : {1, 16, 512, 2048}) {
         if (o.quick && m > 512) continue;
-        // y[out x m] = W^T(stored [in x out], column-major) * x[in x m]: PyTorch's linear.
-        auto body = [&] {
-          CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, out, m, in, &alpha, w, type, in, x, type, in, &beta,
-                                    y, type, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        };
+        auto body = [&] { linear(h, out, m, in, w, x, y, type); };
         char variant[96];
         std::snprintf(variant, sizeof variant, "%s_m%d_out%d_in%d", tname, m, out, in);
         if (m == 1) {
@@ -87,9 +80,6 @@ void bench_device(Csv& csv, const Options& o) {
     }
   }
   CUBLAS_CHECK(cublasDestroy(h));
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  CUDA_CHECK(cudaFree(sink));
-  CUDA_CHECK(cudaStreamDestroy(s));
 }
 
 }  // namespace calib

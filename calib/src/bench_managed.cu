@@ -55,12 +55,10 @@ void bench_managed(Csv& csv, const Options& o) {
   }
   csv.comment("managed_buffer_bytes", std::to_string(bytes) + " (free GPU memory " + std::to_string(free_bytes) + ")");
 
-  cudaStream_t s;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  unsigned long long* sink = nullptr;
-  CUDA_CHECK(cudaMalloc(&sink, sizeof(unsigned long long)));
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, o.device));
+  BenchStream bs(o.device);
+  cudaStream_t s = bs.stream;
+  unsigned long long* sink = bs.sink;
+  const int sms = bs.sms;
   char* um = nullptr;
   CUDA_CHECK(cudaMallocManaged(&um, bytes));
   const std::string sz = size_name(double(bytes));
@@ -113,8 +111,6 @@ void bench_managed(Csv& csv, const Options& o) {
 
   CUDA_CHECK(cudaStreamSynchronize(s));
   CUDA_CHECK(cudaFree(um));
-  CUDA_CHECK(cudaFree(sink));
-  CUDA_CHECK(cudaStreamDestroy(s));
 }
 
 }  // namespace calib

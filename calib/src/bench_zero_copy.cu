@@ -8,12 +8,10 @@
 namespace calib {
 
 void bench_zero_copy(Csv& csv, const Options& o) {
-  cudaStream_t s;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  unsigned long long* sink = nullptr;
-  CUDA_CHECK(cudaMalloc(&sink, sizeof(unsigned long long)));
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, o.device));
+  BenchStream bs(o.device);
+  cudaStream_t s = bs.stream;
+  unsigned long long* sink = bs.sink;
+  const int sms = bs.sms;
 
   // Streaming read of the whole footprint: large pinned footprints can lower link read bandwidth.
   const std::vector<size_t> footprints =
@@ -44,22 +42,16 @@ void bench_zero_copy(Csv& csv, const Options& o) {
     CUDA_CHECK(cudaMalloc(&y, size_t(out) * 2));
     fill_random_bf16(w, size_t(out) * in, 5, s);
     fill_random_bf16(x, size_t(in), 9, s);
-    const float alpha = 1.0f, beta = 0.0f;
     char variant[96];
     std::snprintf(variant, sizeof variant, "gemv_bf16_host_weights_out%d_in%d", out, in);
-    csv.add({"zero_copy", variant, 2.0 * double(out) * in, "bytes", time_device(s, 2, 10, [&] {
-               CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, out, 1, in, &alpha, w, CUDA_R_16BF, in, x,
-                                         CUDA_R_16BF, in, &beta, y, CUDA_R_16BF, out, CUBLAS_COMPUTE_32F,
-                                         CUBLAS_GEMM_DEFAULT));
-             })});
+    csv.add({"zero_copy", variant, 2.0 * double(out) * in, "bytes",
+             time_device(s, 2, 10, [&] { linear(h, out, 1, in, w, x, y, CUDA_R_16BF); })});
     CUDA_CHECK(cudaStreamSynchronize(s));
     CUDA_CHECK(cudaFreeHost(w_host));
     CUDA_CHECK(cudaFree(x));
     CUDA_CHECK(cudaFree(y));
   }
   CUBLAS_CHECK(cublasDestroy(h));
-  CUDA_CHECK(cudaFree(sink));
-  CUDA_CHECK(cudaStreamDestroy(s));
 }
 
 }  // namespace calib

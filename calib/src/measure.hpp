@@ -112,6 +112,34 @@ void sparse_touch(const void* p, size_t bytes, size_t stride, unsigned long long
 void serial_touch(const void* p, size_t bytes, size_t stride, unsigned long long* sink, cudaStream_t s);
 void empty_kernel(cudaStream_t s);
 
+// What most benchmarks share: a non-blocking stream, a sink that keeps read kernels' loads alive,
+// and the device's multiprocessor count (read kernels launch 8 blocks per SM).
+struct BenchStream {
+  cudaStream_t stream = nullptr;
+  unsigned long long* sink = nullptr;
+  int sms = 0;
+  explicit BenchStream(int device) {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaMalloc(&sink, sizeof(unsigned long long)));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  }
+  ~BenchStream() {
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUDA_CHECK(cudaFree(sink));
+    CUDA_CHECK(cudaStreamDestroy(stream));
+  }
+  BenchStream(const BenchStream&) = delete;
+  BenchStream& operator=(const BenchStream&) = delete;
+};
+
+// PyTorch's linear through cuBLAS: y[out x m] = W x, W stored [out, in] row-major (column-major
+// [in x out], used transposed), FP32 accumulate.
+inline void linear(cublasHandle_t h, int out, int m, int in, const void* w, const void* x, void* y, cudaDataType_t type) {
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, out, m, in, &alpha, w, type, in, x, type, in, &beta, y, type,
+                            out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 struct Options {
   int device = 0;
   bool quick = false;  // smaller sizes, fewer repeats (for a smoke test)

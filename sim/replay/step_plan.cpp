@@ -172,16 +172,10 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
     }
     current_layer = op.layer;
     const bool on_cpu = op_on_cpu(op);
-    if (on_cpu && !prev_on_cpu && !first) {
+    if (on_cpu != prev_on_cpu && !first) {
+      // Activations cross to where the next op runs; the host waits for the copy.
       Action a;
-      a.kind = ActionKind::ActivationToHost;
-      a.bytes = prev_activation_bytes;
-      a.host_seconds = hw_.framework.per_copy;
-      a.host_waits = true;
-      out.actions.push_back(a);
-    } else if (!on_cpu && prev_on_cpu) {
-      Action a;
-      a.kind = ActionKind::ActivationToDevice;
+      a.kind = on_cpu ? ActionKind::ActivationToHost : ActionKind::ActivationToDevice;
       a.bytes = prev_activation_bytes;
       a.host_seconds = hw_.framework.per_copy;
       a.host_waits = true;
