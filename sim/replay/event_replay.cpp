@@ -262,9 +262,9 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
       }
       if (phase_ == Phase::Effect) {
         if (auto wait = take_effect(a)) {
+          // job_done() schedules the next advance(), at once if the job is done already.
           phase_ = Phase::Waiting;
-          jobs_.watch(*wait, this);  // job_done() schedules the next advance()
-          if (phase_ == Phase::Waiting && !jobs_.done(*wait)) return;
+          jobs_.watch(*wait, this);
           return;
         }
       }
