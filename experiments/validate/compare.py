@@ -9,7 +9,7 @@
    (per_step = 0). The tiny-model fit planned first is reported too (it does not transfer).
 2. Every other row is predicted from a generated trace (same prompt and token count) on that
    profile, by the event and analytic engines, with the policy that matches what the harness did.
-Writes results/validation/{profile-h200-hf.yaml, comparison.csv, README tables, plots}.
+Writes calib/profiles/h200-measured-hf.yaml and results/validation/{comparison.csv, table.md, plots}.
 """
 import csv
 import json
@@ -24,7 +24,9 @@ SIM = os.path.join(ROOT, "build", "bin", "sim")
 RAW = os.path.join(ROOT, "results", "validation", "raw")
 OUT = os.path.join(ROOT, "results", "validation")
 BASE_PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured.yaml")
-PROFILE = os.path.join(OUT, "profile-h200-hf.yaml")
+# The measured H200 profile with the calibrated eager-PyTorch framework cost: an embedded preset, so
+# that `sim --hw h200-measured-hf` predicts what a Hugging Face eager run on that machine does.
+PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured-hf.yaml")
 MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json",
           "tiny-4": "experiments/validate/calibration_models/tiny-4.json",
           "tiny-24": "experiments/validate/calibration_models/tiny-24.json"}
@@ -48,6 +50,8 @@ def write_profile(per_launch_us, per_step_us, path):
         f"  per_step: \"{per_step_us:.4f} us\"\n")
     text = re.sub(r"framework:\n(  .*\n)+", framework, text)
     text = text.replace("name: h200-measured", "name: h200-measured-hf")
+    text = re.sub(r'description: "(.*)"', r'description: "\1, with eager PyTorch + HF host costs calibrated on real decode runs"', text, count=1)
+    text = text.replace("# Measured profile: written by tiersim_fit", "# Measured profile + framework cost calibrated by experiments/validate/compare.py; written by tiersim_fit")
     with open(path, "w") as f:
         f.write(text)
 
