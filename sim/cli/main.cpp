@@ -132,10 +132,21 @@ SweepRange parse_range(const std::string& text) {
   return r;
 }
 
-int run_command(const CommonOptions& o, bool json) {
+int run_command(const CommonOptions& o, bool json, const std::string& timeline_path, std::size_t timeline_steps) {
   const hw::HardwareProfile hw = hw::resolve_profile(o.hw);
   const app::TraceSpec spec = trace_spec(o);
-  const auto sim = app::simulate(hw, o.policy, policy_options(o), app::parse_engine(o.engine), spec);
+  std::optional<report::Timeline> timeline;
+  std::ofstream timeline_out;
+  const app::EngineKind engine = app::parse_engine(o.engine);
+  if (!timeline_path.empty() && engine != app::EngineKind::Event)
+    throw InputError("", 0, "--timeline", "timelines come from the event engine; drop --engine analytic");
+  if (!timeline_path.empty()) {
+    timeline_out.open(timeline_path);
+    if (!timeline_out) throw InputError(timeline_path, 0, "--timeline", "cannot write the timeline file");
+    timeline.emplace(timeline_steps);
+  }
+  const auto sim = app::simulate(hw, o.policy, policy_options(o), engine, spec, timeline ? &*timeline : nullptr);
+  if (timeline) timeline->write(timeline_out);
   report::Context c;
   c.policy = o.policy;
   c.trace_name = spec.name();
@@ -219,11 +230,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   CommonOptions run_o, sweep_o, gen_o;
   bool json = false;
-  std::string range, sweep_out, gen_out;
+  std::string range, sweep_out, gen_out, timeline_path;
+  std::size_t timeline_steps = 3;
 
   auto* run = app.add_subcommand("run", "predict one configuration (the default subcommand)");
   add_common_options(*run, run_o, true);
   run->add_flag("--json", json, "print one JSON object instead of the summary");
+  run->add_option("--timeline", timeline_path, "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the first steps");
+  run->add_option("--timeline-steps", timeline_steps, "steps the timeline covers")->capture_default_str()->check(CLI::Range(1, 1000));
 
   auto* sweep = app.add_subcommand("sweep", "CSV of predictions against GB moved off the compute GPU");
   add_common_options(*sweep, sweep_o, true);
@@ -250,7 +264,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (*run) return run_command(run_o, json);
+    if (*run) return run_command(run_o, json, timeline_path, timeline_steps);
     if (*sweep) return sweep_command(sweep_o, range, sweep_out);
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();

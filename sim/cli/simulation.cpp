@@ -38,13 +38,15 @@ std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec) {
 }
 
 Simulation simulate(const hw::HardwareProfile& hw, const std::string& policy, const policies::PolicyOptions& options,
-                    EngineKind engine, const TraceSpec& trace) {
+                    EngineKind engine, const TraceSpec& trace, report::Timeline* timeline) {
+  if (timeline && engine != EngineKind::Event)
+    throw InputError("", 0, "--timeline", "timelines come from the event engine; drop --engine analytic");
   auto source = open_trace(trace);
   Simulation sim;
   sim.header = source->header();
   sim.placement = policies::make_policy(policy)->place(sim.header, hw, options);
   const auto start = std::chrono::steady_clock::now();
-  sim.result = engine == EngineKind::Event ? replay::run_event_engine(hw, sim.placement, *source)
+  sim.result = engine == EngineKind::Event ? replay::run_event_engine(hw, sim.placement, *source, timeline)
                                            : analytic::run_analytic(hw, sim.placement, *source);
   sim.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (sim.result.steps.empty()) throw InputError(trace.name(), 0, "step", "the trace has no steps");

@@ -9,6 +9,7 @@
 #include "placement/placement.hpp"
 #include "policies/policy.hpp"
 #include "report/run_result.hpp"
+#include "report/timeline.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::app {
@@ -31,7 +32,8 @@ struct Simulation {
   double wall_seconds = 0;
 };
 
+// `timeline` (event engine only) receives the spans of the first steps.
 Simulation simulate(const hw::HardwareProfile& hw, const std::string& policy, const policies::PolicyOptions& options,
-                    EngineKind engine, const TraceSpec& trace);
+                    EngineKind engine, const TraceSpec& trace, report::Timeline* timeline = nullptr);
 
 }  // namespace tiersim::app

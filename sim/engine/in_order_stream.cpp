@@ -42,6 +42,7 @@ void InOrderStream::finish_head() {
   queue_.pop_front();
   running_ = false;
   busy_ += sim_.now() - started_at_;
+  if (observer_) observer_->item_finished(name_, started_at_, sim_.now(), job);
   jobs_.complete(job, sim_.now());
   try_start();
 }

@@ -19,6 +19,13 @@ class DurationSource {
   virtual SimTime duration_at_start(std::uint64_t token) = 0;
 };
 
+// Told about every item a stream finishes (for timelines); not on the hot path unless attached.
+class StreamObserver {
+ public:
+  virtual ~StreamObserver() = default;
+  virtual void item_finished(const std::string& stream, SimTime start, SimTime end, JobId job) = 0;
+};
+
 class InOrderStream final : public EventHandler, public JobListener, public TransferClient {
  public:
   InOrderStream(Simulator& sim, JobGraph& jobs, std::string name) : sim_(sim), jobs_(jobs), name_(std::move(name)) {}
@@ -34,6 +41,7 @@ class InOrderStream final : public EventHandler, public JobListener, public Tran
   std::size_t queued() const { return queue_.size(); }
   SimTime busy_time() const { return busy_; }
   const std::string& name() const { return name_; }
+  void observe(StreamObserver* observer) { observer_ = observer; }
 
   void on_event(std::uint64_t tag) override;   // compute finished
   void job_ready(JobId job) override;
@@ -61,6 +69,7 @@ class InOrderStream final : public EventHandler, public JobListener, public Tran
   bool running_ = false;
   SimTime started_at_ = 0;
   SimTime busy_ = 0;
+  StreamObserver* observer_ = nullptr;
 };
 
 }  // namespace tiersim::engine

@@ -44,10 +44,15 @@ class StagingMemory final : public engine::JobListener {
   std::vector<double> release_;
 };
 
-class Replay final : public engine::EventHandler, public engine::JobListener, public engine::DurationSource {
+class Replay final : public engine::EventHandler,
+                     public engine::JobListener,
+                     public engine::DurationSource,
+                     public engine::StreamObserver {
  public:
-  Replay(const hw::HardwareProfile& hw, const placement::Placement& placement, trace::StepSource& source)
-      : hw_(hw),
+  Replay(const hw::HardwareProfile& hw, const placement::Placement& placement, trace::StepSource& source,
+         report::Timeline* timeline)
+      : timeline_(timeline),
+        hw_(hw),
         placement_(placement),
         source_(source),
         planner_(hw, source.header(), placement),
@@ -65,6 +70,11 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
     if (hw.peer_link)
       peer_.emplace(sim_, "peer", hw.peer_link->transfer.bandwidth, hw.peer_link->transfer.bandwidth,
                     hw.peer_link->bidirectional);
+    if (timeline_) {
+      compute_.observe(this);
+      copy_from_host_.observe(this);
+      copy_from_peer_.observe(this);
+    }
     if (placement.managed.enabled) {
       if (!hw.managed_memory) throw std::logic_error("managed placement without a managed_memory profile section");
       um_.emplace(*hw.managed_memory, source.header(), placement,
@@ -98,6 +108,10 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
   void job_done(JobId) override { sim_.schedule(sim_.now(), engine::kPriorityIssue, this, 0); }
   void job_ready(JobId job) override { jobs_.complete(job, sim_.now()); }
 
+  void item_finished(const std::string& stream, SimTime start, SimTime end, JobId job) override {
+    if (recording() && job < job_label_.size()) timeline_->span(stream, job_label_[job], start, end);
+  }
+
   // Prices a kernel on managed memory, or a managed prefetch, when it starts.
   SimTime duration_at_start(std::uint64_t token) override {
     const Action& a = plan_.actions[token];
@@ -127,10 +141,41 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
     return placement::usage_on(source_.header(), placement_, d).total();
   }
 
+  bool recording() const { return timeline_ && timeline_->recording(steps_.size()); }
+
+  // What a timeline calls an action (only built while recording).
+  std::string label(const Action& a) const {
+    const auto& tensors = source_.header().tensors;
+    auto op_name = [&](const char* prefix) {
+      const trace::Op& op = step_.ops[static_cast<std::size_t>(a.op)];
+      return std::string(prefix) + trace::to_string(op.kind) + " L" + std::to_string(op.layer);
+    };
+    switch (a.kind) {
+      case ActionKind::Kernel: return op_name("");
+      case ActionKind::CpuOp: return op_name("cpu ");
+      case ActionKind::CopyOnStream: return "copy " + tensors[a.tensor].name;
+      case ActionKind::Prefetch: return "prefetch " + tensors[a.tensor].name;
+      case ActionKind::ManagedPrefetch: return "cudaMemPrefetchAsync " + tensors[a.tensor].name;
+      case ActionKind::AwaitSlot: return "wait for a staging slot";
+      case ActionKind::ActivationToHost: return "activations to host";
+      case ActionKind::ActivationToDevice: return "activations to GPU";
+      case ActionKind::AllocatorSync: return "cudaFree (syncs)";
+      case ActionKind::Sync: return "end-of-step sync";
+      case ActionKind::StepOverhead: return "per-step host work";
+    }
+    return "?";
+  }
+  void label_job(JobId job, const Action& a) {
+    if (!recording()) return;
+    if (job_label_.size() <= job) job_label_.resize(job + 1);
+    job_label_[job] = label(a);
+  }
+
   bool start_next_step() {
     if (!source_.next(step_)) return false;
     planner_.plan(step_, plan_);
     jobs_.clear();
+    job_label_.clear();
     copy_jobs_.clear();
     pc_ = 0;
     phase_ = Phase::Start;
@@ -182,6 +227,7 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
     switch (a.kind) {
       case ActionKind::Kernel: {
         const JobId job = jobs_.create(&compute_);
+        label_job(job, a);
         for (std::uint32_t i = 0; i < a.deps_count; ++i) jobs_.add_dependency(job, tensor_job_[plan_.deps[a.deps_begin + i]]);
         if (a.managed_count > 0) compute_.enqueue_dynamic(job, *this, pc_);
         else compute_.enqueue_compute(job, to_sim_time(a.work_seconds));
@@ -212,6 +258,7 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
         staging_.allocate(a.bytes);
         prefetched_[a.tensor] = a.kind == ActionKind::Prefetch;
         const JobId job = enqueue_copy(stream, a);
+        label_job(job, a);
         tensor_job_[a.tensor] = job;
         copy_jobs_.push_back(job);
         if (a.host_waits) return job;
@@ -219,6 +266,7 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
       }
       case ActionKind::ManagedPrefetch: {
         const JobId job = jobs_.create(&copy_from_host_);
+        label_job(job, a);
         copy_from_host_.enqueue_dynamic(job, *this, pc_);
         tensor_job_[a.tensor] = job;
         copy_jobs_.push_back(job);
@@ -226,13 +274,19 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
       }
       case ActionKind::AllocatorSync: {
         const JobId job = jobs_.create(&compute_);
+        label_job(job, a);
         compute_.enqueue_compute(job, 0);
         return job;
       }
-      case ActionKind::ActivationToHost: return enqueue_activation(a, false);
-      case ActionKind::ActivationToDevice: return enqueue_activation(a, true);
+      case ActionKind::ActivationToHost:
+      case ActionKind::ActivationToDevice: {
+        const JobId job = enqueue_activation(a, a.kind == ActionKind::ActivationToDevice);
+        label_job(job, a);
+        return job;
+      }
       case ActionKind::Sync: {
         const JobId job = jobs_.create(&compute_);
+        label_job(job, a);
         for (JobId c : copy_jobs_) jobs_.add_dependency(job, c);
         compute_.enqueue_compute(job, 0);
         return job;
@@ -256,6 +310,7 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
         const double busy = a.kind == ActionKind::CpuOp ? a.work_seconds : a.host_seconds;
         phase_ = Phase::Effect;
         if (busy > 0) {
+          if (recording()) timeline_->span("host", label(a), sim_.now(), sim_.now() + to_sim_time(busy));
           sim_.schedule_in(to_sim_time(busy), engine::kPriorityIssue, this, 0);
           return;
         }
@@ -264,12 +319,16 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
         if (auto wait = take_effect(a)) {
           // job_done() schedules the next advance(), at once if the job is done already.
           phase_ = Phase::Waiting;
+          wait_started_ = sim_.now();
           jobs_.watch(*wait, this);
           return;
         }
       }
       // Effect taken without waiting, or the awaited job is done; then any host work after the wait.
+      if (phase_ == Phase::Waiting && recording() && sim_.now() > wait_started_)
+        timeline_->span("host", "waits: " + label(a), wait_started_, sim_.now());
       if (phase_ == Phase::Waiting && a.after_wait_seconds > 0) {
+        if (recording()) timeline_->span("host", label(a), sim_.now(), sim_.now() + to_sim_time(a.after_wait_seconds));
         phase_ = Phase::AfterWait;
         sim_.schedule_in(to_sim_time(a.after_wait_seconds), engine::kPriorityIssue, this, 0);
         return;
@@ -281,6 +340,9 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
 
   enum class Phase { Start, Effect, Waiting, AfterWait };
 
+  report::Timeline* timeline_;
+  std::vector<std::string> job_label_;  // by job, while recording
+  SimTime wait_started_ = 0;
   const hw::HardwareProfile& hw_;
   const placement::Placement& placement_;
   trace::StepSource& source_;
@@ -316,8 +378,8 @@ class Replay final : public engine::EventHandler, public engine::JobListener, pu
 }  // namespace
 
 report::RunResult run_event_engine(const hw::HardwareProfile& hw, const placement::Placement& placement,
-                                   trace::StepSource& source) {
-  Replay replay(hw, placement, source);
+                                   trace::StepSource& source, report::Timeline* timeline) {
+  Replay replay(hw, placement, source, timeline);
   return replay.run();
 }
 

@@ -5,11 +5,13 @@
 #include "hardware/profile.hpp"
 #include "placement/placement.hpp"
 #include "report/run_result.hpp"
+#include "report/timeline.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::replay {
 
+// With `timeline`, the spans of the first steps it records are added to it.
 report::RunResult run_event_engine(const hw::HardwareProfile& hw, const placement::Placement& placement,
-                                   trace::StepSource& source);
+                                   trace::StepSource& source, report::Timeline* timeline = nullptr);
 
 }  // namespace tiersim::replay

@@ -184,6 +184,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
     if (on_cpu) {
       Action a;
       a.kind = ActionKind::CpuOp;
+      a.op = static_cast<std::int32_t>(i);
       a.work_seconds = hw::cpu_op_seconds(hw_, op, default_dtype_);
       out.actions.push_back(a);
     } else {
@@ -192,6 +193,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         if (copied_[r.tensor] && !issued_[r.tensor]) issue_copy(out, r.tensor, false);
       Action a;
       a.kind = ActionKind::Kernel;
+      a.op = static_cast<std::int32_t>(i);
       a.host_seconds = hw::host_issue_seconds(hw_, op);
       a.work_seconds = hw::gpu_op_seconds(hw_, op, default_dtype_);
       a.cost = kernel_cost(op);

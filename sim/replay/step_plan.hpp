@@ -55,6 +55,7 @@ struct Action {
   placement::DeviceId source = placement::kCpu;  // copy source
   bool host_waits = false;    // the host blocks until the action's device work is done
   std::uint32_t tensor = 0;   // the copied tensor
+  std::int32_t op = -1;       // index of the trace op it belongs to (Kernel, CpuOp)
   std::uint32_t deps_begin = 0, deps_count = 0;    // Kernel: copied tensors it must wait for (StepPlan::deps)
   // Kernel: staged tensors whose last reader it is. AwaitSlot: tensors whose release the host waits for.
   std::uint32_t frees_begin = 0, frees_count = 0;

@@ -89,6 +89,7 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode2) {
            {"--trace traces/qwen.trace --policy ratio --split \"cuda:0,50%;cpu,50%\" --donor cuda:1", "--donor"},
            {"--trace traces/qwen.trace --policy ratio --split \"cuda:0,50%;cpu,50%\" --offload-gb 2", "not both"},
            {"--trace traces/qwen.trace --policy ratio --offload-gb -2", "offload-gb"},
+           {"--trace traces/qwen.trace --policy ratio --engine analytic --timeline /tmp/tiersim-t.json", "--timeline"},
        }) {
     const SimRun r = sim(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;

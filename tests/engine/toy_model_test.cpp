@@ -6,6 +6,11 @@
 #include "replay/event_replay.hpp"
 #include "support/toy.hpp"
 
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <tuple>
+
 namespace tiersim {
 namespace {
 
@@ -120,6 +125,51 @@ TEST(ToyModel, EveryRunIsIdentical) {
   ASSERT_EQ(a.steps.size(), b.steps.size());
   for (std::size_t i = 0; i < a.steps.size(); ++i) EXPECT_EQ(a.steps[i].seconds, b.steps[i].seconds);
   EXPECT_EQ(a.events, b.events);
+}
+
+}  // namespace
+}  // namespace tiersim
+
+namespace tiersim {
+namespace {
+
+TEST(Timeline, ShowsTheHandWorkedPrefetchOverlap) {
+  // As in ToyModel.PrefetchOverlapsCopiesWithCompute: copies [0,10] and [10,20] ms on the copy stream,
+  // kernels [10,11.1] and [20,21.1] ms on the compute stream.
+  placement::ExecutionOptions exec;
+  exec.prefetch = 1;
+  auto src = testing::toy_trace(2, 2);
+  auto p = testing::toy_placement(src->header(), {0, 1}, placement::kCpu, exec);
+  report::Timeline timeline(1);
+  replay::run_event_engine(testing::toy_profile(), p, *src, &timeline);
+  std::ostringstream out;
+  timeline.write(out);
+  const auto j = nlohmann::json::parse(out.str());
+  std::map<std::string, int> track_id;
+  std::vector<std::tuple<std::string, std::string, double, double>> spans;  // track, name, start ms, end ms
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M") track_id[e["args"]["name"]] = e["tid"];
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    for (const auto& [name, id] : track_id)
+      if (e["tid"] == id) spans.emplace_back(name, e["name"], e["ts"].get<double>() / 1e3, (e["ts"].get<double>() + e["dur"].get<double>()) / 1e3);
+  }
+  auto find = [&](const std::string& track, const std::string& name) {
+    for (const auto& s : spans)
+      if (std::get<0>(s) == track && std::get<1>(s) == name) return std::make_pair(std::get<2>(s), std::get<3>(s));
+    ADD_FAILURE() << "no span " << name << " on " << track;
+    return std::make_pair(-1.0, -1.0);
+  };
+  EXPECT_NEAR(find("cuda:0 copy from host", "prefetch w1").first, 10.0, 1e-6);
+  EXPECT_NEAR(find("cuda:0 compute", "gemv L0").first, 10.0, 1e-6);
+  EXPECT_NEAR(find("cuda:0 compute", "gemv L1").second, 21.1, 1e-6);
+  std::ostringstream again;
+  report::Timeline second(1);
+  auto src2 = testing::toy_trace(2, 2);
+  replay::run_event_engine(testing::toy_profile(), testing::toy_placement(src2->header(), {0, 1}, placement::kCpu, exec),
+                           *src2, &second);
+  second.write(again);
+  EXPECT_EQ(out.str(), again.str());
 }
 
 }  // namespace
