@@ -7,7 +7,7 @@
 #          before them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-part=${1:?usage: run_on_gpu.sh part1|part2}
+part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture}
 out=${OUT:-results/validation/raw}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -45,6 +45,14 @@ case "$part" in
     run --model traces/models/qwen3-14b.json --placements "$(offload_set)" --count-kernels --out "$out/measured.jsonl"
     for adv in none read-mostly prefer-cpu accessed-by; do
       run --model traces/models/qwen3-14b.json --managed $adv --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl"
+    done
+    ;;
+  capture)
+    # Real decode steps captured into the trace format (headers from `sim gen`, made where sim runs).
+    for m in qwen3-8b qwen3-14b; do
+      python3 experiments/validate/capture_trace.py --model traces/models/$m.json \
+          --header experiments/validate/headers/$m.header --steps 3 --out "$out/$m-h200.trace" \
+          --summary "$out/$m-capture.json" 2>&1 | grep -v -E "warn" || true
     done
     ;;
   part3)
