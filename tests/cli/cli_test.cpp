@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -146,6 +147,21 @@ TEST(Cli, UnifiedMemoryJsonReportsTheDriver) {
   EXPECT_GT(j["managed_memory"]["footprint_bytes"].get<double>(), j["managed_memory"]["gpu_capacity_bytes"].get<double>());
   const SimRun bad = sim("--trace traces/qwen.trace --policy um --allocator bump");
   EXPECT_EQ(bad.code, 2);
+}
+
+TEST(Cli, CapturedTracesReplayToTheirOwnProfiledStep) {
+  // A captured trace's host times add up to its step's host time up to the last launch; replayed
+  // resident it must give back the profiled step (results/validation/raw/*-capture.json).
+  for (const std::string m : {"qwen3-8b", "qwen3-14b"}) {
+    const SimRun r = sim("--trace traces/captured/" + m + "-h200.trace --hw h200-measured-hf --policy resident --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/results/validation/raw/" + m + "-capture.json");
+    const auto summary = nlohmann::json::parse(in);
+    std::vector<double> profiled;
+    for (const auto& s : summary["steps"]) profiled.push_back(s["profiled_s"].get<double>());
+    std::sort(profiled.begin(), profiled.end());
+    EXPECT_NEAR(nlohmann::json::parse(r.out)["step_seconds"].get<double>(), profiled[1], 0.02 * profiled[1]) << m;
+  }
 }
 
 TEST(Cli, AnalyticEngineRunsFromTheSameCommand) {
