@@ -1,7 +1,5 @@
 #include "cli/simulation.hpp"
 
-#include <chrono>
-
 #include "analytic/analytic_model.hpp"
 #include "core/error.hpp"
 #include "model/model_config.hpp"
@@ -45,10 +43,8 @@ Simulation simulate(const hw::HardwareProfile& hw, const std::string& policy, co
   Simulation sim;
   sim.header = source->header();
   sim.placement = policies::make_policy(policy)->place(sim.header, hw, options);
-  const auto start = std::chrono::steady_clock::now();
   sim.result = engine == EngineKind::Event ? replay::run_event_engine(hw, sim.placement, *source, timeline)
                                            : analytic::run_analytic(hw, sim.placement, *source);
-  sim.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (sim.result.steps.empty()) throw InputError(trace.name(), 0, "step", "the trace has no steps");
   return sim;
 }

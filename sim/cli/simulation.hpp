@@ -29,7 +29,6 @@ struct Simulation {
   trace::Header header;
   placement::Placement placement;
   report::RunResult result;
-  double wall_seconds = 0;
 };
 
 // `timeline` (event engine only) receives the spans of the first steps.
