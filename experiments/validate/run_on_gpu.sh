@@ -55,6 +55,25 @@ case "$part" in
           --summary "$out/$m-capture.json" 2>&1 | grep -v -E "warn" || true
     done
     ;;
+  gemv)
+    # The framework-free harness: a chain of cuBLAS GEMVs shaped like Qwen3-8B, then calib's link and
+    # HBM figures on the same lease.
+    nvcc -O2 -std=c++17 -gencode=arch=compute_90,code=sm_90 experiments/validate/gemv_chain.cu -lcublas -o /tmp/gemv_chain
+    shape="--layers 36 --hidden 4096 --inter 12288 --heads 32 --kv-heads 8 --head-dim 128 --steps 8"
+    cfgs="resident"
+    for k in 4 12 24; do cfgs="$cfgs,copy:$k:0:pinned,copy:$k:1:pinned,copy:$k:0:pageable"; done
+    timeout 240 /tmp/gemv_chain $shape --config "$cfgs" | tee -a "$out/gemv_chain.jsonl"
+    for adv in none prefer-cpu accessed-by read-mostly; do
+      timeout 45 /tmp/gemv_chain $shape --managed $adv | tee -a "$out/gemv_chain.jsonl" \
+        || echo "managed:$adv did not finish within 45 s" | tee -a "$out/unfinished_gemv.txt"
+    done
+    if [ -x build/bin/tiersim_calib ]; then
+      for lib in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true); do
+        if [ -e "$lib/libcublas.so.13" ]; then export LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}"; fi
+      done
+      build/bin/tiersim_calib --only host_link,device --out "$out/calib_check_gemv.csv" > /dev/null 2>&1 || echo "calib check failed"
+    fi
+    ;;
   part3)
     # What part 2 did not reach (its ReadMostly run did not finish): each managed run bounded in time.
     run --model traces/models/qwen3-14b.json --placements "$(offload_set)" --count-kernels --out "$out/measured.jsonl"

@@ -45,6 +45,7 @@ void write_json(std::ostream& out, const Context& c) {
   j["step_seconds_mean"] = s.decode_step_mean;
   j["prefill_seconds"] = s.prefill_seconds;
   j["total_seconds"] = s.total_seconds;
+  j["first_step_seconds"] = c.result->steps.front().seconds;  // cold: managed memory faults in here
   j["vram_peak_bytes"] = c.result->peak_bytes.count("cuda:0") ? c.result->peak_bytes.at("cuda:0") : 0.0;
   j["offloaded_bytes"] = placement::offloaded_weight_bytes(h, *c.placement);
   j["weight_bytes"] = placement::weight_bytes(h);
