@@ -113,6 +113,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   out.deps.clear();
   out.frees.clear();
   out.slot_waits.clear();
+  out.managed.clear();
   for (std::uint32_t t : touched_) {
     issued_[t] = false;
     last_reader_[t] = -1;

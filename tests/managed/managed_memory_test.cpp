@@ -6,6 +6,7 @@
 #include "managed/managed_memory.hpp"
 #include "policies/policy.hpp"
 #include "replay/event_replay.hpp"
+#include "replay/step_plan.hpp"
 #include "support/toy.hpp"
 
 namespace tiersim {
@@ -155,6 +156,25 @@ TEST(ManagedMemory, AnalyticAgreesInSteadyState) {
     const auto ev = replay::run_event_engine(hw, managed_weights(e->header(), advice), *e);
     const auto an = analytic::run_analytic(hw, managed_weights(a->header(), advice), *a);
     EXPECT_NEAR(an.steps[3].seconds, ev.steps[3].seconds, 0.02 * ev.steps[3].seconds) << int(advice);
+  }
+}
+
+}  // namespace
+}  // namespace tiersim
+
+namespace tiersim {
+namespace {
+
+TEST(StepPlan, ManagedAccessesDoNotAccumulateAcrossSteps) {
+  auto src = block_trace(4, 3);
+  const auto hw = toy_with_gpu("16 MiB");
+  const auto p = managed_weights(src->header(), placement::kAdviseNone);
+  replay::StepPlanner planner(hw, src->header(), p);
+  replay::StepPlan plan;
+  trace::Step step;
+  while (src->next(step)) {
+    planner.plan(step, plan);
+    EXPECT_EQ(plan.managed.size(), 4u);  // one read per op of this step, not of every step so far
   }
 }
 
