@@ -4,13 +4,26 @@
 
 namespace tiersim::hw {
 
-double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype) {
-  if (op.gpu_seconds >= 0) return op.gpu_seconds;
+double GpuOpCost::seconds(double remote_bytes, double remote_rate) const {
+  if (measured_seconds >= 0) return measured_seconds + (remote_bytes > 0 ? remote_bytes / remote_rate : 0.0);
+  double t = std::max({compute_seconds, (memory_bytes - remote_bytes) / local_rate, floor_seconds});
+  if (remote_bytes > 0) t = std::max(t, remote_bytes / remote_rate);
+  return t;
+}
+
+GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype) {
+  GpuOpCost c;
   const std::string& dtype = op.dtype.empty() ? default_dtype : op.dtype;
-  const double compute = static_cast<double>(op.flops) / (hw.gpu_rate(dtype) * hw.gpu.compute_efficiency);
-  const double memory =
-      static_cast<double>(trace::op_bytes(op)) / (hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency);
-  return std::max({compute, memory, hw.gpu.kernel_min_time * op.launches});
+  c.compute_seconds = static_cast<double>(op.flops) / (hw.gpu_rate(dtype) * hw.gpu.compute_efficiency);
+  c.memory_bytes = static_cast<double>(trace::op_bytes(op));
+  c.local_rate = hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency;
+  c.floor_seconds = hw.gpu.kernel_min_time * op.launches;
+  c.measured_seconds = op.gpu_seconds;
+  return c;
+}
+
+double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype) {
+  return gpu_op_cost(hw, op, default_dtype).seconds();
 }
 
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype) {

@@ -9,6 +9,18 @@
 
 namespace tiersim::hw {
 
+// An op's GPU time by its parts, so that the managed-memory model can re-price it when some of its
+// bytes are read over the link instead of from device memory.
+struct GpuOpCost {
+  double compute_seconds = 0;  // FLOPs at the dtype's rate
+  double memory_bytes = 0;     // bytes it moves
+  double local_rate = 0;       // bytes/s from device memory
+  double floor_seconds = 0;    // kernel floor per launch
+  double measured_seconds = -1;
+  // Seconds when `remote_bytes` of its bytes are read over the link at `remote_rate`.
+  double seconds(double remote_bytes = 0, double remote_rate = 1) const;
+};
+GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 // Host time to issue the op's kernels: measured host time if the trace has it, else per launch.

@@ -9,13 +9,6 @@ namespace tiersim::replay {
 using placement::DeviceId;
 using placement::kCpu;
 
-double KernelCost::seconds(double remote_bytes, double remote_rate) const {
-  if (measured_seconds >= 0) return measured_seconds + (remote_bytes > 0 ? remote_bytes / remote_rate : 0.0);
-  double t = std::max({compute_seconds, (memory_bytes - remote_bytes) / local_rate, floor_seconds});
-  if (remote_bytes > 0) t = std::max(t, remote_bytes / remote_rate);
-  return t;
-}
-
 StepPlanner::StepPlanner(const hw::HardwareProfile& hw, const trace::Header& header,
                          const placement::Placement& placement)
     : hw_(hw), header_(header), placement_(placement), default_dtype_(header.default_dtype()) {
@@ -73,17 +66,6 @@ bool StepPlanner::op_on_cpu(const trace::Op& op) const {
   for (const auto& a : op.writes)
     if (cpu_layer_tensor_[a.tensor]) return true;
   return false;
-}
-
-KernelCost StepPlanner::kernel_cost(const trace::Op& op) const {
-  KernelCost c;
-  const std::string& dtype = op.dtype.empty() ? default_dtype_ : op.dtype;
-  c.compute_seconds = static_cast<double>(op.flops) / (hw_.gpu_rate(dtype) * hw_.gpu.compute_efficiency);
-  c.memory_bytes = static_cast<double>(trace::op_bytes(op));
-  c.local_rate = hw_.gpu.memory_bandwidth * hw_.gpu.memory_efficiency;
-  c.floor_seconds = hw_.gpu.kernel_min_time * op.launches;
-  c.measured_seconds = op.gpu_seconds;
-  return c;
 }
 
 double StepPlanner::activation_bytes(const trace::Op& op) const {
@@ -196,8 +178,8 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       a.kind = ActionKind::Kernel;
       a.op = static_cast<std::int32_t>(i);
       a.host_seconds = hw::host_issue_seconds(hw_, op);
-      a.work_seconds = hw::gpu_op_seconds(hw_, op, default_dtype_);
-      a.cost = kernel_cost(op);
+      a.cost = hw::gpu_op_cost(hw_, op, default_dtype_);
+      a.work_seconds = a.cost.seconds();
       a.deps_begin = static_cast<std::uint32_t>(out.deps.size());
       a.frees_begin = static_cast<std::uint32_t>(out.frees.size());
       a.managed_begin = static_cast<std::uint32_t>(out.managed.size());

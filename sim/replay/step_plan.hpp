@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hardware/op_cost.hpp"
 #include "hardware/profile.hpp"
 #include "placement/placement.hpp"
 #include "trace/trace.hpp"
@@ -35,17 +36,6 @@ struct ManagedAccess {
   bool write = false;
 };
 
-// A kernel's time from its parts, so the managed-memory model can re-price it with remote bytes.
-struct KernelCost {
-  double compute_seconds = 0;  // FLOPs at the dtype's rate
-  double memory_bytes = 0;     // bytes it moves
-  double local_rate = 0;       // bytes/s from device memory
-  double floor_seconds = 0;    // kernel floor per launch
-  double measured_seconds = -1;
-  // Seconds when `remote_bytes` of its bytes are read over the link at `remote_rate` instead.
-  double seconds(double remote_bytes, double remote_rate) const;
-};
-
 struct Action {
   ActionKind kind = ActionKind::Kernel;
   double host_seconds = 0;    // host busy before the action takes effect
@@ -60,7 +50,7 @@ struct Action {
   // Kernel: staged tensors whose last reader it is. AwaitSlot: tensors whose release the host waits for.
   std::uint32_t frees_begin = 0, frees_count = 0;
   std::uint32_t managed_begin = 0, managed_count = 0;  // Kernel: its managed accesses (StepPlan::managed)
-  KernelCost cost;                                      // Kernel: the parts of work_seconds
+  hw::GpuOpCost cost;                                   // Kernel: the parts of work_seconds
 };
 
 struct StepPlan {
@@ -88,7 +78,6 @@ class StepPlanner {
   std::size_t layer_position(std::int32_t layer) const;
   void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch);
   double activation_bytes(const trace::Op& op) const;
-  KernelCost kernel_cost(const trace::Op& op) const;
 
   const hw::HardwareProfile& hw_;
   const trace::Header& header_;
