@@ -270,11 +270,7 @@ report::RunResult run_analytic(const hw::HardwareProfile& hw, const placement::P
   result.peak_bytes["cuda:0"] = placement::usage_on(header, placement, placement::kComputeGpu).total() +
                                 hw.gpu.reserved + managed_peak +
                                 placement::largest_copied_layer(header, placement) * (placement.exec.prefetch + 1);
-  for (int d = 1; d < hw.gpu.count; ++d) {
-    const double used = placement::usage_on(header, placement, d).total();
-    result.peak_bytes[placement::device_name(d)] = used + (used > 0 ? hw.gpu.reserved : 0);
-  }
-  result.peak_bytes["cpu"] = placement::usage_on(header, placement, placement::kCpu).total();
+  placement::add_static_peaks(header, hw, placement, result.peak_bytes);
   return result;
 }
 

@@ -87,6 +87,15 @@ double largest_copied_layer(const trace::Header& header, const Placement& p) {
   return best;
 }
 
+void add_static_peaks(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p,
+                      std::map<std::string, double>& peaks) {
+  for (DeviceId d = 1; d < hw.gpu.count; ++d) {
+    const double used = usage_on(header, p, d).total();
+    peaks[device_name(d)] = used + (used > 0 ? hw.gpu.reserved : 0);
+  }
+  peaks["cpu"] = usage_on(header, p, kCpu).total();
+}
+
 double managed_gpu_capacity(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p) {
   return hw.gpu.memory - hw.gpu.reserved - usage_on(header, p, kComputeGpu).total() -
          largest_copied_layer(header, p) * (p.exec.prefetch + 1);

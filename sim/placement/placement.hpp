@@ -2,6 +2,7 @@
 // Where every tensor lives and how offloaded weights are used: the output of a policy and the input
 // of both engines.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -73,6 +74,12 @@ double largest_copied_layer(const trace::Header& header, const Placement& p);
 // each layer as a whole to the device holding most of its weights. Then checks every device's
 // capacity and throws CapacityError naming what needs how much. Policies call this last.
 void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placement& p, const std::string& policy);
+
+// Peak bytes of the devices whose contents do not change during a run: the donor GPUs (cuda:1..,
+// with their reserve once they hold anything) and the host (managed memory excluded). Both engines
+// report these the same way.
+void add_static_peaks(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p,
+                      std::map<std::string, double>& peaks);
 
 // GPU memory left for managed blocks: memory less the reserve, the static non-managed bytes on
 // cuda:0 and the staging buffers of copied layers.

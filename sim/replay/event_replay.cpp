@@ -63,7 +63,7 @@ class Replay final : public engine::EventHandler,
               std::max(hw.host_link.h2d_pinned.bandwidth, hw.host_link.h2d_pageable.bandwidth),
               std::max(hw.host_link.d2h_pinned.bandwidth, hw.host_link.d2h_pageable.bandwidth),
               hw.host_link.bidirectional),
-        staging_(static_bytes_on(placement::kComputeGpu) + hw.gpu.reserved),
+        staging_(placement::usage_on(source.header(), placement, placement::kComputeGpu).total() + hw.gpu.reserved),
         tensor_job_(source.header().tensors.size(), 0),
         release_job_(source.header().tensors.size(), 0),
         prefetched_(source.header().tensors.size(), false) {
@@ -97,9 +97,7 @@ class Replay final : public engine::EventHandler,
                         st.migrated_bytes, st.written_back_bytes, st.remote_bytes, st.prefetched_bytes,
                         um_->peak_resident_bytes()};
     }
-    for (int d = 1; d < hw_.gpu.count; ++d)
-      result.peak_bytes[placement::device_name(d)] = static_bytes_on(d) + (static_bytes_on(d) > 0 ? hw_.gpu.reserved : 0);
-    result.peak_bytes["cpu"] = static_bytes_on(placement::kCpu);
+    placement::add_static_peaks(source_.header(), hw_, placement_, result.peak_bytes);
     result.events = sim_.events_processed();
     return result;
   }
@@ -137,10 +135,6 @@ class Replay final : public engine::EventHandler,
   }
 
  private:
-  double static_bytes_on(placement::DeviceId d) const {
-    return placement::usage_on(source_.header(), placement_, d).total();
-  }
-
   bool recording() const { return timeline_ && timeline_->recording(steps_.size()); }
 
   // What a timeline calls an action (only built while recording).
