@@ -136,17 +136,14 @@ int run_command(const CommonOptions& o, bool json, const std::string& timeline_p
   const hw::HardwareProfile hw = hw::resolve_profile(o.hw);
   const app::TraceSpec spec = trace_spec(o);
   std::optional<report::Timeline> timeline;
-  std::ofstream timeline_out;
-  const app::EngineKind engine = app::parse_engine(o.engine);
-  if (!timeline_path.empty() && engine != app::EngineKind::Event)
-    throw InputError("", 0, "--timeline", "timelines come from the event engine; drop --engine analytic");
-  if (!timeline_path.empty()) {
-    timeline_out.open(timeline_path);
-    if (!timeline_out) throw InputError(timeline_path, 0, "--timeline", "cannot write the timeline file");
-    timeline.emplace(timeline_steps);
+  if (!timeline_path.empty()) timeline.emplace(timeline_steps);
+  const auto sim = app::simulate(hw, o.policy, policy_options(o), app::parse_engine(o.engine), spec,
+                                 timeline ? &*timeline : nullptr);
+  if (timeline) {  // opened only after a successful run: a refused command leaves no file behind
+    std::ofstream out(timeline_path);
+    if (!out) throw InputError(timeline_path, 0, "--timeline", "cannot write the timeline file");
+    timeline->write(out);
   }
-  const auto sim = app::simulate(hw, o.policy, policy_options(o), engine, spec, timeline ? &*timeline : nullptr);
-  if (timeline) timeline->write(timeline_out);
   report::Context c;
   c.policy = o.policy;
   c.trace_name = spec.name();
@@ -165,16 +162,17 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
   const SweepRange range = parse_range(range_text);
   if (o.split || o.offload_gb)
     throw InputError("", 0, o.split ? "--split" : "--offload-gb", "a sweep sets the amount offloaded itself; drop it");
+  const app::EngineKind engine = app::parse_engine(o.engine);
+  policies::PolicyOptions p = policy_options(o);
   std::vector<report::SweepRow> rows;
   const auto n = static_cast<int>(std::floor((range.to - range.from) / range.step + 1e-9));
   for (int i = 0; i <= n; ++i) {
     report::SweepRow row;
     row.offload_gb = range.from + i * range.step;
     row.donor = o.donor.value_or("cpu");
-    policies::PolicyOptions p = policy_options(o);
     p.offload_bytes = row.offload_gb * 1e9;
     try {
-      const auto sim = app::simulate(hw, o.policy, p, app::parse_engine(o.engine), spec);
+      const auto sim = app::simulate(hw, o.policy, p, engine, spec);
       row.ok = true;
       row.summary = report::summarize(sim.result);
       row.vram_peak = sim.result.peak_bytes.at("cuda:0");
