@@ -44,7 +44,9 @@ class SteadyStateManaged {
       : spec_(*hw.managed_memory), placement_(placement), header_(header) {
     managed::ManagedMemory layout(spec_, header, placement, placement::managed_gpu_capacity(header, hw, placement));
     fits_ = layout.footprint_blocks() <= layout.capacity_blocks();
+    capacity_bytes_ = static_cast<double>(layout.capacity_blocks()) * spec_.va_block;
   }
+  double capacity_bytes() const { return capacity_bytes_; }
   void set_step(std::size_t index) { cold_ = index == 0; }
 
   void kernel(const replay::StepPlan& plan, const Action& a, managed::AccessCost& cost) const {
@@ -82,6 +84,7 @@ class SteadyStateManaged {
   const trace::Header& header_;
   bool fits_ = true;
   bool cold_ = true;
+  double capacity_bytes_ = 0;
 };
 
 class StepModel {
@@ -91,6 +94,8 @@ class StepModel {
         managed_(placement.managed.enabled ? std::make_unique<SteadyStateManaged>(hw, placement, header) : nullptr),
         copy_done_(header.tensors.size(), 0.0),
         copy_stream_(header.tensors.size(), 0) {}
+
+  const SteadyStateManaged* managed() const { return managed_.get(); }
 
   report::StepResult evaluate(const trace::Step& step) {
     planner_.plan(step, plan_);
@@ -251,15 +256,13 @@ report::RunResult run_analytic(const hw::HardwareProfile& hw, const placement::P
   // Peak memory: the static placement plus the staging of prefetch + 1 copied layers.
   const auto& header = source.header();
   double managed_peak = 0;
-  if (placement.managed.enabled) {
+  if (const SteadyStateManaged* um = model.managed()) {
     // Everything that ever reaches the GPU stays until capacity is reached.
-    managed::ManagedMemory layout(*hw.managed_memory, header, placement,
-                                  placement::managed_gpu_capacity(header, hw, placement));
     double gpu_bound = 0;  // blocks that can migrate at all (not kept in host memory by advice)
     for (const auto& t : header.tensors)
       if (placement.managed.managed[t.id] && !(placement.managed.advice[t.id] & (placement::kPreferCpu | placement::kAccessedByGpu)))
         gpu_bound += std::ceil(static_cast<double>(t.bytes) / hw.managed_memory->va_block) * hw.managed_memory->va_block;
-    managed_peak = std::min(gpu_bound, static_cast<double>(layout.capacity_blocks()) * hw.managed_memory->va_block);
+    managed_peak = std::min(gpu_bound, um->capacity_bytes());
     result.managed.enabled = true;
     result.managed.peak_resident_bytes = managed_peak;
     for (const auto& st : result.steps) {
