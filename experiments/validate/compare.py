@@ -40,17 +40,18 @@ def rows(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def with_framework(text, source, per_launch, per_copy, per_step):
+    """A profile's YAML text with its framework section replaced (values are unit strings)."""
+    framework = (f"framework:\n  source: \"{source}\"\n  per_launch: \"{per_launch}\"\n"
+                 f"  per_copy: \"{per_copy}\"\n  per_step: \"{per_step}\"\n")
+    return re.sub(r"framework:\n(  .*\n)+", framework, text)
+
+
 def write_profile(per_launch_us, per_step_us, path):
-    text = open(BASE_PROFILE).read()
-    framework = (
-        "framework:\n"
-        f"  source: \"calibrated by experiments/validate/compare.py on the calibration run(s) "
-        f"{sorted(CALIBRATION)} of results/validation/raw (eager PyTorch 2.11 + transformers 5, HF Qwen3, batch 1): "
-        f"per_launch set so the event engine reproduces their decode step, per_step 0; per_copy from the base preset\"\n"
-        f"  per_launch: \"{per_launch_us:.4f} us\"\n"
-        "  per_copy: \"10 us\"\n"
-        f"  per_step: \"{per_step_us:.4f} us\"\n")
-    text = re.sub(r"framework:\n(  .*\n)+", framework, text)
+    source = (f"calibrated by experiments/validate/compare.py on the calibration run(s) "
+              f"{sorted(CALIBRATION)} of results/validation/raw (eager PyTorch 2.11 + transformers 5, HF Qwen3, batch 1): "
+              f"per_launch set so the event engine reproduces their decode step, per_step 0; per_copy from the base preset")
+    text = with_framework(open(BASE_PROFILE).read(), source, f"{per_launch_us:.4f} us", "10 us", f"{per_step_us:.4f} us")
     text = text.replace("name: h200-measured", "name: h200-measured-hf")
     text = re.sub(r'description: "(.*)"', r'description: "\1, with eager PyTorch + HF host costs calibrated on real decode runs"', text, count=1)
     text = text.replace("# Measured profile: written by tiersim_fit", "# Measured profile + framework cost calibrated by experiments/validate/compare.py; written by tiersim_fit")

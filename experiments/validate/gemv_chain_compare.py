@@ -13,6 +13,10 @@ import os
 import re
 import statistics
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import with_framework  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIM = os.path.join(ROOT, "build", "bin", "sim")
@@ -49,9 +53,8 @@ def write_trace(layers, hidden, inter, q, kv, steps):
 def write_profile():
     text = open(os.path.join(ROOT, "calib", "profiles", "h200-measured.yaml")).read()
     launch_us = float(re.search(r'launch_issue_host: "([0-9.]+) us', text).group(1))
-    framework = ("framework:\n  source: \"calib's measured empty-kernel launch cost for every launch and copy issue; no per-step cost (a bare C++ loop)\"\n"
-                 f"  per_launch: \"{launch_us} us\"\n  per_copy: \"{launch_us} us\"\n  per_step: \"0 us\"\n")
-    text = re.sub(r"framework:\n(  .*\n)+", framework, text)
+    text = with_framework(text, "calib's measured empty-kernel launch cost for every launch and copy issue; "
+                               "no per-step cost (a bare C++ loop)", f"{launch_us} us", f"{launch_us} us", "0 us")
     with open(PROFILE, "w") as f:
         f.write(text)
     return launch_us
