@@ -7,11 +7,8 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-results/calib}
 mkdir -p "$out"
 nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv | tee "$out/nvidia_smi.txt"
-# cuBLAS 13 from the toolkit or from the Python wheels, whichever this machine has.
-for lib in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-           $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true); do
-  if [ -e "$lib/libcublas.so.13" ]; then export LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}"; fi
-done
+source experiments/calibrate/cublas_path.sh
+find_cublas
 calib=build/bin/tiersim_calib
 if [ ! -x "$calib" ] || ldd "$calib" | grep -q "not found"; then
   echo "building tiersim_calib with nvcc on this machine"

@@ -11,6 +11,7 @@ part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture}
 out=${OUT:-results/validation/raw}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+source experiments/calibrate/cublas_path.sh
 so=/tmp/tiersim_managed_alloc.so
 nvcc -shared -Xcompiler -fPIC -cudart shared -o "$so" experiments/validate/managed_allocator.cu
 nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv | tee -a "$out/nvidia_smi_$part.txt"
@@ -22,9 +23,7 @@ offload_set() {  # placements for one model: resident, then K layers off in each
 }
 case "$part" in
   part1)
-    for lib in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true); do
-      if [ -e "$lib/libcublas.so.13" ]; then export LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}"; fi
-    done
+    find_cublas
     if [ -x build/bin/tiersim_calib ] && ! ldd build/bin/tiersim_calib | grep -q "not found"; then
       build/bin/tiersim_calib --out "$out/calib_check.csv" > "$out/calib_check.log" 2>&1 || echo "calib check failed"
     fi
@@ -68,9 +67,7 @@ case "$part" in
         || echo "managed:$adv did not finish within 45 s" | tee -a "$out/unfinished_gemv.txt"
     done
     if [ -x build/bin/tiersim_calib ]; then
-      for lib in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true); do
-        if [ -e "$lib/libcublas.so.13" ]; then export LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}"; fi
-      done
+      find_cublas
       build/bin/tiersim_calib --only host_link,device --out "$out/calib_check_gemv.csv" > /dev/null 2>&1 || echo "calib check failed"
     fi
     ;;
