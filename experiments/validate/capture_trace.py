@@ -78,7 +78,8 @@ def main():
     ap.add_argument("--header", help="header lines from `sim gen` (when sim cannot run here)")
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", required=True, help="the fresh-regime trace")
+    ap.add_argument("--out-warm", help="also capture the warm regime (lengths run before) into this trace")
     ap.add_argument("--summary", required=True)
     ap.add_argument("--relabel-only", action="store_true",
                     help="apply relabel_pre_layer_ops to an existing --out trace (no GPU needed) and stop")
@@ -123,40 +124,61 @@ def main():
         module.register_forward_pre_hook(pre)
         module.register_forward_hook(post)
 
-    from transformers import DynamicCache
     from torch.profiler import ProfilerActivity, profile
+    from transformers import DynamicCache
     ids = torch.randint(0, cfg.vocab_size, (1, a.prompt), device="cuda")
-    cache = DynamicCache()
+    n_layers = cfg.num_hidden_layers
+    summary = dict(model=name, gpu=torch.cuda.get_device_name(), torch=torch.__version__, prompt=a.prompt)
     with torch.no_grad():
-        out = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
-        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
-        nxt.item()
-        unprofiled = []
-        for _ in range(3 + a.steps):  # warm up, and time the same steps unprofiled
-            t = time.perf_counter()
-            out = model(input_ids=nxt, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        # Fresh: every profiled step is at a sequence length this process has not run (as in a first
+        # generate). Warm: a second pass over lengths the first pass ran (see decode_latency.py).
+        regimes = [("fresh", a.out)] + ([("warm", a.out_warm)] if a.out_warm else [])
+        for regime, path in regimes:
+            cache = DynamicCache()
+            out = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
             nxt = out.logits[:, -1].argmax(-1, keepdim=True)
             nxt.item()
-            unprofiled.append(time.perf_counter() - t)
-        context_start = a.prompt + 3 + a.steps
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for s in range(a.steps):
-                with torch.autograd.profiler.record_function(f"{PREFIX}step{s}"):
-                    out = model(input_ids=nxt, past_key_values=cache, use_cache=True, logits_to_keep=1)
-                    nxt = out.logits[:, -1].argmax(-1, keepdim=True)
-                    nxt.item()
+            unprofiled = []
+            n_before = 3 + (a.steps if regime == "fresh" else 0)
+            for _ in range(n_before):  # warm up (fresh: and time the next lengths unprofiled)
+                t = time.perf_counter()
+                out = model(input_ids=nxt, past_key_values=cache, use_cache=True, logits_to_keep=1)
+                nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+                nxt.item()
+                unprofiled.append(time.perf_counter() - t)
+            context_start = a.prompt + n_before
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for s_index in range(a.steps):
+                    with torch.autograd.profiler.record_function(f"{PREFIX}step{s_index}"):
+                        out = model(input_ids=nxt, past_key_values=cache, use_cache=True, logits_to_keep=1)
+                        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+                        nxt.item()
+            regime_header = [h + f", {regime} sequence lengths" if h.startswith("meta source") else h for h in header]
+            lines, steps = trace_lines(prof, regime_header, tensor_id, tensor_bytes, cfg, context_start)
+            with open(path, "w") as f:
+                f.write("\n".join(relabel_pre_layer_ops(lines, n_layers)) + "\n")
+            summary[regime] = dict(unprofiled_steps_s=unprofiled[3:], steps=steps, trace=os.path.basename(path))
+    with open(a.summary, "w") as f:
+        json.dump(summary, f, indent=1)
+    for regime, _ in regimes:
+        st = summary[regime]["steps"]
+        print(f"{name} ({regime}): {len(st)} steps captured, {statistics.median(x['ops'] for x in st)} ops and "
+              f"{statistics.median(x['kernels'] for x in st)} kernels per step, GPU busy "
+              f"{statistics.median(x['gpu_busy_s'] for x in st) * 1e3:.2f} ms, profiled step "
+              f"{statistics.median(x['profiled_s'] for x in st) * 1e3:.1f} ms", flush=True)
 
+
+def trace_lines(prof, header, tensor_id, tensor_bytes, cfg, context_start):
+    """The trace (header + one decode step per profiled step range) and per-step summaries."""
     events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU]
     spans = sorted((e for e in events if e.name.startswith(PREFIX)), key=lambda e: (e.time_range.start, -e.time_range.end))
     launchers = [e for e in events if e.kernels and not e.name.startswith(PREFIX)]
     if not launchers:
         sys.exit("capture: no CPU op carries kernels: this torch's profiler does not correlate them")
-
     n_layers = cfg.num_hidden_layers
     kv_token_bytes = 2 * cfg.num_key_value_heads * cfg.head_dim * 2
     lines = list(header)
-    summary = dict(model=name, gpu=torch.cuda.get_device_name(), torch=torch.__version__, prompt=a.prompt,
-                   unprofiled_steps_s=unprofiled[3:], steps=[])
+    summary_steps = []
     step_spans = sorted((sp for sp in spans if is_step(sp.name)), key=lambda e: e.time_range.start)
     module_spans = [sp for sp in spans if not is_step(sp.name)]
     launchers.sort(key=lambda e: e.time_range.start)
@@ -205,20 +227,10 @@ def main():
             lines.append(line)
             gpu_total += gpu_us
             kernels_total += len(op.kernels)
-        summary["steps"].append(dict(profiled_s=(step.time_range.end - step.time_range.start) * 1e-6,
-                                     gpu_busy_s=gpu_total * 1e-6, kernels=kernels_total, ops=len(inside)))
+        summary_steps.append(dict(profiled_s=(step.time_range.end - step.time_range.start) * 1e-6,
+                                  gpu_busy_s=gpu_total * 1e-6, kernels=kernels_total, ops=len(inside)))
     lines.append("end")
-    lines = relabel_pre_layer_ops(lines, n_layers)
-    with open(a.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(a.summary, "w") as f:
-        json.dump(summary, f, indent=1)
-    st = summary["steps"]
-    print(f"{name}: {len(st)} steps captured, {statistics.median(x['ops'] for x in st)} ops and "
-          f"{statistics.median(x['kernels'] for x in st)} kernels per step, GPU busy "
-          f"{statistics.median(x['gpu_busy_s'] for x in st) * 1e3:.2f} ms, profiled step "
-          f"{statistics.median(x['profiled_s'] for x in st) * 1e3:.1f} ms, unprofiled "
-          f"{statistics.median(summary['unprofiled_steps_s']) * 1e3:.1f} ms", flush=True)
+    return lines, summary_steps
 
 
 if __name__ == "__main__":

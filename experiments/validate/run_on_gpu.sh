@@ -7,7 +7,7 @@
 #          before them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture}
+part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer}
 out=${OUT:-results/validation/raw}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -70,6 +70,56 @@ case "$part" in
       find_cublas
       build/bin/tiersim_calib --only host_link,device --out "$out/calib_check_gemv.csv" > /dev/null 2>&1 || echo "calib check failed"
     fi
+    ;;
+  hosttime)
+    # Where an eager decode step's host time goes (module hooks, no profiler), and this host's CPU.
+    { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$out/host_cpu.txt" 2>&1 || true
+    python3 experiments/validate/host_timeline.py --model experiments/validate/calibration_models/tiny-4.json \
+        --steps 3 --out "$out/host_timeline_tiny-4.json" 2>&1 | grep -v -E "warn" || true
+    python3 experiments/validate/host_timeline.py --model traces/models/qwen3-8b.json \
+        --placements resident,offload:4:0:pinned,offload:12:0:pinned,offload:24:0:pinned --steps 5 \
+        --out "$out/host_timeline_qwen3-8b.json" --cprofile "$out/cprofile_qwen3-8b.txt" 2>&1 | grep -v -E "warn" || true
+    ;;
+  fresh-8b|fresh-14b)
+    # Every configuration in both regimes (fresh sequence lengths, then warm: see decode_latency.py),
+    # the framework calibration models, the trace capture and the managed rows, on one lease.
+    m=${part#fresh-}; model=traces/models/qwen3-$m.json
+    { lscpu | head -20; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -3; } > "$out/host_cpu_$part.txt" 2>&1 || true
+    if [ "$m" = 8b ]; then
+      for c in tiny-4 tiny-24; do
+        run --model experiments/validate/calibration_models/$c.json --placements resident --count-kernels \
+            --tokens 24 --warmup 4 --out "$out/calibration.jsonl"
+      done
+      python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn" || true
+    fi
+    pinned="resident"
+    for k in 4 12 24; do pinned="$pinned,offload:$k:0:pinned,offload:$k:1:pinned"; done
+    run --model $model --placements "$pinned,offload:4:0:pageable,offload:12:0:pageable,offload:24:0:pageable" \
+        --count-kernels --slow-tokens 6 --out "$out/measured.jsonl"
+    python3 experiments/validate/capture_trace.py --model $model --header experiments/validate/headers/qwen3-$m.header \
+        --steps 3 --out "$out/qwen3-$m-h200.trace" --out-warm "$out/qwen3-$m-h200-warm.trace" \
+        --summary "$out/qwen3-$m-capture.json" 2>&1 | grep -v -E "warn" || true
+    for adv in none prefer-cpu accessed-by; do
+      timeout 120 python3 experiments/validate/decode_latency.py --model $model --managed $adv --allocator-so "$so" \
+          --tokens 8 --out "$out/measured.jsonl" 2>&1 | grep -v -E "warn" \
+        || echo "managed:$adv on $m did not finish within 120 s" | tee -a "$out/unfinished.txt"
+    done
+    if [ "$m" = 14b ] && [ -x build/bin/tiersim_calib ]; then
+      find_cublas
+      timeout 100 build/bin/tiersim_calib --only managed --out "$out/calib_managed.csv" > "$out/calib_managed.log" 2>&1 \
+        || echo "calib managed re-run failed"
+    fi
+    ;;
+  fresh-peer)
+    # The donor-GPU rows (2 GPUs), both regimes, with this lease's framework calibration models.
+    for c in tiny-4 tiny-24; do
+      run --model experiments/validate/calibration_models/$c.json --placements resident --count-kernels \
+          --tokens 24 --warmup 4 --out "$out/calibration_peer.jsonl"
+    done
+    for m in 8b 14b; do
+      run --model traces/models/qwen3-$m.json --count-kernels --out "$out/measured_peer.jsonl" \
+          --placements "resident,offload:12:0:cuda:1,offload:12:1:cuda:1,offload:24:0:cuda:1,offload:24:1:cuda:1"
+    done
     ;;
   part3)
     # What part 2 did not reach (its ReadMostly run did not finish): each managed run bounded in time.
