@@ -314,7 +314,8 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     << "  source: " << yaml_quote("NOT measured by calib (it measures CUDA, not the framework): from base preset '" + base.name + "'") << "\n"
     << "  per_launch: \"" << us(base.framework.per_launch) << "\"\n"
     << "  per_copy: \"" << us(base.framework.per_copy) << "\"\n"
-    << "  per_step: \"" << us(base.framework.per_step) << "\"\n";
+    << "  per_step: \"" << us(base.framework.per_step) << "\"\n"
+    << "  new_length_attention: \"" << us(base.framework.new_length_attention) << "\"\n";
 
   // Report: measured against the base preset's datasheet figures, and fit residuals.
   std::ostringstream r;

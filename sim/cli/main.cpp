@@ -40,6 +40,7 @@ struct CommonOptions {
   std::string engine = "event";
   std::optional<std::string> allocator;
   std::optional<std::string> um_scope;
+  std::string lengths = "warm";
 };
 
 void add_generation_options(CLI::App& cmd, CommonOptions& o) {
@@ -74,6 +75,11 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool policy_required) {
       ->check(CLI::IsMember({"caching", "per-tensor"}));
   cmd.add_option("--um-scope", o.um_scope, "um*: all (default: weights, KV cache, activations managed) or weights")
       ->check(CLI::IsMember({"all", "weights"}));
+  cmd.add_option("--lengths", o.lengths,
+                 "warm: the process has run these sequence lengths before; fresh: every step is a new length, as "
+                 "in a first generate (charges the profile's framework.new_length_attention once per step)")
+      ->check(CLI::IsMember({"warm", "fresh"}))
+      ->capture_default_str();
   cmd.add_option("--engine", o.engine, "event (discrete-event) or analytic (closed form)")
       ->check(CLI::IsMember({"event", "analytic"}))
       ->capture_default_str();
@@ -132,8 +138,14 @@ SweepRange parse_range(const std::string& text) {
   return r;
 }
 
+hw::HardwareProfile resolve_hardware(const CommonOptions& o) {
+  hw::HardwareProfile hw = hw::resolve_profile(o.hw);
+  hw.framework.fresh_lengths = o.lengths == "fresh";
+  return hw;
+}
+
 int run_command(const CommonOptions& o, bool json, const std::string& timeline_path, std::size_t timeline_steps) {
-  const hw::HardwareProfile hw = hw::resolve_profile(o.hw);
+  const hw::HardwareProfile hw = resolve_hardware(o);
   const app::TraceSpec spec = trace_spec(o);
   std::optional<report::Timeline> timeline;
   if (!timeline_path.empty()) timeline.emplace(timeline_steps);
@@ -157,7 +169,7 @@ int run_command(const CommonOptions& o, bool json, const std::string& timeline_p
 }
 
 int sweep_command(const CommonOptions& o, const std::string& range_text, const std::string& output) {
-  const hw::HardwareProfile hw = hw::resolve_profile(o.hw);
+  const hw::HardwareProfile hw = resolve_hardware(o);
   const app::TraceSpec spec = trace_spec(o);
   const SweepRange range = parse_range(range_text);
   if (o.split || o.offload_gb)

@@ -80,6 +80,11 @@ struct FrameworkSpec {
   double per_launch = 0.0;   // host time to issue one kernel (Python + dispatcher + launch)
   double per_copy = 0.0;     // host time to issue one copy
   double per_step = 0.0;     // host time per step outside the ops (sampling, loop, sync)
+  // Host time of the first attention call at a sequence length the process has not run before (eager
+  // PyTorch's cuDNN SDPA builds an execution plan per shape). Charged once per step, at the step's first
+  // attention op without a measured host time, when fresh_lengths is set.
+  double new_length_attention = 0.0;
+  bool fresh_lengths = false;  // a run option (sim --lengths fresh), not a profile key
 };
 
 struct HardwareProfile {

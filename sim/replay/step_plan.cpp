@@ -115,6 +115,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   double prev_activation_bytes = 0;
   std::int32_t current_layer = 0;
   bool first = true;
+  bool new_length_charged = !hw_.framework.fresh_lengths;
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const trace::Op& op = step.ops[i];
     if (prefetch > 0 && (first || op.layer != current_layer)) {
@@ -178,6 +179,11 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       a.kind = ActionKind::Kernel;
       a.op = static_cast<std::int32_t>(i);
       a.host_seconds = hw::host_issue_seconds(hw_, op);
+      if (!new_length_charged && op.kind == trace::OpKind::Attention && op.host_seconds < 0) {
+        // The step's first attention at a length this process has not run: the framework builds a plan.
+        a.host_seconds += hw_.framework.new_length_attention;
+        new_length_charged = true;
+      }
       a.cost = hw::gpu_op_cost(hw_, op, default_dtype_);
       a.work_seconds = a.cost.seconds();
       a.deps_begin = static_cast<std::uint32_t>(out.deps.size());

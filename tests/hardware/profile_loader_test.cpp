@@ -58,6 +58,8 @@ TEST(ProfileLoader, RejectsBadInputNamingFileLineAndKey) {
                "    fp64: \"1000 TFLOP/s\"\n  compute_efficiency: 1.0\n  kernel", "gpu.compute.fp64", 13);
   expect_error("  type: pcie\n", "  type: cxl\n", "host_link.type", 0);
   expect_error("  per_step: \"0 us\"\n", "", "framework.per_step", 42);
+  expect_error("  new_length_attention: \"1 ms\"\n", "", "framework.new_length_attention", 42);
+  expect_error("  new_length_attention: \"1 ms\"\n", "  new_length_attention: \"-1 ms\"\n", "framework.new_length_attention", 46);
 }
 
 TEST(ProfileLoader, RejectsYamlSyntaxErrorsWithTheirLine) {
