@@ -1,15 +1,20 @@
 #!/usr/bin/python3
-"""Measured against predicted, for every configuration in results/validation/raw/measured.jsonl.
+"""Measured against predicted, for every configuration and both sequence-length regimes measured on
+the validation leases (results/validation/lease3, lease4-peer).
 
     /usr/bin/python3 experiments/validate/compare.py        (from the repository root, after building)
 
-1. Framework host cost. The profile's framework section is not measured by calib (it measures CUDA,
-   not PyTorch). It is calibrated here on CALIBRATION rows only, which never appear in the error
-   table: per_launch is set so that the event engine reproduces the calibration row's decode step
-   (per_step = 0). The tiny-model fit planned first is reported too (it does not transfer).
-2. Every other row is predicted from a generated trace (same prompt and token count) on that
-   profile, by the event and analytic engines, with the policy that matches what the harness did.
-Writes calib/profiles/h200-measured-hf.yaml and results/validation/{comparison.csv, table.md, plots}.
+Calibration, per lease (a lease is one machine; calibrating tiersim for a machine means these steps):
+  - framework.new_length_attention = the cuDNN SDPA first-call cost at a new sequence length, from the
+    microbenchmark experiments/validate/sdpa_shapes.py (first call minus second call, median);
+  - framework.per_launch = the value with which the event engine reproduces the lease's CALIBRATION
+    row (Qwen3-8B resident, warm lengths). That row is never a validation row.
+Everything else comes from calib/profiles/h200-measured.yaml (CUDA microbenchmarks, another lease).
+Every other row, in both regimes, is predicted from a generated trace (event and analytic engines)
+and, on the lease the traces were captured on, from the captured trace of the same regime, after
+removing the profiler's own host cost (measured in the capturing process: profiled minus unprofiled
+step, per op). Writes calib/profiles/h200-measured-hf.yaml (lease3's calibration: the shipped preset),
+results/validation/{comparison.csv, table.md, predicted_vs_measured.png, latency_vs_offload.png}.
 """
 import csv
 import json
@@ -21,18 +26,16 @@ import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIM = os.path.join(ROOT, "build", "bin", "sim")
-RAW = os.path.join(ROOT, "results", "validation", "raw")
-OUT = os.path.join(ROOT, "results", "validation")
+VAL = os.path.join(ROOT, "results", "validation")
+WORK = os.path.join(ROOT, "build", "validation")  # derived profiles and traces (not committed)
 BASE_PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured.yaml")
-# The measured H200 profile with the calibrated eager-PyTorch framework cost: an embedded preset, so
-# that `sim --hw h200-measured-hf` predicts what a Hugging Face eager run on that machine does.
-PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured-hf.yaml")
-MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json",
-          "tiny-4": "experiments/validate/calibration_models/tiny-4.json",
-          "tiny-24": "experiments/validate/calibration_models/tiny-24.json"}
-CALIBRATION = {("Qwen3-8B", "resident")}  # the one row the framework cost is calibrated on
-# Traces captured from real decode steps (experiments/validate/capture_trace.py), on another lease.
-CAPTURED = {"Qwen3-8B": "traces/captured/qwen3-8b-h200.trace", "Qwen3-14B": "traces/captured/qwen3-14b-h200.trace"}
+SHIPPED_PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured-hf.yaml")
+MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json"}
+CALIBRATION = ("Qwen3-8B", "resident", "warm")
+SDPA = os.path.join(VAL, "lease3", "sdpa_shapes.json")
+# lease -> (its folder, the machine kind, whether the traces in traces/captured/ were captured on it)
+LEASES = {"lease3": ("lease3", "nvidia-h200", True), "lease4": ("lease4-peer", "nvidia-h200-x2", False)}
+CAPTURED = {"Qwen3-8B": "qwen3-8b", "Qwen3-14B": "qwen3-14b"}
 
 
 def rows(path):
@@ -40,18 +43,21 @@ def rows(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def with_framework(text, source, per_launch, per_copy, per_step):
+def with_framework(text, source, per_launch, per_copy, per_step, new_length_attention="0 us"):
     """A profile's YAML text with its framework section replaced (values are unit strings)."""
     framework = (f"framework:\n  source: \"{source}\"\n  per_launch: \"{per_launch}\"\n"
-                 f"  per_copy: \"{per_copy}\"\n  per_step: \"{per_step}\"\n")
+                 f"  per_copy: \"{per_copy}\"\n  per_step: \"{per_step}\"\n"
+                 f"  new_length_attention: \"{new_length_attention}\"\n")
     return re.sub(r"framework:\n(  .*\n)+", framework, text)
 
 
-def write_profile(per_launch_us, per_step_us, path):
-    source = (f"calibrated by experiments/validate/compare.py on the calibration run(s) "
-              f"{sorted(CALIBRATION)} of results/validation/raw (eager PyTorch 2.11 + transformers 5, HF Qwen3, batch 1): "
-              f"per_launch set so the event engine reproduces their decode step, per_step 0; per_copy from the base preset")
-    text = with_framework(open(BASE_PROFILE).read(), source, f"{per_launch_us:.4f} us", "10 us", f"{per_step_us:.4f} us")
+def write_profile(path, per_launch_us, new_length_us, lease):
+    source = (f"calibrated by experiments/validate/compare.py on {lease} (eager PyTorch 2.11 + transformers 5, HF "
+              f"Qwen3, batch 1): per_launch set so the event engine reproduces the calibration row "
+              f"{' '.join(CALIBRATION)}; new_length_attention = cuDNN SDPA first call at a new length minus a "
+              f"repeated call (experiments/validate/sdpa_shapes.py); per_step 0; per_copy from the base preset")
+    text = with_framework(open(BASE_PROFILE).read(), source, f"{per_launch_us:.4f} us", "10 us", "0 us",
+                          f"{new_length_us:.1f} us")
     text = text.replace("name: h200-measured", "name: h200-measured-hf")
     text = re.sub(r'description: "(.*)"', r'description: "\1, with eager PyTorch + HF host costs calibrated on real decode runs"', text, count=1)
     text = text.replace("# Measured profile: written by tiersim_fit", "# Measured profile + framework cost calibrated by experiments/validate/compare.py; written by tiersim_fit")
@@ -74,110 +80,183 @@ def sim_args(row):
     raise ValueError(cfg)
 
 
-def predict(row, engine, profile=PROFILE, captured=False):
-    source = (["--trace", CAPTURED[row["model"]]] if captured else
+def predict(row, regime, engine, profile, trace=None):
+    source = (["--trace", trace] if trace else
               ["--model", MODELS[row["model"]], "--prompt", str(row["prompt"]), "--decode", str(row["warmup"] + row["tokens"])])
-    args = [SIM] + source + ["--hw", profile, "--engine", engine, "--json"] + sim_args(row)
+    args = [SIM] + source + ["--hw", profile, "--engine", engine, "--lengths", regime, "--json"] + sim_args(row)
     p = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
     if p.returncode != 0:
         sys.exit(f"sim failed for {row['model']} {row['config']}: {p.stderr}")
     return json.loads(p.stdout)
 
 
-def calibrate(cal_rows):
-    """per_launch (us) such that the event engine's decode step matches each calibration row; the mean."""
-    fitted = []
-    for row in cal_rows:
-        lo, hi = 0.0, 200.0
-        for _ in range(40):
-            mid = (lo + hi) / 2
-            write_profile(mid, 0.0, PROFILE)
-            if predict(row, "event")["step_seconds"] < row["decode_median_s"]:
-                lo = mid
-            else:
-                hi = mid
-        fitted.append((lo + hi) / 2)
-    return statistics.mean(fitted)
+def measured(row, regime):
+    return row["decode_median_s"] if regime == "fresh" else row["warm_decode_median_s"]
 
 
-def tiny_fit(cal):
-    """The planned calibration: step = launches x per_launch + per_step from tiny-4 and tiny-24."""
+def new_length_cost():
+    d = json.load(open(SDPA))["backends"]["cudnn"]
+    return statistics.median(d["first_call_s"]) - statistics.median(d["second_call_s"])
+
+
+def calibrate(row, new_length_s, path, lease):
+    """per_launch (us) with which the event engine reproduces the calibration row."""
+    lo, hi = 0.0, 200.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        write_profile(path, mid, new_length_s * 1e6, lease)
+        if predict(row, CALIBRATION[2], "event", path)["step_seconds"] < measured(row, CALIBRATION[2]):
+            lo = mid
+        else:
+            hi = mid
+    write_profile(path, (lo + hi) / 2, new_length_s * 1e6, lease)
+    return (lo + hi) / 2
+
+
+def tiny_fit(cal, regime):
+    """The small-model alternative: step = kernels x per_kernel + per_step from tiny-4 and tiny-24."""
     by = {r["model"]: r for r in cal}
     a, b = by["tiny-4"], by["tiny-24"]
-    per_kernel = (b["decode_median_s"] - a["decode_median_s"]) / (b["kernels_per_step"] - a["kernels_per_step"])
-    per_step = a["decode_median_s"] - a["kernels_per_step"] * per_kernel
-    return per_kernel, per_step
+    per_kernel = (measured(b, regime) - measured(a, regime)) / (b["kernels_per_step"] - a["kernels_per_step"])
+    return per_kernel, measured(a, regime) - a["kernels_per_step"] * per_kernel
+
+
+_deprofiled = {}
+
+
+def deprofiled_trace(model, regime):
+    if (model, regime) not in _deprofiled:
+        _deprofiled[(model, regime)] = make_deprofiled_trace(model, regime)
+    return _deprofiled[(model, regime)]
+
+
+def make_deprofiled_trace(model, regime):
+    """The captured trace with the profiler's own host cost per op removed. That cost is measured in
+    the capturing process: (profiled - unprofiled) fresh step time / ops per step."""
+    summary = json.load(open(os.path.join(VAL, "lease3", f"{CAPTURED[model]}-capture.json")))
+    fresh = summary["fresh"]
+    profiled = statistics.median(s["profiled_s"] for s in fresh["steps"])
+    unprofiled = statistics.median(fresh["unprofiled_steps_s"])
+    ops = statistics.median(s["ops"] for s in fresh["steps"])
+    overhead_us = max(0.0, (profiled - unprofiled) / ops * 1e6)
+    suffix = "" if regime == "fresh" else "-warm"
+    src = os.path.join(ROOT, "traces", "captured", f"{CAPTURED[model]}-h200{suffix}.trace")
+    dst = os.path.join(WORK, f"{CAPTURED[model]}-h200{suffix}-deprofiled.trace")
+
+    def fix(m):
+        return f"host_us={max(0.0, float(m.group(1)) - overhead_us):.3f}"
+    with open(src) as f, open(dst, "w") as g:
+        for line in f:
+            g.write(re.sub(r"host_us=([0-9.]+)", fix, line) if line.startswith("op ") else line)
+    return dst, overhead_us
+
+
+def strategy(config):
+    if config == "resident":
+        return "resident"
+    if config.startswith("managed:"):
+        return "managed"
+    mem = config.split(":", 3)[3]
+    return "peer" if mem.startswith("cuda:") else mem
 
 
 def main():
-    measured = rows(os.path.join(RAW, "measured.jsonl"))
-    cal_tiny = rows(os.path.join(RAW, "calibration.jsonl"))
-    per_kernel, per_step = tiny_fit(cal_tiny)
-    cal_rows = [r for r in measured if (r["model"], r["config"]) in CALIBRATION]
-    per_launch = calibrate(cal_rows)
-    write_profile(per_launch, 0.0, PROFILE)
+    os.makedirs(WORK, exist_ok=True)
+    new_length_s = new_length_cost()
+    results, notes, profiles = [], [], {}
+    for lease, (folder, kind, captured_here) in LEASES.items():
+        data = rows(os.path.join(VAL, folder, "measured.jsonl"))
+        cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])
+        path = SHIPPED_PROFILE if lease == "lease3" else os.path.join(WORK, f"h200-measured-hf-{lease}.yaml")
+        per_launch = calibrate(cal_row, new_length_s, path, lease)
+        profiles[lease] = path
+        tiny = rows(os.path.join(VAL, folder, "calibration.jsonl"))
+        pk, ps = tiny_fit(tiny, "warm")
+        notes.append(f"{lease} ({kind}): per_launch = {per_launch:.2f} us per generated launch (calibration row "
+                     f"{' '.join(CALIBRATION)}, measured {measured(cal_row, 'warm') * 1e3:.1f} ms); small-model "
+                     f"alternative (tiny-4, tiny-24, warm): {pk * 1e6:.1f} us per measured kernel + {ps * 1e3:.1f} ms, "
+                     f"which predicts Qwen3-8B resident warm {(cal_row['kernels_per_step'] * pk + ps) * 1e3:.1f} ms: not used.")
+        for r in data:
+            for regime in ("fresh", "warm"):
+                m = measured(r, regime)
+                ev = predict(r, regime, "event", path)
+                an = predict(r, regime, "analytic", path)
+                cap = None
+                if captured_here and r["model"] in CAPTURED:
+                    trace, _ = deprofiled_trace(r["model"], regime)
+                    cap = predict(r, regime, "event", path, trace)["step_seconds"]
+                results.append(dict(
+                    lease=lease, model=r["model"], config=r["config"], regime=regime, strategy=strategy(r["config"]),
+                    calibration=(r["model"], r["config"], regime) == CALIBRATION, measured_s=m,
+                    measured_spread=(max(r["decode_s" if regime == "fresh" else "warm_decode_s"]) -
+                                     min(r["decode_s" if regime == "fresh" else "warm_decode_s"])) / m,
+                    event_s=ev["step_seconds"], event_err=(ev["step_seconds"] - m) / m,
+                    analytic_s=an["step_seconds"], analytic_err=(an["step_seconds"] - m) / m,
+                    captured_s=cap, captured_err=(cap - m) / m if cap else None,
+                    offloaded_gb=ev["offloaded_bytes"] / 1e9,
+                    moved_gb=(ev["h2d_bytes_per_step"] + ev["peer_bytes_per_step"] +
+                              ev.get("remote_read_bytes_per_step", 0)) / 1e9))
+    # The same rows of lease 4 predicted with lease 3's calibration: what moving to another machine costs.
+    cross = []
+    for r in rows(os.path.join(VAL, "lease4-peer", "measured.jsonl")):
+        for regime in ("fresh", "warm"):
+            m = measured(r, regime)
+            cross.append((predict(r, regime, "event", profiles["lease3"])["step_seconds"] - m) / m)
 
-    # What the planned tiny-model calibration predicts for the production-size resident runs, from
-    # their measured kernel counts: kernels x per_kernel + per_step.
-    tiny_pred = {r["model"]: r["kernels_per_step"] * per_kernel + per_step for r in measured
-                 if r["config"] == "resident" and "kernels_per_step" in r}
-
-    results = []
-    for r in measured:
-        ev = predict(r, "event")
-        an = predict(r, "analytic")
-        cap = predict(r, "event", captured=True) if r["model"] in CAPTURED else None
-        m = r["decode_median_s"]
-        results.append(dict(model=r["model"], config=r["config"], calibration=(r["model"], r["config"]) in CALIBRATION,
-                            measured_s=m, event_s=ev["step_seconds"], analytic_s=an["step_seconds"],
-                            event_err=(ev["step_seconds"] - m) / m, analytic_err=(an["step_seconds"] - m) / m,
-                            captured_s=cap["step_seconds"] if cap else None,
-                            captured_err=(cap["step_seconds"] - m) / m if cap else None,
-                            measured_prefill_s=r["prefill_s"], event_prefill_s=ev["prefill_seconds"],
-                            offloaded_gb=ev["offloaded_bytes"] / 1e9, h2d_gb=ev["h2d_bytes_per_step"] / 1e9,
-                            peer_gb=ev["peer_bytes_per_step"] / 1e9,
-                            remote_gb=ev.get("remote_read_bytes_per_step", 0) / 1e9))
-    with open(os.path.join(OUT, "comparison.csv"), "w", newline="") as f:
+    with open(os.path.join(VAL, "comparison.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(results[0].keys()))
         w.writeheader()
         w.writerows(results)
+    report(results, notes, cross, new_length_s)
+    plot(results)
 
+
+def mape(xs, key):
+    xs = [abs(x[key]) for x in xs if x[key] is not None]
+    return 100 * statistics.mean(xs) if xs else float("nan")
+
+
+def report(results, notes, cross, new_length_s):
     val = [x for x in results if not x["calibration"]]
-    mape_ev = statistics.mean(abs(x["event_err"]) for x in val)
-    mape_an = statistics.mean(abs(x["analytic_err"]) for x in val)
     worst = max(val, key=lambda x: abs(x["event_err"]))
-    lines = []
-    lines.append(f"Framework host cost calibrated on {sorted(CALIBRATION)}: per_launch = {per_launch:.2f} us "
-                 f"per generated launch (per_step 0).")
-    lines.append(f"Planned tiny-model calibration (tiny-4, tiny-24): {per_kernel * 1e6:.1f} us per measured kernel + "
-                 f"{per_step * 1e3:.1f} ms per step; it predicts resident decode steps of "
-                 + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in sorted(tiny_pred.items())) +
-                 " against measured " + ", ".join(f"{r['model']} {r['decode_median_s'] * 1e3:.0f} ms"
-                                                   for r in measured if r["config"] == "resident") + ": not used.")
+    over = [x for x in val if abs(x["event_err"]) > 0.2]
+    lines = [f"new_length_attention = {new_length_s * 1e3:.1f} ms (cuDNN SDPA, lease3 sdpa_shapes.json)."]
+    lines += notes
     lines.append("")
-    lines.append(f"Validation rows: {len(val)}. Mean absolute error of the decode step (= of tokens/s): "
-                 f"event engine {100 * mape_ev:.1f}%, analytic {100 * mape_an:.1f}%. Worst row (event): "
-                 f"{worst['model']} {worst['config']} {100 * worst['event_err']:+.1f}%. Rows worse than 20%: "
-                 f"{sum(abs(x['event_err']) > 0.2 for x in val)}.")
-    cap_rows = [x for x in val if x["captured_err"] is not None]
-    lines.append(f"Predicted from the traces captured on another lease (traces/captured/): mean absolute error "
-                 f"{100 * statistics.mean(abs(x['captured_err']) for x in cap_rows):.1f}% over {len(cap_rows)} rows "
-                 f"(that lease's host was slower: see README).")
+    lines.append(f"Validation rows: {len(val)} (2 models, {len({x['config'] for x in val})} configurations, fresh and warm "
+                 f"sequence lengths). Mean absolute error of the decode step (= of tokens/s): event engine "
+                 f"{mape(val, 'event_err'):.1f}%, analytic {mape(val, 'analytic_err'):.1f}%. Worst row (event): "
+                 f"{worst['lease']} {worst['model']} {worst['config']} {worst['regime']} {100 * worst['event_err']:+.1f}%. "
+                 f"Rows worse than 20%: {len(over)}.")
+    for regime in ("fresh", "warm"):
+        sub = [x for x in val if x["regime"] == regime]
+        lines.append(f"- {regime} lengths: {len(sub)} rows, event {mape(sub, 'event_err'):.1f}%, analytic "
+                     f"{mape(sub, 'analytic_err'):.1f}%")
+    for s in ("resident", "pinned", "pageable", "peer", "managed"):
+        sub = [x for x in val if x["strategy"] == s]
+        if sub:
+            lines.append(f"- {s}: {len(sub)} rows, event {mape(sub, 'event_err'):.1f}%, analytic {mape(sub, 'analytic_err'):.1f}%, "
+                         f"worst {max((100 * x['event_err'] for x in sub), key=abs):+.1f}%")
+    cap = [x for x in val if x["captured_err"] is not None]
+    lines.append(f"- from the captured traces (same lease, profiler cost removed): {len(cap)} rows, "
+                 f"{mape(cap, 'captured_err'):.1f}%, worst {max((100 * x['captured_err'] for x in cap), key=abs):+.1f}%")
+    lines.append(f"- lease 4's rows predicted with lease 3's calibration (another machine of the same kind): "
+                 f"{100 * statistics.mean(abs(e) for e in cross):.1f}%, worst {max((100 * e for e in cross), key=abs):+.1f}%")
     lines.append("")
-    lines.append("| model | configuration | measured step | event (generated trace) | error | analytic | error | event (captured trace) | error | offloaded | moved per step |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("| lease | model | configuration | lengths | measured step | spread | event (generated) | error | analytic | error | "
+                 "event (captured) | error | offloaded | moved per step |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for x in results:
-        moved = x["h2d_gb"] + x["peer_gb"] + x["remote_gb"]
         tag = " (calibration)" if x["calibration"] else ""
-        cap = (f"{x['captured_s'] * 1e3:.1f} ms | {100 * x['captured_err']:+.1f}%" if x["captured_err"] is not None
-               else "- | -")
-        lines.append(f"| {x['model']} | {x['config']}{tag} | {x['measured_s'] * 1e3:.1f} ms | {x['event_s'] * 1e3:.1f} ms | "
-                     f"{100 * x['event_err']:+.1f}% | {x['analytic_s'] * 1e3:.1f} ms | {100 * x['analytic_err']:+.1f}% | "
-                     f"{cap} | {x['offloaded_gb']:.1f} GB | {moved:.2f} GB |")
-    with open(os.path.join(OUT, "table.md"), "w") as f:
+        capt = (f"{x['captured_s'] * 1e3:.1f} ms | {100 * x['captured_err']:+.1f}%" if x["captured_err"] is not None
+                else "- | -")
+        lines.append(f"| {x['lease']} | {x['model']} | {x['config']}{tag} | {x['regime']} | {x['measured_s'] * 1e3:.1f} ms | "
+                     f"{100 * x['measured_spread']:.0f}% | {x['event_s'] * 1e3:.1f} ms | {100 * x['event_err']:+.1f}% | "
+                     f"{x['analytic_s'] * 1e3:.1f} ms | {100 * x['analytic_err']:+.1f}% | {capt} | "
+                     f"{x['offloaded_gb']:.1f} GB | {x['moved_gb']:.2f} GB |")
+    with open(os.path.join(VAL, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
-    plot(results)
 
 
 def plot(results):
@@ -188,11 +267,12 @@ def plot(results):
     except ImportError:
         print("matplotlib not found: run with Debian's /usr/bin/python3 (python3-matplotlib) for the plots")
         return
-    fig, ax = plt.subplots(figsize=(6, 6))
+    fig, ax = plt.subplots(figsize=(6.5, 6.5))
     for x in results:
         color = "tab:gray" if x["calibration"] else ("tab:blue" if x["model"] == "Qwen3-8B" else "tab:orange")
-        ax.scatter(x["measured_s"] * 1e3, x["event_s"] * 1e3, c=color, s=18)
-    lim = [30, 3000]
+        ax.scatter(x["measured_s"] * 1e3, x["event_s"] * 1e3, c=color, s=18,
+                   marker="o" if x["regime"] == "fresh" else "^")
+    lim = [20, 4000]
     ax.plot(lim, lim, "k--", lw=0.8)
     ax.plot(lim, [v * 1.2 for v in lim], "k:", lw=0.6)
     ax.plot(lim, [v / 1.2 for v in lim], "k:", lw=0.6)
@@ -202,28 +282,32 @@ def plot(results):
     ax.set_ylim(lim)
     ax.set_xlabel("measured decode step (ms)")
     ax.set_ylabel("predicted decode step, event engine (ms)")
-    ax.set_title("tiersim vs real runs, 2x H200 (blue 8B, orange 14B, gray calibration)")
+    ax.set_title("tiersim vs real runs, H200 (blue 8B, orange 14B;\no fresh lengths, ^ warm; gray calibration; dotted ±20%)",
+                 fontsize=9)
     fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "predicted_vs_measured.png"), dpi=120)
+    fig.savefig(os.path.join(VAL, "predicted_vs_measured.png"), dpi=120)
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=False)
-    for ax, model in zip(axes, ["Qwen3-8B", "Qwen3-14B"]):
-        for variant, style in [(":0:pinned", "o-"), (":1:pinned", "s-"), (":0:pageable", "^-"), (":0:cuda:1", "d-")]:
-            pts = sorted((x["offloaded_gb"], x["measured_s"], x["event_s"]) for x in results
-                         if x["model"] == model and (x["config"] == "resident" or x["config"].endswith(variant)))
-            if len(pts) < 2:
-                continue
-            gb = [p[0] for p in pts]
-            line, = ax.plot(gb, [p[1] * 1e3 for p in pts], style, label=f"measured {variant[1:]}")
-            ax.plot(gb, [p[2] * 1e3 for p in pts], style.replace("-", "--"), color=line.get_color(), alpha=0.6,
-                    label=f"predicted {variant[1:]}")
-        ax.set_yscale("log")
-        ax.set_xlabel("GB of weights off the compute GPU (last K layers + head)")
-        ax.set_ylabel("decode step (ms)")
-        ax.set_title(model)
-        ax.legend(fontsize=7)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8.5))
+    for row_axes, regime in zip(axes, ("warm", "fresh")):
+        for ax, model in zip(row_axes, ["Qwen3-8B", "Qwen3-14B"]):
+            for variant, style in [(":0:pinned", "o-"), (":1:pinned", "s-"), (":0:pageable", "^-"), (":0:cuda:1", "d-")]:
+                lease = "lease4" if "cuda" in variant else "lease3"
+                pts = sorted((x["offloaded_gb"], x["measured_s"], x["event_s"]) for x in results
+                             if x["model"] == model and x["regime"] == regime and x["lease"] == lease and
+                             (x["config"] == "resident" or x["config"].endswith(variant)))
+                if len(pts) < 2:
+                    continue
+                gb = [p[0] for p in pts]
+                line, = ax.plot(gb, [p[1] * 1e3 for p in pts], style, label=f"measured {variant[1:]}")
+                ax.plot(gb, [p[2] * 1e3 for p in pts], style.replace("-", "--"), color=line.get_color(), alpha=0.6,
+                        label=f"predicted {variant[1:]}")
+            ax.set_yscale("log")
+            ax.set_xlabel("GB of weights off the compute GPU (last K layers + head)")
+            ax.set_ylabel("decode step (ms)")
+            ax.set_title(f"{model}, {regime} sequence lengths")
+            ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(OUT, "latency_vs_offload.png"), dpi=120)
+    fig.savefig(os.path.join(VAL, "latency_vs_offload.png"), dpi=120)
 
 
 if __name__ == "__main__":

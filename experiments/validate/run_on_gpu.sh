@@ -7,7 +7,7 @@
 #          before them)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer}
+part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b}
 out=${OUT:-results/validation/raw}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -119,6 +119,35 @@ case "$part" in
     for m in 8b 14b; do
       run --model traces/models/qwen3-$m.json --count-kernels --out "$out/measured_peer.jsonl" \
           --placements "resident,offload:12:0:cuda:1,offload:12:1:cuda:1,offload:24:0:cuda:1,offload:24:1:cuda:1"
+    done
+    ;;
+  lease-8b|lease-14b)
+    # One machine calibrated and validated in two calls (2 GPUs): calib's CUDA microbenchmarks, the
+    # framework microbenchmarks (SDPA at new lengths, copy issue) and calibration models in the first,
+    # then every configuration of the model, both regimes, peer and managed rows included.
+    m=${part#lease-}; model=traces/models/qwen3-$m.json
+    { lscpu | head -20; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -3; } > "$out/host_cpu_$part.txt" 2>&1 || true
+    if [ "$m" = 8b ]; then
+      if [ -x build/bin/tiersim_calib ]; then
+        find_cublas
+        timeout 150 build/bin/tiersim_calib --out "$out/calib_raw.csv" > "$out/calib.log" 2>&1 || echo "calib failed"
+      fi
+      python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn|Warn" || true
+      python3 experiments/validate/copy_issue.py --out "$out/copy_issue.json" 2>&1 | grep -v -E "warn" || true
+      for c in tiny-4 tiny-24; do
+        run --model experiments/validate/calibration_models/$c.json --placements resident --count-kernels \
+            --tokens 24 --warmup 4 --out "$out/calibration.jsonl"
+      done
+    fi
+    all="resident"
+    for k in 4 12 24; do all="$all,offload:$k:0:pinned,offload:$k:1:pinned"; done
+    all="$all,offload:12:0:cuda:1,offload:12:1:cuda:1,offload:24:0:cuda:1,offload:24:1:cuda:1"
+    run --model $model --placements "$all,offload:4:0:pageable,offload:12:0:pageable,offload:24:0:pageable" \
+        --count-kernels --slow-tokens 6 --out "$out/measured.jsonl"
+    for adv in none prefer-cpu accessed-by; do
+      timeout 100 python3 experiments/validate/decode_latency.py --model $model --managed $adv --allocator-so "$so" \
+          --tokens 8 --out "$out/measured.jsonl" 2>&1 | grep -v -E "warn" \
+        || echo "managed:$adv on $m did not finish within 100 s" | tee -a "$out/unfinished.txt"
     done
     ;;
   part3)
