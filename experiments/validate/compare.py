@@ -1,19 +1,27 @@
 #!/usr/bin/python3
 """Measured against predicted, for every configuration and both sequence-length regimes measured on
-the validation leases (results/validation/lease3, lease4-peer).
+the validation leases (results/validation/lease5, lease3, lease4-peer).
 
     /usr/bin/python3 experiments/validate/compare.py        (from the repository root, after building)
 
 Calibration, per lease (a lease is one machine; calibrating tiersim for a machine means these steps):
   - framework.new_length_attention = the cuDNN SDPA first-call cost at a new sequence length, from the
-    microbenchmark experiments/validate/sdpa_shapes.py (first call minus second call, median);
+    microbenchmark experiments/validate/sdpa_shapes.py (first call minus second call, median), on the
+    lease where it ran (lease 4 has none: lease 3's);
+  - framework.per_copy = the host time the harness spends per streamed weight tensor (its hooks'
+    `.to("cuda:0")`, parameter swap and free), measured by experiments/validate/host_timeline.py on a
+    separate lease (lease6-peer-hosttime: Qwen3-8B, 24 layers on cuda:1, on demand): the host's time per
+    offloaded layer minus per resident layer, per tensor. (A bare `.to()` costs 12.9 us from cuda:1 and
+    5.1 us from pinned memory: copy_issue.py on lease 5.)
   - framework.per_launch = the value with which the event engine reproduces the lease's CALIBRATION
     row (Qwen3-8B resident, warm lengths). That row is never a validation row.
 Everything else comes from calib/profiles/h200-measured.yaml (CUDA microbenchmarks, another lease).
 Every other row, in both regimes, is predicted from a generated trace (event and analytic engines)
 and, on the lease the traces were captured on, from the captured trace of the same regime, after
 removing the profiler's own host cost (measured in the capturing process: profiled minus unprofiled
-step, per op). Writes calib/profiles/h200-measured-hf.yaml (lease3's calibration: the shipped preset),
+step, per op). Lease 5 also re-ran calib's CUDA microbenchmarks (lease5/calib_raw.csv): they agree
+with h200-measured within a few percent, so every lease uses that profile for the hardware.
+Writes calib/profiles/h200-measured-hf.yaml (lease 5's calibration: the shipped preset),
 results/validation/{comparison.csv, table.md, predicted_vs_measured.png, latency_vs_offload.png}.
 """
 import csv
@@ -32,9 +40,14 @@ BASE_PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured.yaml")
 SHIPPED_PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured-hf.yaml")
 MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json"}
 CALIBRATION = ("Qwen3-8B", "resident", "warm")
-SDPA = os.path.join(VAL, "lease3", "sdpa_shapes.json")
-# lease -> (its folder, the machine kind, whether the traces in traces/captured/ were captured on it)
-LEASES = {"lease3": ("lease3", "nvidia-h200", True), "lease4": ("lease4-peer", "nvidia-h200-x2", False)}
+COPY_ISSUE = os.path.join(VAL, "lease5", "copy_issue.json")
+STREAMING_TIMELINE = os.path.join(VAL, "lease6-peer-hosttime", "host_timeline_peer_qwen3-8b.json")
+# lease -> (its folder, the machine kind, whether the traces in traces/captured/ were captured on it,
+# the folder of its SDPA microbenchmark)
+LEASES = {"lease5": ("lease5", "nvidia-h200-x2", False, "lease5"),
+          "lease3": ("lease3", "nvidia-h200", True, "lease3"),
+          "lease4": ("lease4-peer", "nvidia-h200-x2", False, "lease3")}
+SHIPPED_LEASE = "lease5"
 CAPTURED = {"Qwen3-8B": "qwen3-8b", "Qwen3-14B": "qwen3-14b"}
 
 
@@ -51,13 +64,14 @@ def with_framework(text, source, per_launch, per_copy, per_step, new_length_atte
     return re.sub(r"framework:\n(  .*\n)+", framework, text)
 
 
-def write_profile(path, per_launch_us, new_length_us, lease):
-    source = (f"calibrated by experiments/validate/compare.py on {lease} (eager PyTorch 2.11 + transformers 5, HF "
-              f"Qwen3, batch 1): per_launch set so the event engine reproduces the calibration row "
-              f"{' '.join(CALIBRATION)}; new_length_attention = cuDNN SDPA first call at a new length minus a "
-              f"repeated call (experiments/validate/sdpa_shapes.py); per_step 0; per_copy from the base preset")
-    text = with_framework(open(BASE_PROFILE).read(), source, f"{per_launch_us:.4f} us", "10 us", "0 us",
-                          f"{new_length_us:.1f} us")
+def write_profile(path, per_launch_us, new_length_us, per_copy_us, lease):
+    source = (f"calibrated by experiments/validate/compare.py on {lease} of results/validation (eager PyTorch 2.11 + "
+              f"transformers 5, HF Qwen3, batch 1): per_launch set so the event engine reproduces the calibration "
+              f"row {' '.join(CALIBRATION)}; new_length_attention = cuDNN SDPA first call at a new length minus a "
+              f"repeated call (experiments/validate/sdpa_shapes.py); per_copy = host time per streamed tensor "
+              f"(experiments/validate/host_timeline.py, lease6-peer-hosttime); per_step 0")
+    text = with_framework(open(BASE_PROFILE).read(), source, f"{per_launch_us:.4f} us", f"{per_copy_us:.2f} us",
+                          "0 us", f"{new_length_us:.1f} us")
     text = text.replace("name: h200-measured", "name: h200-measured-hf")
     text = re.sub(r'description: "(.*)"', r'description: "\1, with eager PyTorch + HF host costs calibrated on real decode runs"', text, count=1)
     text = text.replace("# Measured profile: written by tiersim_fit", "# Measured profile + framework cost calibrated by experiments/validate/compare.py; written by tiersim_fit")
@@ -94,22 +108,39 @@ def measured(row, regime):
     return row["decode_median_s"] if regime == "fresh" else row["warm_decode_median_s"]
 
 
-def new_length_cost():
-    d = json.load(open(SDPA))["backends"]["cudnn"]
+def new_length_cost(folder):
+    d = json.load(open(os.path.join(VAL, folder, "sdpa_shapes.json")))["backends"]["cudnn"]
     return statistics.median(d["first_call_s"]) - statistics.median(d["second_call_s"])
 
 
-def calibrate(row, new_length_s, path, lease):
+def streaming_copy_cost(placement="offload:24:0:cuda:1", first_offloaded=12, last=35, tensors_per_layer=11):
+    """Host seconds per streamed tensor: the slope of the host's arrival at each decoder layer over the
+    offloaded layers minus the slope over the resident ones (layer 0 holds the step's preamble)."""
+    per = []
+    for step in json.load(open(STREAMING_TIMELINE))["placements"][placement]["steps"]:
+        at = {int(m.split(".")[2]): t * 1e-6 for t, m, k in step
+              if k == "pre" and m.startswith("model.layers.") and m.count(".") == 2}
+        resident = (at[first_offloaded] - at[1]) / (first_offloaded - 1)
+        offloaded = (at[last] - at[first_offloaded]) / (last - first_offloaded)
+        per.append((offloaded - resident) / tensors_per_layer)
+    return statistics.median(per)
+
+
+def copy_issue_cost(source):
+    return json.load(open(COPY_ISSUE))["sources"][source]["median_s"]
+
+
+def calibrate(row, new_length_s, per_copy_s, path, lease):
     """per_launch (us) with which the event engine reproduces the calibration row."""
     lo, hi = 0.0, 200.0
     for _ in range(40):
         mid = (lo + hi) / 2
-        write_profile(path, mid, new_length_s * 1e6, lease)
+        write_profile(path, mid, new_length_s * 1e6, per_copy_s * 1e6, lease)
         if predict(row, CALIBRATION[2], "event", path)["step_seconds"] < measured(row, CALIBRATION[2]):
             lo = mid
         else:
             hi = mid
-    write_profile(path, (lo + hi) / 2, new_length_s * 1e6, lease)
+    write_profile(path, (lo + hi) / 2, new_length_s * 1e6, per_copy_s * 1e6, lease)
     return (lo + hi) / 2
 
 
@@ -162,17 +193,23 @@ def strategy(config):
 
 def main():
     os.makedirs(WORK, exist_ok=True)
-    new_length_s = new_length_cost()
+    per_copy_s = streaming_copy_cost()
     results, notes, profiles = [], [], {}
-    for lease, (folder, kind, captured_here) in LEASES.items():
+    notes.append(f"per_copy = {per_copy_s * 1e6:.1f} us per streamed tensor (host timeline, lease6); a bare .to() "
+                 f"costs {copy_issue_cost('cuda:1') * 1e6:.1f} us from cuda:1, {copy_issue_cost('pinned') * 1e6:.1f} us "
+                 f"from pinned memory (lease5); one layer ahead the harness spends "
+                 f"{streaming_copy_cost('offload:24:1:cuda:1') * 1e6:.1f} us per tensor (not modelled: see README).")
+    for lease, (folder, kind, captured_here, sdpa_folder) in LEASES.items():
         data = rows(os.path.join(VAL, folder, "measured.jsonl"))
         cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])
-        path = SHIPPED_PROFILE if lease == "lease3" else os.path.join(WORK, f"h200-measured-hf-{lease}.yaml")
-        per_launch = calibrate(cal_row, new_length_s, path, lease)
+        path = SHIPPED_PROFILE if lease == SHIPPED_LEASE else os.path.join(WORK, f"h200-measured-hf-{lease}.yaml")
+        new_length_s = new_length_cost(sdpa_folder)
+        per_launch = calibrate(cal_row, new_length_s, per_copy_s, path, lease)
         profiles[lease] = path
         tiny = rows(os.path.join(VAL, folder, "calibration.jsonl"))
         pk, ps = tiny_fit(tiny, "warm")
-        notes.append(f"{lease} ({kind}): per_launch = {per_launch:.2f} us per generated launch (calibration row "
+        notes.append(f"{lease} ({kind}): new_length_attention {new_length_s * 1e3:.1f} ms, "
+                     f"per_launch = {per_launch:.2f} us per generated launch (calibration row "
                      f"{' '.join(CALIBRATION)}, measured {measured(cal_row, 'warm') * 1e3:.1f} ms); small-model "
                      f"alternative (tiny-4, tiny-24, warm): {pk * 1e6:.1f} us per measured kernel + {ps * 1e3:.1f} ms, "
                      f"which predicts Qwen3-8B resident warm {(cal_row['kernels_per_step'] * pk + ps) * 1e3:.1f} ms: not used.")
@@ -196,18 +233,22 @@ def main():
                     offloaded_gb=ev["offloaded_bytes"] / 1e9,
                     moved_gb=(ev["h2d_bytes_per_step"] + ev["peer_bytes_per_step"] +
                               ev.get("remote_read_bytes_per_step", 0)) / 1e9))
-    # The same rows of lease 4 predicted with lease 3's calibration: what moving to another machine costs.
+    # The other leases' rows predicted with the shipped (lease 5) calibration: what moving to another
+    # machine of the same kind costs when it is not calibrated itself.
     cross = []
-    for r in rows(os.path.join(VAL, "lease4-peer", "measured.jsonl")):
-        for regime in ("fresh", "warm"):
-            m = measured(r, regime)
-            cross.append((predict(r, regime, "event", profiles["lease3"])["step_seconds"] - m) / m)
+    for lease, (folder, *_rest) in LEASES.items():
+        if lease == SHIPPED_LEASE:
+            continue
+        for r in rows(os.path.join(VAL, folder, "measured.jsonl")):
+            for regime in ("fresh", "warm"):
+                m = measured(r, regime)
+                cross.append((predict(r, regime, "event", profiles[SHIPPED_LEASE])["step_seconds"] - m) / m)
 
     with open(os.path.join(VAL, "comparison.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(results[0].keys()))
         w.writeheader()
         w.writerows(results)
-    report(results, notes, cross, new_length_s)
+    report(results, notes, cross)
     plot(results)
 
 
@@ -216,18 +257,14 @@ def mape(xs, key):
     return 100 * statistics.mean(xs) if xs else float("nan")
 
 
-def report(results, notes, cross, new_length_s):
-    val = [x for x in results if not x["calibration"]]
+def summary_lines(val, label):
     worst = max(val, key=lambda x: abs(x["event_err"]))
     over = [x for x in val if abs(x["event_err"]) > 0.2]
-    lines = [f"new_length_attention = {new_length_s * 1e3:.1f} ms (cuDNN SDPA, lease3 sdpa_shapes.json)."]
-    lines += notes
-    lines.append("")
-    lines.append(f"Validation rows: {len(val)} (2 models, {len({x['config'] for x in val})} configurations, fresh and warm "
+    lines = [f"{label}: {len(val)} validation rows (2 models, {len({x['config'] for x in val})} configurations, fresh and warm "
                  f"sequence lengths). Mean absolute error of the decode step (= of tokens/s): event engine "
                  f"{mape(val, 'event_err'):.1f}%, analytic {mape(val, 'analytic_err'):.1f}%. Worst row (event): "
                  f"{worst['lease']} {worst['model']} {worst['config']} {worst['regime']} {100 * worst['event_err']:+.1f}%. "
-                 f"Rows worse than 20%: {len(over)}.")
+                 f"Rows worse than 20%: {len(over)}."]
     for regime in ("fresh", "warm"):
         sub = [x for x in val if x["regime"] == regime]
         lines.append(f"- {regime} lengths: {len(sub)} rows, event {mape(sub, 'event_err'):.1f}%, analytic "
@@ -238,10 +275,22 @@ def report(results, notes, cross, new_length_s):
             lines.append(f"- {s}: {len(sub)} rows, event {mape(sub, 'event_err'):.1f}%, analytic {mape(sub, 'analytic_err'):.1f}%, "
                          f"worst {max((100 * x['event_err'] for x in sub), key=abs):+.1f}%")
     cap = [x for x in val if x["captured_err"] is not None]
-    lines.append(f"- from the captured traces (same lease, profiler cost removed): {len(cap)} rows, "
-                 f"{mape(cap, 'captured_err'):.1f}%, worst {max((100 * x['captured_err'] for x in cap), key=abs):+.1f}%")
-    lines.append(f"- lease 4's rows predicted with lease 3's calibration (another machine of the same kind): "
-                 f"{100 * statistics.mean(abs(e) for e in cross):.1f}%, worst {max((100 * e for e in cross), key=abs):+.1f}%")
+    if cap:
+        lines.append(f"- from the captured traces (same lease, profiler cost removed): {len(cap)} rows, "
+                     f"{mape(cap, 'captured_err'):.1f}%, worst {max((100 * x['captured_err'] for x in cap), key=abs):+.1f}%")
+    return lines
+
+
+def report(results, notes, cross):
+    val = [x for x in results if not x["calibration"]]
+    lines = list(notes)
+    lines.append("")
+    for lease in LEASES:
+        lines += summary_lines([x for x in val if x["lease"] == lease], lease)
+    lines += summary_lines(val, "All leases")
+    lines.append(f"- the other leases' rows predicted with {SHIPPED_LEASE}'s calibration (other machines of the same "
+                 f"kind, not calibrated themselves): {100 * statistics.mean(abs(e) for e in cross):.1f}%, worst "
+                 f"{max((100 * e for e in cross), key=abs):+.1f}%")
     lines.append("")
     lines.append("| lease | model | configuration | lengths | measured step | spread | event (generated) | error | analytic | error | "
                  "event (captured) | error | offloaded | moved per step |")

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The GEMV-chain harness (gemv_chain.cu) against tiersim: link and driver modelling with no framework.
 
-    /usr/bin/python3 experiments/validate/gemv_chain_compare.py     (after results/validation/raw/gemv_chain.jsonl)
+    /usr/bin/python3 experiments/validate/gemv_chain_compare.py     (after results/validation/lease1/gemv_chain.jsonl)
 
 The trace is the harness's step exactly: per layer seven bf16 GEMVs (q, k, v, o, gate, up, down of
 Qwen3-8B), each reading its weight, then a sync. The profile is h200-measured with the host costs
@@ -20,7 +20,7 @@ from compare import with_framework  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIM = os.path.join(ROOT, "build", "bin", "sim")
-RAW = os.path.join(ROOT, "results", "validation", "raw", "gemv_chain.jsonl")
+RAW = os.path.join(ROOT, "results", "validation", "lease1", "gemv_chain.jsonl")
 OUT = os.path.join(ROOT, "results", "validation")
 TRACE = "/tmp/tiersim_gemv_chain.trace"
 PROFILE = "/tmp/tiersim_gemv_chain_profile.yaml"

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Runs the real decode measurements on a GPU machine (2 GPUs for the peer-donor rows), writing JSON
-# lines into $OUT (default results/validation/raw/). Two parts, each well under 10 minutes:
-#   part1: a calibration re-check of this machine, the framework-overhead calibration models
-#          (tiny-4, tiny-24: never validation rows), and Qwen3-8B under every strategy
-#   part2: Qwen3-14B under every strategy (and Qwen3-8B's peer and managed rows, when part 1 stopped
-#          before them)
+# Runs the real decode measurements on a GPU machine, writing JSON lines and logs into $OUT (default
+# results/validation/new/). Each part stays well under the 10-minute limit of one call.
+#   lease-8b, lease-14b   (2 GPUs; the current procedure, results/validation/lease5) calib's CUDA
+#                         microbenchmarks, the framework microbenchmarks (SDPA at new lengths, copy issue),
+#                         the calibration models, then every configuration of one model in both regimes
+#   fresh-8b, fresh-14b, fresh-peer   the same without calib, with trace capture (lease3, lease4-peer)
+#   hosttime              where the host time of a step goes (lease2-hosttime)
+#   part1..3, capture, gemv   the first validation lease (lease1: regimes not yet separated) and the
+#                         framework-free GEMV chain
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b}
-out=${OUT:-results/validation/raw}
+out=${OUT:-results/validation/new}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 source experiments/calibrate/cublas_path.sh

@@ -151,17 +151,36 @@ TEST(Cli, UnifiedMemoryJsonReportsTheDriver) {
 
 TEST(Cli, CapturedTracesReplayToTheirOwnProfiledStep) {
   // A captured trace's host times add up to its step's host time up to the last launch; replayed
-  // resident it must give back the profiled step (results/validation/raw/*-capture.json).
+  // resident it must give back the profiled step (results/validation/lease3/*-capture.json), at fresh
+  // sequence lengths (the cuDNN plan build inside layer 0's attention) and at warm ones.
   for (const std::string m : {"qwen3-8b", "qwen3-14b"}) {
-    const SimRun r = sim("--trace traces/captured/" + m + "-h200.trace --hw h200-measured-hf --policy resident --json");
-    ASSERT_EQ(r.code, 0) << r.out;
-    std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/results/validation/raw/" + m + "-capture.json");
+    std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/results/validation/lease3/" + m + "-capture.json");
     const auto summary = nlohmann::json::parse(in);
-    std::vector<double> profiled;
-    for (const auto& s : summary["steps"]) profiled.push_back(s["profiled_s"].get<double>());
-    std::sort(profiled.begin(), profiled.end());
-    EXPECT_NEAR(nlohmann::json::parse(r.out)["step_seconds"].get<double>(), profiled[1], 0.02 * profiled[1]) << m;
+    for (const std::string regime : {"fresh", "warm"}) {
+      const std::string trace = "traces/captured/" + m + "-h200" + (regime == "warm" ? "-warm" : "") + ".trace";
+      const SimRun r = sim("--trace " + trace + " --hw h200-measured-hf --policy resident --lengths fresh --json");
+      ASSERT_EQ(r.code, 0) << r.out;
+      std::vector<double> profiled;
+      for (const auto& s : summary[regime]["steps"]) profiled.push_back(s["profiled_s"].get<double>());
+      std::sort(profiled.begin(), profiled.end());
+      EXPECT_NEAR(nlohmann::json::parse(r.out)["step_seconds"].get<double>(), profiled[1], 0.02 * profiled[1])
+          << m << " " << regime;
+    }
   }
+}
+
+TEST(Cli, FreshLengthsAddTheNewLengthAttentionCostToAGeneratedTrace) {
+  const std::string args = "--model traces/models/qwen3-8b.json --prompt 128 --decode 4 --hw h200-measured-hf "
+                           "--policy resident --json --lengths ";
+  const SimRun warm = sim(args + "warm"), fresh = sim(args + "fresh");
+  ASSERT_EQ(warm.code, 0) << warm.out;
+  ASSERT_EQ(fresh.code, 0) << fresh.out;
+  const auto w = nlohmann::json::parse(warm.out), f = nlohmann::json::parse(fresh.out);
+  EXPECT_EQ(f["execution"]["sequence_lengths"], "fresh");
+  EXPECT_EQ(w["execution"]["sequence_lengths"], "warm");
+  // Host-bound: the whole cost shows in the step (h200-measured-hf: the cuDNN plan build, ~33 ms).
+  EXPECT_GT(f["step_seconds"].get<double>() - w["step_seconds"].get<double>(), 0.025);
+  EXPECT_EQ(sim("--trace traces/qwen.trace --policy ratio --lengths cold").code, 2);
 }
 
 TEST(Cli, AnalyticEngineRunsFromTheSameCommand) {
