@@ -46,7 +46,8 @@ STREAMING_TIMELINE = os.path.join(VAL, "lease6-peer-hosttime", "host_timeline_pe
 # the folder of its SDPA microbenchmark)
 LEASES = {"lease5": ("lease5", "nvidia-h200-x2", False, "lease5"),
           "lease3": ("lease3", "nvidia-h200", True, "lease3"),
-          "lease4": ("lease4-peer", "nvidia-h200-x2", False, "lease3")}
+          "lease4": ("lease4-peer", "nvidia-h200-x2", False, "lease3"),
+          "lease8": ("lease8-pageable-ahead", "nvidia-h200", False, "lease5")}
 SHIPPED_LEASE = "lease5"
 CAPTURED = {"Qwen3-8B": "qwen3-8b", "Qwen3-14B": "qwen3-14b"}
 
@@ -206,13 +207,16 @@ def main():
         new_length_s = new_length_cost(sdpa_folder)
         per_launch = calibrate(cal_row, new_length_s, per_copy_s, path, lease)
         profiles[lease] = path
-        tiny = rows(os.path.join(VAL, folder, "calibration.jsonl"))
-        pk, ps = tiny_fit(tiny, "warm")
-        notes.append(f"{lease} ({kind}): new_length_attention {new_length_s * 1e3:.1f} ms, "
-                     f"per_launch = {per_launch:.2f} us per generated launch (calibration row "
-                     f"{' '.join(CALIBRATION)}, measured {measured(cal_row, 'warm') * 1e3:.1f} ms); small-model "
-                     f"alternative (tiny-4, tiny-24, warm): {pk * 1e6:.1f} us per measured kernel + {ps * 1e3:.1f} ms, "
-                     f"which predicts Qwen3-8B resident warm {(cal_row['kernels_per_step'] * pk + ps) * 1e3:.1f} ms: not used.")
+        note = (f"{lease} ({kind}): new_length_attention {new_length_s * 1e3:.1f} ms, per_launch = {per_launch:.2f} us "
+                f"per generated launch (calibration row {' '.join(CALIBRATION)}, measured "
+                f"{measured(cal_row, 'warm') * 1e3:.1f} ms)")
+        tiny_path = os.path.join(VAL, folder, "calibration.jsonl")
+        if os.path.exists(tiny_path):
+            pk, ps = tiny_fit(rows(tiny_path), "warm")
+            note += (f"; small-model alternative (tiny-4, tiny-24, warm): {pk * 1e6:.1f} us per measured kernel + "
+                     f"{ps * 1e3:.1f} ms, which predicts Qwen3-8B resident warm "
+                     f"{(cal_row['kernels_per_step'] * pk + ps) * 1e3:.1f} ms: not used")
+        notes.append(note + ".")
         for r in data:
             for regime in ("fresh", "warm"):
                 m = measured(r, regime)

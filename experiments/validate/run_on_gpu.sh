@@ -10,7 +10,7 @@
 #                         framework-free GEMV chain
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b}
+part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b|pageable-ahead}
 out=${OUT:-results/validation/new}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -152,6 +152,17 @@ case "$part" in
           --tokens 8 --out "$out/measured.jsonl" 2>&1 | grep -v -E "warn" \
         || echo "managed:$adv on $m did not finish within 100 s" | tee -a "$out/unfinished.txt"
     done
+    ;;
+  pageable-ahead)
+    # Pageable host memory one layer ahead (not in the other leases), with each model's resident row
+    # (the lease's calibration row), then a time-bounded retry of ReadMostly through the allocator.
+    for m in 8b 14b; do
+      run --model traces/models/qwen3-$m.json --count-kernels --slow-tokens 6 --out "$out/measured.jsonl" \
+          --placements "resident,offload:4:1:pageable,offload:12:1:pageable,offload:24:1:pageable"
+    done
+    timeout 150 python3 experiments/validate/decode_latency.py --model traces/models/qwen3-8b.json --managed read-mostly \
+        --allocator-so "$so" --tokens 4 --warmup 1 --out "$out/measured.jsonl" 2>&1 | grep -v -E "warn" \
+      || echo "managed:read-mostly on 8b did not finish within 150 s" | tee -a "$out/unfinished.txt"
     ;;
   part3)
     # What part 2 did not reach (its ReadMostly run did not finish): each managed run bounded in time.
