@@ -314,6 +314,7 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     << "  source: " << yaml_quote("NOT measured by calib (it measures CUDA, not the framework): from base preset '" + base.name + "'") << "\n"
     << "  per_launch: \"" << us(base.framework.per_launch) << "\"\n"
     << "  per_copy: \"" << us(base.framework.per_copy) << "\"\n"
+    << "  per_prefetch: \"" << us(base.framework.per_prefetch) << "\"\n"
     << "  per_step: \"" << us(base.framework.per_step) << "\"\n"
     << "  new_length_attention: \"" << us(base.framework.new_length_attention) << "\"\n";
 

@@ -8,10 +8,11 @@ Calibration, per lease (a lease is one machine; calibrating tiersim for a machin
   - framework.new_length_attention = the cuDNN SDPA first-call cost at a new sequence length, from the
     microbenchmark experiments/validate/sdpa_shapes.py (first call minus second call, median), on the
     lease where it ran (lease 4 has none: lease 3's);
-  - framework.per_copy = the host time the harness spends per streamed weight tensor (its hooks'
-    `.to("cuda:0")`, parameter swap and free), measured by experiments/validate/host_timeline.py on a
-    separate lease (lease6-peer-hosttime: Qwen3-8B, 24 layers on cuda:1, on demand): the host's time per
-    offloaded layer minus per resident layer, per tensor. (A bare `.to()` costs 12.9 us from cuda:1 and
+  - framework.per_copy and per_prefetch = the host time the harness spends per streamed weight tensor
+    (its hooks' `.to("cuda:0")`, parameter swap and free; one layer ahead also the stream switch, event
+    and hand-over), measured by experiments/validate/host_timeline.py on a separate lease
+    (lease6-peer-hosttime: Qwen3-8B, 24 layers on cuda:1, on demand and one ahead): the host's time
+    per offloaded layer minus per resident layer, per tensor. (A bare `.to()` costs 12.9 us from cuda:1 and
     5.1 us from pinned memory: copy_issue.py on lease 5.)
   - framework.per_launch = the value with which the event engine reproduces the lease's CALIBRATION
     row (Qwen3-8B resident, warm lengths). That row is never a validation row.
@@ -57,22 +58,23 @@ def rows(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def with_framework(text, source, per_launch, per_copy, per_step, new_length_attention="0 us"):
+def with_framework(text, source, per_launch, per_copy, per_prefetch, per_step, new_length_attention="0 us"):
     """A profile's YAML text with its framework section replaced (values are unit strings)."""
     framework = (f"framework:\n  source: \"{source}\"\n  per_launch: \"{per_launch}\"\n"
-                 f"  per_copy: \"{per_copy}\"\n  per_step: \"{per_step}\"\n"
+                 f"  per_copy: \"{per_copy}\"\n  per_prefetch: \"{per_prefetch}\"\n  per_step: \"{per_step}\"\n"
                  f"  new_length_attention: \"{new_length_attention}\"\n")
     return re.sub(r"framework:\n(  .*\n)+", framework, text)
 
 
-def write_profile(path, per_launch_us, new_length_us, per_copy_us, lease):
+def write_profile(path, per_launch_us, new_length_us, per_copy_us, per_prefetch_us, lease):
     source = (f"calibrated by experiments/validate/compare.py on {lease} of results/validation (eager PyTorch 2.11 + "
               f"transformers 5, HF Qwen3, batch 1): per_launch set so the event engine reproduces the calibration "
               f"row {' '.join(CALIBRATION)}; new_length_attention = cuDNN SDPA first call at a new length minus a "
-              f"repeated call (experiments/validate/sdpa_shapes.py); per_copy = host time per streamed tensor "
-              f"(experiments/validate/host_timeline.py, lease6-peer-hosttime); per_step 0")
+              f"repeated call (experiments/validate/sdpa_shapes.py); per_copy and per_prefetch = host time per "
+              f"streamed tensor on demand and one layer ahead (experiments/validate/host_timeline.py, "
+              f"lease6-peer-hosttime); per_step 0")
     text = with_framework(open(BASE_PROFILE).read(), source, f"{per_launch_us:.4f} us", f"{per_copy_us:.2f} us",
-                          "0 us", f"{new_length_us:.1f} us")
+                          f"{per_prefetch_us:.2f} us", "0 us", f"{new_length_us:.1f} us")
     text = text.replace("name: h200-measured", "name: h200-measured-hf")
     text = re.sub(r'description: "(.*)"', r'description: "\1, with eager PyTorch + HF host costs calibrated on real decode runs"', text, count=1)
     text = text.replace("# Measured profile: written by tiersim_fit", "# Measured profile + framework cost calibrated by experiments/validate/compare.py; written by tiersim_fit")
@@ -131,17 +133,17 @@ def copy_issue_cost(source):
     return json.load(open(COPY_ISSUE))["sources"][source]["median_s"]
 
 
-def calibrate(row, new_length_s, per_copy_s, path, lease):
+def calibrate(row, new_length_s, per_copy_s, per_prefetch_s, path, lease):
     """per_launch (us) with which the event engine reproduces the calibration row."""
     lo, hi = 0.0, 200.0
     for _ in range(40):
         mid = (lo + hi) / 2
-        write_profile(path, mid, new_length_s * 1e6, per_copy_s * 1e6, lease)
+        write_profile(path, mid, new_length_s * 1e6, per_copy_s * 1e6, per_prefetch_s * 1e6, lease)
         if predict(row, CALIBRATION[2], "event", path)["step_seconds"] < measured(row, CALIBRATION[2]):
             lo = mid
         else:
             hi = mid
-    write_profile(path, (lo + hi) / 2, new_length_s * 1e6, per_copy_s * 1e6, lease)
+    write_profile(path, (lo + hi) / 2, new_length_s * 1e6, per_copy_s * 1e6, per_prefetch_s * 1e6, lease)
     return (lo + hi) / 2
 
 
@@ -195,17 +197,18 @@ def strategy(config):
 def main():
     os.makedirs(WORK, exist_ok=True)
     per_copy_s = streaming_copy_cost()
+    per_prefetch_s = streaming_copy_cost("offload:24:1:cuda:1")
     results, notes, profiles = [], [], {}
-    notes.append(f"per_copy = {per_copy_s * 1e6:.1f} us per streamed tensor (host timeline, lease6); a bare .to() "
-                 f"costs {copy_issue_cost('cuda:1') * 1e6:.1f} us from cuda:1, {copy_issue_cost('pinned') * 1e6:.1f} us "
-                 f"from pinned memory (lease5); one layer ahead the harness spends "
-                 f"{streaming_copy_cost('offload:24:1:cuda:1') * 1e6:.1f} us per tensor (not modelled: see README).")
+    notes.append(f"per_copy = {per_copy_s * 1e6:.1f} us and per_prefetch = {per_prefetch_s * 1e6:.1f} us per streamed "
+                 f"tensor, on demand and one layer ahead (host timeline, lease6); a bare .to() costs "
+                 f"{copy_issue_cost('cuda:1') * 1e6:.1f} us from cuda:1, {copy_issue_cost('pinned') * 1e6:.1f} us "
+                 f"from pinned memory (lease5).")
     for lease, (folder, kind, captured_here, sdpa_folder) in LEASES.items():
         data = rows(os.path.join(VAL, folder, "measured.jsonl"))
         cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])
         path = SHIPPED_PROFILE if lease == SHIPPED_LEASE else os.path.join(WORK, f"h200-measured-hf-{lease}.yaml")
         new_length_s = new_length_cost(sdpa_folder)
-        per_launch = calibrate(cal_row, new_length_s, per_copy_s, path, lease)
+        per_launch = calibrate(cal_row, new_length_s, per_copy_s, per_prefetch_s, path, lease)
         profiles[lease] = path
         note = (f"{lease} ({kind}): new_length_attention {new_length_s * 1e3:.1f} ms, per_launch = {per_launch:.2f} us "
                 f"per generated launch (calibration row {' '.join(CALIBRATION)}, measured "

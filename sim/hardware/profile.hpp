@@ -78,7 +78,8 @@ struct ManagedMemorySpec {
 
 struct FrameworkSpec {
   double per_launch = 0.0;   // host time to issue one kernel (Python + dispatcher + launch)
-  double per_copy = 0.0;     // host time to issue one copy
+  double per_copy = 0.0;     // host time to issue one copy (on demand)
+  double per_prefetch = 0.0; // host time to issue one copy ahead of use (stream switch, event, hand-over)
   double per_step = 0.0;     // host time per step outside the ops (sampling, loop, sync)
   // Host time of the first attention call at a sequence length the process has not run before (eager
   // PyTorch's cuDNN SDPA builds an execution plan per shape). Charged once per step, at the step's first

@@ -279,6 +279,7 @@ HardwareProfile parse_profile(const std::string& text, const std::string& file) 
     p.sources["framework"] = f.text("source");
     p.framework.per_launch = f.duration("per_launch");
     p.framework.per_copy = f.duration("per_copy");
+    p.framework.per_prefetch = f.duration("per_prefetch");
     p.framework.per_step = f.duration("per_step");
     p.framework.new_length_attention = f.duration("new_length_attention");
     f.finish();

@@ -83,7 +83,7 @@ void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch)
   a.tensor = tensor;
   a.source = placement_.device[tensor];
   a.bytes = static_cast<double>(header_.tensors[tensor].bytes);
-  a.host_seconds = hw_.framework.per_copy;
+  a.host_seconds = prefetch ? hw_.framework.per_prefetch : hw_.framework.per_copy;
   a.host_waits = copy_blocks_host(a.source);
   out.actions.push_back(a);
 }

@@ -67,6 +67,21 @@ TEST(ToyModel, PrefetchOverlapsCopiesWithCompute) {
   EXPECT_NEAR(decode_step(run_analytic(2, {0, 1}, kCpu, exec)), 21.1e-3, kTol);
 }
 
+TEST(ToyModel, CopiesAheadAndOnDemandHaveTheirOwnHostCost) {
+  // per_prefetch 4 ms: the host issues W0's copy [0,4] and W1's [4,8]; W0 [4,14], W1 [14,24] on the
+  // copy stream; L0 [14,15.1], L1 [24,25.1]. per_copy does not apply to copies ahead of use.
+  ExecutionOptions exec;
+  exec.prefetch = 1;
+  auto hw = testing::toy_profile();
+  hw.framework.per_prefetch = 4e-3;
+  EXPECT_NEAR(decode_step(run_event(2, {0, 1}, kCpu, exec, hw)), 25.1e-3, kTol);
+  // On demand (per_copy 0) the same profile gives the plain serial 12.2 ms.
+  EXPECT_NEAR(decode_step(run_event(2, {1}, kCpu, {}, hw)), 12.2e-3, kTol);
+  // With per_copy 4 ms the issue overlaps L0 on the GPU [0,1.1]: W1 [4,14], L1 [14,15.1].
+  hw.framework.per_copy = 4e-3;
+  EXPECT_NEAR(decode_step(run_event(2, {1}, kCpu, {}, hw)), 15.1e-3, kTol);
+}
+
 TEST(ToyModel, PrefetchWaitsForAFreeStagingSlot) {
   // Three offloaded layers, prefetch 1 (two slots): W2 reuses W0's slot, so its copy is issued only
   // when kernel L0 ends (11.1 ms); the copy stream is busy until 20 anyway: W2 [20,30], L2 [30,31.1].

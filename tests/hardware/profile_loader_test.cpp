@@ -59,7 +59,8 @@ TEST(ProfileLoader, RejectsBadInputNamingFileLineAndKey) {
   expect_error("  type: pcie\n", "  type: cxl\n", "host_link.type", 0);
   expect_error("  per_step: \"0 us\"\n", "", "framework.per_step", 42);
   expect_error("  new_length_attention: \"1 ms\"\n", "", "framework.new_length_attention", 42);
-  expect_error("  new_length_attention: \"1 ms\"\n", "  new_length_attention: \"-1 ms\"\n", "framework.new_length_attention", 46);
+  expect_error("  new_length_attention: \"1 ms\"\n", "  new_length_attention: \"-1 ms\"\n", "framework.new_length_attention", 47);
+  expect_error("  per_prefetch: \"0 us\"\n", "", "framework.per_prefetch", 42);
 }
 
 TEST(ProfileLoader, RejectsYamlSyntaxErrorsWithTheirLine) {

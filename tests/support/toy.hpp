@@ -80,6 +80,7 @@ peer_link:
   source: "test"
   per_launch: ")" + per_launch + R"("
   per_copy: "0 us"
+  per_prefetch: "0 us"
   per_step: ")" + per_step + R"("
   new_length_attention: "1 ms"
 )";
