@@ -347,9 +347,8 @@ def plot(results):
     for row_axes, regime in zip(axes, ("warm", "fresh")):
         for ax, model in zip(row_axes, ["Qwen3-8B", "Qwen3-14B"]):
             for variant, style in [(":0:pinned", "o-"), (":1:pinned", "s-"), (":0:pageable", "^-"), (":0:cuda:1", "d-")]:
-                lease = "lease4" if "cuda" in variant else "lease3"
                 pts = sorted((x["offloaded_gb"], x["measured_s"], x["event_s"]) for x in results
-                             if x["model"] == model and x["regime"] == regime and x["lease"] == lease and
+                             if x["model"] == model and x["regime"] == regime and x["lease"] == SHIPPED_LEASE and
                              (x["config"] == "resident" or x["config"].endswith(variant)))
                 if len(pts) < 2:
                     continue
@@ -360,7 +359,7 @@ def plot(results):
             ax.set_yscale("log")
             ax.set_xlabel("GB of weights off the compute GPU (last K layers + head)")
             ax.set_ylabel("decode step (ms)")
-            ax.set_title(f"{model}, {regime} sequence lengths")
+            ax.set_title(f"{model}, {regime} sequence lengths ({SHIPPED_LEASE})")
             ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(VAL, "latency_vs_offload.png"), dpi=120)
