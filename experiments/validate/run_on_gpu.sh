@@ -24,6 +24,27 @@ offload_set() {  # placements for one model: resident, then K layers off in each
   for k in 4 12 24; do s="$s,offload:$k:0:pinned,offload:$k:1:pinned,offload:$k:0:pageable"; done
   echo "$s,offload:24:0:cuda:1,offload:24:1:cuda:1"
 }
+pinned_set() {  # resident, then the last 4/12/24 layers from pinned memory, on demand and one ahead
+  local s="resident"
+  for k in 4 12 24; do s="$s,offload:$k:0:pinned,offload:$k:1:pinned"; done
+  echo "$s"
+}
+host_cpu() {  # FILE: this host's CPU and its clock
+  { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$1" 2>&1 || true
+}
+calibration_models() {  # FILE: the framework calibration models (never validation rows), both regimes
+  for c in tiny-4 tiny-24; do
+    run --model experiments/validate/calibration_models/$c.json --placements resident --count-kernels \
+        --tokens 24 --warmup 4 --out "$1"
+  done
+}
+bounded_managed() {  # SECONDS MODEL ADVICE [decode_latency options]: a managed run that may not finish
+  local seconds=$1 m=$2 adv=$3
+  shift 3
+  timeout "$seconds" python3 experiments/validate/decode_latency.py --model traces/models/$m.json --managed $adv \
+      --allocator-so "$so" --out "$out/measured.jsonl" "$@" 2>&1 | grep -v -E "warn" \
+    || echo "managed:$adv on $m did not finish within $seconds s" | tee -a "$out/unfinished.txt"
+}
 case "$part" in
   part1)
     find_cublas
@@ -76,7 +97,7 @@ case "$part" in
     ;;
   hosttime)
     # Where an eager decode step's host time goes (module hooks, no profiler), and this host's CPU.
-    { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$out/host_cpu.txt" 2>&1 || true
+    host_cpu "$out/host_cpu.txt"
     python3 experiments/validate/host_timeline.py --model experiments/validate/calibration_models/tiny-4.json \
         --steps 3 --out "$out/host_timeline_tiny-4.json" 2>&1 | grep -v -E "warn" || true
     python3 experiments/validate/host_timeline.py --model traces/models/qwen3-8b.json \
@@ -87,26 +108,17 @@ case "$part" in
     # Every configuration in both regimes (fresh sequence lengths, then warm: see decode_latency.py),
     # the framework calibration models, the trace capture and the managed rows, on one lease.
     m=${part#fresh-}; model=traces/models/qwen3-$m.json
-    { lscpu | head -20; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -3; } > "$out/host_cpu_$part.txt" 2>&1 || true
+    host_cpu "$out/host_cpu_$part.txt"
     if [ "$m" = 8b ]; then
-      for c in tiny-4 tiny-24; do
-        run --model experiments/validate/calibration_models/$c.json --placements resident --count-kernels \
-            --tokens 24 --warmup 4 --out "$out/calibration.jsonl"
-      done
+      calibration_models "$out/calibration.jsonl"
       python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn" || true
     fi
-    pinned="resident"
-    for k in 4 12 24; do pinned="$pinned,offload:$k:0:pinned,offload:$k:1:pinned"; done
-    run --model $model --placements "$pinned,offload:4:0:pageable,offload:12:0:pageable,offload:24:0:pageable" \
+    run --model $model --placements "$(pinned_set),offload:4:0:pageable,offload:12:0:pageable,offload:24:0:pageable" \
         --count-kernels --slow-tokens 6 --out "$out/measured.jsonl"
     python3 experiments/validate/capture_trace.py --model $model --header experiments/validate/headers/qwen3-$m.header \
         --steps 3 --out "$out/qwen3-$m-h200.trace" --out-warm "$out/qwen3-$m-h200-warm.trace" \
         --summary "$out/qwen3-$m-capture.json" 2>&1 | grep -v -E "warn" || true
-    for adv in none prefer-cpu accessed-by; do
-      timeout 120 python3 experiments/validate/decode_latency.py --model $model --managed $adv --allocator-so "$so" \
-          --tokens 8 --out "$out/measured.jsonl" 2>&1 | grep -v -E "warn" \
-        || echo "managed:$adv on $m did not finish within 120 s" | tee -a "$out/unfinished.txt"
-    done
+    for adv in none prefer-cpu accessed-by; do bounded_managed 120 qwen3-$m $adv --tokens 8; done
     if [ "$m" = 14b ] && [ -x build/bin/tiersim_calib ]; then
       find_cublas
       timeout 100 build/bin/tiersim_calib --only managed --out "$out/calib_managed.csv" > "$out/calib_managed.log" 2>&1 \
@@ -115,10 +127,7 @@ case "$part" in
     ;;
   fresh-peer)
     # The donor-GPU rows (2 GPUs), both regimes, with this lease's framework calibration models.
-    for c in tiny-4 tiny-24; do
-      run --model experiments/validate/calibration_models/$c.json --placements resident --count-kernels \
-          --tokens 24 --warmup 4 --out "$out/calibration_peer.jsonl"
-    done
+    calibration_models "$out/calibration_peer.jsonl"
     for m in 8b 14b; do
       run --model traces/models/qwen3-$m.json --count-kernels --out "$out/measured_peer.jsonl" \
           --placements "resident,offload:12:0:cuda:1,offload:12:1:cuda:1,offload:24:0:cuda:1,offload:24:1:cuda:1"
@@ -129,7 +138,7 @@ case "$part" in
     # framework microbenchmarks (SDPA at new lengths, copy issue) and calibration models in the first,
     # then every configuration of the model, both regimes, peer and managed rows included.
     m=${part#lease-}; model=traces/models/qwen3-$m.json
-    { lscpu | head -20; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -3; } > "$out/host_cpu_$part.txt" 2>&1 || true
+    host_cpu "$out/host_cpu_$part.txt"
     if [ "$m" = 8b ]; then
       if [ -x build/bin/tiersim_calib ]; then
         find_cublas
@@ -137,21 +146,12 @@ case "$part" in
       fi
       python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn|Warn" || true
       python3 experiments/validate/copy_issue.py --out "$out/copy_issue.json" 2>&1 | grep -v -E "warn" || true
-      for c in tiny-4 tiny-24; do
-        run --model experiments/validate/calibration_models/$c.json --placements resident --count-kernels \
-            --tokens 24 --warmup 4 --out "$out/calibration.jsonl"
-      done
+      calibration_models "$out/calibration.jsonl"
     fi
-    all="resident"
-    for k in 4 12 24; do all="$all,offload:$k:0:pinned,offload:$k:1:pinned"; done
-    all="$all,offload:12:0:cuda:1,offload:12:1:cuda:1,offload:24:0:cuda:1,offload:24:1:cuda:1"
+    all="$(pinned_set),offload:12:0:cuda:1,offload:12:1:cuda:1,offload:24:0:cuda:1,offload:24:1:cuda:1"
     run --model $model --placements "$all,offload:4:0:pageable,offload:12:0:pageable,offload:24:0:pageable" \
         --count-kernels --slow-tokens 6 --out "$out/measured.jsonl"
-    for adv in none prefer-cpu accessed-by; do
-      timeout 100 python3 experiments/validate/decode_latency.py --model $model --managed $adv --allocator-so "$so" \
-          --tokens 8 --out "$out/measured.jsonl" 2>&1 | grep -v -E "warn" \
-        || echo "managed:$adv on $m did not finish within 100 s" | tee -a "$out/unfinished.txt"
-    done
+    for adv in none prefer-cpu accessed-by; do bounded_managed 100 qwen3-$m $adv --tokens 8; done
     ;;
   pageable-ahead)
     # Pageable host memory one layer ahead (not in the other leases), with each model's resident row
@@ -160,18 +160,14 @@ case "$part" in
       run --model traces/models/qwen3-$m.json --count-kernels --slow-tokens 6 --out "$out/measured.jsonl" \
           --placements "resident,offload:4:1:pageable,offload:12:1:pageable,offload:24:1:pageable"
     done
-    timeout 150 python3 experiments/validate/decode_latency.py --model traces/models/qwen3-8b.json --managed read-mostly \
-        --allocator-so "$so" --tokens 4 --warmup 1 --out "$out/measured.jsonl" 2>&1 | grep -v -E "warn" \
-      || echo "managed:read-mostly on 8b did not finish within 150 s" | tee -a "$out/unfinished.txt"
+    bounded_managed 150 qwen3-8b read-mostly --tokens 4 --warmup 1
     ;;
   part3)
     # What part 2 did not reach (its ReadMostly run did not finish): each managed run bounded in time.
     run --model traces/models/qwen3-14b.json --placements "$(offload_set)" --count-kernels --out "$out/measured.jsonl"
     for job in "qwen3-14b none 100" "qwen3-8b prefer-cpu 60" "qwen3-8b accessed-by 60" "qwen3-8b read-mostly 45"; do
       set -- $job
-      timeout "$3" python3 experiments/validate/decode_latency.py --model traces/models/$1.json --managed $2 \
-          --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl" 2>&1 | grep -v -E "warn" \
-        || echo "managed:$2 on $1 did not finish within $3 s" | tee -a "$out/unfinished.txt"
+      bounded_managed "$3" "$1" "$2" --tokens 8
     done
     ;;
 esac
