@@ -111,6 +111,12 @@ def measured(row, regime):
     return row["decode_median_s"] if regime == "fresh" else row["warm_decode_median_s"]
 
 
+def spread(row, regime):
+    """(slowest - fastest token) / median, over the timed tokens of one regime."""
+    times = row["decode_s"] if regime == "fresh" else row["warm_decode_s"]
+    return (max(times) - min(times)) / measured(row, regime)
+
+
 def new_length_cost(folder):
     d = json.load(open(os.path.join(VAL, folder, "sdpa_shapes.json")))["backends"]["cudnn"]
     return statistics.median(d["first_call_s"]) - statistics.median(d["second_call_s"])
@@ -232,8 +238,7 @@ def main():
                 results.append(dict(
                     lease=lease, model=r["model"], config=r["config"], regime=regime, strategy=strategy(r["config"]),
                     calibration=(r["model"], r["config"], regime) == CALIBRATION, measured_s=m,
-                    measured_spread=(max(r["decode_s" if regime == "fresh" else "warm_decode_s"]) -
-                                     min(r["decode_s" if regime == "fresh" else "warm_decode_s"])) / m,
+                    measured_spread=spread(r, regime),
                     event_s=ev["step_seconds"], event_err=(ev["step_seconds"] - m) / m,
                     analytic_s=an["step_seconds"], analytic_err=(an["step_seconds"] - m) / m,
                     captured_s=cap, captured_err=(cap - m) / m if cap else None,
