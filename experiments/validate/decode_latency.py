@@ -28,6 +28,7 @@ then repeats the same decode (warm); both are recorded.
 """
 import argparse
 import ctypes
+import faulthandler
 import json
 import os
 import statistics
@@ -35,6 +36,14 @@ import sys
 import time
 
 import torch
+
+PROGRESS = False  # --progress: a timestamped line on stderr per phase and per decoded token
+_T0 = time.perf_counter()
+
+
+def progress(what):
+    if PROGRESS:
+        print(f"[{time.perf_counter() - _T0:9.3f} s] {what}", file=sys.stderr, flush=True)
 
 
 def load_config(path):
@@ -155,6 +164,7 @@ def decode(model, vocab, prompt, tokens, warmup):
         nxt = out.logits[:, -1].argmax(-1, keepdim=True)
         nxt.item()
         prefill = time.perf_counter() - t0
+        progress(f"prefill of {prompt} tokens: {prefill * 1e3:.1f} ms")
         times = []
         for _ in range(warmup + tokens):
             t = time.perf_counter()
@@ -162,6 +172,7 @@ def decode(model, vocab, prompt, tokens, warmup):
             nxt = out.logits[:, -1].argmax(-1, keepdim=True)
             nxt.item()
             times.append(time.perf_counter() - t)
+            progress(f"decode step {len(times)}: {times[-1] * 1e3:.1f} ms")
     return prefill, times[:warmup], times[warmup:]
 
 
@@ -207,6 +218,10 @@ def main():
     ap.add_argument("--placements", default="resident")
     ap.add_argument("--managed", choices=["none", "prefer-cpu", "accessed-by", "read-mostly"])
     ap.add_argument("--allocator-so")
+    ap.add_argument("--advise-after-load", action="store_true",
+                    help="managed: build with no advice, then advise each weight's range (not at allocation)")
+    ap.add_argument("--progress", action="store_true", help="timestamped phases and tokens on stderr")
+    ap.add_argument("--stack-every", type=float, help="dump every thread's Python stack to stderr every S seconds")
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--tokens", type=int, default=16)
     ap.add_argument("--warmup", type=int, default=3)
@@ -216,30 +231,44 @@ def main():
     ap.add_argument("--count-kernels", action="store_true")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    global PROGRESS
+    PROGRESS = a.progress
+    if a.stack_every:
+        faulthandler.dump_traceback_later(a.stack_every, repeat=True, file=sys.stderr)
 
     lib = None
     if a.managed:
         lib = ctypes.CDLL(a.allocator_so)
         alloc = torch.cuda.memory.CUDAPluggableAllocator(a.allocator_so, "tiersim_alloc", "tiersim_free")
         torch.cuda.memory.change_current_allocator(alloc)
-        lib.tiersim_set_advice(ctypes.c_int({"none": 0, "prefer-cpu": 1, "accessed-by": 2, "read-mostly": 3}[a.managed]))
+        advice = {"none": 0, "prefer-cpu": 1, "accessed-by": 2, "read-mostly": 3}[a.managed]
+        lib.tiersim_set_advice(ctypes.c_int(0 if a.advise_after_load else advice))
         lib.tiersim_prefetch_to_host.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        lib.tiersim_advise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]
         lib.tiersim_in_use.restype = ctypes.c_size_t
 
     name, cfg = load_config(a.model)
     model = build(cfg)
+    progress("model built")
     common = dict(model=name, gpu=torch.cuda.get_device_name(), torch=torch.__version__, layers=cfg.num_hidden_layers)
     assert a.context_stride >= a.warmup + a.tokens + 1, "--context-stride must exceed the decoded tokens"
 
     if a.managed:
         lib.tiersim_set_advice(ctypes.c_int(0))  # activations and KV cache: managed, no advice
+        if a.advise_after_load:
+            for p in model.parameters():
+                if lib.tiersim_advise(ctypes.c_void_p(p.data_ptr()), p.numel() * p.element_size(), advice, 0) != 0:
+                    sys.exit("cudaMemAdvise on a weight failed")
+            progress("weights advised")
         for p in model.parameters():  # start where a freshly loaded checkpoint would be: host memory
             if lib.tiersim_prefetch_to_host(ctypes.c_void_p(p.data_ptr()), p.numel() * p.element_size()) != 0:
                 sys.exit("prefetch to host failed")
+        progress("weights prefetched to host")
         m = measure(model, cfg.vocab_size, a.prompt, a.tokens, a.warmup)
         if lib.tiersim_failed():
             sys.exit("a CUDA call in the managed allocator failed")
-        record(a.out, config=f"managed:{a.managed}", **m, managed_bytes=int(lib.tiersim_in_use()), **common)
+        config = f"managed:{a.managed}" + (":after-load" if a.advise_after_load else "")
+        record(a.out, config=config, **m, managed_bytes=int(lib.tiersim_in_use()), **common)
         return
 
     units = execution_units(model)

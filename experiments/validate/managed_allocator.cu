@@ -70,6 +70,23 @@ void tiersim_free(void* p, ssize_t size, int, cudaStream_t) {
   g_in_use -= size_t(size > 0 ? size : 1);
 }
 
+// Applies one advice (1 PreferredLocation=CPU, 2 PreferredLocation=CPU + AccessedBy=GPU, 3 ReadMostly)
+// to an existing managed range: for advice given after the weights are loaded rather than at allocation.
+int tiersim_advise(void* p, size_t size, int advice, int device) {
+  cudaMemLocation cpu{};
+  cpu.type = cudaMemLocationTypeHost;
+  cpu.id = 0;
+  cudaMemLocation gpu{};
+  gpu.type = cudaMemLocationTypeDevice;
+  gpu.id = device;
+  bool ok = true;
+  if (advice == 1 || advice == 2)
+    ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetPreferredLocation, cpu), "cudaMemAdvise(PreferredLocation=CPU)");
+  if (ok && advice == 2) ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetAccessedBy, gpu), "cudaMemAdvise(AccessedBy)");
+  if (ok && advice == 3) ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetReadMostly, gpu), "cudaMemAdvise(ReadMostly)");
+  return ok ? 0 : 1;
+}
+
 // Moves a managed range to host memory, as if freshly loaded from a checkpoint.
 int tiersim_prefetch_to_host(void* p, size_t size) {
   cudaMemLocation cpu{};
