@@ -6,11 +6,13 @@
 #                         the calibration models, then every configuration of one model in both regimes
 #   fresh-8b, fresh-14b, fresh-peer   the same without calib, with trace capture (lease3, lease4-peer)
 #   hosttime              where the host time of a step goes (lease2-hosttime)
+#   gpu-side, read-mostly calib with a cold pageable footprint, host copy rates, the GPU timeline of
+#                         offloaded steps; the ReadMostly diagnosis (lease9)
 #   part1..3, capture, gemv   the first validation lease (lease1: regimes not yet separated) and the
 #                         framework-free GEMV chain
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b|pageable-ahead}
+part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b|pageable-ahead|gpu-side|read-mostly}
 out=${OUT:-results/validation/new}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -161,6 +163,24 @@ case "$part" in
           --placements "resident,offload:4:1:pageable,offload:12:1:pageable,offload:24:1:pageable"
     done
     bounded_managed 150 qwen3-8b read-mostly --tokens 4 --warmup 1
+    ;;
+  gpu-side)
+    # (2 GPUs, build/bin carried) calib with the cold pageable footprint; the framework's own host
+    # copies hot and cold; what the GPU does in offloaded steps (copy durations), Qwen3-8B, warm.
+    find_cublas
+    host_cpu "$out/host_cpu_$part.txt"
+    timeout 260 build/bin/tiersim_calib --out "$out/calib_raw.csv" > "$out/calib.log" 2>&1 || echo "calib failed"
+    python3 experiments/validate/host_copy_rate.py --out "$out/host_copy_rate.json" 2>&1 | grep -v -E "warn" || true
+    python3 experiments/validate/gpu_timeline.py --model traces/models/qwen3-8b.json --steps 3 \
+        --placements "offload:24:0:cuda:1,offload:24:1:cuda:1,offload:12:0:cuda:1,offload:24:0:pinned,offload:24:1:pinned,offload:4:0:pinned,offload:24:0:pageable,resident" \
+        --out "$out/gpu_timeline_qwen3-8b.json" 2>&1 | grep -v -E "warn" || true
+    ;;
+  read-mostly)
+    # Why ReadMostly through the allocator never finished: the advice given after the weights are
+    # loaded (only their ranges), then at allocation as before, both bounded, with per-token progress
+    # and Python stacks every 20 s.
+    bounded_managed 120 qwen3-8b read-mostly --advise-after-load --progress --tokens 6 --warmup 1
+    bounded_managed 75 qwen3-8b read-mostly --progress --stack-every 20 --tokens 6 --warmup 1
     ;;
   part3)
     # What part 2 did not reach (its ReadMostly run did not finish): each managed run bounded in time.
