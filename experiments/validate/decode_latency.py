@@ -46,23 +46,31 @@ def progress(what):
         print(f"[{time.perf_counter() - _T0:9.3f} s] {what}", file=sys.stderr, flush=True)
 
 
+ARCHITECTURES = {"qwen3": ("Qwen3Config", "Qwen3ForCausalLM"), "llama": ("LlamaConfig", "LlamaForCausalLM")}
+
+
 def load_config(path):
-    from transformers import Qwen3Config
+    """The Hugging Face config of a tiersim model description (model_type qwen3 or llama)."""
+    import transformers
     with open(path) as f:
         d = json.load(f)
+    kind = d.get("model_type", "qwen3")
+    if kind not in ARCHITECTURES:
+        sys.exit(f"{path}: model_type {kind!r}: the harness builds {sorted(ARCHITECTURES)}")
     keys = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-            "head_dim", "vocab_size", "tie_word_embeddings", "rms_norm_eps", "rope_theta", "max_position_embeddings"]
-    cfg = Qwen3Config(**{k: d[k] for k in keys if k in d})
+            "head_dim", "vocab_size", "tie_word_embeddings", "rms_norm_eps", "rope_theta", "max_position_embeddings",
+            "attention_bias", "mlp_bias"]
+    cfg = getattr(transformers, ARCHITECTURES[kind][0])(**{k: d[k] for k in keys if k in d})
     cfg.use_cache = True
     return d.get("name", os.path.basename(path)), cfg
 
 
 def build(cfg, seed=0):
-    from transformers import Qwen3ForCausalLM
+    import transformers
     torch.manual_seed(seed)
     torch.set_default_dtype(torch.bfloat16)
     with torch.device("cuda"):
-        model = Qwen3ForCausalLM(cfg)
+        model = getattr(transformers, ARCHITECTURES[cfg.model_type][1])(cfg)
     model.eval()
     with torch.no_grad():
         for p in model.parameters():  # random, not zeros: zeros can run faster than real data

@@ -11,7 +11,8 @@ cost per copy told apart from the link's).
 Per placement: the model decodes warmup + steps tokens from --prompt (so the lengths are known to the
 process), then decodes the same lengths again, profiling each of the last `steps` tokens on its own.
 Output JSON: per placement, per profiled step: wall time, GPU span (first start to last end), kernel
-count and summed duration, the union of busy time, and every memcpy [name, bytes, microseconds, stream].
+count and summed duration, the union of busy time, every memcpy [name, bytes, microseconds, stream], and
+every GPU event in order [k|c|m, start us, duration us, device, stream, bytes].
 """
 import argparse
 import json
@@ -55,19 +56,23 @@ def profiled_step(model, nxt, cache):
     with open(path) as f:
         events = json.load(f)["traceEvents"]
     os.unlink(path)
-    kernels, copies, busy = [], [], []
-    for e in events:
-        cat = e.get("cat", "")
-        if cat not in ("kernel", "gpu_memcpy", "gpu_memset") or "dur" not in e:
-            continue
+    kernels, copies, busy, timeline = [], [], [], []
+    gpu = [e for e in events if e.get("cat", "") in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e]
+    t0 = min((e["ts"] for e in gpu), default=0.0)
+    for e in sorted(gpu, key=lambda e: e["ts"]):
+        cat = e["cat"]
         busy.append((e["ts"], e["ts"] + e["dur"]))
+        nbytes = int(e.get("args", {}).get("bytes", 0))
         if cat == "kernel":
             kernels.append(e["dur"])
         elif cat == "gpu_memcpy":
-            copies.append([e["name"], int(e.get("args", {}).get("bytes", 0)), e["dur"], e.get("tid")])
+            copies.append([e["name"], nbytes, e["dur"], e.get("tid")])
+        # every GPU event: kernel/copy/memset, start (us from the step's first), duration, device, stream, bytes
+        timeline.append([{"kernel": "k", "gpu_memcpy": "c", "gpu_memset": "m"}[cat], round(e["ts"] - t0, 3),
+                         e["dur"], e.get("pid"), e.get("tid"), nbytes])
     span = (max(b for _, b in busy) - min(a for a, _ in busy)) if busy else 0.0
     return nxt, dict(wall_s=wall, gpu_span_us=span, busy_us=union_us(busy), kernels=len(kernels),
-                     kernel_us=sum(kernels), copies=copies)
+                     kernel_us=sum(kernels), copies=copies, timeline=timeline)
 
 
 def main():

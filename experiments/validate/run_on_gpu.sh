@@ -8,11 +8,13 @@
 #   hosttime              where the host time of a step goes (lease2-hosttime)
 #   gpu-side, read-mostly calib with a cold pageable footprint, host copy rates, the GPU timeline of
 #                         offloaded steps; the ReadMostly diagnosis (lease9)
+#   capture-8b, llama     (2 GPUs, two calls back to back: one lease) Qwen3-8B captured and measured
+#                         under every strategy; Llama-3.1-8B, an architecture no calibration used (lease10)
 #   part1..3, capture, gemv   the first validation lease (lease1: regimes not yet separated) and the
 #                         framework-free GEMV chain
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b|pageable-ahead|gpu-side|read-mostly}
+part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b|pageable-ahead|gpu-side|read-mostly|capture-8b|llama}
 out=${OUT:-results/validation/new}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -30,6 +32,9 @@ pinned_set() {  # resident, then the last 4/12/24 layers from pinned memory, on 
   local s="resident"
   for k in 4 12 24; do s="$s,offload:$k:0:pinned,offload:$k:1:pinned"; done
   echo "$s"
+}
+peer_set() {  # the last 12/24 layers + head on cuda:1, on demand and one ahead
+  echo "offload:12:0:cuda:1,offload:12:1:cuda:1,offload:24:0:cuda:1,offload:24:1:cuda:1"
 }
 host_cpu() {  # FILE: this host's CPU and its clock
   { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$1" 2>&1 || true
@@ -181,6 +186,37 @@ case "$part" in
     # and Python stacks every 20 s.
     bounded_managed 120 qwen3-8b read-mostly --advise-after-load --progress --tokens 6 --warmup 1
     bounded_managed 75 qwen3-8b read-mostly --progress --stack-every 20 --tokens 6 --warmup 1
+    ;;
+  capture-8b)
+    # (2 GPUs) A lease whose framework calibration comes from a captured run (lease10): the framework
+    # microbenchmarks, Qwen3-8B captured in both regimes, then every configuration of Qwen3-8B in both
+    # regimes, peer and managed rows included (ReadMostly advised after the weights are loaded: advised
+    # at allocation, building the model does not finish, see read-mostly).
+    host_cpu "$out/host_cpu_$part.txt"
+    python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn|Warn" || true
+    python3 experiments/validate/copy_issue.py --out "$out/copy_issue.json" 2>&1 | grep -v -E "warn" || true
+    python3 experiments/validate/capture_trace.py --model traces/models/qwen3-8b.json \
+        --header experiments/validate/headers/qwen3-8b.header --steps 3 --out "$out/qwen3-8b-h200.trace" \
+        --out-warm "$out/qwen3-8b-h200-warm.trace" --summary "$out/qwen3-8b-capture.json" 2>&1 | grep -v -E "warn" || true
+    run --model traces/models/qwen3-8b.json --count-kernels --slow-tokens 6 --out "$out/measured.jsonl" \
+        --placements "$(pinned_set),$(peer_set),offload:4:0:pageable,offload:12:0:pageable,offload:24:0:pageable"
+    for adv in none prefer-cpu accessed-by; do bounded_managed 100 qwen3-8b $adv --tokens 8; done
+    bounded_managed 100 qwen3-8b read-mostly --advise-after-load --tokens 8
+    ;;
+  llama)
+    # (2 GPUs) An architecture no calibration used (lease10, the call after capture-8b): Llama-3.1-8B (no
+    # q/k norms, 32 layers) under every strategy; Qwen3-8B's resident row first (the calibration row,
+    # should this call land on another machine); Qwen3-14B ReadMostly; the GPU timeline of offloaded steps.
+    host_cpu "$out/host_cpu_$part.txt"
+    run --model traces/models/qwen3-8b.json --placements resident --count-kernels --out "$out/measured.jsonl"
+    run --model traces/models/llama-3.1-8b.json --count-kernels --slow-tokens 6 --out "$out/measured.jsonl" \
+        --placements "$(pinned_set),$(peer_set),offload:12:0:pageable"
+    bounded_managed 90 llama-3.1-8b none --tokens 8
+    bounded_managed 90 llama-3.1-8b read-mostly --advise-after-load --tokens 8
+    bounded_managed 100 qwen3-14b read-mostly --advise-after-load --tokens 8
+    timeout 120 python3 experiments/validate/gpu_timeline.py --model traces/models/qwen3-8b.json --steps 2 \
+        --placements "offload:24:0:cuda:1,offload:12:0:cuda:1,offload:24:0:pinned" \
+        --out "$out/gpu_timeline_qwen3-8b.json" 2>&1 | grep -v -E "warn" || true
     ;;
   part3)
     # What part 2 did not reach (its ReadMostly run did not finish): each managed run bounded in time.
