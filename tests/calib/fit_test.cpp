@@ -44,10 +44,10 @@ TEST(RawCsv, RejectsMalformedRowsWithTheirLine) {
 
 TEST(FitProfile, CommittedMeasuredProfileIsWhatTheFitWritesFromTheCommittedRawData) {
   const std::string dir = TIERSIM_SOURCE_DIR;
-  const auto raw = read_raw_csv(dir + "/results/calib/raw_run1.csv");
+  const auto raw = read_raw_csv(dir + "/results/calib/raw_run3.csv");
   // The fit names its input by the path it was given; the committed profile was made from this one.
   RawMeasurements named = raw;
-  named.file = "results/calib/raw_run1.csv";
+  named.file = "results/calib/raw_run3.csv";
   const FitOutput fit = fit_profile(named, hw::resolve_profile("h200"), "h200-measured");
   std::ifstream in(dir + "/calib/profiles/h200-measured.yaml");
   std::stringstream committed;
