@@ -81,6 +81,9 @@ struct FrameworkSpec {
   double per_copy = 0.0;     // host time to issue one copy (on demand)
   double per_prefetch = 0.0; // host time to issue one copy ahead of use (stream switch, event, hand-over)
   double per_step = 0.0;     // host time per step outside the ops (sampling, loop, sync)
+  // GPU time the framework adds to each copy from another GPU, beyond the link's curve (PyTorch orders
+  // a cross-device copy with a two-way barrier between the two devices' streams).
+  double peer_copy_sync = 0.0;
   // Host time of the first attention call at a sequence length the process has not run before (eager
   // PyTorch's cuDNN SDPA builds an execution plan per shape). Charged once per step, at the step's first
   // attention op without a measured host time, when fresh_lengths is set.

@@ -282,6 +282,7 @@ HardwareProfile parse_profile(const std::string& text, const std::string& file) 
     p.framework.per_prefetch = f.duration("per_prefetch");
     p.framework.per_step = f.duration("per_step");
     p.framework.new_length_attention = f.duration("new_length_attention");
+    p.framework.peer_copy_sync = f.duration("peer_copy_sync");
     f.finish();
   }
   top.finish();

@@ -203,7 +203,7 @@ class Replay final : public engine::EventHandler,
   JobId enqueue_copy(engine::InOrderStream& stream, const Action& a) {
     const JobId job = jobs_.create(&stream);
     engine::SharedLink& link = a.source > placement::kComputeGpu ? *peer_ : pcie_;
-    const auto [latency, rate] = planner_.copy_curve(a.source).latency_and_rate(a.bytes);
+    const auto [latency, rate] = planner_.copy_latency_and_rate(a.source, a.bytes);
     stream.enqueue_transfer(job, link, Direction::ToDevice, a.bytes, latency, rate);
     return job;
   }

@@ -50,6 +50,17 @@ const hw::TransferCurve& StepPlanner::copy_curve(DeviceId source) const {
                                                                       : hw_.host_link.h2d_pageable;
 }
 
+std::pair<double, double> StepPlanner::copy_latency_and_rate(DeviceId source, double bytes) const {
+  auto [latency, rate] = copy_curve(source).latency_and_rate(bytes);
+  if (source > placement::kComputeGpu) latency += hw_.framework.peer_copy_sync;
+  return {latency, rate};
+}
+
+double StepPlanner::copy_seconds(DeviceId source, double bytes) const {
+  const auto [latency, rate] = copy_latency_and_rate(source, bytes);
+  return latency + bytes / rate;
+}
+
 const hw::TransferCurve& StepPlanner::activation_curve(bool to_device) const {
   // Activations cross with .to(): ordinary pageable host tensors.
   return to_device ? hw_.host_link.h2d_pageable : hw_.host_link.d2h_pageable;

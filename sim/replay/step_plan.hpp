@@ -70,6 +70,10 @@ class StepPlanner {
 
   // Link parameters for a copy of `bytes` from `source` to the compute GPU.
   const hw::TransferCurve& copy_curve(placement::DeviceId source) const;
+  // A weight copy's fixed GPU-side time and its rate: the source's link curve, plus the framework's
+  // barrier for a copy from another GPU (framework.peer_copy_sync). Both engines use it.
+  std::pair<double, double> copy_latency_and_rate(placement::DeviceId source, double bytes) const;
+  double copy_seconds(placement::DeviceId source, double bytes) const;
   const hw::TransferCurve& activation_curve(bool to_device) const;
   bool copy_blocks_host(placement::DeviceId source) const;
 

@@ -100,6 +100,21 @@ TEST(ToyModel, PrefetchFromAPeerGpuUsesThePeerLink) {
   EXPECT_DOUBLE_EQ(r.steps.back().h2d_bytes, 0);
 }
 
+TEST(ToyModel, PeerCopySyncDelaysEachCopyFromAnotherGpuOnly) {
+  // peer_copy_sync 0.5 ms: each peer copy takes 2.5 ms. On demand: L0 [0,1.1], W1 [1.1,3.6],
+  // L1 [3.6,4.7]. Ahead: W0 [0,2.5], W1 [2.5,5]; L0 [2.5,3.6], L1 [5,6.1].
+  auto hw = testing::toy_profile();
+  hw.framework.peer_copy_sync = 0.5e-3;
+  EXPECT_NEAR(decode_step(run_event(2, {1}, 1, {}, hw)), 4.7e-3, kTol);
+  EXPECT_NEAR(decode_step(run_analytic(2, {1}, 1, {}, hw)), 4.7e-3, kTol);
+  ExecutionOptions exec;
+  exec.prefetch = 1;
+  EXPECT_NEAR(decode_step(run_event(2, {0, 1}, 1, exec, hw)), 6.1e-3, kTol);
+  EXPECT_NEAR(decode_step(run_analytic(2, {0, 1}, 1, exec, hw)), 6.1e-3, kTol);
+  // Copies from host memory are untouched: the plain 12.2 ms of CopyOnDemandSerialisesCopyAndCompute.
+  EXPECT_NEAR(decode_step(run_event(2, {1}, kCpu, {}, hw)), 12.2e-3, kTol);
+}
+
 TEST(ToyModel, CpuExecutionMovesActivationsBothWays) {
   // L0 on the GPU (1.1 ms), activations to the host (1e5 B, 1 ms), L1 on the CPU (1.1e6 B at
   // 100 MB/s = 11 ms), activations back (1 ms), L2 on the GPU (1.1 ms).

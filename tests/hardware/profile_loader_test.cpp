@@ -61,6 +61,8 @@ TEST(ProfileLoader, RejectsBadInputNamingFileLineAndKey) {
   expect_error("  new_length_attention: \"1 ms\"\n", "", "framework.new_length_attention", 42);
   expect_error("  new_length_attention: \"1 ms\"\n", "  new_length_attention: \"-1 ms\"\n", "framework.new_length_attention", 47);
   expect_error("  per_prefetch: \"0 us\"\n", "", "framework.per_prefetch", 42);
+  expect_error("  peer_copy_sync: \"0 us\"\n", "", "framework.peer_copy_sync", 42);
+  expect_error("  peer_copy_sync: \"0 us\"\n", "  peer_copy_sync: \"-2 us\"\n", "framework.peer_copy_sync", 48);
 }
 
 TEST(ProfileLoader, RejectsYamlSyntaxErrorsWithTheirLine) {

@@ -83,6 +83,7 @@ peer_link:
   per_prefetch: "0 us"
   per_step: ")" + per_step + R"("
   new_length_attention: "1 ms"
+  peer_copy_sync: "0 us"
 )";
 }
 
