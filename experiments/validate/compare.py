@@ -27,6 +27,7 @@ results/validation/{comparison.csv, table.md, predicted_vs_measured.png, latency
 """
 import csv
 import json
+import math
 import os
 import re
 import statistics
@@ -39,18 +40,28 @@ VAL = os.path.join(ROOT, "results", "validation")
 WORK = os.path.join(ROOT, "build", "validation")  # derived profiles and traces (not committed)
 BASE_PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured.yaml")
 SHIPPED_PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured-hf.yaml")
-MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json"}
+MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json",
+          "Llama-3.1-8B": "traces/models/llama-3.1-8b.json"}
 CALIBRATION = ("Qwen3-8B", "resident", "warm")
 COPY_ISSUE = os.path.join(VAL, "lease5", "copy_issue.json")
+PEER_COPY_RATE = os.path.join(VAL, "lease7-peer-copy", "peer_copy_rate.json")
+# The tensors peer_copy_rate.py copies (bf16 elements of a Qwen3-8B decoder layer).
+PEER_LAYER_ELEMENTS = [4096 * 4096, 1024 * 4096, 1024 * 4096, 4096 * 4096, 12288 * 4096, 12288 * 4096, 4096 * 12288,
+                       4096, 4096, 128, 128]
 STREAMING_TIMELINE = os.path.join(VAL, "lease6-peer-hosttime", "host_timeline_peer_qwen3-8b.json")
-# lease -> (its folder, the machine kind, whether the traces in traces/captured/ were captured on it,
-# the folder of its SDPA microbenchmark)
-LEASES = {"lease5": ("lease5", "nvidia-h200-x2", False, "lease5"),
-          "lease3": ("lease3", "nvidia-h200", True, "lease3"),
-          "lease4": ("lease4-peer", "nvidia-h200-x2", False, "lease3"),
-          "lease8": ("lease8-pageable-ahead", "nvidia-h200", False, "lease5")}
+# lease -> (its folder, the machine kind, the folder of its SDPA microbenchmark, its measurement files)
+LEASES = {"lease5": ("lease5", "nvidia-h200-x2", "lease5", ["measured.jsonl"]),
+          "lease3": ("lease3", "nvidia-h200", "lease3", ["measured.jsonl"]),
+          "lease4": ("lease4-peer", "nvidia-h200-x2", "lease3", ["measured.jsonl"]),
+          "lease8": ("lease8-pageable-ahead", "nvidia-h200", "lease5", ["measured.jsonl"]),
+          "lease10": ("lease10", "nvidia-h200-x2", "lease10", ["measured.jsonl", "measured_llama.jsonl"])}
 SHIPPED_LEASE = "lease5"
-CAPTURED = {"Qwen3-8B": "qwen3-8b", "Qwen3-14B": "qwen3-14b"}
+PEER_COPY_SYNC_S = 0.0  # set in main() from the peer-copy microbenchmark
+COLORS = {"Qwen3-8B": "tab:blue", "Qwen3-14B": "tab:orange", "Llama-3.1-8B": "tab:green"}
+# Traces captured on a lease (traces/captured/): lease -> model -> (file stem, the capture's summary)
+CAPTURED = {"lease3": {"Qwen3-8B": ("qwen3-8b-h200", "lease3/qwen3-8b-capture.json"),
+                       "Qwen3-14B": ("qwen3-14b-h200", "lease3/qwen3-14b-capture.json")},
+            "lease10": {"Qwen3-8B": ("qwen3-8b-h200x2-lease10", "lease10/qwen3-8b-capture.json")}}
 
 
 def rows(path):
@@ -58,11 +69,11 @@ def rows(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def with_framework(text, source, per_launch, per_copy, per_prefetch, per_step, new_length_attention="0 us"):
+def with_framework(text, source, per_launch, per_copy, per_prefetch, per_step, new_length_attention, peer_copy_sync):
     """A profile's YAML text with its framework section replaced (values are unit strings)."""
     framework = (f"framework:\n  source: \"{source}\"\n  per_launch: \"{per_launch}\"\n"
                  f"  per_copy: \"{per_copy}\"\n  per_prefetch: \"{per_prefetch}\"\n  per_step: \"{per_step}\"\n"
-                 f"  new_length_attention: \"{new_length_attention}\"\n")
+                 f"  new_length_attention: \"{new_length_attention}\"\n  peer_copy_sync: \"{peer_copy_sync}\"\n")
     return re.sub(r"framework:\n(  .*\n)+", framework, text)
 
 
@@ -72,9 +83,11 @@ def write_profile(path, per_launch_us, new_length_us, per_copy_us, per_prefetch_
               f"row {' '.join(CALIBRATION)}; new_length_attention = cuDNN SDPA first call at a new length minus a "
               f"repeated call (experiments/validate/sdpa_shapes.py); per_copy and per_prefetch = host time per "
               f"streamed tensor on demand and one layer ahead (experiments/validate/host_timeline.py, "
-              f"lease6-peer-hosttime); per_step 0")
+              f"lease6-peer-hosttime); peer_copy_sync = GPU time of PyTorch's cuda:1 -> cuda:0 copies of a "
+              f"Qwen3-8B layer beyond the peer curve, per tensor (experiments/validate/peer_copy_rate.py, "
+              f"lease7-peer-copy); per_step 0")
     text = with_framework(open(BASE_PROFILE).read(), source, f"{per_launch_us:.4f} us", f"{per_copy_us:.2f} us",
-                          f"{per_prefetch_us:.2f} us", "0 us", f"{new_length_us:.1f} us")
+                          f"{per_prefetch_us:.2f} us", "0 us", f"{new_length_us:.1f} us", f"{PEER_COPY_SYNC_S * 1e6:.2f} us")
     text = text.replace("name: h200-measured", "name: h200-measured-hf")
     text = re.sub(r'description: "(.*)"', r'description: "\1, with eager PyTorch + HF host costs calibrated on real decode runs"', text, count=1)
     text = text.replace("# Measured profile: written by tiersim_fit", "# Measured profile + framework cost calibrated by experiments/validate/compare.py; written by tiersim_fit")
@@ -91,7 +104,7 @@ def sim_args(row):
         _, k, pf, mem = cfg.split(":", 3)
         args = ["--policy", "layers", "--layers", str(layers - int(k)), "--prefetch", pf]
         return args + (["--donor", mem] if mem.startswith("cuda:") else ["--host-memory", mem])
-    if cfg.startswith("managed:"):
+    if cfg.startswith("managed:"):  # managed:ADVICE, or managed:ADVICE:after-load (advised after the weights load)
         policy = {"none": "um", "prefer-cpu": "um-cpu", "accessed-by": "um-accessedby", "read-mostly": "um-readmostly"}
         return ["--policy", policy[cfg.split(":")[1]], "--allocator", "per-tensor"]
     raise ValueError(cfg)
@@ -135,17 +148,45 @@ def streaming_copy_cost(placement="offload:24:0:cuda:1", first_offloaded=12, las
     return statistics.median(per)
 
 
+def peer_curve_seconds(nbytes):
+    """The base profile's peer-link curve, as tiersim evaluates it (effective bandwidth interpolated in
+    log(size) between the measured points, held beyond them)."""
+    text = open(BASE_PROFILE).read()
+    line = re.search(r"peer_link:.*?transfer: \{[^\n]*\n\s*points: \[(.*?)\]\}", text, re.S).group(1)
+    units = {"B": 1, "GB/s": 1e9}
+    pts = [(float(a) * units[u], float(b) * units[v]) for a, u, b, v in
+           re.findall(r'\["([0-9.e+]+) (B)", "([0-9.e+]+) (GB/s)"\]', line)]
+    if nbytes <= pts[0][0]:
+        return nbytes / pts[0][1]
+    if nbytes >= pts[-1][0]:
+        return nbytes / pts[-1][1]
+    for (s0, r0), (s1, r1) in zip(pts, pts[1:]):
+        if s0 <= nbytes <= s1:
+            t = (math.log(nbytes) - math.log(s0)) / (math.log(s1) - math.log(s0))
+            return nbytes / math.exp(math.log(r0) + t * (math.log(r1) - math.log(r0)))
+
+
+def peer_copy_sync_cost():
+    """GPU seconds per cross-device copy beyond the peer curve: PyTorch's copies of one Qwen3-8B layer's
+    11 tensors cuda:1 -> cuda:0 (CUDA events, lease7) minus the curve's time for the same sizes."""
+    case = json.load(open(PEER_COPY_RATE))["cases"]["qwen3-8b layer (11 tensors)"]
+    sizes = [2 * n for n in PEER_LAYER_ELEMENTS]
+    assert sum(sizes) == case["bytes"]
+    return (case["median_s"] - sum(peer_curve_seconds(b) for b in sizes)) / len(sizes)
+
+
 def copy_issue_cost(source):
     return json.load(open(COPY_ISSUE))["sources"][source]["median_s"]
 
 
-def calibrate(row, new_length_s, per_copy_s, per_prefetch_s, path, lease):
-    """per_launch (us) with which the event engine reproduces the calibration row."""
+def calibrate(row, new_length_s, per_copy_s, per_prefetch_s, path, lease, target_s=None):
+    """per_launch (us) with which the event engine reproduces the calibration row (or target_s)."""
+    target = measured(row, CALIBRATION[2]) if target_s is None else target_s
     lo, hi = 0.0, 200.0
     for _ in range(40):
         mid = (lo + hi) / 2
         write_profile(path, mid, new_length_s * 1e6, per_copy_s * 1e6, per_prefetch_s * 1e6, lease)
-        if predict(row, CALIBRATION[2], "event", path)["step_seconds"] < measured(row, CALIBRATION[2]):
+        if predict(row, CALIBRATION[2], "event", path)["step_seconds"] < target:
             lo = mid
         else:
             hi = mid
@@ -164,24 +205,29 @@ def tiny_fit(cal, regime):
 _deprofiled = {}
 
 
-def deprofiled_trace(model, regime):
-    if (model, regime) not in _deprofiled:
-        _deprofiled[(model, regime)] = make_deprofiled_trace(model, regime)
-    return _deprofiled[(model, regime)]
+def deprofiled_trace(lease, model, regime):
+    if (lease, model, regime) not in _deprofiled:
+        _deprofiled[(lease, model, regime)] = make_deprofiled_trace(lease, model, regime)
+    return _deprofiled[(lease, model, regime)]
 
 
-def make_deprofiled_trace(model, regime):
-    """The captured trace with the profiler's own host cost per op removed. That cost is measured in
-    the capturing process: (profiled - unprofiled) fresh step time / ops per step."""
-    summary = json.load(open(os.path.join(VAL, "lease3", f"{CAPTURED[model]}-capture.json")))
-    fresh = summary["fresh"]
+def profiler_cost_per_op(summary_path):
+    """The profiler's own host cost per op, measured in the capturing process: (profiled - unprofiled)
+    fresh step time / ops per step (the warm pass has no unprofiled steps)."""
+    fresh = json.load(open(os.path.join(VAL, summary_path)))["fresh"]
     profiled = statistics.median(s["profiled_s"] for s in fresh["steps"])
     unprofiled = statistics.median(fresh["unprofiled_steps_s"])
     ops = statistics.median(s["ops"] for s in fresh["steps"])
-    overhead_us = max(0.0, (profiled - unprofiled) / ops * 1e6)
+    return max(0.0, (profiled - unprofiled) / ops)
+
+
+def make_deprofiled_trace(lease, model, regime):
+    """The captured trace with the profiler's own host cost per op removed."""
+    stem, summary_path = CAPTURED[lease][model]
+    overhead_us = profiler_cost_per_op(summary_path) * 1e6
     suffix = "" if regime == "fresh" else "-warm"
-    src = os.path.join(ROOT, "traces", "captured", f"{CAPTURED[model]}-h200{suffix}.trace")
-    dst = os.path.join(WORK, f"{CAPTURED[model]}-h200{suffix}-deprofiled.trace")
+    src = os.path.join(ROOT, "traces", "captured", f"{stem}{suffix}.trace")
+    dst = os.path.join(WORK, f"{stem}{suffix}-deprofiled.trace")
 
     def fix(m):
         return f"host_us={max(0.0, float(m.group(1)) - overhead_us):.3f}"
@@ -189,6 +235,24 @@ def make_deprofiled_trace(model, regime):
         for line in f:
             g.write(re.sub(r"host_us=([0-9.]+)", fix, line) if line.startswith("op ") else line)
     return dst, overhead_us
+
+
+def capture_calibration_note(lease, cal_row, data, new_length_s, per_copy_s, per_prefetch_s):
+    """The framework calibrated from the captured run instead of a measured row: per_launch set so the
+    generated Qwen3-8B trace reproduces the step of the de-profiled warm capture (replayed, resident).
+    Every row of the lease is then a validation row."""
+    trace, overhead_us = deprofiled_trace(lease, "Qwen3-8B", "warm")
+    path = os.path.join(WORK, f"h200-measured-hf-{lease}-captured.yaml")
+    write_profile(path, 0.0, new_length_s * 1e6, per_copy_s * 1e6, per_prefetch_s * 1e6, lease)
+    replayed = predict(cal_row, "warm", "event", path, trace)["step_seconds"]
+    per_launch = calibrate(cal_row, new_length_s, per_copy_s, per_prefetch_s, path, lease, target_s=replayed)
+    errs = [(predict(r, g, "event", path)["step_seconds"] - measured(r, g)) / measured(r, g)
+            for r in data for g in ("fresh", "warm")]
+    return (f"; calibrated from the captured run instead (profiler cost {overhead_us:.1f} us per op removed, the "
+            f"warm capture replays to {replayed * 1e3:.1f} ms against {measured(cal_row, 'warm') * 1e3:.1f} ms "
+            f"measured unprofiled): per_launch {per_launch:.2f} us, all {len(errs)} rows of the lease "
+            f"{100 * statistics.mean(abs(e) for e in errs):.1f}%, worst {max((100 * e for e in errs), key=abs):+.1f}%: "
+            f"not used")
 
 
 def strategy(config):
@@ -202,16 +266,19 @@ def strategy(config):
 
 def main():
     os.makedirs(WORK, exist_ok=True)
+    global PEER_COPY_SYNC_S
+    PEER_COPY_SYNC_S = peer_copy_sync_cost()
     per_copy_s = streaming_copy_cost()
     per_prefetch_s = streaming_copy_cost("offload:24:1:cuda:1")
     results, notes, profiles = [], [], {}
     notes.append(f"per_copy = {per_copy_s * 1e6:.1f} us and per_prefetch = {per_prefetch_s * 1e6:.1f} us per streamed "
                  f"tensor, on demand and one layer ahead (host timeline, lease6); a bare .to() costs "
                  f"{copy_issue_cost('cuda:1') * 1e6:.1f} us from cuda:1, {copy_issue_cost('pinned') * 1e6:.1f} us "
-                 f"from pinned memory (lease5).")
-    for lease, (folder, kind, captured_here, sdpa_folder) in LEASES.items():
-        data = rows(os.path.join(VAL, folder, "measured.jsonl"))
-        cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])
+                 f"from pinned memory (lease5). peer_copy_sync = {PEER_COPY_SYNC_S * 1e6:.1f} us per copy from cuda:1 "
+                 f"(PyTorch's copies of a Qwen3-8B layer, lease7, beyond the peer curve).")
+    for lease, (folder, kind, sdpa_folder, files) in LEASES.items():
+        data = [r for name in files for r in rows(os.path.join(VAL, folder, name))]
+        cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])  # the first such row
         path = SHIPPED_PROFILE if lease == SHIPPED_LEASE else os.path.join(WORK, f"h200-measured-hf-{lease}.yaml")
         new_length_s = new_length_cost(sdpa_folder)
         per_launch = calibrate(cal_row, new_length_s, per_copy_s, per_prefetch_s, path, lease)
@@ -225,6 +292,9 @@ def main():
             note += (f"; small-model alternative (tiny-4, tiny-24, warm): {pk * 1e6:.1f} us per measured kernel + "
                      f"{ps * 1e3:.1f} ms, which predicts Qwen3-8B resident warm "
                      f"{(cal_row['kernels_per_step'] * pk + ps) * 1e3:.1f} ms: not used")
+        captured = CAPTURED.get(lease, {})
+        if "Qwen3-8B" in captured:
+            note += capture_calibration_note(lease, cal_row, data, new_length_s, per_copy_s, per_prefetch_s)
         notes.append(note + ".")
         for r in data:
             for regime in ("fresh", "warm"):
@@ -232,12 +302,12 @@ def main():
                 ev = predict(r, regime, "event", path)
                 an = predict(r, regime, "analytic", path)
                 cap = None
-                if captured_here and r["model"] in CAPTURED:
-                    trace, _ = deprofiled_trace(r["model"], regime)
+                if r["model"] in captured:
+                    trace, _ = deprofiled_trace(lease, r["model"], regime)
                     cap = predict(r, regime, "event", path, trace)["step_seconds"]
                 results.append(dict(
                     lease=lease, model=r["model"], config=r["config"], regime=regime, strategy=strategy(r["config"]),
-                    calibration=(r["model"], r["config"], regime) == CALIBRATION, measured_s=m,
+                    calibration=r is cal_row and regime == CALIBRATION[2], measured_s=m,
                     measured_spread=spread(r, regime),
                     event_s=ev["step_seconds"], event_err=(ev["step_seconds"] - m) / m,
                     analytic_s=an["step_seconds"], analytic_err=(an["step_seconds"] - m) / m,
@@ -248,10 +318,10 @@ def main():
     # The other leases' rows predicted with the shipped (lease 5) calibration: what moving to another
     # machine of the same kind costs when it is not calibrated itself.
     cross = []
-    for lease, (folder, *_rest) in LEASES.items():
+    for lease, (folder, _kind, _sdpa, files) in LEASES.items():
         if lease == SHIPPED_LEASE:
             continue
-        for r in rows(os.path.join(VAL, folder, "measured.jsonl")):
+        for r in (r for name in files for r in rows(os.path.join(VAL, folder, name))):
             for regime in ("fresh", "warm"):
                 m = measured(r, regime)
                 cross.append((predict(r, regime, "event", profiles[SHIPPED_LEASE])["step_seconds"] - m) / m)
@@ -272,7 +342,8 @@ def mape(xs, key):
 def summary_lines(val, label):
     worst = max(val, key=lambda x: abs(x["event_err"]))
     over = [x for x in val if abs(x["event_err"]) > 0.2]
-    lines = [f"{label}: {len(val)} validation rows (2 models, {len({x['config'] for x in val})} configurations, fresh and warm "
+    lines = [f"{label}: {len(val)} validation rows ({len({x['model'] for x in val})} models, "
+             f"{len({x['config'] for x in val})} configurations, fresh and warm "
                  f"sequence lengths). Mean absolute error of the decode step (= of tokens/s): event engine "
                  f"{mape(val, 'event_err'):.1f}%, analytic {mape(val, 'analytic_err'):.1f}%. Worst row (event): "
                  f"{worst['lease']} {worst['model']} {worst['config']} {worst['regime']} {100 * worst['event_err']:+.1f}%. "
@@ -281,6 +352,11 @@ def summary_lines(val, label):
         sub = [x for x in val if x["regime"] == regime]
         lines.append(f"- {regime} lengths: {len(sub)} rows, event {mape(sub, 'event_err'):.1f}%, analytic "
                      f"{mape(sub, 'analytic_err'):.1f}%")
+    for model in MODELS:
+        sub = [x for x in val if x["model"] == model]
+        if sub and len({x["model"] for x in val}) > 1:
+            lines.append(f"- {model}: {len(sub)} rows, event {mape(sub, 'event_err'):.1f}%, analytic "
+                         f"{mape(sub, 'analytic_err'):.1f}%, worst {max((100 * x['event_err'] for x in sub), key=abs):+.1f}%")
     for s in ("resident", "pinned", "pageable", "peer", "managed"):
         sub = [x for x in val if x["strategy"] == s]
         if sub:
@@ -330,7 +406,7 @@ def plot(results):
         return
     fig, ax = plt.subplots(figsize=(6.5, 6.5))
     for x in results:
-        color = "tab:gray" if x["calibration"] else ("tab:blue" if x["model"] == "Qwen3-8B" else "tab:orange")
+        color = "tab:gray" if x["calibration"] else COLORS[x["model"]]
         ax.scatter(x["measured_s"] * 1e3, x["event_s"] * 1e3, c=color, s=18,
                    marker="o" if x["regime"] == "fresh" else "^")
     lim = [20, 4000]
@@ -343,7 +419,8 @@ def plot(results):
     ax.set_ylim(lim)
     ax.set_xlabel("measured decode step (ms)")
     ax.set_ylabel("predicted decode step, event engine (ms)")
-    ax.set_title("tiersim vs real runs, H200 (blue 8B, orange 14B;\no fresh lengths, ^ warm; gray calibration; dotted ±20%)",
+    ax.set_title("tiersim vs real runs, H200 (blue Qwen3-8B, orange Qwen3-14B, green Llama-3.1-8B;\n"
+                 "o fresh lengths, ^ warm; gray calibration; dotted ±20%)",
                  fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(VAL, "predicted_vs_measured.png"), dpi=120)

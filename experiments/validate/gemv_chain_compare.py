@@ -55,7 +55,7 @@ def write_profile():
     launch_us = float(re.search(r'launch_issue_host: "([0-9.]+) us', text).group(1))
     text = with_framework(text, "calib's measured empty-kernel launch cost for every launch and copy issue; "
                                "no per-step cost (a bare C++ loop)", f"{launch_us} us", f"{launch_us} us", f"{launch_us} us",
-                          "0 us")
+                          "0 us", "0 us", "0 us")
     with open(PROFILE, "w") as f:
         f.write(text)
     return launch_us
