@@ -23,7 +23,8 @@ struct GpuOpCost {
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
-// Host time to issue the op's kernels: measured host time if the trace has it, else per launch.
+// Host time to issue the op's kernels: measured host time if the trace has it, else the profile's
+// framework.per_op for its kind, else per launch.
 double host_issue_seconds(const HardwareProfile& hw, const trace::Op& op);
 
 }  // namespace tiersim::hw

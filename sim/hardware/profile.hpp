@@ -78,6 +78,10 @@ struct ManagedMemorySpec {
 
 struct FrameworkSpec {
   double per_launch = 0.0;   // host time to issue one kernel (Python + dispatcher + launch)
+  // Optional: host time to issue one op of a kind (trace op kind name -> seconds), for ops without a
+  // measured host time; it replaces launches x per_launch for that kind. Calibrated from a captured
+  // run (experiments/validate/framework_fit.py), where the framework's cost per op differs by kind.
+  std::map<std::string, double> per_op;
   double per_copy = 0.0;     // host time to issue one copy (on demand)
   double per_prefetch = 0.0; // host time to issue one copy ahead of use (stream switch, event, hand-over)
   double per_step = 0.0;     // host time per step outside the ops (sampling, loop, sync)

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "hardware/presets.hpp"
+#include "trace/trace.hpp"
 
 namespace tiersim::hw {
 namespace {
@@ -86,6 +87,22 @@ class Section {
       out[dtype] = s.quantity(dtype, units::parse_flop_rate);
     }
     if (out.empty()) fail_at(s.node_, s.path_, "needs at least one dtype rate");
+    s.finish();
+    return out;
+  }
+
+  // A mapping of trace op kinds (traces/FORMAT.md) to durations.
+  std::map<std::string, double> op_durations(const std::string& key) {
+    Section s = child(key);
+    std::map<std::string, double> out;
+    for (const auto& kv : s.node_) {
+      const std::string kind = kv.first.as<std::string>();
+      trace::OpKind parsed;
+      if (!trace::parse_op_kind(kind, parsed))
+        fail_at(kv.first, s.full(kind), "unknown op kind (gemm, gemv, attention, norm, elementwise, embedding, rope, sample, other)");
+      out[kind] = s.duration(kind);
+    }
+    if (out.empty()) fail_at(s.node_, s.path_, "needs at least one op kind");
     s.finish();
     return out;
   }
@@ -283,6 +300,7 @@ HardwareProfile parse_profile(const std::string& text, const std::string& file) 
     p.framework.per_step = f.duration("per_step");
     p.framework.new_length_attention = f.duration("new_length_attention");
     p.framework.peer_copy_sync = f.duration("peer_copy_sync");
+    if (f.has("per_op")) p.framework.per_op = f.op_durations("per_op");
     f.finish();
   }
   top.finish();

@@ -115,6 +115,17 @@ TEST(ToyModel, PeerCopySyncDelaysEachCopyFromAnotherGpuOnly) {
   EXPECT_NEAR(decode_step(run_event(2, {1}, kCpu, {}, hw)), 12.2e-3, kTol);
 }
 
+TEST(ToyModel, PerOpHostCostReplacesLaunchesTimesPerLaunchForItsKind) {
+  // per_launch 5 ms would make it 2 x 5 + 1.1 (HostBoundStepIsIssueTimePlusLastKernel); per_op gemv
+  // 2 ms: 2 x 2 + 1.1. A kind not in per_op keeps launches x per_launch.
+  auto hw = testing::toy_profile("5 ms");
+  hw.framework.per_op["gemv"] = 2e-3;
+  EXPECT_NEAR(decode_step(run_event(2, {}, kCpu, {}, hw)), 5.1e-3, kTol);
+  EXPECT_NEAR(decode_step(run_analytic(2, {}, kCpu, {}, hw)), 5.1e-3, kTol);
+  hw.framework.per_op = {{"norm", 2e-3}};
+  EXPECT_NEAR(decode_step(run_event(2, {}, kCpu, {}, hw)), 11.1e-3, kTol);
+}
+
 TEST(ToyModel, CpuExecutionMovesActivationsBothWays) {
   // L0 on the GPU (1.1 ms), activations to the host (1e5 B, 1 ms), L1 on the CPU (1.1e6 B at
   // 100 MB/s = 11 ms), activations back (1 ms), L2 on the GPU (1.1 ms).

@@ -62,6 +62,11 @@ TEST(ProfileLoader, RejectsBadInputNamingFileLineAndKey) {
   expect_error("  new_length_attention: \"1 ms\"\n", "  new_length_attention: \"-1 ms\"\n", "framework.new_length_attention", 47);
   expect_error("  per_prefetch: \"0 us\"\n", "", "framework.per_prefetch", 42);
   expect_error("  peer_copy_sync: \"0 us\"\n", "", "framework.peer_copy_sync", 42);
+  expect_error("  peer_copy_sync: \"0 us\"\n", "  peer_copy_sync: \"0 us\"\n  per_op: {gemv: \"30 us\", softmax: \"9 us\"}\n",
+               "framework.per_op.softmax", 49);
+  expect_error("  peer_copy_sync: \"0 us\"\n", "  peer_copy_sync: \"0 us\"\n  per_op: {gemv: \"-30 us\"}\n",
+               "framework.per_op.gemv", 49);
+  expect_error("  peer_copy_sync: \"0 us\"\n", "  peer_copy_sync: \"0 us\"\n  per_op: {}\n", "framework.per_op", 49);
   expect_error("  peer_copy_sync: \"0 us\"\n", "  peer_copy_sync: \"-2 us\"\n", "framework.peer_copy_sync", 48);
 }
 
