@@ -34,6 +34,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import framework_fit  # noqa: E402
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIM = os.path.join(ROOT, "build", "bin", "sim")
 VAL = os.path.join(ROOT, "results", "validation")
@@ -56,6 +59,7 @@ LEASES = {"lease5": ("lease5", "nvidia-h200-x2", "lease5", ["measured.jsonl"]),
           "lease8": ("lease8-pageable-ahead", "nvidia-h200", "lease5", ["measured.jsonl"]),
           "lease10": ("lease10", "nvidia-h200-x2", "lease10", ["measured.jsonl", "measured_llama.jsonl"])}
 SHIPPED_LEASE = "lease5"
+PER_OP_LEASE = "lease10"  # whose captured run gives the per-op structure to leases without one
 PEER_COPY_SYNC_S = 0.0  # set in main() from the peer-copy microbenchmark
 COLORS = {"Qwen3-8B": "tab:blue", "Qwen3-14B": "tab:orange", "Llama-3.1-8B": "tab:green"}
 # Traces captured on a lease (traces/captured/): lease -> model -> (file stem, the capture's summary)
@@ -69,25 +73,37 @@ def rows(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def with_framework(text, source, per_launch, per_copy, per_prefetch, per_step, new_length_attention, peer_copy_sync):
-    """A profile's YAML text with its framework section replaced (values are unit strings)."""
+def with_framework(text, source, per_launch, per_copy, per_prefetch, per_step, new_length_attention, peer_copy_sync,
+                   per_op=None):
+    """A profile's YAML text with its framework section replaced (values are unit strings; per_op: kind ->
+    microseconds)."""
     framework = (f"framework:\n  source: \"{source}\"\n  per_launch: \"{per_launch}\"\n"
                  f"  per_copy: \"{per_copy}\"\n  per_prefetch: \"{per_prefetch}\"\n  per_step: \"{per_step}\"\n"
                  f"  new_length_attention: \"{new_length_attention}\"\n  peer_copy_sync: \"{peer_copy_sync}\"\n")
+    if per_op:
+        framework += "  per_op: {" + ", ".join(f'{k}: "{v:.3f} us"' for k, v in sorted(per_op.items())) + "}\n"
     return re.sub(r"framework:\n(  .*\n)+", framework, text)
 
 
-def write_profile(path, per_launch_us, new_length_us, per_copy_us, per_prefetch_us, lease):
+def write_profile(path, lease, fw):
+    """fw: per_launch_us, new_length_us, per_copy_us, per_prefetch_us, and optionally per_op_us (kind ->
+    us) with per_op_from (the captured trace its shares came from)."""
+    per_op = fw.get("per_op_us")
+    per_op_source = (f"per_op = host time per op kind, its shares from the captured run {fw['per_op_from']} "
+                     f"(experiments/validate/framework_fit.py), all scaled by one factor so the event engine "
+                     f"reproduces the calibration row {' '.join(CALIBRATION)}, per_launch likewise for other op "
+                     f"kinds" if per_op else
+                     f"per_launch set so the event engine reproduces the calibration row {' '.join(CALIBRATION)}")
     source = (f"calibrated by experiments/validate/compare.py on {lease} of results/validation (eager PyTorch 2.11 + "
-              f"transformers 5, HF Qwen3, batch 1): per_launch set so the event engine reproduces the calibration "
-              f"row {' '.join(CALIBRATION)}; new_length_attention = cuDNN SDPA first call at a new length minus a "
+              f"transformers 5, HF Qwen3, batch 1): {per_op_source}; new_length_attention = cuDNN SDPA first call at a new length minus a "
               f"repeated call (experiments/validate/sdpa_shapes.py); per_copy and per_prefetch = host time per "
               f"streamed tensor on demand and one layer ahead (experiments/validate/host_timeline.py, "
               f"lease6-peer-hosttime); peer_copy_sync = GPU time of PyTorch's cuda:1 -> cuda:0 copies of a "
               f"Qwen3-8B layer beyond the peer curve, per tensor (experiments/validate/peer_copy_rate.py, "
               f"lease7-peer-copy); per_step 0")
-    text = with_framework(open(BASE_PROFILE).read(), source, f"{per_launch_us:.4f} us", f"{per_copy_us:.2f} us",
-                          f"{per_prefetch_us:.2f} us", "0 us", f"{new_length_us:.1f} us", f"{PEER_COPY_SYNC_S * 1e6:.2f} us")
+    text = with_framework(open(BASE_PROFILE).read(), source, f"{fw['per_launch_us']:.4f} us",
+                          f"{fw['per_copy_us']:.2f} us", f"{fw['per_prefetch_us']:.2f} us", "0 us",
+                          f"{fw['new_length_us']:.1f} us", f"{PEER_COPY_SYNC_S * 1e6:.2f} us", per_op)
     text = text.replace("name: h200-measured", "name: h200-measured-hf")
     text = re.sub(r'description: "(.*)"', r'description: "\1, with eager PyTorch + HF host costs calibrated on real decode runs"', text, count=1)
     text = text.replace("# Measured profile: written by tiersim_fit", "# Measured profile + framework cost calibrated by experiments/validate/compare.py; written by tiersim_fit")
@@ -179,19 +195,38 @@ def copy_issue_cost(source):
     return json.load(open(COPY_ISSUE))["sources"][source]["median_s"]
 
 
-def calibrate(row, new_length_s, per_copy_s, per_prefetch_s, path, lease, target_s=None):
-    """per_launch (us) with which the event engine reproduces the calibration row (or target_s)."""
-    target = measured(row, CALIBRATION[2]) if target_s is None else target_s
-    lo, hi = 0.0, 200.0
+def solve(row, target_s, make, hi):
+    """The x in [0, hi] with which the event engine predicts `target_s` for the calibration row's regime;
+    make(x) writes the profile it returns the path of. The profile is left written with that x."""
+    lo = 0.0
     for _ in range(40):
         mid = (lo + hi) / 2
-        write_profile(path, mid, new_length_s * 1e6, per_copy_s * 1e6, per_prefetch_s * 1e6, lease)
-        if predict(row, CALIBRATION[2], "event", path)["step_seconds"] < target:
+        if predict(row, CALIBRATION[2], "event", make(mid))["step_seconds"] < target_s:
             lo = mid
         else:
             hi = mid
-    write_profile(path, (lo + hi) / 2, new_length_s * 1e6, per_copy_s * 1e6, per_prefetch_s * 1e6, lease)
+    make((lo + hi) / 2)
     return (lo + hi) / 2
+
+
+def calibrate(row, fw, path, lease, target_s=None):
+    """per_launch (us) with which the event engine reproduces the calibration row (or target_s)."""
+    target = measured(row, CALIBRATION[2]) if target_s is None else target_s
+
+    def make(x):
+        write_profile(path, lease, dict(fw, per_launch_us=x, per_op_us=None))
+        return path
+    return solve(row, target, make, 200.0)
+
+
+def calibrate_per_op(row, fw, shares, source, path, lease):
+    """One factor on the captured per-op shares (and on per_launch, for the other op kinds) with which the
+    event engine reproduces the calibration row."""
+    def make(x):
+        write_profile(path, lease, dict(fw, per_launch_us=fw["per_launch_us"] * x,
+                                        per_op_us={k: v * x for k, v in shares.items()}, per_op_from=source))
+        return path
+    return solve(row, measured(row, CALIBRATION[2]), make, 5.0)
 
 
 def tiny_fit(cal, regime):
@@ -237,22 +272,31 @@ def make_deprofiled_trace(lease, model, regime):
     return dst, overhead_us
 
 
-def capture_calibration_note(lease, cal_row, data, new_length_s, per_copy_s, per_prefetch_s):
+def capture_calibration_note(lease, cal_row, data, fw):
     """The framework calibrated from the captured run instead of a measured row: per_launch set so the
     generated Qwen3-8B trace reproduces the step of the de-profiled warm capture (replayed, resident).
     Every row of the lease is then a validation row."""
     trace, overhead_us = deprofiled_trace(lease, "Qwen3-8B", "warm")
     path = os.path.join(WORK, f"h200-measured-hf-{lease}-captured.yaml")
-    write_profile(path, 0.0, new_length_s * 1e6, per_copy_s * 1e6, per_prefetch_s * 1e6, lease)
+    write_profile(path, lease, dict(fw, per_launch_us=0.0, per_op_us=None))
     replayed = predict(cal_row, "warm", "event", path, trace)["step_seconds"]
-    per_launch = calibrate(cal_row, new_length_s, per_copy_s, per_prefetch_s, path, lease, target_s=replayed)
+    per_launch = calibrate(cal_row, fw, path, lease, target_s=replayed)
     errs = [(predict(r, g, "event", path)["step_seconds"] - measured(r, g)) / measured(r, g)
             for r in data for g in ("fresh", "warm")]
     return (f"; calibrated from the captured run instead (profiler cost {overhead_us:.1f} us per op removed, the "
             f"warm capture replays to {replayed * 1e3:.1f} ms against {measured(cal_row, 'warm') * 1e3:.1f} ms "
             f"measured unprofiled): per_launch {per_launch:.2f} us, all {len(errs)} rows of the lease "
             f"{100 * statistics.mean(abs(e) for e in errs):.1f}%, worst {max((100 * e for e in errs), key=abs):+.1f}%: "
-            f"not used")
+            f"not used (no measured row)")
+
+
+def per_op_structure(lease):
+    """framework_fit's per-op shares (us per generated op, unscaled) from a lease's warm Qwen3-8B capture."""
+    stem, summary_path = CAPTURED[lease]["Qwen3-8B"]
+    trace = os.path.join(ROOT, "traces", "captured", f"{stem}-warm.trace")
+    captured = framework_fit.captured_host_by_kind(trace, profiler_cost_per_op(summary_path) * 1e6)
+    shares, _ = framework_fit.per_op_shares(captured, framework_fit.generated_ops_by_kind(MODELS["Qwen3-8B"]))
+    return shares, os.path.relpath(trace, ROOT)
 
 
 def strategy(config):
@@ -280,12 +324,22 @@ def main():
         data = [r for name in files for r in rows(os.path.join(VAL, folder, name))]
         cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])  # the first such row
         path = SHIPPED_PROFILE if lease == SHIPPED_LEASE else os.path.join(WORK, f"h200-measured-hf-{lease}.yaml")
+        uniform_path = os.path.join(WORK, f"h200-measured-hf-{lease}-per-launch.yaml")
         new_length_s = new_length_cost(sdpa_folder)
-        per_launch = calibrate(cal_row, new_length_s, per_copy_s, per_prefetch_s, path, lease)
+        fw = dict(new_length_us=new_length_s * 1e6, per_copy_us=per_copy_s * 1e6, per_prefetch_us=per_prefetch_s * 1e6)
+        fw["per_launch_us"] = calibrate(cal_row, fw, uniform_path, lease)
+        # The framework's structure per op kind from a captured run: this lease's, else lease 10's (the
+        # same software; only the host's speed differs between machines, and the scale takes that).
+        source = lease if "Qwen3-8B" in CAPTURED.get(lease, {}) else PER_OP_LEASE
+        shares, source_trace = per_op_structure(source)
+        scale = calibrate_per_op(cal_row, fw, shares, source_trace, path, lease)
         profiles[lease] = path
-        note = (f"{lease} ({kind}): new_length_attention {new_length_s * 1e3:.1f} ms, per_launch = {per_launch:.2f} us "
-                f"per generated launch (calibration row {' '.join(CALIBRATION)}, measured "
-                f"{measured(cal_row, 'warm') * 1e3:.1f} ms)")
+        note = (f"{lease} ({kind}): new_length_attention {new_length_s * 1e3:.1f} ms; host cost per op kind = the "
+                f"shares of {source}'s captured run x {scale:.3f} ("
+                + ", ".join(f"{k} {v * scale:.1f} us" for k, v in sorted(shares.items()))
+                + f"), which reproduces the calibration row {' '.join(CALIBRATION)}, measured "
+                f"{measured(cal_row, 'warm') * 1e3:.1f} ms; one cost per generated launch instead: "
+                f"{fw['per_launch_us']:.2f} us")
         tiny_path = os.path.join(VAL, folder, "calibration.jsonl")
         if os.path.exists(tiny_path):
             pk, ps = tiny_fit(rows(tiny_path), "warm")
@@ -294,13 +348,14 @@ def main():
                      f"{(cal_row['kernels_per_step'] * pk + ps) * 1e3:.1f} ms: not used")
         captured = CAPTURED.get(lease, {})
         if "Qwen3-8B" in captured:
-            note += capture_calibration_note(lease, cal_row, data, new_length_s, per_copy_s, per_prefetch_s)
+            note += capture_calibration_note(lease, cal_row, data, fw)
         notes.append(note + ".")
         for r in data:
             for regime in ("fresh", "warm"):
                 m = measured(r, regime)
                 ev = predict(r, regime, "event", path)
                 an = predict(r, regime, "analytic", path)
+                per_launch = predict(r, regime, "event", uniform_path)["step_seconds"]
                 cap = None
                 if r["model"] in captured:
                     trace, _ = deprofiled_trace(lease, r["model"], regime)
@@ -312,6 +367,7 @@ def main():
                     event_s=ev["step_seconds"], event_err=(ev["step_seconds"] - m) / m,
                     analytic_s=an["step_seconds"], analytic_err=(an["step_seconds"] - m) / m,
                     captured_s=cap, captured_err=(cap - m) / m if cap else None,
+                    per_launch_s=per_launch, per_launch_err=(per_launch - m) / m,
                     offloaded_gb=ev["offloaded_bytes"] / 1e9,
                     moved_gb=(ev["h2d_bytes_per_step"] + ev["peer_bytes_per_step"] +
                               ev.get("remote_read_bytes_per_step", 0)) / 1e9))
@@ -348,6 +404,8 @@ def summary_lines(val, label):
                  f"{mape(val, 'event_err'):.1f}%, analytic {mape(val, 'analytic_err'):.1f}%. Worst row (event): "
                  f"{worst['lease']} {worst['model']} {worst['config']} {worst['regime']} {100 * worst['event_err']:+.1f}%. "
                  f"Rows worse than 20%: {len(over)}."]
+    lines.append(f"- with one host cost per generated launch instead of per op kind (the earlier framework model): "
+                 f"event {mape(val, 'per_launch_err'):.1f}%")
     for regime in ("fresh", "warm"):
         sub = [x for x in val if x["regime"] == regime]
         lines.append(f"- {regime} lengths: {len(sub)} rows, event {mape(sub, 'event_err'):.1f}%, analytic "
@@ -356,7 +414,8 @@ def summary_lines(val, label):
         sub = [x for x in val if x["model"] == model]
         if sub and len({x["model"] for x in val}) > 1:
             lines.append(f"- {model}: {len(sub)} rows, event {mape(sub, 'event_err'):.1f}%, analytic "
-                         f"{mape(sub, 'analytic_err'):.1f}%, worst {max((100 * x['event_err'] for x in sub), key=abs):+.1f}%")
+                         f"{mape(sub, 'analytic_err'):.1f}%, worst {max((100 * x['event_err'] for x in sub), key=abs):+.1f}%"
+                         f"; one cost per launch instead of per op kind: {mape(sub, 'per_launch_err'):.1f}%")
     for s in ("resident", "pinned", "pageable", "peer", "managed"):
         sub = [x for x in val if x["strategy"] == s]
         if sub:
