@@ -14,7 +14,7 @@
 #                         framework-free GEMV chain
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b|pageable-ahead|gpu-side|read-mostly|capture-8b|llama}
+part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b|pageable-ahead|gpu-side|read-mostly|capture-8b|llama|peer-overlap}
 out=${OUT:-results/validation/new}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -217,6 +217,11 @@ case "$part" in
     timeout 120 python3 experiments/validate/gpu_timeline.py --model traces/models/qwen3-8b.json --steps 2 \
         --placements "offload:24:0:cuda:1,offload:12:0:cuda:1,offload:24:0:pinned" \
         --out "$out/gpu_timeline_qwen3-8b.json" 2>&1 | grep -v -E "warn" || true
+    ;;
+  peer-overlap)
+    # (2 GPUs) Whether a copy from cuda:1 issued on a side stream overlaps cuda:0's compute (lease11).
+    host_cpu "$out/host_cpu_$part.txt"
+    python3 experiments/validate/peer_overlap.py --out "$out/peer_overlap.json" 2>&1 | grep -v -E "warn" || true
     ;;
   part3)
     # What part 2 did not reach (its ReadMostly run did not finish): each managed run bounded in time.
