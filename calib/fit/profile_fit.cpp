@@ -317,7 +317,8 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     << "  per_prefetch: \"" << us(base.framework.per_prefetch) << "\"\n"
     << "  per_step: \"" << us(base.framework.per_step) << "\"\n"
     << "  new_length_attention: \"" << us(base.framework.new_length_attention) << "\"\n"
-    << "  peer_copy_sync: \"" << us(base.framework.peer_copy_sync) << "\"\n";
+    << "  peer_copy_sync: \"" << us(base.framework.peer_copy_sync) << "\"\n"
+    << "  peer_copy_overlaps_compute: " << (base.framework.peer_copy_overlaps_compute ? "true" : "false") << "\n";
 
   // Report: measured against the base preset's datasheet figures, and fit residuals.
   std::ostringstream r;

@@ -88,6 +88,10 @@ struct FrameworkSpec {
   // GPU time the framework adds to each copy from another GPU, beyond the link's curve (PyTorch orders
   // a cross-device copy with a two-way barrier between the two devices' streams).
   double peer_copy_sync = 0.0;
+  // Whether a copy from another GPU issued ahead of use runs alongside the compute stream's kernels.
+  // Measured false for PyTorch 2.11 on two H200s (experiments/validate/peer_overlap.py): such a copy
+  // then takes its turn on the compute stream, as an on-demand one does.
+  bool peer_copy_overlaps_compute = true;
   // Host time of the first attention call at a sequence length the process has not run before (eager
   // PyTorch's cuDNN SDPA builds an execution plan per shape). Charged once per step, at the step's first
   // attention op without a measured host time, when fresh_lengths is set.

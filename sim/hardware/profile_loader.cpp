@@ -65,6 +65,14 @@ class Section {
     return v;
   }
 
+  bool flag(const std::string& key) {
+    YAML::Node n = require(key);
+    const std::string v = n.IsScalar() ? n.as<std::string>() : "";
+    if (v == "true") return true;
+    if (v != "false") fail_at(n, full(key), "expected true or false");
+    return false;
+  }
+
   int integer(const std::string& key, int lo, int hi) {
     YAML::Node n = require(key);
     int v = 0;
@@ -300,6 +308,7 @@ HardwareProfile parse_profile(const std::string& text, const std::string& file) 
     p.framework.per_step = f.duration("per_step");
     p.framework.new_length_attention = f.duration("new_length_attention");
     p.framework.peer_copy_sync = f.duration("peer_copy_sync");
+    p.framework.peer_copy_overlaps_compute = f.flag("peer_copy_overlaps_compute");
     if (f.has("per_op")) p.framework.per_op = f.op_durations("per_op");
     f.finish();
   }

@@ -91,6 +91,9 @@ void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch)
   touched_.push_back(tensor);
   Action a;
   a.kind = prefetch ? ActionKind::Prefetch : ActionKind::CopyOnStream;
+  // A framework whose copies from another GPU do not overlap compute: issued ahead, run in turn.
+  if (prefetch && placement_.device[tensor] > placement::kComputeGpu && !hw_.framework.peer_copy_overlaps_compute)
+    a.kind = ActionKind::CopyOnStream;
   a.tensor = tensor;
   a.source = placement_.device[tensor];
   a.bytes = static_cast<double>(header_.tensors[tensor].bytes);

@@ -115,6 +115,20 @@ TEST(ToyModel, PeerCopySyncDelaysEachCopyFromAnotherGpuOnly) {
   EXPECT_NEAR(decode_step(run_event(2, {1}, kCpu, {}, hw)), 12.2e-3, kTol);
 }
 
+TEST(ToyModel, PeerCopiesThatDoNotOverlapComputeTakeTheirTurnOnTheComputeStream) {
+  // PrefetchFromAPeerGpuUsesThePeerLink overlaps: 5.1 ms. Without overlap both copies, issued ahead of
+  // L0, run before it on the compute stream: W0 [0,2], W1 [2,4], L0 [4,5.1], L1 [5.1,6.2], the same
+  // 6.2 ms as on demand (W0, L0, W1, L1). Copies from host memory still overlap (21.1 ms as before).
+  auto hw = testing::toy_profile();
+  hw.framework.peer_copy_overlaps_compute = false;
+  ExecutionOptions exec;
+  exec.prefetch = 1;
+  EXPECT_NEAR(decode_step(run_event(2, {0, 1}, 1, exec, hw)), 6.2e-3, kTol);
+  EXPECT_NEAR(decode_step(run_analytic(2, {0, 1}, 1, exec, hw)), 6.2e-3, kTol);
+  EXPECT_NEAR(decode_step(run_event(2, {0, 1}, 1, {}, hw)), 6.2e-3, kTol);
+  EXPECT_NEAR(decode_step(run_event(2, {0, 1}, kCpu, exec, hw)), 21.1e-3, kTol);
+}
+
 TEST(ToyModel, PerOpHostCostReplacesLaunchesTimesPerLaunchForItsKind) {
   // per_launch 5 ms would make it 2 x 5 + 1.1 (HostBoundStepIsIssueTimePlusLastKernel); per_op gemv
   // 2 ms: 2 x 2 + 1.1. A kind not in per_op keeps launches x per_launch.

@@ -67,6 +67,9 @@ TEST(ProfileLoader, RejectsBadInputNamingFileLineAndKey) {
   expect_error("  peer_copy_sync: \"0 us\"\n", "  peer_copy_sync: \"0 us\"\n  per_op: {gemv: \"-30 us\"}\n",
                "framework.per_op.gemv", 49);
   expect_error("  peer_copy_sync: \"0 us\"\n", "  peer_copy_sync: \"0 us\"\n  per_op: {}\n", "framework.per_op", 49);
+  expect_error("  peer_copy_overlaps_compute: true\n", "  peer_copy_overlaps_compute: maybe\n",
+               "framework.peer_copy_overlaps_compute", 49);
+  expect_error("  peer_copy_overlaps_compute: true\n", "", "framework.peer_copy_overlaps_compute", 42);
   expect_error("  peer_copy_sync: \"0 us\"\n", "  peer_copy_sync: \"-2 us\"\n", "framework.peer_copy_sync", 48);
 }
 

@@ -84,6 +84,7 @@ peer_link:
   per_step: ")" + per_step + R"("
   new_length_attention: "1 ms"
   peer_copy_sync: "0 us"
+  peer_copy_overlaps_compute: true
 )";
 }
 
