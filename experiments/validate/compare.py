@@ -48,6 +48,7 @@ MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models
 CALIBRATION = ("Qwen3-8B", "resident", "warm")
 COPY_ISSUE = os.path.join(VAL, "lease5", "copy_issue.json")
 PEER_COPY_RATE = os.path.join(VAL, "lease7-peer-copy", "peer_copy_rate.json")
+PEER_OVERLAP_FILE = os.path.join(VAL, "lease11-peer-overlap", "peer_overlap.json")
 # The tensors peer_copy_rate.py copies (bf16 elements of a Qwen3-8B decoder layer).
 PEER_LAYER_ELEMENTS = [4096 * 4096, 1024 * 4096, 1024 * 4096, 4096 * 4096, 12288 * 4096, 12288 * 4096, 4096 * 12288,
                        4096, 4096, 128, 128]
@@ -61,6 +62,7 @@ LEASES = {"lease5": ("lease5", "nvidia-h200-x2", "lease5", ["measured.jsonl"]),
 SHIPPED_LEASE = "lease5"
 PER_OP_LEASE = "lease10"  # whose captured run gives the per-op structure to leases without one
 PEER_COPY_SYNC_S = 0.0  # set in main() from the peer-copy microbenchmark
+PEER_OVERLAP = 1.0  # set in main(): the share of a peer copy that overlaps compute
 COLORS = {"Qwen3-8B": "tab:blue", "Qwen3-14B": "tab:orange", "Llama-3.1-8B": "tab:green"}
 # Traces captured on a lease (traces/captured/): lease -> model -> (file stem, the capture's summary)
 CAPTURED = {"lease3": {"Qwen3-8B": ("qwen3-8b-h200", "lease3/qwen3-8b-capture.json"),
@@ -74,12 +76,13 @@ def rows(path):
 
 
 def with_framework(text, source, per_launch, per_copy, per_prefetch, per_step, new_length_attention, peer_copy_sync,
-                   per_op=None):
+                   per_op=None, peer_copy_overlaps_compute=True):
     """A profile's YAML text with its framework section replaced (values are unit strings; per_op: kind ->
     microseconds)."""
     framework = (f"framework:\n  source: \"{source}\"\n  per_launch: \"{per_launch}\"\n"
                  f"  per_copy: \"{per_copy}\"\n  per_prefetch: \"{per_prefetch}\"\n  per_step: \"{per_step}\"\n"
-                 f"  new_length_attention: \"{new_length_attention}\"\n  peer_copy_sync: \"{peer_copy_sync}\"\n")
+                 f"  new_length_attention: \"{new_length_attention}\"\n  peer_copy_sync: \"{peer_copy_sync}\"\n"
+                 f"  peer_copy_overlaps_compute: {'true' if peer_copy_overlaps_compute else 'false'}\n")
     if per_op:
         framework += "  per_op: {" + ", ".join(f'{k}: "{v:.3f} us"' for k, v in sorted(per_op.items())) + "}\n"
     return re.sub(r"framework:\n(  .*\n)+", framework, text)
@@ -100,10 +103,13 @@ def write_profile(path, lease, fw):
               f"streamed tensor on demand and one layer ahead (experiments/validate/host_timeline.py, "
               f"lease6-peer-hosttime); peer_copy_sync = GPU time of PyTorch's cuda:1 -> cuda:0 copies of a "
               f"Qwen3-8B layer beyond the peer curve, per tensor (experiments/validate/peer_copy_rate.py, "
-              f"lease7-peer-copy); per_step 0")
+              f"lease7-peer-copy); peer_copy_overlaps_compute from the share of a 1 GiB cuda:1 -> cuda:0 copy "
+              f"hidden under compute queued before it (experiments/validate/peer_overlap.py, lease11-peer-overlap: "
+              f"{100 * PEER_OVERLAP:.0f}%); per_step 0")
     text = with_framework(open(BASE_PROFILE).read(), source, f"{fw['per_launch_us']:.4f} us",
                           f"{fw['per_copy_us']:.2f} us", f"{fw['per_prefetch_us']:.2f} us", "0 us",
-                          f"{fw['new_length_us']:.1f} us", f"{PEER_COPY_SYNC_S * 1e6:.2f} us", per_op)
+                          f"{fw['new_length_us']:.1f} us", f"{PEER_COPY_SYNC_S * 1e6:.2f} us", per_op,
+                          PEER_OVERLAP > 0.5)
     text = text.replace("name: h200-measured", "name: h200-measured-hf")
     text = re.sub(r'description: "(.*)"', r'description: "\1, with eager PyTorch + HF host costs calibrated on real decode runs"', text, count=1)
     text = text.replace("# Measured profile: written by tiersim_fit", "# Measured profile + framework cost calibrated by experiments/validate/compare.py; written by tiersim_fit")
@@ -180,6 +186,21 @@ def peer_curve_seconds(nbytes):
         if s0 <= nbytes <= s1:
             t = (math.log(nbytes) - math.log(s0)) / (math.log(s1) - math.log(s0))
             return nbytes / math.exp(math.log(r0) + t * (math.log(r1) - math.log(r0)))
+
+
+def peer_overlap_share():
+    """The share of a PyTorch copy from cuda:1 (issued on a cuda:0 side stream) hidden under ~20 ms of
+    compute queued before it on cuda:0's default stream: (compute + copy - both) / copy."""
+    c = json.load(open(PEER_OVERLAP_FILE))["cases"]
+    both = c["compute, then peer .to() on a cuda:0 side stream"]
+    copy = c["peer copy alone (.to on a cuda:0 side stream)"]
+    return (c["compute alone"] + copy - both) / copy
+
+
+def pinned_overlap_share():
+    c = json.load(open(PEER_OVERLAP_FILE))["cases"]
+    copy = c["pinned copy alone"]
+    return (c["compute alone"] + copy - c["compute, then pinned host .to() on a cuda:0 side stream (control)"]) / copy
 
 
 def peer_copy_sync_cost():
@@ -310,8 +331,9 @@ def strategy(config):
 
 def main():
     os.makedirs(WORK, exist_ok=True)
-    global PEER_COPY_SYNC_S
+    global PEER_COPY_SYNC_S, PEER_OVERLAP
     PEER_COPY_SYNC_S = peer_copy_sync_cost()
+    PEER_OVERLAP = peer_overlap_share()
     per_copy_s = streaming_copy_cost()
     per_prefetch_s = streaming_copy_cost("offload:24:1:cuda:1")
     results, notes, profiles = [], [], {}
@@ -319,7 +341,10 @@ def main():
                  f"tensor, on demand and one layer ahead (host timeline, lease6); a bare .to() costs "
                  f"{copy_issue_cost('cuda:1') * 1e6:.1f} us from cuda:1, {copy_issue_cost('pinned') * 1e6:.1f} us "
                  f"from pinned memory (lease5). peer_copy_sync = {PEER_COPY_SYNC_S * 1e6:.1f} us per copy from cuda:1 "
-                 f"(PyTorch's copies of a Qwen3-8B layer, lease7, beyond the peer curve).")
+                 f"(PyTorch's copies of a Qwen3-8B layer, lease7, beyond the peer curve). A copy from cuda:1 "
+                 f"issued on a side stream overlapped compute by {100 * PEER_OVERLAP:.0f}% (lease11; from pinned "
+                 f"memory {100 * pinned_overlap_share():.0f}%): peer_copy_overlaps_compute "
+                 f"{'true' if PEER_OVERLAP > 0.5 else 'false'}.")
     for lease, (folder, kind, sdpa_folder, files) in LEASES.items():
         data = [r for name in files for r in rows(os.path.join(VAL, folder, name))]
         cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])  # the first such row
