@@ -24,6 +24,23 @@ bool check(cudaError_t e, const char* what) {
   }
   return true;
 }
+
+// Applies one advice (0 none, 1 PreferredLocation=CPU, 2 PreferredLocation=CPU + AccessedBy=GPU,
+// 3 ReadMostly) to a managed range. False if a call failed (and says which).
+bool apply_advice(void* p, size_t size, int advice, int device) {
+  cudaMemLocation cpu{};
+  cpu.type = cudaMemLocationTypeHost;
+  cpu.id = 0;
+  cudaMemLocation gpu{};
+  gpu.type = cudaMemLocationTypeDevice;
+  gpu.id = device;
+  bool ok = true;
+  if (advice == 1 || advice == 2)
+    ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetPreferredLocation, cpu), "cudaMemAdvise(PreferredLocation=CPU)");
+  if (ok && advice == 2) ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetAccessedBy, gpu), "cudaMemAdvise(AccessedBy)");
+  if (ok && advice == 3) ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetReadMostly, gpu), "cudaMemAdvise(ReadMostly)");
+  return ok;
+}
 }  // namespace
 
 extern "C" {
@@ -50,16 +67,7 @@ void* tiersim_alloc(ssize_t size, int device, cudaStream_t) {
   }
   void* p = nullptr;
   if (!check(cudaMallocManaged(&p, size_t(size), cudaMemAttachGlobal), "cudaMallocManaged")) return nullptr;
-  cudaMemLocation cpu{};
-  cpu.type = cudaMemLocationTypeHost;
-  cpu.id = 0;
-  cudaMemLocation gpu{};
-  gpu.type = cudaMemLocationTypeDevice;
-  gpu.id = device;
-  if (g_advice == 1 || g_advice == 2)
-    check(cudaMemAdvise(p, size_t(size), cudaMemAdviseSetPreferredLocation, cpu), "cudaMemAdvise(PreferredLocation=CPU)");
-  if (g_advice == 2) check(cudaMemAdvise(p, size_t(size), cudaMemAdviseSetAccessedBy, gpu), "cudaMemAdvise(AccessedBy)");
-  if (g_advice == 3) check(cudaMemAdvise(p, size_t(size), cudaMemAdviseSetReadMostly, gpu), "cudaMemAdvise(ReadMostly)");
+  apply_advice(p, size_t(size), g_advice, device);  // a failure is recorded (tiersim_failed)
   g_in_use += size_t(size);
   return p;
 }
@@ -70,22 +78,9 @@ void tiersim_free(void* p, ssize_t size, int, cudaStream_t) {
   g_in_use -= size_t(size > 0 ? size : 1);
 }
 
-// Applies one advice (1 PreferredLocation=CPU, 2 PreferredLocation=CPU + AccessedBy=GPU, 3 ReadMostly)
-// to an existing managed range: for advice given after the weights are loaded rather than at allocation.
-int tiersim_advise(void* p, size_t size, int advice, int device) {
-  cudaMemLocation cpu{};
-  cpu.type = cudaMemLocationTypeHost;
-  cpu.id = 0;
-  cudaMemLocation gpu{};
-  gpu.type = cudaMemLocationTypeDevice;
-  gpu.id = device;
-  bool ok = true;
-  if (advice == 1 || advice == 2)
-    ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetPreferredLocation, cpu), "cudaMemAdvise(PreferredLocation=CPU)");
-  if (ok && advice == 2) ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetAccessedBy, gpu), "cudaMemAdvise(AccessedBy)");
-  if (ok && advice == 3) ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetReadMostly, gpu), "cudaMemAdvise(ReadMostly)");
-  return ok ? 0 : 1;
-}
+// Advice for an existing managed range (see apply_advice): for advice given after the weights are
+// loaded rather than at allocation.
+int tiersim_advise(void* p, size_t size, int advice, int device) { return apply_advice(p, size, advice, device) ? 0 : 1; }
 
 // Moves a managed range to host memory, as if freshly loaded from a checkpoint.
 int tiersim_prefetch_to_host(void* p, size_t size) {
