@@ -1,27 +1,33 @@
 #!/usr/bin/python3
 """Measured against predicted, for every configuration and both sequence-length regimes measured on
-the validation leases (results/validation/lease5, lease3, lease4-peer).
+the validation leases (results/validation/lease5, lease3, lease4-peer, lease8-pageable-ahead, lease10).
 
     /usr/bin/python3 experiments/validate/compare.py        (from the repository root, after building)
 
 Calibration, per lease (a lease is one machine; calibrating tiersim for a machine means these steps):
   - framework.new_length_attention = the cuDNN SDPA first-call cost at a new sequence length, from the
     microbenchmark experiments/validate/sdpa_shapes.py (first call minus second call, median), on the
-    lease where it ran (lease 4 has none: lease 3's);
+    lease where it ran (lease 4 has none: lease 3's; lease 8: lease 5's);
   - framework.per_copy and per_prefetch = the host time the harness spends per streamed weight tensor
     (its hooks' `.to("cuda:0")`, parameter swap and free; one layer ahead also the stream switch, event
     and hand-over), measured by experiments/validate/host_timeline.py on a separate lease
     (lease6-peer-hosttime: Qwen3-8B, 24 layers on cuda:1, on demand and one ahead): the host's time
     per offloaded layer minus per resident layer, per tensor. (A bare `.to()` costs 12.9 us from cuda:1 and
     5.1 us from pinned memory: copy_issue.py on lease 5.)
-  - framework.per_launch = the value with which the event engine reproduces the lease's CALIBRATION
-    row (Qwen3-8B resident, warm lengths). That row is never a validation row.
+  - framework.peer_copy_sync = GPU time of PyTorch's copies of one Qwen3-8B layer from cuda:1 beyond
+    the peer curve, per tensor (peer_copy_rate.py, lease7-peer-copy); framework.
+    peer_copy_overlaps_compute = whether such a copy on a side stream overlapped compute by more than
+    half (peer_overlap.py, lease11-peer-overlap);
+  - framework.per_op = the host time per op kind: its split between kinds from the lease's captured
+    Qwen3-8B run (framework_fit.py; lease 10's capture where the lease has none), times the one factor
+    with which the event engine reproduces the lease's CALIBRATION row (Qwen3-8B resident, warm
+    lengths; the first such row of the lease). That row is never a validation row. per_launch gets the
+    factor too (op kinds per_op lacks); the earlier per-launch model is predicted beside it.
 Everything else comes from calib/profiles/h200-measured.yaml (CUDA microbenchmarks, another lease).
 Every other row, in both regimes, is predicted from a generated trace (event and analytic engines)
 and, on the lease the traces were captured on, from the captured trace of the same regime, after
 removing the profiler's own host cost (measured in the capturing process: profiled minus unprofiled
-step, per op). Lease 5 also re-ran calib's CUDA microbenchmarks (lease5/calib_raw.csv): they agree
-with h200-measured within a few percent, so every lease uses that profile for the hardware.
+step, per op). A framework calibrated from the captured run alone (no measured row) is reported too.
 Writes calib/profiles/h200-measured-hf.yaml (lease 5's calibration: the shipped preset),
 results/validation/{comparison.csv, table.md, predicted_vs_measured.png, latency_vs_offload.png}.
 """
