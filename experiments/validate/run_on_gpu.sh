@@ -10,11 +10,12 @@
 #                         offloaded steps; the ReadMostly diagnosis (lease9)
 #   capture-8b, llama     (2 GPUs, two calls back to back: one lease) Qwen3-8B captured and measured
 #                         under every strategy; Llama-3.1-8B, an architecture no calibration used (lease10)
+#   h100-a, h100-b        (1 H100) another GPU kind calibrated and validated (lease12)
 #   part1..3, capture, gemv   the first validation lease (lease1: regimes not yet separated) and the
 #                         framework-free GEMV chain
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b|pageable-ahead|gpu-side|read-mostly|capture-8b|llama|peer-overlap}
+part=${1:?usage: run_on_gpu.sh part1|part2|part3|capture|gemv|hosttime|fresh-8b|fresh-14b|fresh-peer|lease-8b|lease-14b|pageable-ahead|gpu-side|read-mostly|capture-8b|llama|peer-overlap|h100-a|h100-b}
 out=${OUT:-results/validation/new}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -222,6 +223,32 @@ case "$part" in
     # (2 GPUs) Whether a copy from cuda:1 issued on a side stream overlaps cuda:0's compute (lease11).
     host_cpu "$out/host_cpu_$part.txt"
     python3 experiments/validate/peer_overlap.py --out "$out/peer_overlap.json" 2>&1 | grep -v -E "warn" || true
+    ;;
+  h100-a|h100-b)
+    # Another GPU kind, calibrated and validated on one machine in two calls (lease12, nvidia-h100-x1,
+    # build/bin carried): calib, the framework microbenchmarks, Qwen3-8B captured and under every
+    # single-GPU strategy (a); the managed rows, Llama-3.1-8B and Qwen3-14B, with Qwen3-8B's resident
+    # row again should the call land on another machine (b).
+    host_cpu "$out/host_cpu_$part.txt"
+    if [ "$part" = h100-a ]; then
+      find_cublas
+      timeout 220 build/bin/tiersim_calib --out "$out/calib_raw.csv" > "$out/calib.log" 2>&1 || echo "calib failed"
+      python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn|Warn" || true
+      python3 experiments/validate/copy_issue.py --out "$out/copy_issue.json" 2>&1 | grep -v -E "warn" || true
+      python3 experiments/validate/capture_trace.py --model traces/models/qwen3-8b.json \
+          --header experiments/validate/headers/qwen3-8b.header --steps 3 --out "$out/qwen3-8b-h100.trace" \
+          --out-warm "$out/qwen3-8b-h100-warm.trace" --summary "$out/qwen3-8b-capture.json" 2>&1 | grep -v -E "warn" || true
+      run --model traces/models/qwen3-8b.json --count-kernels --slow-tokens 6 --out "$out/measured.jsonl" \
+          --placements "$(pinned_set),offload:4:0:pageable,offload:12:0:pageable,offload:24:0:pageable"
+    else
+      run --model traces/models/qwen3-8b.json --placements resident --count-kernels --out "$out/measured_b.jsonl"
+      for adv in none prefer-cpu accessed-by; do bounded_managed 90 qwen3-8b $adv --tokens 8; done
+      bounded_managed 90 qwen3-8b read-mostly --advise-after-load --tokens 8
+      run --model traces/models/llama-3.1-8b.json --count-kernels --slow-tokens 6 --out "$out/measured_b.jsonl" \
+          --placements "resident,offload:12:0:pinned,offload:12:1:pinned,offload:24:0:pinned,offload:12:0:pageable"
+      run --model traces/models/qwen3-14b.json --count-kernels --slow-tokens 6 --out "$out/measured_b.jsonl" \
+          --placements "resident,offload:12:0:pinned,offload:24:1:pinned,offload:12:0:pageable"
+    fi
     ;;
   part3)
     # What part 2 did not reach (its ReadMostly run did not finish): each managed run bounded in time.
