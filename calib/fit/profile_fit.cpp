@@ -291,12 +291,18 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     // their first repetition cold, and it is the slowest: the cold cost is the maximum, not the median.
     if (first && second) mapping = std::max(0.0, (first->max - second->median) / (first->work / block));
     const auto& bum = base.managed_memory;
+    // Per-tensor allocator call costs: the 64 KiB rows (most of a decode step's tensors are small
+    // activations); runs before 2026-11-22 (run 3) did not measure them.
+    const RawRow* alloc_row = raw.one("um_alloc_call", "malloc_managed_64KiB");
+    const RawRow* free_row = raw.one("um_free_call", "free_gpu_written_64KiB");
+    const bool calls_measured = alloc_row && free_row;
     y << "managed_memory:\n"
       << "  source: " << yaml_quote(by + ": fault_latency = isolated faults (one thread, one touch per 2 MiB, each waiting); "
                                          "fault_block_overhead and fault_migration_bandwidth solved from 512 batched sparse faults and a dense first touch; "
                                          "prefetch and eviction rates from cudaMemPrefetchAsync both ways; remote reads = median cuBLAS GEMV on host memory; "
                                          "mapping cost = PreferredLocation=CPU cold first read (its slowest repetition) minus second, per block; driver constants from nvidia_uvm parameters; "
-                                         "alloc/free call costs NOT measured: base preset '" + base.name + "'") << "\n"
+                                         + (calls_measured ? std::string("alloc_call and free_call = median host time of cudaMallocManaged and of cudaFree of a GPU-written range, 64 KiB")
+                                                           : "alloc/free call costs NOT measured: base preset '" + base.name + "'")) << "\n"
       << "  va_block: \"2 MiB\"\n  big_page: \"64 KiB\"\n"
       << "  prefetch_threshold: " << num(std::stod(raw.fact("uvm.uvm_perf_prefetch_threshold", "51")) / 100.0) << "\n"
       << "  fault_batch_count: " << raw.fact("uvm.uvm_perf_fault_batch_count", "256") << "\n"
@@ -307,8 +313,8 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       << "  evict_to_cpu: \"" << gbs(pf_cpu->rate()) << "\"\n"
       << "  remote_read_bandwidth: \"" << gbs(median_of(remote)) << "\"\n"
       << "  mapping_fault_cost: \"" << us(mapping) << "\"\n"
-      << "  alloc_call: \"" << us(bum ? bum->alloc_call : 20e-6) << "\"\n"
-      << "  free_call: \"" << us(bum ? bum->free_call : 20e-6) << "\"\n";
+      << "  alloc_call: \"" << us(calls_measured ? alloc_row->median : bum ? bum->alloc_call : 20e-6) << "\"\n"
+      << "  free_call: \"" << us(calls_measured ? free_row->median : bum ? bum->free_call : 20e-6) << "\"\n";
   }
   y << "framework:\n"
     << "  source: " << yaml_quote("NOT measured by calib (it measures CUDA, not the framework): from base preset '" + base.name + "'") << "\n"

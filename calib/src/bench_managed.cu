@@ -119,6 +119,26 @@ void bench_managed(Csv& csv, const Options& o) {
 
   CUDA_CHECK(cudaStreamSynchronize(s));
   CUDA_CHECK(cudaFree(um));
+
+  // The calls a per-tensor managed allocator makes for every tensor, host time with the device idle:
+  // cudaMallocManaged, and cudaFree of a range the GPU has written (its pages resident there).
+  for (size_t call_bytes : {size_t(64) << 10, size_t(16) << 20}) {
+    const std::string csz = size_name(double(call_bytes));
+    std::vector<double> alloc_s, free_s;
+    for (int i = 0; i < (o.quick ? 20 : 200); ++i) {
+      void* p = nullptr;
+      const auto t0 = std::chrono::steady_clock::now();
+      CUDA_CHECK(cudaMallocManaged(&p, call_bytes));
+      alloc_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      CUDA_CHECK(cudaMemsetAsync(p, 0x11, call_bytes, s));
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      const auto t1 = std::chrono::steady_clock::now();
+      CUDA_CHECK(cudaFree(p));
+      free_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+    }
+    csv.add({"um_alloc_call", "malloc_managed_" + csz, 1, "calls", alloc_s});
+    csv.add({"um_free_call", "free_gpu_written_" + csz, 1, "calls", free_s});
+  }
 }
 
 }  // namespace calib
