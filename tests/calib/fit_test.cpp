@@ -42,20 +42,28 @@ TEST(RawCsv, RejectsMalformedRowsWithTheirLine) {
   EXPECT_THROW(parse_raw_csv("# a: b\n", "r.csv"), InputError);
 }
 
-TEST(FitProfile, CommittedMeasuredProfileIsWhatTheFitWritesFromTheCommittedRawData) {
+TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRawData) {
   const std::string dir = TIERSIM_SOURCE_DIR;
-  const auto raw = read_raw_csv(dir + "/results/calib/raw_run3.csv");
-  // The fit names its input by the path it was given; the committed profile was made from this one.
-  RawMeasurements named = raw;
-  named.file = "results/calib/raw_run3.csv";
-  const FitOutput fit = fit_profile(named, hw::resolve_profile("h200"), "h200-measured");
-  std::ifstream in(dir + "/calib/profiles/h200-measured.yaml");
-  std::stringstream committed;
-  committed << in.rdbuf();
-  EXPECT_TRUE(fit.yaml == committed.str()) << "re-run the tiersim_fit command in results/calib/README.md";
-  const auto hw = hw::parse_profile(fit.yaml, "fit");
-  EXPECT_GT(hw.host_link.h2d_pinned.bandwidth, 40e9);
-  EXPECT_TRUE(hw.peer_link.has_value());
+  struct Case {
+    const char* raw;
+    const char* base;
+    const char* name;
+  };
+  for (const Case c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured"},
+                       Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured"}}) {
+    RawMeasurements named = read_raw_csv(dir + "/" + c.raw);
+    // The fit names its input by the path it was given; the committed profile was made from this one.
+    named.file = c.raw;
+    const FitOutput fit = fit_profile(named, hw::resolve_profile(c.base), c.name);
+    std::ifstream in(dir + "/calib/profiles/" + c.name + ".yaml");
+    std::stringstream committed;
+    committed << in.rdbuf();
+    EXPECT_TRUE(fit.yaml == committed.str()) << c.name << ": re-run the tiersim_fit command in results/calib/README.md";
+    const auto hw = hw::parse_profile(fit.yaml, "fit");
+    EXPECT_GT(hw.host_link.h2d_pinned.bandwidth, 40e9);
+    ASSERT_TRUE(hw.managed_memory.has_value());
+    EXPECT_GT(hw.managed_memory->free_call, 0);  // measured since run 4, not the preset's
+  }
 }
 
 TEST(CalibBinary, RunsOnAGpuOrSaysThereIsNone) {
