@@ -5,8 +5,8 @@ the validation leases (results/validation/lease5, lease3, lease4-peer, lease8-pa
     /usr/bin/python3 experiments/validate/compare.py        (from the repository root, after building)
 
 Calibration, per lease (a lease is one machine; calibrating tiersim for a machine means these steps):
-  - framework.new_length_attention = the cuDNN SDPA first-call cost at a new sequence length, from the
-    microbenchmark experiments/validate/sdpa_shapes.py (first call minus second call, median), on the
+  - framework.new_length_attention = the default SDPA backend's first-call cost at a new sequence length
+    (cuDNN here), from experiments/validate/sdpa_shapes.py (first call minus second call, median), on the
     lease where it ran (lease 4 has none: lease 3's; lease 8: lease 5's);
   - framework.per_copy and per_prefetch = the host time the harness spends per streamed weight tensor
     (its hooks' `.to("cuda:0")`, parameter swap and free; one layer ahead also the stream switch, event
@@ -48,7 +48,6 @@ SIM = os.path.join(ROOT, "build", "bin", "sim")
 VAL = os.path.join(ROOT, "results", "validation")
 WORK = os.path.join(ROOT, "build", "validation")  # derived profiles and traces (not committed)
 BASE_PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured.yaml")
-SHIPPED_PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured-hf.yaml")
 MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json",
           "Llama-3.1-8B": "traces/models/llama-3.1-8b.json"}
 CALIBRATION = ("Qwen3-8B", "resident", "warm")
@@ -64,7 +63,13 @@ LEASES = {"lease5": ("lease5", "nvidia-h200-x2", "lease5", ["measured.jsonl"]),
           "lease3": ("lease3", "nvidia-h200", "lease3", ["measured.jsonl"]),
           "lease4": ("lease4-peer", "nvidia-h200-x2", "lease3", ["measured.jsonl"]),
           "lease8": ("lease8-pageable-ahead", "nvidia-h200", "lease5", ["measured.jsonl"]),
-          "lease10": ("lease10", "nvidia-h200-x2", "lease10", ["measured.jsonl", "measured_llama.jsonl"])}
+          "lease10": ("lease10", "nvidia-h200-x2", "lease10", ["measured.jsonl", "measured_llama.jsonl"]),
+          "lease12": ("lease12-h100", "nvidia-h100-x1", "lease12-h100",
+                      ["measured.jsonl", "measured_b.jsonl", "measured_managed.jsonl"])}
+# The calibrated hardware profile a lease's framework calibration builds on (calib/profiles/NAME.yaml),
+# when not h200-measured; and the leases whose calibration is shipped as NAME-hf.yaml.
+BASES = {"lease12": "h100-measured"}
+SHIPPED = {"lease5", "lease12"}
 SHIPPED_LEASE = "lease5"
 PER_OP_LEASE = "lease10"  # whose captured run gives the per-op structure to leases without one
 PEER_COPY_SYNC_S = 0.0  # set in main() from the peer-copy microbenchmark
@@ -73,7 +78,8 @@ COLORS = {"Qwen3-8B": "tab:blue", "Qwen3-14B": "tab:orange", "Llama-3.1-8B": "ta
 # Traces captured on a lease (traces/captured/): lease -> model -> (file stem, the capture's summary)
 CAPTURED = {"lease3": {"Qwen3-8B": ("qwen3-8b-h200", "lease3/qwen3-8b-capture.json"),
                        "Qwen3-14B": ("qwen3-14b-h200", "lease3/qwen3-14b-capture.json")},
-            "lease10": {"Qwen3-8B": ("qwen3-8b-h200x2-lease10", "lease10/qwen3-8b-capture.json")}}
+            "lease10": {"Qwen3-8B": ("qwen3-8b-h200x2-lease10", "lease10/qwen3-8b-capture.json")},
+            "lease12": {"Qwen3-8B": ("qwen3-8b-h100-lease12", "lease12-h100/qwen3-8b-capture.json")}}
 
 
 def rows(path):
@@ -94,6 +100,18 @@ def with_framework(text, source, per_launch, per_copy, per_prefetch, per_step, n
     return re.sub(r"framework:\n(  .*\n)+", framework, text)
 
 
+def base_name(lease):
+    return BASES.get(lease, "h200-measured")
+
+
+def profile_path(lease):
+    """Where a lease's calibrated profile goes: the shipped preset for the leases in SHIPPED."""
+    base = base_name(lease)
+    if lease in SHIPPED:
+        return os.path.join(ROOT, "calib", "profiles", f"{base}-hf.yaml")
+    return os.path.join(WORK, f"{base}-hf-{lease}.yaml")
+
+
 def write_profile(path, lease, fw):
     """fw: per_launch_us, new_length_us, per_copy_us, per_prefetch_us, and optionally per_op_us (kind ->
     us) with per_op_from (the captured trace its shares came from)."""
@@ -112,11 +130,13 @@ def write_profile(path, lease, fw):
               f"lease7-peer-copy); peer_copy_overlaps_compute from the share of a 1 GiB cuda:1 -> cuda:0 copy "
               f"hidden under compute queued before it (experiments/validate/peer_overlap.py, lease11-peer-overlap: "
               f"{100 * PEER_OVERLAP:.0f}%); per_step 0")
-    text = with_framework(open(BASE_PROFILE).read(), source, f"{fw['per_launch_us']:.4f} us",
+    base = base_name(lease)
+    text = with_framework(open(os.path.join(ROOT, "calib", "profiles", f"{base}.yaml")).read(), source,
+                          f"{fw['per_launch_us']:.4f} us",
                           f"{fw['per_copy_us']:.2f} us", f"{fw['per_prefetch_us']:.2f} us", "0 us",
                           f"{fw['new_length_us']:.1f} us", f"{PEER_COPY_SYNC_S * 1e6:.2f} us", per_op,
                           PEER_OVERLAP > 0.5)
-    text = text.replace("name: h200-measured", "name: h200-measured-hf")
+    text = text.replace(f"name: {base}", f"name: {base}-hf")
     text = re.sub(r'description: "(.*)"', r'description: "\1, with eager PyTorch + HF host costs calibrated on real decode runs"', text, count=1)
     text = text.replace("# Measured profile: written by tiersim_fit", "# Measured profile + framework cost calibrated by experiments/validate/compare.py; written by tiersim_fit")
     with open(path, "w") as f:
@@ -159,7 +179,7 @@ def spread(row, regime):
 
 
 def new_length_cost(folder):
-    d = json.load(open(os.path.join(VAL, folder, "sdpa_shapes.json")))["backends"]["cudnn"]
+    d = json.load(open(os.path.join(VAL, folder, "sdpa_shapes.json")))["backends"]["default"]  # what HF runs
     return statistics.median(d["first_call_s"]) - statistics.median(d["second_call_s"])
 
 
@@ -304,7 +324,7 @@ def capture_calibration_note(lease, cal_row, data, fw):
     generated Qwen3-8B trace reproduces the step of the de-profiled warm capture (replayed, resident).
     Every row of the lease is then a validation row."""
     trace, overhead_us = deprofiled_trace(lease, "Qwen3-8B", "warm")
-    path = os.path.join(WORK, f"h200-measured-hf-{lease}-captured.yaml")
+    path = os.path.join(WORK, f"{base_name(lease)}-hf-{lease}-captured.yaml")
     write_profile(path, lease, dict(fw, per_launch_us=0.0, per_op_us=None))
     replayed = predict(cal_row, "warm", "event", path, trace)["step_seconds"]
     per_launch = calibrate(cal_row, fw, path, lease, target_s=replayed)
@@ -354,8 +374,8 @@ def main():
     for lease, (folder, kind, sdpa_folder, files) in LEASES.items():
         data = [r for name in files for r in rows(os.path.join(VAL, folder, name))]
         cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])  # the first such row
-        path = SHIPPED_PROFILE if lease == SHIPPED_LEASE else os.path.join(WORK, f"h200-measured-hf-{lease}.yaml")
-        uniform_path = os.path.join(WORK, f"h200-measured-hf-{lease}-per-launch.yaml")
+        path = profile_path(lease)
+        uniform_path = os.path.join(WORK, f"{base_name(lease)}-hf-{lease}-per-launch.yaml")
         new_length_s = new_length_cost(sdpa_folder)
         fw = dict(new_length_us=new_length_s * 1e6, per_copy_us=per_copy_s * 1e6, per_prefetch_us=per_prefetch_s * 1e6)
         fw["per_launch_us"] = calibrate(cal_row, fw, uniform_path, lease)
@@ -402,11 +422,11 @@ def main():
                     offloaded_gb=ev["offloaded_bytes"] / 1e9,
                     moved_gb=(ev["h2d_bytes_per_step"] + ev["peer_bytes_per_step"] +
                               ev.get("remote_read_bytes_per_step", 0)) / 1e9))
-    # The other leases' rows predicted with the shipped (lease 5) calibration: what moving to another
+    # The other H200 leases' rows predicted with the shipped (lease 5) calibration: what moving to another
     # machine of the same kind costs when it is not calibrated itself.
     cross = []
     for lease, (folder, _kind, _sdpa, files) in LEASES.items():
-        if lease == SHIPPED_LEASE:
+        if lease == SHIPPED_LEASE or base_name(lease) != base_name(SHIPPED_LEASE):
             continue
         for r in (r for name in files for r in rows(os.path.join(VAL, folder, name))):
             for regime in ("fresh", "warm"):
