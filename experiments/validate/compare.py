@@ -122,7 +122,7 @@ def write_profile(path, lease, fw):
                      f"kinds" if per_op else
                      f"per_launch set so the event engine reproduces the calibration row {' '.join(CALIBRATION)}")
     source = (f"calibrated by experiments/validate/compare.py on {lease} of results/validation (eager PyTorch 2.11 + "
-              f"transformers 5, HF Qwen3, batch 1): {per_op_source}; new_length_attention = cuDNN SDPA first call at a new length minus a "
+              f"transformers 5, HF Qwen3, batch 1): {per_op_source}; new_length_attention = the default SDPA backend's first call at a new length minus a "
               f"repeated call (experiments/validate/sdpa_shapes.py); per_copy and per_prefetch = host time per "
               f"streamed tensor on demand and one layer ahead (experiments/validate/host_timeline.py, "
               f"lease6-peer-hosttime); peer_copy_sync = GPU time of PyTorch's cuda:1 -> cuda:0 copies of a "
