@@ -37,6 +37,14 @@ pinned_set() {  # resident, then the last 4/12/24 layers from pinned memory, on 
 peer_set() {  # the last 12/24 layers + head on cuda:1, on demand and one ahead
   echo "offload:12:0:cuda:1,offload:12:1:cuda:1,offload:24:0:cuda:1,offload:24:1:cuda:1"
 }
+framework_runs() {  # TAG: the framework microbenchmarks (SDPA at new lengths, copy issue) and a captured
+  # Qwen3-8B run in both regimes, into $out/qwen3-8b-TAG{,-warm}.trace
+  python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn|Warn" || true
+  python3 experiments/validate/copy_issue.py --out "$out/copy_issue.json" 2>&1 | grep -v -E "warn" || true
+  python3 experiments/validate/capture_trace.py --model traces/models/qwen3-8b.json \
+      --header experiments/validate/headers/qwen3-8b.header --steps 3 --out "$out/qwen3-8b-$1.trace" \
+      --out-warm "$out/qwen3-8b-$1-warm.trace" --summary "$out/qwen3-8b-capture.json" 2>&1 | grep -v -E "warn" || true
+}
 host_cpu() {  # FILE: this host's CPU and its clock
   { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$1" 2>&1 || true
 }
@@ -194,11 +202,7 @@ case "$part" in
     # regimes, peer and managed rows included (ReadMostly advised after the weights are loaded: advised
     # at allocation, building the model does not finish, see read-mostly).
     host_cpu "$out/host_cpu_$part.txt"
-    python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn|Warn" || true
-    python3 experiments/validate/copy_issue.py --out "$out/copy_issue.json" 2>&1 | grep -v -E "warn" || true
-    python3 experiments/validate/capture_trace.py --model traces/models/qwen3-8b.json \
-        --header experiments/validate/headers/qwen3-8b.header --steps 3 --out "$out/qwen3-8b-h200.trace" \
-        --out-warm "$out/qwen3-8b-h200-warm.trace" --summary "$out/qwen3-8b-capture.json" 2>&1 | grep -v -E "warn" || true
+    framework_runs h200
     run --model traces/models/qwen3-8b.json --count-kernels --slow-tokens 6 --out "$out/measured.jsonl" \
         --placements "$(pinned_set),$(peer_set),offload:4:0:pageable,offload:12:0:pageable,offload:24:0:pageable"
     for adv in none prefer-cpu accessed-by; do bounded_managed 100 qwen3-8b $adv --tokens 8; done
@@ -233,11 +237,7 @@ case "$part" in
     if [ "$part" = h100-a ]; then
       find_cublas
       timeout 220 build/bin/tiersim_calib --out "$out/calib_raw.csv" > "$out/calib.log" 2>&1 || echo "calib failed"
-      python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn|Warn" || true
-      python3 experiments/validate/copy_issue.py --out "$out/copy_issue.json" 2>&1 | grep -v -E "warn" || true
-      python3 experiments/validate/capture_trace.py --model traces/models/qwen3-8b.json \
-          --header experiments/validate/headers/qwen3-8b.header --steps 3 --out "$out/qwen3-8b-h100.trace" \
-          --out-warm "$out/qwen3-8b-h100-warm.trace" --summary "$out/qwen3-8b-capture.json" 2>&1 | grep -v -E "warn" || true
+      framework_runs h100
       run --model traces/models/qwen3-8b.json --count-kernels --slow-tokens 6 --out "$out/measured.jsonl" \
           --placements "$(pinned_set),offload:4:0:pageable,offload:12:0:pageable,offload:24:0:pageable"
     else
