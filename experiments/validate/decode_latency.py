@@ -17,7 +17,9 @@ Placements (one process can run several, the model is built once):
                                 compute stream) or 1 (one layer ahead, on a copy stream); the copies
                                 are freed after the layer runs
 Managed (one per process): every tensor from cudaMallocManaged through a CUDAPluggableAllocator; the
-weights get the advice; they start in host memory (prefetched there after random init).
+weights get the advice, at allocation or, with --advise-after-load, once built (ReadMostly at
+allocation makes model construction crawl: results/validation/README.md); they start in host memory
+(prefetched there after random init). Models: Qwen3 or Llama descriptions (model_type).
 
 Two regimes per configuration. Eager SDPA pays a large host cost (~30 ms on the H200 machines) on the
 first attention call at a sequence length the process has not run before (experiments/validate/
