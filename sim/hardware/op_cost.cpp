@@ -37,7 +37,7 @@ double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std:
 double host_issue_seconds(const HardwareProfile& hw, const trace::Op& op) {
   if (op.host_seconds >= 0) return op.host_seconds;
   if (!hw.framework.per_op.empty()) {
-    auto it = hw.framework.per_op.find(trace::to_string(op.kind));
+    auto it = hw.framework.per_op.find(op.kind);
     if (it != hw.framework.per_op.end()) return it->second;
   }
   return hw.framework.per_launch * op.launches;

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "trace/trace.hpp"
+
 namespace tiersim::hw {
 
 // Time to move `bytes` in one direction of a link from one kind of memory: latency + bytes/bandwidth,
@@ -81,7 +83,7 @@ struct FrameworkSpec {
   // Optional: host time to issue one op of a kind (trace op kind name -> seconds), for ops without a
   // measured host time; it replaces launches x per_launch for that kind. Calibrated from a captured
   // run (experiments/validate/framework_fit.py), where the framework's cost per op differs by kind.
-  std::map<std::string, double> per_op;
+  std::map<trace::OpKind, double> per_op;
   double per_copy = 0.0;     // host time to issue one copy (on demand)
   double per_prefetch = 0.0; // host time to issue one copy ahead of use (stream switch, event, hand-over)
   double per_step = 0.0;     // host time per step outside the ops (sampling, loop, sync)

@@ -100,15 +100,15 @@ class Section {
   }
 
   // A mapping of trace op kinds (traces/FORMAT.md) to durations.
-  std::map<std::string, double> op_durations(const std::string& key) {
+  std::map<trace::OpKind, double> op_durations(const std::string& key) {
     Section s = child(key);
-    std::map<std::string, double> out;
+    std::map<trace::OpKind, double> out;
     for (const auto& kv : s.node_) {
       const std::string kind = kv.first.as<std::string>();
       trace::OpKind parsed;
       if (!trace::parse_op_kind(kind, parsed))
         fail_at(kv.first, s.full(kind), "unknown op kind (gemm, gemv, attention, norm, elementwise, embedding, rope, sample, other)");
-      out[kind] = s.duration(kind);
+      out[parsed] = s.duration(kind);
     }
     if (out.empty()) fail_at(s.node_, s.path_, "needs at least one op kind");
     s.finish();

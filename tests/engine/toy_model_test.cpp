@@ -133,10 +133,10 @@ TEST(ToyModel, PerOpHostCostReplacesLaunchesTimesPerLaunchForItsKind) {
   // per_launch 5 ms would make it 2 x 5 + 1.1 (HostBoundStepIsIssueTimePlusLastKernel); per_op gemv
   // 2 ms: 2 x 2 + 1.1. A kind not in per_op keeps launches x per_launch.
   auto hw = testing::toy_profile("5 ms");
-  hw.framework.per_op["gemv"] = 2e-3;
+  hw.framework.per_op[trace::OpKind::Gemv] = 2e-3;
   EXPECT_NEAR(decode_step(run_event(2, {}, kCpu, {}, hw)), 5.1e-3, kTol);
   EXPECT_NEAR(decode_step(run_analytic(2, {}, kCpu, {}, hw)), 5.1e-3, kTol);
-  hw.framework.per_op = {{"norm", 2e-3}};
+  hw.framework.per_op = {{trace::OpKind::Norm, 2e-3}};
   EXPECT_NEAR(decode_step(run_event(2, {}, kCpu, {}, hw)), 11.1e-3, kTol);
 }
 
