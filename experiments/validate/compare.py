@@ -196,14 +196,18 @@ def streaming_copy_cost(placement="offload:24:0:cuda:1", first_offloaded=12, las
     return statistics.median(per)
 
 
-def peer_curve_seconds(nbytes):
-    """The base profile's peer-link curve, as tiersim evaluates it (effective bandwidth interpolated in
-    log(size) between the measured points, held beyond them)."""
+def peer_curve_points():
+    """The base profile's measured peer-link points: (bytes, effective bytes/s), ascending."""
     text = open(BASE_PROFILE).read()
     line = re.search(r"peer_link:.*?transfer: \{[^\n]*\n\s*points: \[(.*?)\]\}", text, re.S).group(1)
     units = {"B": 1, "GB/s": 1e9}
-    pts = [(float(a) * units[u], float(b) * units[v]) for a, u, b, v in
-           re.findall(r'\["([0-9.e+]+) (B)", "([0-9.e+]+) (GB/s)"\]', line)]
+    return [(float(a) * units[u], float(b) * units[v]) for a, u, b, v in
+            re.findall(r'\["([0-9.e+]+) (B)", "([0-9.e+]+) (GB/s)"\]', line)]
+
+
+def curve_seconds(pts, nbytes):
+    """A copy's time on a measured curve, as tiersim evaluates it (TransferCurve::latency_and_rate:
+    effective bandwidth interpolated in log(size) between the points, held beyond them)."""
     if nbytes <= pts[0][0]:
         return nbytes / pts[0][1]
     if nbytes >= pts[-1][0]:
@@ -214,19 +218,21 @@ def peer_curve_seconds(nbytes):
             return nbytes / math.exp(math.log(r0) + t * (math.log(r1) - math.log(r0)))
 
 
-def peer_overlap_share():
-    """The share of a PyTorch copy from cuda:1 (issued on a cuda:0 side stream) hidden under ~20 ms of
-    compute queued before it on cuda:0's default stream: (compute + copy - both) / copy."""
+def overlap_share(alone, both):
+    """The share of a copy hidden under ~20 ms of compute queued before it on cuda:0's default stream
+    (peer_overlap.py): (compute + copy - both) / copy."""
     c = json.load(open(PEER_OVERLAP_FILE))["cases"]
-    both = c["compute, then peer .to() on a cuda:0 side stream"]
-    copy = c["peer copy alone (.to on a cuda:0 side stream)"]
-    return (c["compute alone"] + copy - both) / copy
+    return (c["compute alone"] + c[alone] - c[both]) / c[alone]
+
+
+def peer_overlap_share():
+    """For a PyTorch copy from cuda:1 issued on a cuda:0 side stream."""
+    return overlap_share("peer copy alone (.to on a cuda:0 side stream)",
+                         "compute, then peer .to() on a cuda:0 side stream")
 
 
 def pinned_overlap_share():
-    c = json.load(open(PEER_OVERLAP_FILE))["cases"]
-    copy = c["pinned copy alone"]
-    return (c["compute alone"] + copy - c["compute, then pinned host .to() on a cuda:0 side stream (control)"]) / copy
+    return overlap_share("pinned copy alone", "compute, then pinned host .to() on a cuda:0 side stream (control)")
 
 
 def peer_copy_sync_cost():
@@ -235,7 +241,8 @@ def peer_copy_sync_cost():
     case = json.load(open(PEER_COPY_RATE))["cases"]["qwen3-8b layer (11 tensors)"]
     sizes = [2 * n for n in PEER_LAYER_ELEMENTS]
     assert sum(sizes) == case["bytes"]
-    return (case["median_s"] - sum(peer_curve_seconds(b) for b in sizes)) / len(sizes)
+    pts = peer_curve_points()
+    return (case["median_s"] - sum(curve_seconds(pts, b) for b in sizes)) / len(sizes)
 
 
 def copy_issue_cost(source):
