@@ -54,6 +54,13 @@ calibration_models() {  # FILE: the framework calibration models (never validati
         --tokens 24 --warmup 4 --out "$1"
   done
 }
+managed_unbounded() {  # MODEL: the four advices, unbounded in time (the first lease's parts; ReadMostly
+  # at allocation never finished there, hence bounded_managed below)
+  local adv
+  for adv in none read-mostly prefer-cpu accessed-by; do
+    run --model traces/models/$1.json --managed $adv --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl"
+  done
+}
 bounded_managed() {  # SECONDS MODEL ADVICE [decode_latency options]: a managed run that may not finish
   local seconds=$1 m=$2 adv=$3
   shift 3
@@ -72,19 +79,13 @@ case "$part" in
           --tokens 48 --warmup 8 --out "$out/calibration.jsonl"
     done
     run --model traces/models/qwen3-8b.json --placements "$(offload_set)" --count-kernels --out "$out/measured.jsonl"
-    for adv in none read-mostly prefer-cpu accessed-by; do
-      run --model traces/models/qwen3-8b.json --managed $adv --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl"
-    done
+    managed_unbounded qwen3-8b
     ;;
   part2)
     run --model traces/models/qwen3-8b.json --placements "offload:24:0:cuda:1,offload:24:1:cuda:1" --out "$out/measured.jsonl"
-    for adv in none read-mostly prefer-cpu accessed-by; do
-      run --model traces/models/qwen3-8b.json --managed $adv --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl"
-    done
+    managed_unbounded qwen3-8b
     run --model traces/models/qwen3-14b.json --placements "$(offload_set)" --count-kernels --out "$out/measured.jsonl"
-    for adv in none read-mostly prefer-cpu accessed-by; do
-      run --model traces/models/qwen3-14b.json --managed $adv --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl"
-    done
+    managed_unbounded qwen3-14b
     ;;
   capture)
     # Real decode steps captured into the trace format (headers from `sim gen`, made where sim runs).
