@@ -40,8 +40,10 @@ class Simulator {
   SimTime now() const { return now_; }
   // Schedules `handler->on_event(tag)` at absolute time `at` (never in the past).
   void schedule(SimTime at, EventPriority priority, EventHandler* handler, std::uint64_t tag);
+  // Schedules `delay` after now; throws SimTimeRangeError when that passes the end of simulated
+  // time (an unchecked sum would wrap into the past).
   void schedule_in(SimTime delay, EventPriority priority, EventHandler* handler, std::uint64_t tag) {
-    schedule(now_ + delay, priority, handler, tag);
+    schedule(add_sim_time(now_, delay), priority, handler, tag);
   }
   // Processes events until none remain.
   void run();
