@@ -38,6 +38,14 @@ bool parse_double(std::string_view s, double& out) {
   return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(out);
 }
 
+// Physical bounds on what one trace line may say. They are far above any real model or capture,
+// and low enough that no sum or product the simulator forms from them can overflow.
+constexpr std::uint64_t kMaxTensorBytes = std::uint64_t{1} << 50;   // 1 PiB
+constexpr std::uint64_t kMaxTotalBytes = std::uint64_t{1} << 56;    // 64 PiB over all tensors
+constexpr std::uint64_t kMaxOpFlops = 1'000'000'000'000'000'000u;  // 10^18: 1000 s at 1 PFLOP/s
+constexpr std::uint32_t kMaxLaunches = 1'000'000;
+constexpr double kMaxOpMicros = 1e9;  // 1000 s for one op
+
 }  // namespace
 
 TraceReader::TraceReader(const std::string& path) : name_(path) {
@@ -101,6 +109,11 @@ void TraceReader::read_header() {
                            ", got " + std::string(id));
       if (!parse_tensor_kind(kind, t.kind)) fail("tensor", "unknown tensor kind '" + std::string(kind) + "' (weight, kv, act)");
       if (!parse_int(bytes, t.bytes)) fail("tensor", "bad byte count '" + std::string(bytes) + "'");
+      if (t.bytes > kMaxTensorBytes)
+        fail("tensor", "byte count " + std::string(bytes) + " is out of range (0 to 1 PiB, 1125899906842624 bytes)");
+      total_bytes_ += t.bytes;
+      if (total_bytes_ > kMaxTotalBytes)
+        fail("tensor", "the tensors declared so far exceed 64 PiB (72057594037927936 bytes) in all");
       if (!parse_int(layer, t.layer)) fail("tensor", "bad layer '" + std::string(layer) + "'");
       t.name = std::string(rest_trimmed(s));
       if (t.name.empty()) fail("tensor", "tensor " + std::to_string(t.id) + " has no name");
@@ -164,15 +177,18 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
       have_layer = true;
     } else if (key == "flops") {
       if (!parse_int(value, op.flops)) fail("flops", "bad non-negative integer '" + std::string(value) + "'");
+      if (op.flops > kMaxOpFlops) fail("flops", "'" + std::string(value) + "' is out of range (0 to 10^18 per op)");
     } else if (key == "read") {
       parse_accesses(key, value, op.reads);
     } else if (key == "write") {
       parse_accesses(key, value, op.writes);
     } else if (key == "launches") {
-      if (!parse_int(value, op.launches) || op.launches == 0) fail("launches", "must be a positive integer");
+      if (!parse_int(value, op.launches) || op.launches == 0 || op.launches > kMaxLaunches)
+        fail("launches", "must be an integer from 1 to 1,000,000");
     } else if (key == "gpu_us" || key == "host_us") {
       double us = 0;
-      if (!parse_double(value, us) || us < 0) fail(std::string(key), "must be a non-negative number of microseconds");
+      if (!parse_double(value, us) || us < 0 || us > kMaxOpMicros)
+        fail(std::string(key), "must be a number of microseconds from 0 to 1e9 (1000 s), got '" + std::string(value) + "'");
       (key == "gpu_us" ? op.gpu_seconds : op.host_seconds) = us * 1e-6;
     } else if (key == "dtype") {
       op.dtype = std::string(value);

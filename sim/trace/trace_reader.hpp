@@ -33,6 +33,7 @@ class TraceReader final : public StepSource {
   std::size_t line_no_ = 0;
   bool pending_step_ = false;  // line_ holds a "step" line not yet consumed
   bool ended_ = false;
+  std::uint64_t total_bytes_ = 0;  // over the declared tensors, bounded
   Header header_;
 };
 

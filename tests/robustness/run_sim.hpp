@@ -1,0 +1,38 @@
+#pragma once
+// Runs the `sim` binary as a user would, for the robustness tests: bad input must end in a message
+// and an exit code, never a signal.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace tiersim::robustness {
+
+struct SimRun {
+  int code = -1;      // exit code; -1 when killed by a signal (an abort)
+  std::string out;    // stdout and stderr together
+};
+
+inline SimRun run_sim(const std::string& args) {
+  const std::string cmd = std::string("cd ") + TIERSIM_SOURCE_DIR + " && " + TIERSIM_SIM_BINARY + " " + args + " 2>&1";
+  SimRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// Writes `text` to a file under the build directory and returns its path.
+inline std::string scratch_file(const std::string& name, const std::string& text) {
+  const std::string path = std::string(TIERSIM_BINARY_DIR) + "/robustness_" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+}  // namespace tiersim::robustness
