@@ -39,12 +39,30 @@ std::pair<double, std::string_view> split_number(std::string_view text, std::str
   return {value, trim(std::string_view(ptr, static_cast<std::size_t>(end - ptr)))};
 }
 
+// The quantities a configuration may state: zero, or a value between `min` and `max` (SI units).
+// Anything else is a typo or an attack (1e308 TiB, 1e-300 GB/s) that would turn into inf, a
+// denormal rate, or an out-of-range conversion further on.
+struct Range {
+  double min, max;
+  const char* text;  // the range in human terms, for the message
+};
+
+constexpr Range kBytesRange{1.0, 1125899906842624.0, "0, or 1 B to 1 PiB"};
+constexpr Range kBandwidthRange{1e3, 1e15, "0, or 1 KB/s to 1 PB/s"};
+constexpr Range kDurationRange{1e-12, 3600.0, "0, or 1 ps to 1 hour"};
+constexpr Range kFlopRateRange{1e6, 1e18, "0, or 1 MFLOP/s to 1000 PFLOP/s"};
+
+double check_range(double value, const Range& range, std::string_view what, std::string_view text) {
+  if (value == 0.0 || (value >= range.min && value <= range.max)) return value;
+  throw std::invalid_argument(std::string(what) + " \"" + std::string(trim(text)) + "\" is out of range (accepted: " +
+                              range.text + ")");
+}
+
 double apply_suffix(std::string_view text, std::string_view what, const Suffix* table, std::size_t n,
-                    bool allow_bare) {
+                    const Range& range) {
   auto [value, unit] = split_number(text, what);
-  if (unit.empty() && allow_bare) return value;
   for (std::size_t i = 0; i < n; ++i) {
-    if (unit == table[i].name) return value * table[i].scale;
+    if (unit == table[i].name) return check_range(value * table[i].scale, range, what, text);
   }
   throw std::invalid_argument("unknown unit \"" + std::string(unit) + "\" in " + std::string(what) +
                               " \"" + std::string(trim(text)) + "\"; expected e.g. " + example(what));
@@ -64,7 +82,7 @@ double parse_bytes(std::string_view text) {
                                                  {"TiB", 1099511627776.0},
                                                  {"bytes", 1.0},
                                                  {"kB", 1e3}}};
-  return apply_suffix(text, "size", table.data(), table.size(), false);
+  return apply_suffix(text, "size", table.data(), table.size(), kBytesRange);
 }
 
 double parse_bandwidth(std::string_view text) {
@@ -76,13 +94,13 @@ double parse_bandwidth(std::string_view text) {
                                                 {"KiB/s", 1024.0},
                                                 {"MiB/s", 1048576.0},
                                                 {"GiB/s", 1073741824.0}}};
-  return apply_suffix(text, "bandwidth", table.data(), table.size(), false);
+  return apply_suffix(text, "bandwidth", table.data(), table.size(), kBandwidthRange);
 }
 
 double parse_duration(std::string_view text) {
   static constexpr std::array<Suffix, 6> table{
       {{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"ps", 1e-12}, {"min", 60.0}}};
-  return apply_suffix(text, "duration", table.data(), table.size(), false);
+  return apply_suffix(text, "duration", table.data(), table.size(), kDurationRange);
 }
 
 double parse_flop_rate(std::string_view text) {
@@ -91,7 +109,7 @@ double parse_flop_rate(std::string_view text) {
                                                 {"GFLOP/s", 1e9},
                                                 {"TFLOP/s", 1e12},
                                                 {"PFLOP/s", 1e15}}};
-  return apply_suffix(text, "compute rate", table.data(), table.size(), false);
+  return apply_suffix(text, "compute rate", table.data(), table.size(), kFlopRateRange);
 }
 
 double parse_distorch_bytes(std::string_view text) {
@@ -108,7 +126,7 @@ double parse_distorch_bytes(std::string_view text) {
   else
     throw std::invalid_argument("unknown size unit \"" + std::string(unit) + "\" in \"" +
                                 std::string(trim(text)) + "\"; expected g, m, k or b (e.g. 2.5gb)");
-  return value * scale;
+  return check_range(value * scale, kBytesRange, "DisTorch size", text);
 }
 
 std::string example(std::string_view what) {
