@@ -1,9 +1,14 @@
 #include "model/model_config.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <vector>
 #include <sstream>
 #include <stdexcept>
 
@@ -48,69 +53,228 @@ const std::set<std::string>& ignored_hf_fields() {
   return fields;
 }
 
-std::uint64_t require_uint(const nlohmann::json& j, const std::string& key, const std::string& file) {
-  if (!j.contains(key)) throw InputError(file, 0, key, "missing required field");
-  const auto& v = j.at(key);
-  if (!v.is_number_integer() || v.get<std::int64_t>() <= 0)
-    throw InputError(file, 0, key, "must be a positive integer");
-  return v.get<std::uint64_t>();
+// Where each top-level key of the JSON text starts: nlohmann reports byte offsets for syntax errors
+// only, so the lines that errors name come from this scan (valid JSON only; a key written with
+// escapes is not found and its errors carry line 0).
+struct KeyPosition {
+  std::size_t line = 0;
+  std::size_t offset = 0;
+};
+
+std::size_t line_at(const std::string& text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
 }
 
-bool optional_bool(const nlohmann::json& j, const std::string& key, const std::string& file, bool fallback) {
-  if (!j.contains(key)) return fallback;
-  if (!j.at(key).is_boolean()) throw InputError(file, 0, key, "must be true or false");
-  return j.at(key).get<bool>();
-}
-
-}  // namespace
-
-ModelConfig parse_model_config(const std::string& text, const std::string& file) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file, 0, "", std::string("not valid JSON: ") + e.what());
+std::map<std::string, KeyPosition> top_level_keys(const std::string& text) {
+  std::map<std::string, KeyPosition> out;
+  int depth = 0;
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (c == '{' || c == '[') ++depth;
+    else if (c == '}' || c == ']') --depth;
+    else if (c == '"') {
+      const std::size_t begin = i + 1;
+      std::size_t j = begin;
+      while (j < text.size() && text[j] != '"') j += text[j] == '\\' ? 2 : 1;
+      if (j >= text.size()) break;
+      const std::string str = text.substr(begin, j - begin);
+      std::size_t k = j + 1;
+      while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
+      if (depth == 1 && k < text.size() && text[k] == ':' && !out.count(str)) out[str] = {line, i};
+      for (std::size_t m = begin; m < j; ++m) line += text[m] == '\n';
+      i = j;
+    }
   }
-  if (!j.is_object()) throw InputError(file, 0, "", "expected a JSON object of config.json fields");
+  return out;
+}
+
+// Bounds on what a config may say: far above any published dense decoder (Llama-3.1-405B: 126 layers,
+// hidden 16384, vocab 128256), low enough that every product the simulator forms fits 64 bits.
+struct Bound {
+  const char* key;
+  std::uint64_t max;
+  const char* max_text;
+};
+constexpr Bound kHiddenSize{"hidden_size", 1u << 20, "1,048,576"};
+constexpr Bound kIntermediateSize{"intermediate_size", 1u << 22, "4,194,304"};
+constexpr Bound kLayers{"num_hidden_layers", 10'000, "10,000"};
+constexpr Bound kHeads{"num_attention_heads", 4096, "4,096"};
+constexpr Bound kKvHeads{"num_key_value_heads", 4096, "4,096"};
+constexpr Bound kHeadDim{"head_dim", 16384, "16,384"};
+constexpr Bound kVocab{"vocab_size", 1u << 24, "16,777,216"};
+constexpr std::uint64_t kMaxParams = 10'000'000'000'000u;  // 10^13: ten trillion parameters
+
+// Reads the parsed document, naming the file, the key and the key's line in every error.
+class ConfigReader {
+ public:
+  ConfigReader(const nlohmann::json& j, const std::string& text, const std::string& file)
+      : j_(j), file_(file), keys_(top_level_keys(text)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    auto it = keys_.find(key);
+    throw InputError(file_, it == keys_.end() ? 0 : it->second.line, key, message);
+  }
+  bool has(const std::string& key) const { return j_.contains(key); }
+
+  std::uint64_t count(const Bound& b) const {
+    if (!j_.contains(b.key)) fail(b.key, "missing required field");
+    const auto& v = j_.at(b.key);
+    const std::string range = std::string("must be an integer from 1 to ") + b.max_text;
+    if (!v.is_number_integer()) fail(b.key, range + ", got " + v.dump());
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<std::uint64_t>();
+      if (u >= 1 && u <= b.max) return u;
+    }
+    fail(b.key, range + ", got " + v.dump());
+  }
+  bool optional_bool(const std::string& key, bool fallback) const {
+    if (!j_.contains(key)) return fallback;
+    if (!j_.at(key).is_boolean()) fail(key, "must be true or false, got " + j_.at(key).dump());
+    return j_.at(key).get<bool>();
+  }
+  std::optional<std::string> optional_string(const std::string& key) const {
+    if (!j_.contains(key)) return std::nullopt;
+    if (!j_.at(key).is_string()) fail(key, "must be a string, got " + j_.at(key).dump());
+    return j_.at(key).get<std::string>();
+  }
+
+ private:
+  const nlohmann::json& j_;
+  const std::string& file_;
+  std::map<std::string, KeyPosition> keys_;
+};
+
+// a * b and a + b, or nullopt when they overflow 64 bits.
+std::optional<std::uint64_t> mul(std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
+  std::uint64_t r = 0;
+  if (!a || !b || __builtin_mul_overflow(*a, *b, &r)) return std::nullopt;
+  return r;
+}
+std::optional<std::uint64_t> add(std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
+  std::uint64_t r = 0;
+  if (!a || !b || __builtin_add_overflow(*a, *b, &r)) return std::nullopt;
+  return r;
+}
+
+// total_params() recomputed with every product and sum checked, so that the unchecked accessors
+// are known to be exact for any config that passes.
+std::optional<std::uint64_t> checked_total_params(const ModelConfig& m) {
+  using U = std::optional<std::uint64_t>;
+  const U h = m.hidden_size, heads = m.num_attention_heads, kv = m.num_key_value_heads, hd = m.head_dim;
+  const U q = add(mul(mul(h, heads), hd), m.attention_bias ? mul(heads, hd) : U{0});
+  const U kvp = add(mul(mul(h, kv), hd), m.attention_bias ? mul(kv, hd) : U{0});
+  const U o = add(mul(mul(heads, hd), h), h);
+  const U mlp = add(mul(h, U{m.intermediate_size}), U{m.intermediate_size});
+  const U layer = add(add(add(add(q, mul(U{2}, kvp)), o), mul(U{3}, mlp)), add(mul(U{2}, h), mul(U{2}, hd)));
+  const U embed = mul(U{m.vocab_size}, h);
+  return add(add(mul(embed, U{2}), mul(U{m.num_hidden_layers}, layer)), h);
+}
+
+ModelConfig read_config(const nlohmann::json& j, const std::string& text, const std::string& file) {
+  if (!j.is_object()) throw InputError(file, 1, "", "expected a JSON object of config.json fields");
+  const ConfigReader r(j, text, file);
   static const std::set<std::string> known{
       "name", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
       "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "attention_bias", "mlp_bias"};
   for (const auto& [key, value] : j.items()) {
     (void)value;
     if (!known.count(key) && !ignored_hf_fields().count(key))
-      throw InputError(file, 0, key, "unknown model field (not a config.json field tiersim reads or ignores)");
+      r.fail(key, "unknown model field (not a config.json field tiersim reads or ignores)");
   }
   ModelConfig m;
-  if (!j.contains("model_type") || !j["model_type"].is_string())
-    throw InputError(file, 0, "model_type", "missing: one of qwen3, qwen2, llama, mistral");
-  m.model_type = j["model_type"].get<std::string>();
+  const auto model_type = r.optional_string("model_type");
+  if (!model_type) r.fail("model_type", "missing: one of qwen3, qwen2, llama, mistral");
+  m.model_type = *model_type;
   if (m.model_type != "qwen3" && m.model_type != "qwen2" && m.model_type != "llama" && m.model_type != "mistral")
-    throw InputError(file, 0, "model_type",
-                     "unsupported '" + m.model_type + "': dense decoders qwen3, qwen2, llama, mistral are modelled");
+    r.fail("model_type", "unsupported '" + m.model_type + "': dense decoders qwen3, qwen2, llama, mistral are modelled");
   if (j.contains("hidden_act") && j["hidden_act"] != "silu")
-    throw InputError(file, 0, "hidden_act", "only gated SiLU MLPs (hidden_act \"silu\") are modelled");
-  m.name = j.value("name", j.value("_name_or_path", m.model_type));
-  m.hidden_size = require_uint(j, "hidden_size", file);
-  m.intermediate_size = require_uint(j, "intermediate_size", file);
-  m.num_hidden_layers = require_uint(j, "num_hidden_layers", file);
-  m.num_attention_heads = require_uint(j, "num_attention_heads", file);
-  m.num_key_value_heads =
-      j.contains("num_key_value_heads") ? require_uint(j, "num_key_value_heads", file) : m.num_attention_heads;
-  m.vocab_size = require_uint(j, "vocab_size", file);
-  if (j.contains("head_dim")) {
-    m.head_dim = require_uint(j, "head_dim", file);
+    r.fail("hidden_act", "only gated SiLU MLPs (hidden_act \"silu\") are modelled");
+  const auto name = r.optional_string("name");
+  const auto name_or_path = r.optional_string("_name_or_path");
+  m.name = name ? *name : name_or_path ? *name_or_path : m.model_type;
+  m.hidden_size = r.count(kHiddenSize);
+  m.intermediate_size = r.count(kIntermediateSize);
+  m.num_hidden_layers = r.count(kLayers);
+  m.num_attention_heads = r.count(kHeads);
+  m.num_key_value_heads = r.has("num_key_value_heads") ? r.count(kKvHeads) : m.num_attention_heads;
+  m.vocab_size = r.count(kVocab);
+  if (r.has("head_dim")) {
+    m.head_dim = r.count(kHeadDim);
   } else {
     if (m.hidden_size % m.num_attention_heads != 0)
-      throw InputError(file, 0, "head_dim", "missing, and hidden_size is not divisible by num_attention_heads");
+      r.fail("head_dim", "missing, and hidden_size is not divisible by num_attention_heads");
     m.head_dim = m.hidden_size / m.num_attention_heads;
   }
   if (m.num_attention_heads % m.num_key_value_heads != 0)
-    throw InputError(file, 0, "num_key_value_heads", "must divide num_attention_heads");
-  m.tie_word_embeddings = optional_bool(j, "tie_word_embeddings", file, false);
-  m.attention_bias = optional_bool(j, "attention_bias", file, m.model_type == "qwen2");
-  m.mlp_bias = optional_bool(j, "mlp_bias", file, false);
+    r.fail("num_key_value_heads", "must divide num_attention_heads");
+  m.tie_word_embeddings = r.optional_bool("tie_word_embeddings", false);
+  m.attention_bias = r.optional_bool("attention_bias", m.model_type == "qwen2");
+  m.mlp_bias = r.optional_bool("mlp_bias", false);
   m.qk_norm = m.model_type == "qwen3";
+  const auto params = checked_total_params(m);
+  if (!params || *params > kMaxParams)
+    throw InputError(file, 0, "hidden_size",
+                     "the model's sizes give " + (params ? std::to_string(*params) : std::string("more than 2^64")) +
+                         " parameters; at most 10^13 (ten trillion) are modelled");
   return m;
+}
+
+}  // namespace
+
+ModelConfig parse_model_config(const std::string& text, const std::string& file) {
+  nlohmann::json j;
+  // Keys by depth as the parser meets them: a number that overflows a double is reported by nlohmann
+  // without a position, so the key being read names it (and duplicate keys, which JSON leaves
+  // undefined and nlohmann resolves silently, are refused).
+  std::vector<std::string> path;
+  std::set<std::string> top_keys;
+  std::string duplicate;
+  auto track = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::key && depth >= 1) {
+      path.resize(static_cast<std::size_t>(depth));
+      path.back() = parsed.is_string() ? parsed.get<std::string>() : std::string();
+      if (depth == 1 && !top_keys.insert(path.back()).second && duplicate.empty()) duplicate = path.back();
+    }
+    return true;
+  };
+  auto dotted = [&] {
+    std::string out;
+    for (const auto& k : path) out += (out.empty() ? "" : ".") + k;
+    return out;
+  };
+  try {
+    j = nlohmann::json::parse(text, track);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(file, line_at(text, e.byte == 0 ? 0 : e.byte - 1), dotted(), std::string("not valid JSON: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range 406: a number beyond a double (1e400), even in a field tiersim ignores.
+    const auto keys = top_level_keys(text);
+    const auto it = path.empty() ? keys.end() : keys.find(path.front());
+    throw InputError(file, it == keys.end() ? 0 : it->second.line, dotted(),
+                     std::string("not a usable JSON value (numbers must fit a double): ") + e.what());
+  }
+  if (!duplicate.empty()) {
+    // The second occurrence is the one at fault: find it after the first.
+    const auto keys = top_level_keys(text);
+    const auto first = keys.find(duplicate);
+    std::size_t line = 0;
+    if (first != keys.end()) {
+      const auto again = text.find("\"" + duplicate + "\"", first->second.offset + duplicate.size() + 2);
+      if (again != std::string::npos) line = line_at(text, again);
+    }
+    throw InputError(file, line, duplicate, "appears twice");
+  }
+  try {
+    return read_config(j, text, file);
+  } catch (const nlohmann::json::exception& e) {
+    // Every access above is type-checked first; this is the backstop that keeps a library exception
+    // from escaping as an abort.
+    throw InputError(file, 0, "", std::string("unexpected JSON value: ") + e.what());
+  }
 }
 
 ModelConfig load_model_config(const std::string& path) {

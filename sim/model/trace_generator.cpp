@@ -1,10 +1,51 @@
 #include "model/trace_generator.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 namespace tiersim::model {
+namespace {
+
+// Bounds on what one generated trace may ask for: far above any real run, low enough that each
+// step's token count fits its 32-bit field and no op's FLOPs or bytes overflow 64 bits.
+constexpr std::uint64_t kMaxBatch = 65'536;
+constexpr std::uint64_t kMaxContext = std::uint64_t{1} << 24;  // 16,777,216 tokens
+constexpr long double kMaxCount = 4611686018427387904.0L;      // 2^62 FLOPs or bytes for one op
+constexpr long double kMaxTensorBytes = 1125899906842624.0L;   // 1 PiB, what the trace reader accepts
+
+// Rejects options that would overflow a step's token count or any op's FLOPs or a tensor's bytes. The
+// largest counts are those of the prefill (most new tokens) and of the last decode (longest context).
+void check_sizes(const ModelConfig& m, const GenerationOptions& o) {
+  if (o.batch == 0 || o.batch > kMaxBatch)
+    throw std::invalid_argument("batch must be from 1 to 65,536, got " + std::to_string(o.batch));
+  const std::uint64_t context = static_cast<std::uint64_t>(o.prompt_tokens) + o.decode_tokens;
+  if (context == 0) throw std::invalid_argument("nothing to generate: prompt and decode are both 0");
+  if (context > kMaxContext)
+    throw std::invalid_argument("prompt + decode tokens must be at most 16,777,216, got " + std::to_string(context));
+  const std::uint64_t step_tokens = static_cast<std::uint64_t>(o.batch) * o.prompt_tokens;
+  if (step_tokens > UINT32_MAX)
+    throw std::invalid_argument("batch x prompt tokens (the tokens of the prefill step) must be at most "
+                                "4,294,967,295, got " + std::to_string(step_tokens));
+  using L = long double;
+  const L B = o.batch, P = o.prompt_tokens, C = static_cast<L>(context), h = static_cast<L>(m.hidden_size);
+  const L qd = static_cast<L>(m.num_attention_heads * m.head_dim), kvd = static_cast<L>(m.num_key_value_heads * m.head_dim);
+  const L inter = static_cast<L>(m.intermediate_size), vocab = static_cast<L>(m.vocab_size), a = 4;
+  const L T = B * std::max<L>(P, 1);
+  const L widest = std::max({h * qd, h * kvd, h * inter});
+  const L keys = std::max(P * (P + 1) / 2, C);  // prefill's causal keys, or the last decode's context
+  const L largest_op = std::max({2 * T * widest, 4 * B * qd * keys, 2 * B * h * vocab,
+                                 6 * T * (qd + kvd), 5 * T * inter});
+  const L kv_tensor = 2 * kvd * a * C * B;
+  const L activations = T * (3 * h + qd + 2 * kvd + 3 * inter) * a + B * vocab * 4;
+  if (largest_op > kMaxCount || kv_tensor > kMaxTensorBytes || activations > kMaxTensorBytes)
+    throw std::invalid_argument("this model with batch " + std::to_string(o.batch) + ", prompt " +
+                                std::to_string(o.prompt_tokens) + " and decode " + std::to_string(o.decode_tokens) +
+                                " needs a KV cache or activations over 1 PiB or an op over 2^62 FLOPs: reduce them");
+}
+
+}  // namespace
 
 using trace::OpKind;
 using trace::StepKind;
@@ -13,9 +54,7 @@ using trace::TensorKind;
 
 LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationOptions& options, LaunchCounts launches)
     : model_(model), options_(options), launches_(launches) {
-  if (options_.batch == 0) throw std::invalid_argument("batch must be at least 1");
-  if (options_.prompt_tokens + options_.decode_tokens == 0)
-    throw std::invalid_argument("nothing to generate: prompt and decode are both 0");
+  check_sizes(model_, options_);
   const auto d = options_.dtype;
   const std::uint64_t a = activation_bytes(d);
   const std::uint64_t h = model_.hidden_size;
@@ -82,7 +121,7 @@ std::uint32_t LlmTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes
 
 bool LlmTraceGenerator::next(trace::Step& out) {
   const bool has_prefill = options_.prompt_tokens > 0;
-  const std::uint32_t total = (has_prefill ? 1u : 0u) + options_.decode_tokens;
+  const std::uint64_t total = (has_prefill ? 1u : 0u) + static_cast<std::uint64_t>(options_.decode_tokens);
   if (steps_done_ >= total) return false;
   if (has_prefill && steps_done_ == 0) {
     build_step(out, options_.prompt_tokens, 0, StepKind::Prefill);

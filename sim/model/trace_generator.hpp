@@ -49,7 +49,7 @@ class LlmTraceGenerator final : public trace::StepSource {
   trace::Header header_;
   std::vector<LayerTensors> layers_;
   std::uint32_t embed_ = 0, final_norm_ = 0, lm_head_ = 0, act_ = 0;
-  std::uint32_t steps_done_ = 0;
+  std::uint64_t steps_done_ = 0;
 };
 
 }  // namespace tiersim::model
