@@ -316,15 +316,8 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       << "  alloc_call: \"" << us(calls_measured ? alloc_row->median : bum ? bum->alloc_call : 20e-6) << "\"\n"
       << "  free_call: \"" << us(calls_measured ? free_row->median : bum ? bum->free_call : 20e-6) << "\"\n";
   }
-  y << "framework:\n"
-    << "  source: " << yaml_quote("NOT measured by calib (it measures CUDA, not the framework): from base preset '" + base.name + "'") << "\n"
-    << "  per_launch: \"" << us(base.framework.per_launch) << "\"\n"
-    << "  per_copy: \"" << us(base.framework.per_copy) << "\"\n"
-    << "  per_prefetch: \"" << us(base.framework.per_prefetch) << "\"\n"
-    << "  per_step: \"" << us(base.framework.per_step) << "\"\n"
-    << "  new_length_attention: \"" << us(base.framework.new_length_attention) << "\"\n"
-    << "  peer_copy_sync: \"" << us(base.framework.peer_copy_sync) << "\"\n"
-    << "  peer_copy_overlaps_compute: " << (base.framework.peer_copy_overlaps_compute ? "true" : "false") << "\n";
+  // No framework section: calib measures CUDA, not the framework; host costs are a runtime profile
+  // (calib/runtimes/), calibrated from framework runs by experiments/validate/compare.py.
 
   // Report: measured against the base preset's datasheet figures, and fit residuals.
   std::ostringstream r;

@@ -9,6 +9,7 @@
 
 #include "cli/simulation.hpp"
 #include "hardware/profile_loader.hpp"
+#include "runtime/runtime_loader.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
 #include "trace/trace_writer.hpp"
@@ -28,9 +29,10 @@ app::TraceSpec qwen_spec() {
 void run(benchmark::State& state, app::EngineKind engine, const app::TraceSpec& spec, const std::string& policy,
          policies::PolicyOptions options) {
   const auto hw = hw::resolve_profile("rtx4090");
+  const auto runtime = runtime::resolve_runtime(runtime::kDefaultRuntime);
   std::uint64_t events = 0;
   for (auto _ : state) {
-    const auto sim = app::simulate(hw, policy, options, engine, spec);
+    const auto sim = app::simulate({hw, runtime}, policy, options, engine, spec);
     events += sim.result.events;
     benchmark::DoNotOptimize(sim.result.steps.back().seconds);
   }

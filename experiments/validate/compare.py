@@ -28,7 +28,8 @@ Every other row, in both regimes, is predicted from a generated trace (event and
 and, on the lease the traces were captured on, from the captured trace of the same regime, after
 removing the profiler's own host cost (measured in the capturing process: profiled minus unprofiled
 step, per op). A framework calibrated from the captured run alone (no measured row) is reported too.
-Writes calib/profiles/h200-measured-hf.yaml (lease 5's calibration: the shipped preset),
+Writes calib/runtimes/pytorch-hf-h200.yaml and pytorch-hf-h100.yaml (lease 5's and lease 12's calibrations: the
+shipped runtimes; hardware stays calib/profiles/h200-measured.yaml and h100-measured.yaml),
 results/validation/{comparison.csv, table.md, predicted_vs_measured.png, latency_vs_offload.png}.
 """
 import csv
@@ -44,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import framework_fit  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SIM = os.path.join(ROOT, "build", "bin", "sim")
+SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))  # TIERSIM_SIM: another build
 VAL = os.path.join(ROOT, "results", "validation")
 WORK = os.path.join(ROOT, "build", "validation")  # derived profiles and traces (not committed)
 BASE_PROFILE = os.path.join(ROOT, "calib", "profiles", "h200-measured.yaml")
@@ -67,7 +68,7 @@ LEASES = {"lease5": ("lease5", "nvidia-h200-x2", "lease5", ["measured.jsonl"]),
           "lease12": ("lease12-h100", "nvidia-h100-x1", "lease12-h100",
                       ["measured.jsonl", "measured_b.jsonl", "measured_managed.jsonl"])}
 # The calibrated hardware profile a lease's framework calibration builds on (calib/profiles/NAME.yaml),
-# when not h200-measured; and the leases whose calibration is shipped as NAME-hf.yaml.
+# when not h200-measured; and the leases whose runtime calibration is shipped (calib/runtimes/).
 BASES = {"lease12": "h100-measured"}
 SHIPPED = {"lease5", "lease12"}
 SHIPPED_LEASE = "lease5"
@@ -87,34 +88,26 @@ def rows(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def with_framework(text, source, per_launch, per_copy, per_prefetch, per_step, new_length_attention, peer_copy_sync,
-                   per_op=None, peer_copy_overlaps_compute=True):
-    """A profile's YAML text with its framework section replaced (values are unit strings; per_op: kind ->
-    microseconds)."""
-    framework = (f"framework:\n  source: \"{source}\"\n  per_launch: \"{per_launch}\"\n"
-                 f"  per_copy: \"{per_copy}\"\n  per_prefetch: \"{per_prefetch}\"\n  per_step: \"{per_step}\"\n"
-                 f"  new_length_attention: \"{new_length_attention}\"\n  peer_copy_sync: \"{peer_copy_sync}\"\n"
-                 f"  peer_copy_overlaps_compute: {'true' if peer_copy_overlaps_compute else 'false'}\n")
-    if per_op:
-        framework += "  per_op: {" + ", ".join(f'{k}: "{v:.3f} us"' for k, v in sorted(per_op.items())) + "}\n"
-    return re.sub(r"framework:\n(  .*\n)+", framework, text)
-
-
 def base_name(lease):
     return BASES.get(lease, "h200-measured")
 
 
-def profile_path(lease):
-    """Where a lease's calibrated profile goes: the shipped preset for the leases in SHIPPED."""
-    base = base_name(lease)
+GPU_KIND = {"h200-measured": "h200", "h100-measured": "h100"}
+HW_OF = {}  # runtime file -> the hardware profile it was calibrated with
+
+
+def runtime_path(lease):
+    """Where a lease's calibrated runtime goes: the shipped runtime for the leases in SHIPPED."""
+    kind = GPU_KIND[base_name(lease)]
     if lease in SHIPPED:
-        return os.path.join(ROOT, "calib", "profiles", f"{base}-hf.yaml")
-    return os.path.join(WORK, f"{base}-hf-{lease}.yaml")
+        return os.path.join(ROOT, "calib", "runtimes", f"pytorch-hf-{kind}.yaml")
+    return os.path.join(WORK, f"pytorch-hf-{kind}-{lease}.yaml")
 
 
-def write_profile(path, lease, fw):
-    """fw: per_launch_us, new_length_us, per_copy_us, per_prefetch_us, and optionally per_op_us (kind ->
-    us) with per_op_from (the captured trace its shares came from)."""
+def write_runtime(path, lease, fw):
+    """A runtime profile (calib/runtimes/SCHEMA.md) for the lease's framework calibration. fw: per_launch_us,
+    new_length_us, per_copy_us, per_prefetch_us, and optionally per_op_us (kind -> us) with per_op_from (the
+    captured trace its shares came from)."""
     per_op = fw.get("per_op_us")
     per_op_source = (f"per_op = host time per op kind, its shares from the captured run {fw['per_op_from']} "
                      f"(experiments/validate/framework_fit.py), all scaled by one factor so the event engine "
@@ -130,15 +123,23 @@ def write_profile(path, lease, fw):
               f"lease7-peer-copy); peer_copy_overlaps_compute from the share of a 1 GiB cuda:1 -> cuda:0 copy "
               f"hidden under compute queued before it (experiments/validate/peer_overlap.py, lease11-peer-overlap: "
               f"{100 * PEER_OVERLAP:.0f}%); per_step 0")
-    base = base_name(lease)
-    text = with_framework(open(os.path.join(ROOT, "calib", "profiles", f"{base}.yaml")).read(), source,
-                          f"{fw['per_launch_us']:.4f} us",
-                          f"{fw['per_copy_us']:.2f} us", f"{fw['per_prefetch_us']:.2f} us", "0 us",
-                          f"{fw['new_length_us']:.1f} us", f"{PEER_COPY_SYNC_S * 1e6:.2f} us", per_op,
-                          PEER_OVERLAP > 0.5)
-    text = text.replace(f"name: {base}", f"name: {base}-hf")
-    text = re.sub(r'description: "(.*)"', r'description: "\1, with eager PyTorch + HF host costs calibrated on real decode runs"', text, count=1)
-    text = text.replace("# Measured profile: written by tiersim_fit", "# Measured profile + framework cost calibrated by experiments/validate/compare.py; written by tiersim_fit")
+    kind = GPU_KIND[base_name(lease)]
+    text = (f"# Eager PyTorch 2.11 + transformers 5 (HF generate, batch 1) on the {kind.upper()} validation host: host costs\n"
+            f"# calibrated by experiments/validate/compare.py (which writes this file) from measured runs.\n"
+            f"tiersim_runtime: 1\n"
+            f"name: pytorch-hf-{kind}\n"
+            f"description: \"eager PyTorch 2.11 + HF transformers 5, host costs calibrated on the {kind.upper()} validation host\"\n"
+            f"source: \"{source}\"\n"
+            f"per_launch: \"{fw['per_launch_us']:.4f} us\"\n"
+            f"per_copy: \"{fw['per_copy_us']:.2f} us\"\n"
+            f"per_prefetch: \"{fw['per_prefetch_us']:.2f} us\"\n"
+            f"per_step: \"0 us\"\n"
+            f"new_length_attention: \"{fw['new_length_us']:.1f} us\"\n"
+            f"peer_copy_sync: \"{PEER_COPY_SYNC_S * 1e6:.2f} us\"\n"
+            f"peer_copy_overlaps_compute: {'true' if PEER_OVERLAP > 0.5 else 'false'}\n")
+    if per_op:
+        text += "per_op: {" + ", ".join(f'{k}: "{v:.3f} us"' for k, v in sorted(per_op.items())) + "}\n"
+    HW_OF[path] = base_name(lease)
     with open(path, "w") as f:
         f.write(text)
 
@@ -158,10 +159,10 @@ def sim_args(row):
     raise ValueError(cfg)
 
 
-def predict(row, regime, engine, profile, trace=None):
+def predict(row, regime, engine, runtime, trace=None):
     source = (["--trace", trace] if trace else
               ["--model", MODELS[row["model"]], "--prompt", str(row["prompt"]), "--decode", str(row["warmup"] + row["tokens"])])
-    args = [SIM] + source + ["--hw", profile, "--engine", engine, "--lengths", regime, "--json"] + sim_args(row)
+    args = [SIM] + source + ["--hw", HW_OF[runtime], "--runtime", runtime, "--engine", engine, "--lengths", regime, "--json"] + sim_args(row)
     p = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
     if p.returncode != 0:
         sys.exit(f"sim failed for {row['model']} {row['config']}: {p.stderr}")
@@ -268,7 +269,7 @@ def calibrate(row, fw, path, lease, target_s=None):
     target = measured(row, CALIBRATION[2]) if target_s is None else target_s
 
     def make(x):
-        write_profile(path, lease, dict(fw, per_launch_us=x, per_op_us=None))
+        write_runtime(path, lease, dict(fw, per_launch_us=x, per_op_us=None))
         return path
     return solve(row, target, make, 200.0)
 
@@ -277,7 +278,7 @@ def calibrate_per_op(row, fw, shares, source, path, lease):
     """One factor on the captured per-op shares (and on per_launch, for the other op kinds) with which the
     event engine reproduces the calibration row."""
     def make(x):
-        write_profile(path, lease, dict(fw, per_launch_us=fw["per_launch_us"] * x,
+        write_runtime(path, lease, dict(fw, per_launch_us=fw["per_launch_us"] * x,
                                         per_op_us={k: v * x for k, v in shares.items()}, per_op_from=source))
         return path
     return solve(row, measured(row, CALIBRATION[2]), make, 5.0)
@@ -331,8 +332,8 @@ def capture_calibration_note(lease, cal_row, data, fw):
     generated Qwen3-8B trace reproduces the step of the de-profiled warm capture (replayed, resident).
     Every row of the lease is then a validation row."""
     trace, overhead_us = deprofiled_trace(lease, "Qwen3-8B", "warm")
-    path = os.path.join(WORK, f"{base_name(lease)}-hf-{lease}-captured.yaml")
-    write_profile(path, lease, dict(fw, per_launch_us=0.0, per_op_us=None))
+    path = os.path.join(WORK, f"pytorch-hf-{lease}-captured.yaml")
+    write_runtime(path, lease, dict(fw, per_launch_us=0.0, per_op_us=None))
     replayed = predict(cal_row, "warm", "event", path, trace)["step_seconds"]
     per_launch = calibrate(cal_row, fw, path, lease, target_s=replayed)
     errs = [(predict(r, g, "event", path)["step_seconds"] - measured(r, g)) / measured(r, g)
@@ -381,8 +382,8 @@ def main():
     for lease, (folder, kind, sdpa_folder, files) in LEASES.items():
         data = [r for name in files for r in rows(os.path.join(VAL, folder, name))]
         cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])  # the first such row
-        path = profile_path(lease)
-        uniform_path = os.path.join(WORK, f"{base_name(lease)}-hf-{lease}-per-launch.yaml")
+        path = runtime_path(lease)
+        uniform_path = os.path.join(WORK, f"pytorch-hf-{lease}-per-launch.yaml")
         new_length_s = new_length_cost(sdpa_folder)
         fw = dict(new_length_us=new_length_s * 1e6, per_copy_us=per_copy_s * 1e6, per_prefetch_us=per_prefetch_s * 1e6)
         fw["per_launch_us"] = calibrate(cal_row, fw, uniform_path, lease)

@@ -89,9 +89,9 @@ class SteadyStateManaged {
 
 class StepModel {
  public:
-  StepModel(const hw::HardwareProfile& hw, const placement::Placement& placement, const trace::Header& header)
-      : planner_(hw, header, placement),
-        managed_(placement.managed.enabled ? std::make_unique<SteadyStateManaged>(hw, placement, header) : nullptr),
+  StepModel(const replay::RunSetup& setup, const placement::Placement& placement, const trace::Header& header)
+      : planner_(setup, header, placement),
+        managed_(placement.managed.enabled ? std::make_unique<SteadyStateManaged>(setup.hw, placement, header) : nullptr),
         copy_done_(header.tensors.size(), 0.0),
         copy_stream_(header.tensors.size(), 0) {}
 
@@ -246,11 +246,12 @@ class StepModel {
 
 }  // namespace
 
-report::RunResult run_analytic(const hw::HardwareProfile& hw, const placement::Placement& placement,
+report::RunResult run_analytic(const replay::RunSetup& setup, const placement::Placement& placement,
                                trace::StepSource& source) {
   report::RunResult result;
   result.engine = "analytic";
-  StepModel model(hw, placement, source.header());
+  const hw::HardwareProfile& hw = setup.hw;
+  StepModel model(setup, placement, source.header());
   trace::Step step;
   while (source.next(step)) result.steps.push_back(model.evaluate(step));
   // Peak memory: the static placement plus the staging of prefetch + 1 copied layers.

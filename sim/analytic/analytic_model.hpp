@@ -13,12 +13,13 @@
 // transfers contend for one link. tests/engine/analytic_vs_event_test.cpp pins both.
 #include "hardware/profile.hpp"
 #include "placement/placement.hpp"
+#include "replay/run_setup.hpp"
 #include "report/run_result.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::analytic {
 
-report::RunResult run_analytic(const hw::HardwareProfile& hw, const placement::Placement& placement,
+report::RunResult run_analytic(const replay::RunSetup& setup, const placement::Placement& placement,
                                trace::StepSource& source);
 
 }  // namespace tiersim::analytic

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "hardware/profile_loader.hpp"
+#include "runtime/runtime_loader.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
 #include "report/reporters.hpp"
@@ -29,6 +30,7 @@ struct CommonOptions {
   std::string dtype = "bf16";
   std::uint32_t batch = 1, prompt = 512, decode = 128;
   std::string hw = hw::kDefaultProfile;
+  std::string runtime = runtime::kDefaultRuntime;
   std::string policy;
   std::optional<std::string> split;
   std::optional<int> layers;
@@ -55,6 +57,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool policy_required) {
   cmd.add_option("--model", o.model, "model description (HF config.json fields) to generate the trace from");
   add_generation_options(cmd, o);
   cmd.add_option("--hw", o.hw, "hardware profile: a YAML file or a preset name (sim profiles)")->capture_default_str();
+  cmd.add_option("--runtime", o.runtime, "the framework's host costs: a runtime YAML file or a preset name (sim runtimes)")
+      ->capture_default_str();
   auto* p = cmd.add_option("--policy", o.policy, "allocation policy (sim policies)");
   if (policy_required) p->required();
   cmd.add_option("--split", o.split, "DisTorch allocation string for bytes/ratio/fraction, e.g. \"cuda:0,80%;cpu,20%\"");
@@ -77,7 +81,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool policy_required) {
       ->check(CLI::IsMember({"all", "weights"}));
   cmd.add_option("--lengths", o.lengths,
                  "warm: the process has run these sequence lengths before; fresh: every step is a new length, as "
-                 "in a first generate (charges the profile's framework.new_length_attention once per step)")
+                 "in a first generate (charges the runtime's new_length_attention once per step)")
       ->check(CLI::IsMember({"warm", "fresh"}))
       ->capture_default_str();
   cmd.add_option("--engine", o.engine, "event (discrete-event) or analytic (closed form)")
@@ -138,18 +142,24 @@ SweepRange parse_range(const std::string& text) {
   return r;
 }
 
-hw::HardwareProfile resolve_hardware(const CommonOptions& o) {
-  hw::HardwareProfile hw = hw::resolve_profile(o.hw);
-  hw.framework.fresh_lengths = o.lengths == "fresh";
-  return hw;
+// The hardware, the runtime and the run options a command runs against.
+struct Machine {
+  hw::HardwareProfile hw;
+  runtime::RuntimeProfile runtime;
+  bool fresh_lengths = false;
+  replay::RunSetup setup() const { return {hw, runtime, fresh_lengths}; }
+};
+
+Machine resolve_machine(const CommonOptions& o) {
+  return {hw::resolve_profile(o.hw), runtime::resolve_runtime(o.runtime), o.lengths == "fresh"};
 }
 
 int run_command(const CommonOptions& o, bool json, const std::string& timeline_path, std::size_t timeline_steps) {
-  const hw::HardwareProfile hw = resolve_hardware(o);
+  const Machine m = resolve_machine(o);
   const app::TraceSpec spec = trace_spec(o);
   std::optional<report::Timeline> timeline;
   if (!timeline_path.empty()) timeline.emplace(timeline_steps);
-  const auto sim = app::simulate(hw, o.policy, policy_options(o), app::parse_engine(o.engine), spec,
+  const auto sim = app::simulate(m.setup(), o.policy, policy_options(o), app::parse_engine(o.engine), spec,
                                  timeline ? &*timeline : nullptr);
   if (timeline) {  // opened only after a successful run: a refused command leaves no file behind
     std::ofstream out(timeline_path);
@@ -160,7 +170,9 @@ int run_command(const CommonOptions& o, bool json, const std::string& timeline_p
   c.policy = o.policy;
   c.trace_name = spec.name();
   c.header = &sim.header;
-  c.hw = &hw;
+  c.hw = &m.hw;
+  c.runtime = &m.runtime;
+  c.fresh_lengths = m.fresh_lengths;
   c.placement = &sim.placement;
   c.result = &sim.result;
   if (json) report::write_json(std::cout, c);
@@ -169,7 +181,7 @@ int run_command(const CommonOptions& o, bool json, const std::string& timeline_p
 }
 
 int sweep_command(const CommonOptions& o, const std::string& range_text, const std::string& output) {
-  const hw::HardwareProfile hw = resolve_hardware(o);
+  const Machine m = resolve_machine(o);
   const app::TraceSpec spec = trace_spec(o);
   const SweepRange range = parse_range(range_text);
   if (o.split || o.offload_gb)
@@ -184,7 +196,7 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
     row.donor = o.donor.value_or("cpu");
     p.offload_bytes = row.offload_gb * 1e9;
     try {
-      const auto sim = app::simulate(hw, o.policy, p, engine, spec);
+      const auto sim = app::simulate(m.setup(), o.policy, p, engine, spec);
       row.ok = true;
       row.summary = report::summarize(sim.result);
       row.vram_peak = sim.result.peak_bytes.at("cuda:0");
@@ -218,6 +230,13 @@ int gen_command(const CommonOptions& o, const std::string& output) {
 
 int list_policies() {
   for (const auto& p : policies::all_policies()) std::printf("  %-10s %s\n", p.name.c_str(), p.description.c_str());
+  return 0;
+}
+
+int list_runtimes() {
+  for (const auto& r : runtime::list_runtimes())
+    std::printf("  %-22s %s%s\n", r.name.c_str(), r.description.c_str(),
+                r.name == runtime::kDefaultRuntime ? " (default)" : "");
   return 0;
 }
 
@@ -261,6 +280,7 @@ int main(int argc, char** argv) {
 
   auto* pol = app.add_subcommand("policies", "list the allocation policies");
   auto* prof = app.add_subcommand("profiles", "list the embedded hardware presets");
+  auto* rts = app.add_subcommand("runtimes", "list the embedded runtime profiles (framework host costs)");
 
   std::vector<const char*> cargs;
   for (const auto& a : args) cargs.push_back(a.c_str());
@@ -279,6 +299,7 @@ int main(int argc, char** argv) {
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();
     if (*prof) return list_profiles();
+    if (*rts) return list_runtimes();
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -7,6 +7,7 @@
 #include "hardware/profile.hpp"
 #include "model/trace_generator.hpp"
 #include "placement/placement.hpp"
+#include "replay/run_setup.hpp"
 #include "policies/policy.hpp"
 #include "report/run_result.hpp"
 #include "report/timeline.hpp"
@@ -32,7 +33,7 @@ struct Simulation {
 };
 
 // `timeline` (event engine only) receives the spans of the first steps.
-Simulation simulate(const hw::HardwareProfile& hw, const std::string& policy, const policies::PolicyOptions& options,
+Simulation simulate(const replay::RunSetup& setup, const std::string& policy, const policies::PolicyOptions& options,
                     EngineKind engine, const TraceSpec& trace, report::Timeline* timeline = nullptr);
 
 }  // namespace tiersim::app

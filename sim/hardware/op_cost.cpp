@@ -34,13 +34,13 @@ double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std:
   return std::max(compute, memory) + hw.host.op_overhead;
 }
 
-double host_issue_seconds(const HardwareProfile& hw, const trace::Op& op) {
+double host_issue_seconds(const runtime::RuntimeProfile& runtime, const trace::Op& op) {
   if (op.host_seconds >= 0) return op.host_seconds;
-  if (!hw.framework.per_op.empty()) {
-    auto it = hw.framework.per_op.find(op.kind);
-    if (it != hw.framework.per_op.end()) return it->second;
+  if (!runtime.per_op.empty()) {
+    auto it = runtime.per_op.find(op.kind);
+    if (it != runtime.per_op.end()) return it->second;
   }
-  return hw.framework.per_launch * op.launches;
+  return runtime.per_launch * op.launches;
 }
 
 }  // namespace tiersim::hw

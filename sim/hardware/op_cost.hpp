@@ -5,6 +5,7 @@
 #include <string>
 
 #include "hardware/profile.hpp"
+#include "runtime/runtime_profile.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::hw {
@@ -24,7 +25,7 @@ GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std:
 double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 // Host time to issue the op's kernels: measured host time if the trace has it, else the profile's
-// framework.per_op for its kind, else per launch.
-double host_issue_seconds(const HardwareProfile& hw, const trace::Op& op);
+// runtime's per_op for its kind, else per launch.
+double host_issue_seconds(const runtime::RuntimeProfile& runtime, const trace::Op& op);
 
 }  // namespace tiersim::hw

@@ -1,6 +1,7 @@
 #pragma once
 // The hardware a prediction is made for: the compute GPU (and identical peer GPUs), the host, the
-// host link, an optional peer link, and the framework's host-side costs. Schema: calib/profiles/SCHEMA.md.
+// host link, an optional peer link and managed memory. The framework's host costs are a runtime
+// profile apart from it (runtime/runtime_profile.hpp). Schema: calib/profiles/SCHEMA.md.
 // All quantities are SI: bytes, seconds, bytes/s, FLOP/s.
 #include <map>
 #include <optional>
@@ -78,29 +79,6 @@ struct ManagedMemorySpec {
   double free_call = 0;                    // host time of one cudaFree (which also synchronizes the device)
 };
 
-struct FrameworkSpec {
-  double per_launch = 0.0;   // host time to issue one kernel (Python + dispatcher + launch)
-  // Optional: host time to issue one op of a kind (trace op kind name -> seconds), for ops without a
-  // measured host time; it replaces launches x per_launch for that kind. Calibrated from a captured
-  // run (experiments/validate/framework_fit.py), where the framework's cost per op differs by kind.
-  std::map<trace::OpKind, double> per_op;
-  double per_copy = 0.0;     // host time to issue one copy (on demand)
-  double per_prefetch = 0.0; // host time to issue one copy ahead of use (stream switch, event, hand-over)
-  double per_step = 0.0;     // host time per step outside the ops (sampling, loop, sync)
-  // GPU time the framework adds to each copy from another GPU, beyond the link's curve (PyTorch orders
-  // a cross-device copy with a two-way barrier between the two devices' streams).
-  double peer_copy_sync = 0.0;
-  // Whether a copy from another GPU issued ahead of use runs alongside the compute stream's kernels.
-  // Measured false for PyTorch 2.11 on two H200s (experiments/validate/peer_overlap.py): such a copy
-  // then takes its turn on the compute stream, as an on-demand one does.
-  bool peer_copy_overlaps_compute = true;
-  // Host time of the first attention call at a sequence length the process has not run before (eager
-  // PyTorch's cuDNN SDPA builds an execution plan per shape). Charged once per step, at the step's first
-  // attention op without a measured host time, when fresh_lengths is set.
-  double new_length_attention = 0.0;
-  bool fresh_lengths = false;  // a run option (sim --lengths fresh), not a profile key
-};
-
 struct HardwareProfile {
   std::string name;
   std::string description;
@@ -110,7 +88,6 @@ struct HardwareProfile {
   HostLinkSpec host_link;
   std::optional<PeerLinkSpec> peer_link;
   std::optional<ManagedMemorySpec> managed_memory;
-  FrameworkSpec framework;
   std::map<std::string, std::string> sources;  // section -> where its numbers came from
   std::map<std::string, std::string> extra;    // free-form facts (driver, measured date), reported as-is
 

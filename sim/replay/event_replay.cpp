@@ -49,36 +49,36 @@ class Replay final : public engine::EventHandler,
                      public engine::DurationSource,
                      public engine::StreamObserver {
  public:
-  Replay(const hw::HardwareProfile& hw, const placement::Placement& placement, trace::StepSource& source,
+  Replay(const RunSetup& setup, const placement::Placement& placement, trace::StepSource& source,
          report::Timeline* timeline)
       : timeline_(timeline),
-        hw_(hw),
+        hw_(setup.hw),
         placement_(placement),
         source_(source),
-        planner_(hw, source.header(), placement),
+        planner_(setup, source.header(), placement),
         compute_(sim_, jobs_, "cuda:0 compute"),
         copy_from_host_(sim_, jobs_, "cuda:0 copy from host"),
         copy_from_peer_(sim_, jobs_, "cuda:0 copy from peer"),
         pcie_(sim_, "pcie",
-              std::max(hw.host_link.h2d_pinned.bandwidth, hw.host_link.h2d_pageable.bandwidth),
-              std::max(hw.host_link.d2h_pinned.bandwidth, hw.host_link.d2h_pageable.bandwidth),
-              hw.host_link.bidirectional),
-        staging_(placement::usage_on(source.header(), placement, placement::kComputeGpu).total() + hw.gpu.reserved),
+              std::max(setup.hw.host_link.h2d_pinned.bandwidth, setup.hw.host_link.h2d_pageable.bandwidth),
+              std::max(setup.hw.host_link.d2h_pinned.bandwidth, setup.hw.host_link.d2h_pageable.bandwidth),
+              setup.hw.host_link.bidirectional),
+        staging_(placement::usage_on(source.header(), placement, placement::kComputeGpu).total() + setup.hw.gpu.reserved),
         tensor_job_(source.header().tensors.size(), 0),
         release_job_(source.header().tensors.size(), 0),
         prefetched_(source.header().tensors.size(), false) {
-    if (hw.peer_link)
-      peer_.emplace(sim_, "peer", hw.peer_link->transfer.bandwidth, hw.peer_link->transfer.bandwidth,
-                    hw.peer_link->bidirectional);
+    if (setup.hw.peer_link)
+      peer_.emplace(sim_, "peer", setup.hw.peer_link->transfer.bandwidth, setup.hw.peer_link->transfer.bandwidth,
+                    setup.hw.peer_link->bidirectional);
     if (timeline_) {
       compute_.observe(this);
       copy_from_host_.observe(this);
       copy_from_peer_.observe(this);
     }
     if (placement.managed.enabled) {
-      if (!hw.managed_memory) throw std::logic_error("managed placement without a managed_memory profile section");
-      um_.emplace(*hw.managed_memory, source.header(), placement,
-                  placement::managed_gpu_capacity(source.header(), hw, placement));
+      if (!setup.hw.managed_memory) throw std::logic_error("managed placement without a managed_memory profile section");
+      um_.emplace(*setup.hw.managed_memory, source.header(), placement,
+                  placement::managed_gpu_capacity(source.header(), setup.hw, placement));
     }
   }
 
@@ -371,9 +371,9 @@ class Replay final : public engine::EventHandler,
 
 }  // namespace
 
-report::RunResult run_event_engine(const hw::HardwareProfile& hw, const placement::Placement& placement,
+report::RunResult run_event_engine(const RunSetup& setup, const placement::Placement& placement,
                                    trace::StepSource& source, report::Timeline* timeline) {
-  Replay replay(hw, placement, source, timeline);
+  Replay replay(setup, placement, source, timeline);
   return replay.run();
 }
 

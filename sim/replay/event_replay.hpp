@@ -4,6 +4,7 @@
 // and kernels overlap exactly as stream order and dependencies allow.
 #include "hardware/profile.hpp"
 #include "placement/placement.hpp"
+#include "replay/run_setup.hpp"
 #include "report/run_result.hpp"
 #include "report/timeline.hpp"
 #include "trace/trace.hpp"
@@ -11,7 +12,7 @@
 namespace tiersim::replay {
 
 // With `timeline`, the spans of the first steps it records are added to it.
-report::RunResult run_event_engine(const hw::HardwareProfile& hw, const placement::Placement& placement,
+report::RunResult run_event_engine(const RunSetup& setup, const placement::Placement& placement,
                                    trace::StepSource& source, report::Timeline* timeline = nullptr);
 
 }  // namespace tiersim::replay

@@ -9,9 +9,8 @@ namespace tiersim::replay {
 using placement::DeviceId;
 using placement::kCpu;
 
-StepPlanner::StepPlanner(const hw::HardwareProfile& hw, const trace::Header& header,
-                         const placement::Placement& placement)
-    : hw_(hw), header_(header), placement_(placement), default_dtype_(header.default_dtype()) {
+StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, const placement::Placement& placement)
+    : hw_(setup.hw), runtime_(setup.runtime), fresh_lengths_(setup.fresh_lengths), header_(header), placement_(placement), default_dtype_(header.default_dtype()) {
   const std::size_t n = header.tensors.size();
   copied_.assign(n, false);
   managed_.assign(n, false);
@@ -52,7 +51,7 @@ const hw::TransferCurve& StepPlanner::copy_curve(DeviceId source) const {
 
 std::pair<double, double> StepPlanner::copy_latency_and_rate(DeviceId source, double bytes) const {
   auto [latency, rate] = copy_curve(source).latency_and_rate(bytes);
-  if (source > placement::kComputeGpu) latency += hw_.framework.peer_copy_sync;
+  if (source > placement::kComputeGpu) latency += runtime_.peer_copy_sync;
   return {latency, rate};
 }
 
@@ -92,12 +91,12 @@ void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch)
   Action a;
   a.kind = prefetch ? ActionKind::Prefetch : ActionKind::CopyOnStream;
   // A framework whose copies from another GPU do not overlap compute: issued ahead, run in turn.
-  if (prefetch && placement_.device[tensor] > placement::kComputeGpu && !hw_.framework.peer_copy_overlaps_compute)
+  if (prefetch && placement_.device[tensor] > placement::kComputeGpu && !runtime_.peer_copy_overlaps_compute)
     a.kind = ActionKind::CopyOnStream;
   a.tensor = tensor;
   a.source = placement_.device[tensor];
   a.bytes = static_cast<double>(header_.tensors[tensor].bytes);
-  a.host_seconds = prefetch ? hw_.framework.per_prefetch : hw_.framework.per_copy;
+  a.host_seconds = prefetch ? runtime_.per_prefetch : runtime_.per_copy;
   a.host_waits = copy_blocks_host(a.source);
   out.actions.push_back(a);
 }
@@ -129,7 +128,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   double prev_activation_bytes = 0;
   std::int32_t current_layer = 0;
   bool first = true;
-  bool new_length_charged = !hw_.framework.fresh_lengths;
+  bool new_length_charged = !fresh_lengths_;
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const trace::Op& op = step.ops[i];
     if (prefetch > 0 && (first || op.layer != current_layer)) {
@@ -164,7 +163,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
             a.kind = ActionKind::ManagedPrefetch;
             a.tensor = t;
             a.bytes = static_cast<double>(header_.tensors[t].bytes);
-            a.host_seconds = hw_.framework.per_copy;
+            a.host_seconds = runtime_.per_copy;
             out.actions.push_back(a);
           }
     }
@@ -175,7 +174,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       Action a;
       a.kind = on_cpu ? ActionKind::ActivationToHost : ActionKind::ActivationToDevice;
       a.bytes = prev_activation_bytes;
-      a.host_seconds = hw_.framework.per_copy;
+      a.host_seconds = runtime_.per_copy;
       a.host_waits = true;
       out.actions.push_back(a);
     }
@@ -192,10 +191,10 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       Action a;
       a.kind = ActionKind::Kernel;
       a.op = static_cast<std::int32_t>(i);
-      a.host_seconds = hw::host_issue_seconds(hw_, op);
+      a.host_seconds = hw::host_issue_seconds(runtime_, op);
       if (!new_length_charged && op.kind == trace::OpKind::Attention && op.host_seconds < 0) {
         // The step's first attention at a length this process has not run: the framework builds a plan.
-        a.host_seconds += hw_.framework.new_length_attention;
+        a.host_seconds += runtime_.new_length_attention;
         new_length_charged = true;
       }
       a.cost = hw::gpu_op_cost(hw_, op, default_dtype_);
@@ -240,7 +239,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   out.actions.push_back(sync);
   Action overhead;
   overhead.kind = ActionKind::StepOverhead;
-  overhead.host_seconds = hw_.framework.per_step;
+  overhead.host_seconds = runtime_.per_step;
   out.actions.push_back(overhead);
 }
 

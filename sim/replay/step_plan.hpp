@@ -9,6 +9,7 @@
 
 #include "hardware/op_cost.hpp"
 #include "hardware/profile.hpp"
+#include "replay/run_setup.hpp"
 #include "placement/placement.hpp"
 #include "trace/trace.hpp"
 
@@ -65,13 +66,13 @@ struct StepPlan {
 
 class StepPlanner {
  public:
-  StepPlanner(const hw::HardwareProfile& hw, const trace::Header& header, const placement::Placement& placement);
+  StepPlanner(const RunSetup& setup, const trace::Header& header, const placement::Placement& placement);
   void plan(const trace::Step& step, StepPlan& out);
 
   // Link parameters for a copy of `bytes` from `source` to the compute GPU.
   const hw::TransferCurve& copy_curve(placement::DeviceId source) const;
   // A weight copy's fixed GPU-side time and its rate: the source's link curve, plus the framework's
-  // barrier for a copy from another GPU (framework.peer_copy_sync). Both engines use it.
+  // barrier for a copy from another GPU (the runtime's peer_copy_sync). Both engines use it.
   std::pair<double, double> copy_latency_and_rate(placement::DeviceId source, double bytes) const;
   double copy_seconds(placement::DeviceId source, double bytes) const;
   const hw::TransferCurve& activation_curve(bool to_device) const;
@@ -84,6 +85,8 @@ class StepPlanner {
   double activation_bytes(const trace::Op& op) const;
 
   const hw::HardwareProfile& hw_;
+  const runtime::RuntimeProfile& runtime_;
+  const bool fresh_lengths_;
   const trace::Header& header_;
   const placement::Placement& placement_;
   std::string default_dtype_;

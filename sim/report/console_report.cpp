@@ -30,9 +30,9 @@ void write_console(std::ostream& out, const Context& c) {
     line("execution", std::string("offload-exec ") + placement::to_string(c.placement->exec.exec) + ", prefetch " +
                         std::to_string(c.placement->exec.prefetch) + ", host memory " +
                         placement::to_string(c.placement->exec.host_memory));
-  if (hw.framework.fresh_lengths)
-    line("sequence lengths", "fresh: " + units::format_duration(hw.framework.new_length_attention) +
-                                 " of attention plan build per step (framework.new_length_attention)");
+  if (c.fresh_lengths)
+    line("sequence lengths", "fresh: " + units::format_duration(c.runtime->new_length_attention) +
+                                 " of attention plan build per step (runtime's new_length_attention)");
   out << "\n";
   line("decode tokens/s", num("%.2f", s.tps));
   line("decode step (median)", units::format_duration(s.decode_step_median));

@@ -27,7 +27,7 @@ void write_json(std::ostream& out, const Context& c) {
   j["execution"] = {{"offload_exec", placement::to_string(c.placement->exec.exec)},
                     {"prefetch", c.placement->exec.prefetch},
                     {"host_memory", placement::to_string(c.placement->exec.host_memory)},
-                    {"sequence_lengths", hw.framework.fresh_lengths ? "fresh" : "warm"}};
+                    {"sequence_lengths", c.fresh_lengths ? "fresh" : "warm"}};
   j["hardware"] = hw.name;
   j["hardware_detail"] = {{"origin", hw.origin},
                           {"gpu", hw.gpu.name},

@@ -6,6 +6,7 @@
 
 #include "hardware/profile.hpp"
 #include "placement/placement.hpp"
+#include "runtime/runtime_profile.hpp"
 #include "report/run_result.hpp"
 #include "trace/trace.hpp"
 
@@ -19,6 +20,8 @@ struct Context {
   std::string trace_name;
   const trace::Header* header = nullptr;
   const hw::HardwareProfile* hw = nullptr;
+  const runtime::RuntimeProfile* runtime = nullptr;
+  bool fresh_lengths = false;
   const placement::Placement* placement = nullptr;
   const RunResult* result = nullptr;
 };

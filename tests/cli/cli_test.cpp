@@ -158,7 +158,7 @@ TEST(Cli, CapturedTracesReplayToTheirOwnProfiledStep) {
     const auto summary = nlohmann::json::parse(in);
     for (const std::string regime : {"fresh", "warm"}) {
       const std::string trace = "traces/captured/" + m + "-h200" + (regime == "warm" ? "-warm" : "") + ".trace";
-      const SimRun r = sim("--trace " + trace + " --hw h200-measured-hf --policy resident --lengths fresh --json");
+      const SimRun r = sim("--trace " + trace + " --hw h200-measured --runtime pytorch-hf-h200 --policy resident --lengths fresh --json");
       ASSERT_EQ(r.code, 0) << r.out;
       std::vector<double> profiled;
       for (const auto& s : summary[regime]["steps"]) profiled.push_back(s["profiled_s"].get<double>());
@@ -170,7 +170,7 @@ TEST(Cli, CapturedTracesReplayToTheirOwnProfiledStep) {
 }
 
 TEST(Cli, FreshLengthsAddTheNewLengthAttentionCostToAGeneratedTrace) {
-  const std::string args = "--model traces/models/qwen3-8b.json --prompt 128 --decode 4 --hw h200-measured-hf "
+  const std::string args = "--model traces/models/qwen3-8b.json --prompt 128 --decode 4 --hw h200-measured --runtime pytorch-hf-h200 "
                            "--policy resident --json --lengths ";
   const SimRun warm = sim(args + "warm"), fresh = sim(args + "fresh");
   ASSERT_EQ(warm.code, 0) << warm.out;
@@ -178,7 +178,7 @@ TEST(Cli, FreshLengthsAddTheNewLengthAttentionCostToAGeneratedTrace) {
   const auto w = nlohmann::json::parse(warm.out), f = nlohmann::json::parse(fresh.out);
   EXPECT_EQ(f["execution"]["sequence_lengths"], "fresh");
   EXPECT_EQ(w["execution"]["sequence_lengths"], "warm");
-  // Host-bound: the whole cost shows in the step (h200-measured-hf: the cuDNN plan build, ~33 ms).
+  // Host-bound: the whole cost shows in the step (pytorch-hf-h200: the cuDNN plan build, ~33 ms).
   EXPECT_GT(f["step_seconds"].get<double>() - w["step_seconds"].get<double>(), 0.025);
   EXPECT_EQ(sim("--trace traces/qwen.trace --policy ratio --lengths cold").code, 2);
 }

@@ -5,6 +5,7 @@
 
 #include "cli/simulation.hpp"
 #include "hardware/profile_loader.hpp"
+#include "runtime/runtime_loader.hpp"
 #include "report/run_result.hpp"
 
 namespace tiersim {
@@ -13,12 +14,14 @@ namespace {
 double relative_gap(const std::string& hw_name, const std::string& policy, policies::PolicyOptions o,
                     const std::string& model = "qwen3-14b") {
   const auto hw = hw::resolve_profile(hw_name);
+  const auto runtime = runtime::resolve_runtime(runtime::kDefaultRuntime);
+  const replay::RunSetup setup{hw, runtime};
   app::TraceSpec spec;
   spec.model_path = std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + model + ".json";
   spec.generation.prompt_tokens = 128;
   spec.generation.decode_tokens = 8;
-  const auto ev = app::simulate(hw, policy, o, app::EngineKind::Event, spec);
-  const auto an = app::simulate(hw, policy, o, app::EngineKind::Analytic, spec);
+  const auto ev = app::simulate(setup, policy, o, app::EngineKind::Event, spec);
+  const auto an = app::simulate(setup, policy, o, app::EngineKind::Analytic, spec);
   const double e = report::summarize(ev.result).decode_step_median;
   const double a = report::summarize(an.result).decode_step_median;
   return (a - e) / e;

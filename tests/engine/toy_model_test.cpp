@@ -21,14 +21,14 @@ constexpr double kTol = 1e-9;  // seconds; the engine keeps picoseconds
 double decode_step(const report::RunResult& r) { return r.steps.back().seconds; }
 
 report::RunResult run_event(int layers, std::initializer_list<int> offloaded, placement::DeviceId where,
-                            ExecutionOptions exec, const hw::HardwareProfile& hw = testing::toy_profile()) {
+                            ExecutionOptions exec, const testing::ToyMachine& hw = testing::toy_profile()) {
   auto src = testing::toy_trace(layers, 2);
   auto p = testing::toy_placement(src->header(), offloaded, where, exec);
   return replay::run_event_engine(hw, p, *src);
 }
 
 report::RunResult run_analytic(int layers, std::initializer_list<int> offloaded, placement::DeviceId where,
-                               ExecutionOptions exec, const hw::HardwareProfile& hw = testing::toy_profile()) {
+                               ExecutionOptions exec, const testing::ToyMachine& hw = testing::toy_profile()) {
   auto src = testing::toy_trace(layers, 2);
   auto p = testing::toy_placement(src->header(), offloaded, where, exec);
   return analytic::run_analytic(hw, p, *src);
@@ -73,12 +73,12 @@ TEST(ToyModel, CopiesAheadAndOnDemandHaveTheirOwnHostCost) {
   ExecutionOptions exec;
   exec.prefetch = 1;
   auto hw = testing::toy_profile();
-  hw.framework.per_prefetch = 4e-3;
+  hw.runtime.per_prefetch = 4e-3;
   EXPECT_NEAR(decode_step(run_event(2, {0, 1}, kCpu, exec, hw)), 25.1e-3, kTol);
   // On demand (per_copy 0) the same profile gives the plain serial 12.2 ms.
   EXPECT_NEAR(decode_step(run_event(2, {1}, kCpu, {}, hw)), 12.2e-3, kTol);
   // With per_copy 4 ms the issue overlaps L0 on the GPU [0,1.1]: W1 [4,14], L1 [14,15.1].
-  hw.framework.per_copy = 4e-3;
+  hw.runtime.per_copy = 4e-3;
   EXPECT_NEAR(decode_step(run_event(2, {1}, kCpu, {}, hw)), 15.1e-3, kTol);
 }
 
@@ -104,7 +104,7 @@ TEST(ToyModel, PeerCopySyncDelaysEachCopyFromAnotherGpuOnly) {
   // peer_copy_sync 0.5 ms: each peer copy takes 2.5 ms. On demand: L0 [0,1.1], W1 [1.1,3.6],
   // L1 [3.6,4.7]. Ahead: W0 [0,2.5], W1 [2.5,5]; L0 [2.5,3.6], L1 [5,6.1].
   auto hw = testing::toy_profile();
-  hw.framework.peer_copy_sync = 0.5e-3;
+  hw.runtime.peer_copy_sync = 0.5e-3;
   EXPECT_NEAR(decode_step(run_event(2, {1}, 1, {}, hw)), 4.7e-3, kTol);
   EXPECT_NEAR(decode_step(run_analytic(2, {1}, 1, {}, hw)), 4.7e-3, kTol);
   ExecutionOptions exec;
@@ -120,7 +120,7 @@ TEST(ToyModel, PeerCopiesThatDoNotOverlapComputeTakeTheirTurnOnTheComputeStream)
   // L0, run before it on the compute stream: W0 [0,2], W1 [2,4], L0 [4,5.1], L1 [5.1,6.2], the same
   // 6.2 ms as on demand (W0, L0, W1, L1). Copies from host memory still overlap (21.1 ms as before).
   auto hw = testing::toy_profile();
-  hw.framework.peer_copy_overlaps_compute = false;
+  hw.runtime.peer_copy_overlaps_compute = false;
   ExecutionOptions exec;
   exec.prefetch = 1;
   EXPECT_NEAR(decode_step(run_event(2, {0, 1}, 1, exec, hw)), 6.2e-3, kTol);
@@ -133,10 +133,10 @@ TEST(ToyModel, PerOpHostCostReplacesLaunchesTimesPerLaunchForItsKind) {
   // per_launch 5 ms would make it 2 x 5 + 1.1 (HostBoundStepIsIssueTimePlusLastKernel); per_op gemv
   // 2 ms: 2 x 2 + 1.1. A kind not in per_op keeps launches x per_launch.
   auto hw = testing::toy_profile("5 ms");
-  hw.framework.per_op[trace::OpKind::Gemv] = 2e-3;
+  hw.runtime.per_op[trace::OpKind::Gemv] = 2e-3;
   EXPECT_NEAR(decode_step(run_event(2, {}, kCpu, {}, hw)), 5.1e-3, kTol);
   EXPECT_NEAR(decode_step(run_analytic(2, {}, kCpu, {}, hw)), 5.1e-3, kTol);
-  hw.framework.per_op = {{trace::OpKind::Norm, 2e-3}};
+  hw.runtime.per_op = {{trace::OpKind::Norm, 2e-3}};
   EXPECT_NEAR(decode_step(run_event(2, {}, kCpu, {}, hw)), 11.1e-3, kTol);
 }
 
@@ -179,8 +179,8 @@ double step_with_attention(bool fresh, const std::string& attention_host = "", b
   }
   t << "end\n";
   auto hw = testing::toy_profile();
-  hw.framework.new_length_attention = 5e-3;
-  hw.framework.fresh_lengths = fresh;
+  hw.runtime.new_length_attention = 5e-3;
+  hw.fresh_lengths = fresh;
   trace::TraceReader src(std::make_unique<std::istringstream>(t.str()), "toy.trace");
   const auto p = testing::toy_placement(src.header(), {}, kCpu);
   return decode_step(analytic ? analytic::run_analytic(hw, p, src) : replay::run_event_engine(hw, p, src));

@@ -37,7 +37,9 @@ placement::Placement managed_weights(const trace::Header& h, std::uint8_t advice
   return p;
 }
 
-hw::HardwareProfile toy_with_gpu(const std::string& memory) { return hw::parse_profile(testing::toy_profile_yaml("0 us", "0 us", memory, true), "toy.yaml"); }
+testing::ToyMachine toy_with_gpu(const std::string& memory) {
+  return {hw::parse_profile(testing::toy_profile_yaml(memory, true), "toy.yaml"), testing::toy_runtime()};
+}
 
 TEST(ManagedMemory, AModelThatFitsPagesInOnceAndNeverFaultsAgain) {
   auto src = block_trace(8, 4);
@@ -76,7 +78,7 @@ TEST(ManagedMemory, ReadMostlyDuplicatesAreDroppedWithoutWriteBack) {
 }
 
 TEST(ManagedMemory, EvictionIsFifoByTimeOfBecomingResidentNotLru) {
-  hw::ManagedMemorySpec spec = *toy_with_gpu("2 MiB").managed_memory;
+  hw::ManagedMemorySpec spec = *toy_with_gpu("2 MiB").hw.managed_memory;
   auto src = block_trace(3, 1);
   const auto p = managed_weights(src->header(), placement::kAdviseNone);
   managed::ManagedMemory um(spec, src->header(), p, 2 * MiB);
@@ -95,7 +97,7 @@ TEST(ManagedMemory, EvictionIsFifoByTimeOfBecomingResidentNotLru) {
 }
 
 TEST(ManagedMemory, FaultCostIsLatencyPerBatchPlusPerBlockPlusBytes) {
-  hw::ManagedMemorySpec spec = *toy_with_gpu("16 MiB").managed_memory;
+  hw::ManagedMemorySpec spec = *toy_with_gpu("16 MiB").hw.managed_memory;
   auto src = block_trace(3, 1);
   managed::ManagedMemory um(spec, src->header(), managed_weights(src->header(), placement::kAdviseNone), 16 * MiB);
   managed::AccessCost c;
@@ -117,7 +119,7 @@ TEST(ManagedMemory, PreferredLocationCpuMapsOnceThenReadsRemotely) {
 }
 
 TEST(ManagedMemory, AccessedByNeedsNoMappingFaultAndMapsTheHostCopyAfterEviction) {
-  hw::ManagedMemorySpec spec = *toy_with_gpu("1 MiB").managed_memory;
+  hw::ManagedMemorySpec spec = *toy_with_gpu("1 MiB").hw.managed_memory;
   auto src = block_trace(2, 1);
   managed::ManagedMemory um(spec, src->header(), managed_weights(src->header(), placement::kAccessedByGpu), MiB);
   managed::AccessCost c;

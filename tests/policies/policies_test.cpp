@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "runtime/runtime_loader.hpp"
+
 #include <map>
 #include <set>
 
@@ -166,7 +168,7 @@ TEST(UnifiedMemory, UmCpuKeepsVramNearActivationsOnly) {
   model::LlmTraceGenerator gen(config, g);
   const auto hw = hw::resolve_profile("rtx4090");
   const auto p = make_policy("um-cpu")->place(gen.header(), hw, {});
-  const auto r = replay::run_event_engine(hw, p, gen);
+  const auto r = replay::run_event_engine({hw, runtime::resolve_runtime(runtime::kDefaultRuntime)}, p, gen);
   double kv_and_act = 0;
   for (const auto& t : gen.header().tensors)
     if (t.kind != trace::TensorKind::Weight) kv_and_act += static_cast<double>(t.bytes);

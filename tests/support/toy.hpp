@@ -11,6 +11,8 @@
 #include "hardware/profile.hpp"
 #include "hardware/profile_loader.hpp"
 #include "placement/placement.hpp"
+#include "replay/run_setup.hpp"
+#include "runtime/runtime_loader.hpp"
 #include "trace/trace_reader.hpp"
 
 namespace tiersim::testing {
@@ -34,8 +36,7 @@ inline const char* kToyManagedMemory = R"(managed_memory:
   free_call: "30 us"
 )";
 
-inline std::string toy_profile_yaml(const std::string& per_launch = "0 us", const std::string& per_step = "0 us",
-                                    const std::string& gpu_memory = "1 GiB", bool managed = false) {
+inline std::string toy_profile_yaml(const std::string& gpu_memory = "1 GiB", bool managed = false) {
   return R"(tiersim_profile: 1
 name: toy
 description: "round numbers for hand-checked tests"
@@ -76,20 +77,35 @@ peer_link:
   type: nvlink
   transfer: {bandwidth: "500 MB/s", latency: "0 us"}
   bidirectional: "1 GB/s"
-)" + std::string(managed ? kToyManagedMemory : "") + R"(framework:
-  source: "test"
-  per_launch: ")" + per_launch + R"("
-  per_copy: "0 us"
-  per_prefetch: "0 us"
-  per_step: ")" + per_step + R"("
-  new_length_attention: "1 ms"
-  peer_copy_sync: "0 us"
-  peer_copy_overlaps_compute: true
-)";
+)" + std::string(managed ? kToyManagedMemory : "");
 }
 
-inline hw::HardwareProfile toy_profile(const std::string& per_launch = "0 us", const std::string& per_step = "0 us") {
-  return hw::parse_profile(toy_profile_yaml(per_launch, per_step), "toy.yaml");
+// The toy runtime: no host costs unless a test sets them; a new sequence length costs 1 ms.
+inline runtime::RuntimeProfile toy_runtime(const std::string& per_launch = "0 us", const std::string& per_step = "0 us") {
+  return runtime::parse_runtime(R"(tiersim_runtime: 1
+name: toy
+description: "round numbers for hand-checked tests"
+source: "test"
+per_launch: ")" + per_launch + R"("
+per_copy: "0 us"
+per_prefetch: "0 us"
+per_step: ")" + per_step + R"("
+new_length_attention: "1 ms"
+peer_copy_sync: "0 us"
+peer_copy_overlaps_compute: true
+)", "toy-runtime.yaml");
+}
+
+// The toy hardware with its runtime and run options, usable wherever the engines take a RunSetup.
+struct ToyMachine {
+  hw::HardwareProfile hw;
+  runtime::RuntimeProfile runtime;
+  bool fresh_lengths = false;
+  operator replay::RunSetup() const { return {hw, runtime, fresh_lengths}; }  // NOLINT: implicit on purpose
+};
+
+inline ToyMachine toy_profile(const std::string& per_launch = "0 us", const std::string& per_step = "0 us") {
+  return {hw::parse_profile(toy_profile_yaml(), "toy.yaml"), toy_runtime(per_launch, per_step)};
 }
 
 // `layers` layers, each one op reading a 1e6-byte weight and writing 1e5 bytes of activations,

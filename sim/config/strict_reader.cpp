@@ -1,0 +1,207 @@
+#include "config/strict_reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace tiersim::config {
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string trim_number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::size_t line_of(const YAML::Node& n) {
+  const auto mark = n.Mark();
+  return mark.line >= 0 ? static_cast<std::size_t>(mark.line) + 1 : 0;
+}
+
+}  // namespace
+
+YAML::Node parse_document(const std::string& text, const std::string& file) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(file, e.mark.line >= 0 ? static_cast<std::size_t>(e.mark.line) + 1 : 0, "",
+                     "YAML syntax error: " + e.msg);
+  }
+}
+
+Section::Section(YAML::Node node, std::string path, std::string file)
+    : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)) {
+  if (!node_.IsMap()) fail_at(node_, path_, "expected a mapping of keys");
+  // Keys must be plain words, each given once (yaml-cpp keeps the first of two equal keys silently).
+  std::set<std::string> seen;
+  for (const auto& kv : node_) {
+    if (!kv.first.IsScalar()) fail_at(kv.first, path_, "a key must be a plain word, not a list or mapping");
+    const std::string k = kv.first.Scalar();
+    if (!seen.insert(k).second) fail_at(kv.first, full(k), "given twice");
+  }
+}
+
+Section Section::child(const std::string& key) { return Section(require(key), full(key), file_); }
+
+std::vector<std::string> Section::keys() const {
+  std::vector<std::string> out;
+  for (const auto& kv : node_) out.push_back(kv.first.Scalar());
+  return out;
+}
+
+void Section::fail(const std::string& key, const std::string& message) const {
+  YAML::Node n = node_[key];
+  fail_at(n ? n : node_, full(key), message);
+}
+
+void Section::fail_at(const YAML::Node& n, const std::string& key, const std::string& message) const {
+  throw InputError(file_, line_of(n), key, message);
+}
+
+YAML::Node Section::require(const std::string& key) {
+  read_.insert(key);
+  YAML::Node n = node_[key];
+  if (!n) {
+    // A missing key is most often a misspelt one: point at the likely typo.
+    for (const auto& kv : node_) {
+      const std::string other = kv.first.Scalar();
+      if (!read_.count(other) && edit_distance(other, key) <= 2)
+        fail_at(kv.first, full(key), "missing required key; is '" + other + "' a misspelling of it?");
+    }
+    fail_at(node_, full(key), "missing required key");
+  }
+  return n;
+}
+
+std::string Section::scalar(const YAML::Node& n, const std::string& key, const char* expected) const {
+  if (!n.IsScalar()) fail_at(n, key, std::string("expected ") + expected + ", not a list or mapping");
+  return n.Scalar();
+}
+
+std::string Section::text(const std::string& key) { return scalar(require(key), full(key), "a string"); }
+
+template <typename Parse>
+double Section::quantity(const std::string& key, Parse parse, bool allow_zero) {
+  YAML::Node n = require(key);
+  const std::string s = scalar(n, full(key), "a quantity with its unit");
+  double v = 0;
+  try {
+    v = parse(s);
+  } catch (const std::invalid_argument& e) {
+    fail_at(n, full(key), e.what());
+  }
+  if (!std::isfinite(v)) fail_at(n, full(key), "is not a finite quantity");
+  if (v < 0 || (!allow_zero && v == 0)) fail_at(n, full(key), allow_zero ? "must not be negative" : "must be positive");
+  return v;
+}
+
+double Section::bytes(const std::string& key, bool allow_zero) { return quantity(key, units::parse_bytes, allow_zero); }
+double Section::bandwidth(const std::string& key) { return quantity(key, units::parse_bandwidth, false); }
+double Section::duration(const std::string& key) { return quantity(key, units::parse_duration, true); }
+
+double Section::number(const std::string& key, double lo, double hi) {
+  YAML::Node n = require(key);
+  double v = 0;
+  try {
+    v = n.as<double>();
+  } catch (const YAML::Exception&) {
+    fail_at(n, full(key), "expected a number");
+  }
+  if (!(v >= lo && v <= hi)) fail_at(n, full(key), "must be between " + trim_number(lo) + " and " + trim_number(hi));
+  return v;
+}
+
+int Section::integer(const std::string& key, int lo, int hi) {
+  YAML::Node n = require(key);
+  long long v = 0;
+  try {
+    v = n.as<long long>();
+  } catch (const YAML::Exception&) {
+    fail_at(n, full(key), "expected an integer");
+  }
+  if (v < lo || v > hi) fail_at(n, full(key), "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  return static_cast<int>(v);
+}
+
+bool Section::flag(const std::string& key) {
+  YAML::Node n = require(key);
+  const std::string v = n.IsScalar() ? n.Scalar() : "";
+  if (v == "true") return true;
+  if (v != "false") fail_at(n, full(key), "expected true or false");
+  return false;
+}
+
+std::map<std::string, double> Section::rates(const std::string& key) {
+  Section s = child(key);
+  std::map<std::string, double> out;
+  static const std::set<std::string> dtypes{"fp32", "tf32", "bf16", "fp16", "fp8", "int8"};
+  for (const std::string& dtype : s.keys()) {
+    if (!dtypes.count(dtype)) s.fail(dtype, "unknown dtype (fp32, tf32, bf16, fp16, fp8, int8)");
+    out[dtype] = s.quantity(dtype, units::parse_flop_rate, false);
+  }
+  if (out.empty()) fail_at(s.node_, s.path_, "needs at least one dtype rate");
+  s.finish();
+  return out;
+}
+
+std::map<trace::OpKind, double> Section::op_durations(const std::string& key) {
+  Section s = child(key);
+  std::map<trace::OpKind, double> out;
+  for (const std::string& kind : s.keys()) {
+    trace::OpKind parsed;
+    if (!trace::parse_op_kind(kind, parsed))
+      s.fail(kind, "unknown op kind (gemm, gemv, attention, norm, elementwise, embedding, rope, sample, other)");
+    out[parsed] = s.duration(kind);
+  }
+  if (out.empty()) fail_at(s.node_, s.path_, "needs at least one op kind");
+  s.finish();
+  return out;
+}
+
+std::vector<std::pair<double, double>> Section::size_rate_points(const std::string& key) {
+  YAML::Node pts = require(key);
+  if (!pts.IsSequence()) fail_at(pts, full(key), "expected a list of [size, bandwidth] pairs");
+  std::vector<std::pair<double, double>> out;
+  for (const auto& p : pts) {
+    if (!p.IsSequence() || p.size() != 2 || !p[0].IsScalar() || !p[1].IsScalar())
+      fail_at(p, full(key), "each point is [\"4 KiB\", \"3.1 GB/s\"]");
+    try {
+      const double size = units::parse_bytes(p[0].Scalar());
+      const double bw = units::parse_bandwidth(p[1].Scalar());
+      if (!(size > 0 && bw > 0) || !std::isfinite(size) || !std::isfinite(bw))
+        throw std::invalid_argument("size and bandwidth must be positive and finite");
+      if (!out.empty() && size <= out.back().first) throw std::invalid_argument("sizes must ascend");
+      out.emplace_back(size, bw);
+    } catch (const std::invalid_argument& e) {
+      fail_at(p, full(key), e.what());
+    }
+  }
+  return out;
+}
+
+void Section::finish() const {
+  for (const auto& kv : node_) {
+    const std::string k = kv.first.Scalar();
+    if (!read_.count(k)) fail_at(kv.first, full(k), "unknown key");
+  }
+}
+
+}  // namespace tiersim::config

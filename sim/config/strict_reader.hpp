@@ -1,0 +1,69 @@
+#pragma once
+// The one strict reader of configuration trees (hardware profiles, runtime profiles, strategy parts,
+// re-run configs): a YAML mapping whose every key must be read. Values carry their units ("24 GiB",
+// "55 GB/s", "3.6 us"); a missing, misspelt, duplicated, unknown or out-of-range key is an InputError
+// naming the file, line and dotted key. JSON is YAML, so a result's JSON is read the same way.
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace tiersim::config {
+
+// Parses a YAML (or JSON) document; a syntax error is an InputError with its line.
+YAML::Node parse_document(const std::string& text, const std::string& file);
+
+struct CurvePoints {
+  std::vector<std::pair<double, double>> points;  // (bytes, B/s)
+};
+
+// One mapping of the tree. Every key read is remembered; finish() rejects the others.
+class Section {
+ public:
+  Section(YAML::Node node, std::string path, std::string file);
+
+  bool has(const std::string& key) const { return static_cast<bool>(node_[key]); }
+  Section child(const std::string& key);
+  // Keys in document order (every key of the mapping, read or not).
+  std::vector<std::string> keys() const;
+
+  std::string text(const std::string& key);
+  double bytes(const std::string& key, bool allow_zero = false);
+  double bandwidth(const std::string& key);
+  double duration(const std::string& key);
+  double number(const std::string& key, double lo, double hi);
+  int integer(const std::string& key, int lo, int hi);
+  bool flag(const std::string& key);
+  // A mapping of dtype names to FLOP rates.
+  std::map<std::string, double> rates(const std::string& key);
+  // A mapping of trace op kinds to durations.
+  std::map<trace::OpKind, double> op_durations(const std::string& key);
+  // A list of ["4 KiB", "3.1 GB/s"] pairs with ascending sizes.
+  std::vector<std::pair<double, double>> size_rate_points(const std::string& key);
+
+  // Rejects every key that was not read.
+  void finish() const;
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+  [[noreturn]] void fail_at(const YAML::Node& n, const std::string& key, const std::string& message) const;
+  std::string full(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  const std::string& file() const { return file_; }
+  const YAML::Node& node() const { return node_; }
+
+ private:
+  YAML::Node require(const std::string& key);
+  std::string scalar(const YAML::Node& n, const std::string& key, const char* expected) const;
+  template <typename Parse>
+  double quantity(const std::string& key, Parse parse, bool allow_zero);
+
+  YAML::Node node_;
+  std::string path_;
+  std::string file_;
+  std::set<std::string> read_;
+};
+
+}  // namespace tiersim::config

@@ -1,0 +1,60 @@
+#include "runtime/runtime_loader.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config/embedded_files.hpp"
+#include "config/strict_reader.hpp"
+#include "core/error.hpp"
+
+namespace tiersim::runtime {
+
+RuntimeProfile parse_runtime(const std::string& text, const std::string& file) {
+  const YAML::Node root = config::parse_document(text, file);
+  if (!root || !root.IsMap()) throw InputError(file, 0, "", "expected a YAML mapping (a runtime profile)");
+  config::Section top(root, "", file);
+  if (top.integer("tiersim_runtime", 1, 1000) != 1)
+    throw InputError(file, 0, "tiersim_runtime", "unsupported runtime schema version (this build reads 1)");
+  RuntimeProfile r;
+  r.origin = file;
+  r.name = top.text("name");
+  r.description = top.text("description");
+  r.source = top.text("source");
+  r.per_launch = top.duration("per_launch");
+  r.per_copy = top.duration("per_copy");
+  r.per_prefetch = top.duration("per_prefetch");
+  r.per_step = top.duration("per_step");
+  r.new_length_attention = top.duration("new_length_attention");
+  r.peer_copy_sync = top.duration("peer_copy_sync");
+  r.peer_copy_overlaps_compute = top.flag("peer_copy_overlaps_compute");
+  if (top.has("per_op")) r.per_op = top.op_durations("per_op");
+  top.finish();
+  return r;
+}
+
+RuntimeProfile resolve_runtime(const std::string& spec) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(spec, ec)) {
+    std::ifstream in(spec);
+    if (!in) throw InputError(spec, 0, "", "cannot open runtime profile");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return parse_runtime(ss.str(), spec);
+  }
+  if (std::filesystem::is_directory(spec, ec)) throw InputError(spec, 0, "--runtime", "is a directory, not a runtime profile");
+  std::string names;
+  for (const auto& f : config::embedded_runtimes()) {
+    if (spec == f.name) return parse_runtime(f.text, "preset:" + f.name);
+    names += (names.empty() ? "" : ", ") + f.name;
+  }
+  throw InputError(spec, 0, "--runtime", "no such file, and not a runtime name (runtimes: " + names + ")");
+}
+
+std::vector<RuntimeInfo> list_runtimes() {
+  std::vector<RuntimeInfo> out;
+  for (const auto& f : config::embedded_runtimes()) out.push_back({f.name, parse_runtime(f.text, "preset:" + f.name).description});
+  return out;
+}
+
+}  // namespace tiersim::runtime

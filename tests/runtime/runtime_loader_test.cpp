@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "hardware/op_cost.hpp"
+#include "runtime/runtime_loader.hpp"
+
+namespace tiersim::runtime {
+namespace {
+
+const char* kRuntime = R"(tiersim_runtime: 1
+name: test
+description: "a runtime for tests"
+source: "test"
+per_launch: "6 us"
+per_copy: "10 us"
+per_prefetch: "12 us"
+per_step: "500 us"
+new_length_attention: "1 ms"
+peer_copy_sync: "0 us"
+peer_copy_overlaps_compute: true
+)";
+
+// Asserts that replacing `from` by `to` in kRuntime fails at `line` naming `key`.
+void expect_error(const std::string& from, const std::string& to, const std::string& key, std::size_t line) {
+  std::string yaml = kRuntime;
+  const auto at = yaml.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  yaml.replace(at, from.size(), to);
+  try {
+    parse_runtime(yaml, "bad.yaml");
+    FAIL() << "accepted " << to;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "bad.yaml");
+    EXPECT_EQ(e.key(), key) << e.what();
+    EXPECT_EQ(e.line(), line) << e.what();
+  }
+}
+
+TEST(RuntimeLoader, ReadsEveryKey) {
+  const RuntimeProfile r = parse_runtime(kRuntime, "ok.yaml");
+  EXPECT_EQ(r.name, "test");
+  EXPECT_DOUBLE_EQ(r.per_launch, 6e-6);
+  EXPECT_DOUBLE_EQ(r.per_prefetch, 12e-6);
+  EXPECT_DOUBLE_EQ(r.new_length_attention, 1e-3);
+  EXPECT_TRUE(r.peer_copy_overlaps_compute);
+  EXPECT_TRUE(r.per_op.empty());
+}
+
+TEST(RuntimeLoader, RejectsBadInputNamingFileLineAndKey) {
+  expect_error("per_step: \"500 us\"\n", "", "per_step", 1);
+  expect_error("new_length_attention: \"1 ms\"\n", "new_length_attention: \"-1 ms\"\n", "new_length_attention", 9);
+  expect_error("per_prefetch: \"12 us\"\n", "", "per_prefetch", 1);
+  expect_error("peer_copy_sync: \"0 us\"\n", "peer_copy_sync: \"0 us\"\nper_op: {gemv: \"30 us\", softmax: \"9 us\"}\n",
+               "per_op.softmax", 11);
+  expect_error("peer_copy_sync: \"0 us\"\n", "peer_copy_sync: \"0 us\"\nper_op: {gemv: \"-30 us\"}\n", "per_op.gemv", 11);
+  expect_error("peer_copy_sync: \"0 us\"\n", "peer_copy_sync: \"0 us\"\nper_op: {}\n", "per_op", 11);
+  expect_error("peer_copy_overlaps_compute: true\n", "peer_copy_overlaps_compute: maybe\n", "peer_copy_overlaps_compute", 11);
+  expect_error("peer_copy_sync: \"0 us\"\n", "peer_copy_sync: \"-2 us\"\n", "peer_copy_sync", 10);
+  expect_error("per_launch: \"6 us\"\n", "per_launch: \"6 us\"\ncolour: blue\n", "colour", 6);
+  expect_error("per_launch: \"6 us\"\n", "per_lanch: \"6 us\"\n", "per_launch", 5);
+}
+
+TEST(RuntimePresets, EveryEmbeddedRuntimeLoadsAndTheDefaultIsOne) {
+  const auto list = list_runtimes();
+  ASSERT_GE(list.size(), 3u);
+  bool has_default = false;
+  for (const auto& r : list) {
+    const RuntimeProfile p = resolve_runtime(r.name);
+    EXPECT_EQ(p.name, r.name);
+    EXPECT_FALSE(p.source.empty()) << r.name;
+    has_default |= r.name == kDefaultRuntime;
+  }
+  EXPECT_TRUE(has_default);
+  try {
+    resolve_runtime("tensorflow");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(kDefaultRuntime), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tiersim::runtime
