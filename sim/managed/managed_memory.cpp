@@ -3,13 +3,44 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
 
 namespace tiersim::managed {
+
+namespace {
+
+// One Block of state per VA block is modelled; 2^24 of them is 32 TiB in 2 MiB blocks.
+constexpr double kMaxBlocks = 16'777'216.0;
+
+// Refuses a block size that would model an absurd number of blocks (va_block "1 B" under um took one
+// block per byte: 15 GB of memory, then bad_alloc) before anything is allocated.
+void check_block_count(const hw::ManagedMemorySpec& spec, const trace::Header& header,
+                       const placement::Placement& placement) {
+  if (!(spec.va_block >= 1.0) || !std::isfinite(spec.va_block))
+    throw InputError("", 0, "managed_memory.va_block", "must be a finite size of at least 1 B");
+  double footprint = 0;  // bytes, with per-tensor block alignment counted at its worst
+  for (const auto& t : header.tensors)
+    if (placement.managed.managed[t.id]) footprint += static_cast<double>(t.bytes) + spec.va_block;
+  const double blocks = footprint / spec.va_block;
+  if (blocks > kMaxBlocks)
+    throw InputError("", 0, "managed_memory.va_block",
+                     "a VA block of " + units::format_bytes(spec.va_block) + " splits " +
+                         units::format_bytes(footprint) + " into " +
+                         std::to_string(static_cast<std::uint64_t>(std::min(blocks, 1e19))) +
+                         " blocks; at most 16,777,216 are modelled (the driver's block is 2 MiB)");
+}
+
+}  // namespace
 
 ManagedMemory::ManagedMemory(const hw::ManagedMemorySpec& spec, const trace::Header& header,
                              const placement::Placement& placement, double gpu_capacity)
     : spec_(spec), first_block_(header.tensors.size(), -1), offset_in_block_(header.tensors.size(), 0.0),
       bytes_(header.tensors.size(), 0.0) {
+  check_block_count(spec, header, placement);
+  if (!(gpu_capacity < 1e18)) throw std::invalid_argument("managed memory: GPU capacity out of range");
   capacity_blocks_ = static_cast<std::size_t>(std::max(0.0, std::floor(gpu_capacity / spec.va_block)));
   // Layout: a caching allocator packs tensors into shared segments; cudaMallocManaged per tensor
   // gives each its own block-aligned range.
