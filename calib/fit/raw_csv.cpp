@@ -74,12 +74,20 @@ RawMeasurements parse_raw_csv(const std::string& text, const std::string& name) 
         throw InputError(name, line_no, cols[i], "not a non-negative number: '" + f[static_cast<std::size_t>(i)] + "'");
       }
     };
-    r.work = number(2);
-    r.repeats = static_cast<int>(number(4));
-    r.median = number(5);
-    r.min = number(6);
-    r.max = number(7);
-    if (r.median <= 0) throw InputError(name, line_no, "median_s", "must be positive");
+    // Bounds far above any measurement (the largest runs move ~4e11 bytes in ~0.5 ms), so that the
+    // fit's rates stay finite and no count is converted out of range.
+    auto bounded = [&](int i, double lo, double hi, const char* range) {
+      const double v = number(i);
+      if (!(v >= lo && v <= hi)) throw InputError(name, line_no, cols[i], std::string("must be ") + range + ", got '" + f[static_cast<std::size_t>(i)] + "'");
+      return v;
+    };
+    r.work = bounded(2, 0, 1e18, "from 0 to 1e18");
+    const double repeats = bounded(4, 1, 1e9, "a whole number from 1 to 1e9");
+    if (repeats != std::floor(repeats)) throw InputError(name, line_no, "repeats", "must be a whole number, got '" + f[4] + "'");
+    r.repeats = static_cast<int>(repeats);
+    r.median = bounded(5, 1e-12, 1e6, "from 1e-12 to 1e6 seconds");
+    r.min = bounded(6, 0, 1e6, "from 0 to 1e6 seconds");
+    r.max = bounded(7, 0, 1e6, "from 0 to 1e6 seconds");
     m.rows.push_back(std::move(r));
   }
   if (!header_seen) throw InputError(name, line_no, "", "no measurements (header line missing)");
