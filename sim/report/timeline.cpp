@@ -5,28 +5,49 @@
 
 namespace tiersim::report {
 
-void Timeline::span(const std::string& track, std::string name, SimTime start, SimTime end) {
-  auto it = std::find(tracks_.begin(), tracks_.end(), track);
-  if (it == tracks_.end()) it = tracks_.insert(tracks_.end(), track);
-  spans_.push_back({static_cast<std::size_t>(it - tracks_.begin()), std::move(name), start, end});
+Timeline::Timeline(std::size_t max_steps, std::ostream& out) : max_steps_(max_steps), out_(&out) {
+  *out_ << R"({"displayTimeUnit":"ms","traceEvents":[)";
 }
 
-void Timeline::write(std::ostream& out) const {
+Timeline::Timeline(std::size_t max_steps) : Timeline(max_steps, buffer_) {}
+
+void Timeline::event(const std::string& json) {
+  if (!first_event_) *out_ << ',';
+  first_event_ = false;
+  *out_ << json;
+}
+
+void Timeline::span(const std::string& track, std::string name, SimTime start, SimTime end) {
   using nlohmann::ordered_json;
-  ordered_json events = ordered_json::array();
-  for (std::size_t t = 0; t < tracks_.size(); ++t)
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", t}, {"args", {{"name", tracks_[t]}}}});
-  for (const auto& s : spans_)
-    events.push_back({{"name", s.name},
-                      {"ph", "X"},
-                      {"pid", 0},
-                      {"tid", s.track},
-                      {"ts", to_seconds(s.start) * 1e6},
-                      {"dur", to_seconds(s.end - s.start) * 1e6}});
-  ordered_json j;
-  j["displayTimeUnit"] = "ms";
-  j["traceEvents"] = events;
-  out << j.dump() << "\n";
+  auto it = std::find(tracks_.begin(), tracks_.end(), track);
+  if (it == tracks_.end()) {
+    it = tracks_.insert(tracks_.end(), track);
+    event(ordered_json{{"name", "thread_name"},
+                       {"ph", "M"},
+                       {"pid", 0},
+                       {"tid", tracks_.size() - 1},
+                       {"args", {{"name", track}}}}
+              .dump());
+  }
+  ++spans_;
+  event(ordered_json{{"name", std::move(name)},
+                     {"ph", "X"},
+                     {"pid", 0},
+                     {"tid", static_cast<std::size_t>(it - tracks_.begin())},
+                     {"ts", to_seconds(start) * 1e6},
+                     {"dur", to_seconds(end >= start ? end - start : 0) * 1e6}}
+            .dump());
+}
+
+void Timeline::finish() {
+  if (finished_) return;
+  finished_ = true;
+  *out_ << "]}\n";
+}
+
+void Timeline::write(std::ostream& out) {
+  finish();
+  out << buffer_.str();
 }
 
 }  // namespace tiersim::report

@@ -2,8 +2,12 @@
 // A Chrome trace (chrome://tracing, ui.perfetto.dev) of the first steps of an event-engine run: one
 // track for the host thread and one per stream, a span per host action and per stream item, so that
 // overlap between copies, kernels and the host's issuing can be seen.
+//
+// The JSON is streamed as spans arrive (a track's name event just before its first span), so memory
+// does not grow with the steps recorded; finish() closes the document. Output is deterministic.
 #include <cstdint>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,22 +17,31 @@ namespace tiersim::report {
 
 class Timeline {
  public:
-  explicit Timeline(std::size_t max_steps) : max_steps_(max_steps) {}
+  // Streams to `out` (typically an OutputFile's stream), which must outlive the timeline.
+  Timeline(std::size_t max_steps, std::ostream& out);
+  // Transitional: buffers the document in memory until write(). For callers not yet streaming.
+  explicit Timeline(std::size_t max_steps);
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+
   bool recording(std::size_t step) const { return step < max_steps_; }
   void span(const std::string& track, std::string name, SimTime start, SimTime end);
-  // Writes the trace JSON; deterministic (spans in the order they were recorded).
-  void write(std::ostream& out) const;
-  std::size_t size() const { return spans_.size(); }
+  // Writes the end of the document; once (later calls do nothing). Call after the run.
+  void finish();
+  // Transitional (buffering constructor only): finishes and copies the document to `out`.
+  void write(std::ostream& out);
+  std::size_t size() const { return spans_; }
 
  private:
-  struct Span {
-    std::size_t track;
-    std::string name;
-    SimTime start, end;
-  };
+  void event(const std::string& json);
+
   std::size_t max_steps_;
+  std::ostringstream buffer_;  // the transitional constructor's destination
+  std::ostream* out_;
   std::vector<std::string> tracks_;
-  std::vector<Span> spans_;
+  std::size_t spans_ = 0;
+  bool first_event_ = true;
+  bool finished_ = false;
 };
 
 }  // namespace tiersim::report
