@@ -1,0 +1,140 @@
+#pragma once
+// The entry points of the fuzzers, shared by the libFuzzer harnesses (tests/fuzz/fuzz_main.cpp, built
+// with clang under TIERSIM_FUZZ) and the regression test that replays tests/fuzz/regressions/*/ in
+// the normal suite. The contract they check is the command's: bad input ends in InputError,
+// CapacityError or std::invalid_argument (exit 2 or 3). Any other exception, a crash, a sanitizer
+// report or a broken invariant (__builtin_trap) is a finding.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "fit/raw_csv.hpp"
+#include "hardware/profile_loader.hpp"
+#include "model/model_config.hpp"
+#include "model/trace_generator.hpp"
+#include "policies/placement_rules/split_string.hpp"
+#include "trace/trace_reader.hpp"
+#include "trace/trace_writer.hpp"
+
+namespace tiersim::fuzz {
+
+// Runs `body`, swallowing the errors the command reports to the user.
+template <typename Body>
+void expect_clean_failure(Body body) {
+  try {
+    body();
+  } catch (const InputError&) {
+  } catch (const CapacityError&) {
+  } catch (const std::invalid_argument&) {
+  }
+}
+
+inline void check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+inline std::string text(const std::uint8_t* data, std::size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+// Reads every step; a trace that reads must write back into a trace that reads the same way.
+inline int trace_reader(const std::uint8_t* data, std::size_t size) {
+  expect_clean_failure([&] {
+    trace::TraceReader r(std::make_unique<std::istringstream>(text(data, size)), "fuzz.trace");
+    std::ostringstream out;
+    trace::write_header(out, r.header());
+    trace::Step step;
+    std::size_t steps = 0;
+    while (r.next(step)) {
+      trace::write_step(out, r.header(), step);
+      ++steps;
+    }
+    trace::write_end(out);
+    trace::TraceReader again(std::make_unique<std::istringstream>(out.str()), "rewritten.trace");
+    check(again.header().tensors.size() == r.header().tensors.size());
+    std::size_t steps_again = 0;
+    while (again.next(step)) ++steps_again;
+    check(steps_again == steps);
+  });
+  return 0;
+}
+
+// A config that parses must give a model whose trace can be generated (first steps only).
+inline int model_config(const std::uint8_t* data, std::size_t size) {
+  expect_clean_failure([&] {
+    const model::ModelConfig m = model::parse_model_config(text(data, size), "fuzz.json");
+    check(m.total_params() > 0);
+    model::GenerationOptions o;
+    o.prompt_tokens = 16;
+    o.decode_tokens = 2;
+    model::LlmTraceGenerator gen(m, o);
+    trace::Step step;
+    check(gen.next(step) && !step.ops.empty());
+  });
+  return 0;
+}
+
+// The first byte picks the parser; a value that parses is finite and formats.
+inline int units(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const std::string s = text(data + 1, size - 1);
+  expect_clean_failure([&] {
+    double v = 0;
+    switch (data[0] % 5) {
+      case 0: v = units::parse_bytes(s); break;
+      case 1: v = units::parse_bandwidth(s); break;
+      case 2: v = units::parse_duration(s); break;
+      case 3: v = units::parse_flop_rate(s); break;
+      default: v = units::parse_distorch_bytes(s); break;
+    }
+    check(std::isfinite(v) && v >= 0);
+    check(!units::format_bytes(v).empty() && !units::format_duration(v).empty());
+  });
+  return 0;
+}
+
+inline int raw_csv(const std::uint8_t* data, std::size_t size) {
+  expect_clean_failure([&] {
+    const calib::RawMeasurements m = calib::parse_raw_csv(text(data, size), "fuzz.csv");
+    for (const auto& r : m.rows) check(std::isfinite(r.rate()) && r.repeats >= 0);
+  });
+  return 0;
+}
+
+inline int profile(const std::uint8_t* data, std::size_t size) {
+  expect_clean_failure([&] { hw::parse_profile(text(data, size), "fuzz.yaml"); });
+  return 0;
+}
+
+// The first byte picks the mode and the model size; the quotas come from the default preset.
+inline int split_string(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  static const hw::HardwareProfile hw = hw::resolve_profile(hw::kDefaultProfile);
+  const auto mode = static_cast<policies::SplitMode>(data[0] % 3);
+  const double model_bytes = static_cast<double>(data[0]) * 1e9 / 8;
+  expect_clean_failure([&] {
+    const auto entries = policies::parse_split(text(data + 1, size - 1), mode);
+    for (const auto& [device, bytes] : policies::split_quotas(entries, mode, model_bytes, hw)) {
+      (void)device;
+      check(std::isfinite(bytes) && bytes >= 0);
+    }
+  });
+  return 0;
+}
+
+struct Target {
+  const char* name;
+  int (*run)(const std::uint8_t*, std::size_t);
+};
+inline constexpr Target kTargets[] = {{"trace_reader", trace_reader}, {"model_config", model_config},
+                                      {"units", units},               {"raw_csv", raw_csv},
+                                      {"profile", profile},           {"split_string", split_string}};
+
+}  // namespace tiersim::fuzz
