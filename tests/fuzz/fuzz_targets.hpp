@@ -19,7 +19,12 @@
 #include "hardware/profile_loader.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
+// The split-string parser is moving under policies/placement_rules/ (the composition work).
+#if __has_include("policies/placement_rules/split_string.hpp")
 #include "policies/placement_rules/split_string.hpp"
+#else
+#include "policies/split_string.hpp"
+#endif
 #include "trace/trace_reader.hpp"
 #include "trace/trace_writer.hpp"
 
