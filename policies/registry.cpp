@@ -1,49 +1,45 @@
-// The one list of policies. A new policy adds its factory to policies.hpp and a row here; the
-// registry test builds every row on a small model.
-#include "core/error.hpp"
-#include "policies/policies.hpp"
+// The one list of strategy parts, by family. A new part adds its factory to its family's header and a
+// row here; the registry test builds every row with no options and composes it on a small model.
+#include "policies/memory_kinds/kinds.hpp"
+#include "policies/offload_paths/paths.hpp"
+#include "policies/placement_rules/rules.hpp"
 
-namespace tiersim::policies {
+namespace tiersim::strategy {
 
-const std::vector<PolicyInfo>& all_policies() {
-  static const std::vector<PolicyInfo> list{
-      {"resident", "everything in the compute GPU's memory (fails clearly if it does not fit)", make_resident},
-      {"bytes", "DisTorch bytes split, e.g. --split \"cuda:0,2.5gb;cpu,*\"", make_bytes_split},
-      {"ratio", "DisTorch ratio split, e.g. --split \"cuda:0,80%;cpu,20%\"", make_ratio_split},
-      {"fraction", "DisTorch fraction-of-device-memory split, e.g. --split \"cuda:0,0.8;cpu,0.5\"",
-       make_fraction_split},
-      {"layers", "first N transformer layers on the GPU, the rest offloaded (--layers N; accelerate / -ngl)",
-       make_layers},
-      {"um", "CUDA managed memory, demand paging (oversubscription allowed)", make_um},
-      {"um-cpu", "managed memory, weights PreferredLocation=CPU: read over the link every time", make_um_cpu},
-      {"um-accessedby", "managed memory, weights PreferredLocation=CPU + AccessedBy=GPU (no mapping faults)",
-       make_um_accessedby},
-      {"um-readmostly", "managed memory, weights ReadMostly: read-only duplicates on the GPU", make_um_readmostly},
-      {"um-prefetch", "managed memory + cudaMemPrefetchAsync of the next N layers' weights (--prefetch N, default 1)",
-       make_um_prefetch},
+const std::vector<PartInfo<PlacementRule>>& placement_rules() {
+  static const std::vector<PartInfo<PlacementRule>> list{
+      {"all-gpu", "every tensor on the compute GPU", "", make_all_gpu},
+      {"distorch.bytes", "ComfyUI-MultiGPU DisTorch V2 bytes split, filled from the model's tail",
+       "split=\"cuda:0,2.5gb;cpu,*\" | offload=SIZE (virtual VRAM) | donor=cpu|cuda:N", make_distorch_bytes},
+      {"distorch.ratio", "DisTorch V2 ratio split (shares of the model, normalised)",
+       "split=\"cuda:0,80%;cpu,20%\" | offload=SIZE | donor=cpu|cuda:N", make_distorch_ratio},
+      {"distorch.fraction", "DisTorch V2 fraction split (fraction of each device's memory)",
+       "split=\"cuda:0,0.8;cpu,0.5\" | offload=SIZE | donor=cpu|cuda:N", make_distorch_fraction},
+      {"layers", "the first N transformer layers on the compute GPU, the rest on the donor",
+       "layers=N (default: the most that fit), donor=cpu|cuda:N", make_first_layers},
   };
   return list;
 }
 
-void reject_unread_options(const PolicyOptions& o, const std::string& policy, AcceptedOptions a) {
-  auto reject = [&](bool given, bool accepted, const char* key, const char* hint) {
-    if (given && !accepted) throw InputError("", 0, key, "policy '" + policy + "' does not use this option; " + hint);
+const std::vector<PartInfo<MemoryKind>>& memory_kinds() {
+  static const std::vector<PartInfo<MemoryKind>> list{
+      {"device", "GPU tensors in device memory (cudaMalloc through the framework's allocator)", "", make_device_memory},
+      {"managed", "CUDA managed memory (cudaMallocManaged) with cudaMemAdvise on the weights",
+       "prefer-cpu, accessed-by, read-mostly; scope=all|weights|offloaded (all); allocator=caching|per-tensor "
+       "(caching); prefetch=N (0)",
+       make_managed_memory},
   };
-  reject(o.split.has_value(), a.split, "--split", "it is for bytes, ratio and fraction");
-  reject(o.layers.has_value(), a.layers, "--layers", "it is for the layers policy");
-  reject(o.offload_bytes.has_value(), a.offload, "--offload-gb", "it is for bytes, ratio and fraction");
-  reject(o.donor.has_value(), a.donor, "--donor", "it applies only where the policy chooses the donor (not with --split)");
-  reject(o.allocator.has_value(), a.managed, "--allocator", "it is for the unified-memory policies (um*)");
-  reject(o.um_scope.has_value(), a.managed, "--um-scope", "it is for the unified-memory policies (um*)");
+  return list;
 }
 
-std::unique_ptr<Policy> make_policy(const std::string& name) {
-  std::string known;
-  for (const auto& info : all_policies()) {
-    if (info.name == name) return info.make();
-    known += (known.empty() ? "" : ", ") + info.name;
-  }
-  throw InputError("", 0, "--policy", "unknown policy '" + name + "' (known: " + known + ")");
+const std::vector<PartInfo<OffloadPath>>& offload_paths() {
+  static const std::vector<PartInfo<OffloadPath>> list{
+      {"copy", "weights off the compute GPU are copied to it when their layer runs",
+       "pinned|pageable (pinned); prefetch=N (0: on demand); sync; peer=copy|execute (copy)", make_copy_path},
+      {"execute", "layers run where their weights are: on the CPU, or on the GPU that holds them", "",
+       make_execute_path},
+  };
+  return list;
 }
 
-}  // namespace tiersim::policies
+}  // namespace tiersim::strategy

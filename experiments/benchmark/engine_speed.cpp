@@ -12,6 +12,7 @@
 #include "runtime/runtime_loader.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
+#include "policies/strategy/presets.hpp"
 #include "trace/trace_writer.hpp"
 
 namespace {
@@ -27,12 +28,14 @@ app::TraceSpec qwen_spec() {
 }
 
 void run(benchmark::State& state, app::EngineKind engine, const app::TraceSpec& spec, const std::string& policy,
-         policies::PolicyOptions options) {
+         const strategy::LegacyFlags& flags) {
+  strategy::StrategySpec strategy = strategy::preset_spec(policy);
+  strategy::apply_flags(strategy, flags);
   const auto hw = hw::resolve_profile("rtx4090");
   const auto runtime = runtime::resolve_runtime(runtime::kDefaultRuntime);
   std::uint64_t events = 0;
   for (auto _ : state) {
-    const auto sim = app::simulate({hw, runtime}, policy, options, engine, spec);
+    const auto sim = app::simulate({hw, runtime}, strategy, engine, spec);
     events += sim.result.events;
     benchmark::DoNotOptimize(sim.result.steps.back().seconds);
   }
@@ -57,8 +60,8 @@ void BM_Qwen14B_Ratio_1000Steps_Event_FromFile(benchmark::State& state) {
   std::remove(path.c_str());
 }
 void BM_Qwen14B_Ratio_Prefetch2_1000Steps_Event_Generated(benchmark::State& state) {
-  policies::PolicyOptions o;
-  o.exec.prefetch = 2;
+  strategy::LegacyFlags o;
+  o.prefetch = 2;
   run(state, app::EngineKind::Event, qwen_spec(), "ratio", o);
 }
 void BM_Qwen14B_Ratio_1000Steps_Analytic_Generated(benchmark::State& state) {

@@ -139,7 +139,19 @@ class StepModel {
             if (depends_on_stream) seg.after_last_copy[s] = 0;  // restart: work after the latest needed copy
             if (seg.copy_first_issue[s] >= 0) seg.after_last_copy[s] += work;
           }
-          r.gpu_busy_seconds += work;
+          if (a.device == placement::kComputeGpu) r.gpu_busy_seconds += work;
+          break;
+        }
+        case ActionKind::ActivationToPeer: {
+          // A pipeline's GPUs run one after another (one sequence, no micro-batches): the hand-over of
+          // the hidden states sits on the one compute lane between the two GPUs' kernels.
+          const auto [latency, rate] = planner_.peer_latency_and_rate(std::max(a.bytes, 1.0));
+          const double t = latency + a.bytes / rate;
+          seg.host = issue_at;
+          if (seg.first_issue < 0) seg.first_issue = issue_at;
+          seg.compute += t;
+          seg.last_item = t;
+          r.peer_bytes += a.bytes;
           break;
         }
         case ActionKind::CopyOnStream: {
@@ -273,7 +285,7 @@ report::RunResult run_analytic(const replay::RunSetup& setup, const placement::P
   }
   result.peak_bytes["cuda:0"] = placement::usage_on(header, placement, placement::kComputeGpu).total() +
                                 hw.gpu.reserved + managed_peak +
-                                placement::largest_copied_layer(header, placement) * (placement.exec.prefetch + 1);
+                                placement::largest_copied_layer(header, placement) * (placement.copy.prefetch + 1);
   placement::add_static_peaks(header, hw, placement, result.peak_bytes);
   return result;
 }

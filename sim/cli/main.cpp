@@ -17,6 +17,8 @@
 #include "runtime/runtime_loader.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
+#include "policies/strategy/parts.hpp"
+#include "policies/strategy/presets.hpp"
 #include "report/reporters.hpp"
 #include "trace/trace_writer.hpp"
 
@@ -32,13 +34,14 @@ struct CommonOptions {
   std::string hw = hw::kDefaultProfile;
   std::string runtime = runtime::kDefaultRuntime;
   std::string policy;
+  std::optional<std::string> placement, memory, offload;
   std::optional<std::string> split;
   std::optional<int> layers;
   std::optional<double> offload_gb;
   std::optional<std::string> donor;
-  std::string offload_exec = "copy";
-  int prefetch = 0;
-  std::string host_memory = "pinned";
+  std::optional<std::string> offload_exec;
+  std::optional<int> prefetch;
+  std::optional<std::string> host_memory;
   std::string engine = "event";
   std::optional<std::string> allocator;
   std::optional<std::string> um_scope;
@@ -52,29 +55,34 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--decode", o.decode, "tokens to decode")->capture_default_str();
 }
 
-void add_common_options(CLI::App& cmd, CommonOptions& o, bool policy_required) {
+void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--trace", o.trace, "trace file (traces/FORMAT.md)");
   cmd.add_option("--model", o.model, "model description (HF config.json fields) to generate the trace from");
   add_generation_options(cmd, o);
   cmd.add_option("--hw", o.hw, "hardware profile: a YAML file or a preset name (sim profiles)")->capture_default_str();
   cmd.add_option("--runtime", o.runtime, "the framework's host costs: a runtime YAML file or a preset name (sim runtimes)")
       ->capture_default_str();
-  auto* p = cmd.add_option("--policy", o.policy, "allocation policy (sim policies)");
-  if (policy_required) p->required();
+  cmd.add_option("--policy", o.policy, "a preset strategy (sim policies); parts given below replace its parts");
+  cmd.add_option("--placement", o.placement,
+                 "placement rule, NAME[:OPTION,...]: all-gpu, distorch.bytes|ratio|fraction, layers (sim parts)");
+  cmd.add_option("--memory", o.memory,
+                 "memory kind, NAME[:OPTION,...]: device, or managed[:prefer-cpu,accessed-by,read-mostly,"
+                 "scope=all|weights|offloaded,allocator=caching|per-tensor,prefetch=N]");
+  cmd.add_option("--offload", o.offload,
+                 "offload path, NAME[:OPTION,...]: copy[:pinned|pageable,prefetch=N,sync,peer=copy|execute] or "
+                 "execute (layers run where their weights are: CPU or another GPU)");
   cmd.add_option("--split", o.split, "DisTorch allocation string for bytes/ratio/fraction, e.g. \"cuda:0,80%;cpu,20%\"");
   cmd.add_option("--layers", o.layers, "layers policy: transformer layers kept on the compute GPU");
   cmd.add_option("--offload-gb", o.offload_gb, "bytes/ratio/fraction: move this many GB (1e9 bytes) off the compute GPU to the donor")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--donor", o.donor, "where offloaded weights go without --split: cpu (default) or cuda:N");
-  cmd.add_option("--offload-exec", o.offload_exec, "offloaded weights: copy to the GPU when used, or run on the cpu")
-      ->check(CLI::IsMember({"copy", "cpu"}))
-      ->capture_default_str();
-  cmd.add_option("--prefetch", o.prefetch, "layers ahead that weight copies are issued (0 = on demand)")
-      ->check(CLI::Range(0, 1000))
-      ->capture_default_str();
-  cmd.add_option("--host-memory", o.host_memory, "host memory of offloaded weights: pinned or pageable")
-      ->check(CLI::IsMember({"pinned", "pageable"}))
-      ->capture_default_str();
+  cmd.add_option("--offload-exec", o.offload_exec,
+                 "offloaded weights: copy to the GPU when used (default), or run on the cpu (= --offload execute)")
+      ->check(CLI::IsMember({"copy", "cpu"}));
+  cmd.add_option("--prefetch", o.prefetch, "layers ahead that weight copies are issued (0 = on demand; = copy:prefetch=N)")
+      ->check(CLI::Range(0, 1000));
+  cmd.add_option("--host-memory", o.host_memory, "host memory of offloaded weights: pinned (default) or pageable")
+      ->check(CLI::IsMember({"pinned", "pageable"}));
   cmd.add_option("--allocator", o.allocator, "um*: caching (default) or per-tensor (cudaMallocManaged/cudaFree per tensor)")
       ->check(CLI::IsMember({"caching", "per-tensor"}));
   cmd.add_option("--um-scope", o.um_scope, "um*: all (default: weights, KV cache, activations managed) or weights")
@@ -105,25 +113,30 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
   return spec;
 }
 
-policies::PolicyOptions policy_options(const CommonOptions& o) {
-  policies::PolicyOptions p;
-  p.split = o.split;
-  p.layers = o.layers;
-  p.allocator = o.allocator;
-  p.um_scope = o.um_scope;
-  if (o.offload_gb) p.offload_bytes = *o.offload_gb * 1e9;
-  if (o.donor) {
-    try {
-      p.donor = placement::parse_device(*o.donor);
-    } catch (const std::invalid_argument& e) {
-      throw InputError("", 0, "--donor", e.what());
-    }
-    if (*p.donor == placement::kComputeGpu) throw InputError("", 0, "--donor", "the donor cannot be the compute GPU cuda:0");
-  }
-  p.exec.exec = o.offload_exec == "cpu" ? placement::OffloadExec::Cpu : placement::OffloadExec::Copy;
-  p.exec.prefetch = o.prefetch;
-  p.exec.host_memory = o.host_memory == "pageable" ? placement::HostMemory::Pageable : placement::HostMemory::Pinned;
-  return p;
+// The strategy a command names: a preset (--policy), parts given directly replacing its parts, and the
+// preset flags added to the part that reads each.
+strategy::StrategySpec strategy_spec(const CommonOptions& o) {
+  strategy::StrategySpec spec;
+  if (!o.policy.empty()) spec = strategy::preset_spec(o.policy);
+  else if (!o.placement && !o.memory && !o.offload)
+    throw InputError("", 0, "--policy",
+                     "give a preset (--policy NAME; sim policies) or parts (--placement, --memory, --offload; sim parts)");
+  if (o.placement) spec.placement = strategy::PartSpec::parse(*o.placement, "--placement");
+  if (o.memory) spec.memory = strategy::PartSpec::parse(*o.memory, "--memory");
+  if (o.offload) spec.offload = strategy::PartSpec::parse(*o.offload, "--offload");
+  spec.custom = o.placement || o.memory || o.offload;
+  strategy::LegacyFlags f;
+  f.split = o.split;
+  f.layers = o.layers;
+  if (o.offload_gb) f.offload_bytes = *o.offload_gb * 1e9;
+  f.donor = o.donor;
+  f.offload_exec = o.offload_exec;
+  f.prefetch = o.prefetch;
+  f.host_memory = o.host_memory;
+  f.allocator = o.allocator;
+  f.um_scope = o.um_scope;
+  strategy::apply_flags(spec, f);
+  return spec;
 }
 
 struct SweepRange {
@@ -135,10 +148,10 @@ SweepRange parse_range(const std::string& text) {
   char extra = 0;
   if (std::sscanf(text.c_str(), "%lf:%lf:%lf%c", &r.from, &r.to, &r.step, &extra) != 3 || !std::isfinite(r.from) ||
       !std::isfinite(r.to) || !std::isfinite(r.step))
-    throw InputError("", 0, "--offload", "expected FROM:TO:STEP in GB, e.g. 0:20:2, got '" + text + "'");
+    throw InputError("", 0, "--gb", "expected FROM:TO:STEP in GB, e.g. 0:20:2, got '" + text + "'");
   if (r.from < 0 || r.step <= 0 || r.to < r.from)
-    throw InputError("", 0, "--offload", "need 0 <= FROM <= TO and STEP > 0");
-  if ((r.to - r.from) / r.step > 10000) throw InputError("", 0, "--offload", "more than 10,000 points");
+    throw InputError("", 0, "--gb", "need 0 <= FROM <= TO and STEP > 0");
+  if ((r.to - r.from) / r.step > 10000) throw InputError("", 0, "--gb", "more than 10,000 points");
   return r;
 }
 
@@ -159,7 +172,8 @@ int run_command(const CommonOptions& o, bool json, const std::string& timeline_p
   const app::TraceSpec spec = trace_spec(o);
   std::optional<report::Timeline> timeline;
   if (!timeline_path.empty()) timeline.emplace(timeline_steps);
-  const auto sim = app::simulate(m.setup(), o.policy, policy_options(o), app::parse_engine(o.engine), spec,
+  const strategy::StrategySpec strategy = strategy_spec(o);
+  const auto sim = app::simulate(m.setup(), strategy, app::parse_engine(o.engine), spec,
                                  timeline ? &*timeline : nullptr);
   if (timeline) {  // opened only after a successful run: a refused command leaves no file behind
     std::ofstream out(timeline_path);
@@ -167,7 +181,8 @@ int run_command(const CommonOptions& o, bool json, const std::string& timeline_p
     timeline->write(out);
   }
   report::Context c;
-  c.policy = o.policy;
+  c.policy = strategy.label();
+  c.strategy = strategy.placement.text() + " + " + strategy.memory.text() + " + " + strategy.offload.text();
   c.trace_name = spec.name();
   c.header = &sim.header;
   c.hw = &m.hw;
@@ -187,16 +202,16 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
   if (o.split || o.offload_gb)
     throw InputError("", 0, o.split ? "--split" : "--offload-gb", "a sweep sets the amount offloaded itself; drop it");
   const app::EngineKind engine = app::parse_engine(o.engine);
-  policies::PolicyOptions p = policy_options(o);
   std::vector<report::SweepRow> rows;
   const auto n = static_cast<int>(std::floor((range.to - range.from) / range.step + 1e-9));
   for (int i = 0; i <= n; ++i) {
     report::SweepRow row;
     row.offload_gb = range.from + i * range.step;
     row.donor = o.donor.value_or("cpu");
-    p.offload_bytes = row.offload_gb * 1e9;
+    CommonOptions point = o;
+    point.offload_gb = row.offload_gb;
     try {
-      const auto sim = app::simulate(m.setup(), o.policy, p, engine, spec);
+      const auto sim = app::simulate(m.setup(), strategy_spec(point), engine, spec);
       row.ok = true;
       row.summary = report::summarize(sim.result);
       row.vram_peak = sim.result.peak_bytes.at("cuda:0");
@@ -229,7 +244,28 @@ int gen_command(const CommonOptions& o, const std::string& output) {
 }
 
 int list_policies() {
-  for (const auto& p : policies::all_policies()) std::printf("  %-10s %s\n", p.name.c_str(), p.description.c_str());
+  for (const auto& p : strategy::presets()) {
+    const strategy::StrategySpec s = strategy::preset_spec(p.name);
+    std::printf("  %-14s %s\n  %-14s = --placement %s --memory %s --offload %s\n", p.name.c_str(), p.description.c_str(),
+                "", s.placement.text().c_str(), s.memory.text().c_str(), s.offload.text().c_str());
+  }
+  return 0;
+}
+
+template <typename Family>
+void list_family(const char* title, const Family& family) {
+  std::printf("%s\n", title);
+  for (const auto& p : family) {
+    std::printf("  %-18s %s\n", p.name.c_str(), p.description.c_str());
+    if (!p.options.empty()) std::printf("  %-18s options: %s\n", "", p.options.c_str());
+  }
+}
+
+int list_parts() {
+  list_family("placement rules (--placement NAME[:OPTION,...]):", strategy::placement_rules());
+  list_family("memory kinds (--memory NAME[:OPTION,...]):", strategy::memory_kinds());
+  list_family("offload paths (--offload NAME[:OPTION,...]):", strategy::offload_paths());
+  std::printf("runtimes (--runtime NAME|FILE): sim runtimes\n");
   return 0;
 }
 
@@ -263,14 +299,14 @@ int main(int argc, char** argv) {
   std::size_t timeline_steps = 3;
 
   auto* run = app.add_subcommand("run", "predict one configuration (the default subcommand)");
-  add_common_options(*run, run_o, true);
+  add_common_options(*run, run_o);
   run->add_flag("--json", json, "print one JSON object instead of the summary");
   run->add_option("--timeline", timeline_path, "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the first steps");
   run->add_option("--timeline-steps", timeline_steps, "steps the timeline covers")->capture_default_str()->check(CLI::Range(1, 1000));
 
   auto* sweep = app.add_subcommand("sweep", "CSV of predictions against GB moved off the compute GPU");
-  add_common_options(*sweep, sweep_o, true);
-  sweep->add_option("--offload", range, "FROM:TO:STEP in GB (decimal) moved off the compute GPU")->required();
+  add_common_options(*sweep, sweep_o);
+  sweep->add_option("--gb", range, "FROM:TO:STEP in GB (1e9 bytes) moved off the compute GPU")->required();
   sweep->add_option("-o,--output", sweep_out, "CSV file (default: standard output)");
 
   auto* gen = app.add_subcommand("gen", "write the trace of a model description");
@@ -278,7 +314,8 @@ int main(int argc, char** argv) {
   add_generation_options(*gen, gen_o);
   gen->add_option("-o,--output", gen_out, "trace file to write")->required();
 
-  auto* pol = app.add_subcommand("policies", "list the allocation policies");
+  auto* pol = app.add_subcommand("policies", "list the preset strategies and the parts each is made of");
+  auto* parts = app.add_subcommand("parts", "list the strategy parts: placement rules, memory kinds, offload paths");
   auto* prof = app.add_subcommand("profiles", "list the embedded hardware presets");
   auto* rts = app.add_subcommand("runtimes", "list the embedded runtime profiles (framework host costs)");
 
@@ -298,6 +335,7 @@ int main(int argc, char** argv) {
     if (*sweep) return sweep_command(sweep_o, range, sweep_out);
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();
+    if (*parts) return list_parts();
     if (*prof) return list_profiles();
     if (*rts) return list_runtimes();
   } catch (const InputError& e) {

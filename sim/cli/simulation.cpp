@@ -35,14 +35,13 @@ std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec) {
   return std::make_unique<GeneratedTrace>(model::load_model_config(spec.model_path), spec.generation);
 }
 
-Simulation simulate(const replay::RunSetup& setup, const std::string& policy, const policies::PolicyOptions& options,
-                    EngineKind engine, const TraceSpec& trace, report::Timeline* timeline) {
+Simulation simulate(const replay::RunSetup& setup, const strategy::StrategySpec& strategy, EngineKind engine, const TraceSpec& trace, report::Timeline* timeline) {
   if (timeline && engine != EngineKind::Event)
     throw InputError("", 0, "--timeline", "timelines come from the event engine; drop --engine analytic");
   auto source = open_trace(trace);
   Simulation sim;
   sim.header = source->header();
-  sim.placement = policies::make_policy(policy)->place(sim.header, setup.hw, options);
+  sim.placement = strategy::compose(sim.header, setup.hw, strategy);
   sim.result = engine == EngineKind::Event ? replay::run_event_engine(setup, sim.placement, *source, timeline)
                                            : analytic::run_analytic(setup, sim.placement, *source);
   if (sim.result.steps.empty()) throw InputError(trace.name(), 0, "step", "the trace has no steps");

@@ -1,6 +1,6 @@
 #pragma once
 // One simulation from start to end: open the trace (a file, or generated from a model description),
-// place it with a policy, run an engine. Shared by `sim run`, `sim sweep`, the tests and the benchmark.
+// place it with a strategy, run an engine. Shared by `sim run`, `sim sweep`, the tests and the benchmark.
 #include <memory>
 #include <string>
 
@@ -8,7 +8,7 @@
 #include "model/trace_generator.hpp"
 #include "placement/placement.hpp"
 #include "replay/run_setup.hpp"
-#include "policies/policy.hpp"
+#include "policies/strategy/strategy.hpp"
 #include "report/run_result.hpp"
 #include "report/timeline.hpp"
 #include "trace/trace.hpp"
@@ -33,7 +33,6 @@ struct Simulation {
 };
 
 // `timeline` (event engine only) receives the spans of the first steps.
-Simulation simulate(const replay::RunSetup& setup, const std::string& policy, const policies::PolicyOptions& options,
-                    EngineKind engine, const TraceSpec& trace, report::Timeline* timeline = nullptr);
+Simulation simulate(const replay::RunSetup& setup, const strategy::StrategySpec& strategy, EngineKind engine, const TraceSpec& trace, report::Timeline* timeline = nullptr);
 
 }  // namespace tiersim::app

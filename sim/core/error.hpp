@@ -10,10 +10,11 @@ class InputError : public std::runtime_error {
  public:
   InputError(std::string file, std::size_t line, std::string key, const std::string& message)
       : std::runtime_error(format(file, line, key, message)),
-        file_(std::move(file)), line_(line), key_(std::move(key)) {}
+        file_(std::move(file)), line_(line), key_(std::move(key)), message_(message) {}
   const std::string& file() const { return file_; }
   std::size_t line() const { return line_; }
   const std::string& key() const { return key_; }
+  const std::string& message() const { return message_; }  // without the file, line and key
 
  private:
   static std::string format(const std::string& file, std::size_t line, const std::string& key,
@@ -26,12 +27,23 @@ class InputError : public std::runtime_error {
   std::string file_;
   std::size_t line_;
   std::string key_;
+  std::string message_;
 };
 
-// A valid input that cannot run: a model that does not fit, a donor GPU the profile lacks.
+// A valid input that cannot run: a model that does not fit, a donor GPU the profile lacks. Where it
+// is a device that is too small, which one, how many bytes were needed and how many it has.
 class CapacityError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit CapacityError(const std::string& message, std::string device = "", double needed = 0, double available = 0)
+      : std::runtime_error(message), device_(std::move(device)), needed_(needed), available_(available) {}
+  const std::string& device() const { return device_; }  // "cuda:0", "cuda:1", "cpu", or "" when not one device
+  double needed() const { return needed_; }
+  double available() const { return available_; }
+
+ private:
+  std::string device_;
+  double needed_;
+  double available_;
 };
 
 }  // namespace tiersim

@@ -23,13 +23,21 @@ DeviceId parse_device(std::string_view text) {
   throw std::invalid_argument("unknown device '" + std::string(text) + "' (expected cpu or cuda:N)");
 }
 
-const char* to_string(OffloadExec e) { return e == OffloadExec::Copy ? "copy" : "cpu"; }
+const char* to_string(Path p) {
+  switch (p) {
+    case Path::Local: return "local";
+    case Path::Copy: return "copy";
+    case Path::Execute: return "execute";
+    case Path::Managed: return "managed";
+  }
+  return "?";
+}
 const char* to_string(HostMemory m) { return m == HostMemory::Pinned ? "pinned" : "pageable"; }
 
 DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d) {
   DeviceUsage u;
   for (const auto& t : header.tensors) {
-    if (p.device[t.id] != d || (p.managed.enabled && p.managed.managed[t.id])) continue;
+    if (p.device[t.id] != d || p.path[t.id] == Path::Managed) continue;
     const double b = static_cast<double>(t.bytes);
     if (t.kind == trace::TensorKind::Weight) u.weights += b;
     else if (t.kind == trace::TensorKind::KvCache) u.kv += b;
@@ -62,19 +70,38 @@ double offloaded_weight_bytes(const trace::Header& header, const Placement& p) {
   // Managed weights count as offloaded: their home is host memory and the driver moves them.
   double total = 0;
   for (const auto& t : header.tensors)
-    if (t.kind == trace::TensorKind::Weight && (p.device[t.id] != kComputeGpu || (p.managed.enabled && p.managed.managed[t.id])))
+    if (t.kind == trace::TensorKind::Weight && (p.device[t.id] != kComputeGpu || p.path[t.id] == Path::Managed))
       total += static_cast<double>(t.bytes);
   return total;
 }
 
-bool is_copied(const Placement& p, DeviceId d) {
-  return d > kComputeGpu || (d == kCpu && p.exec.exec == OffloadExec::Copy);
+DeviceId execution_device(const trace::Header& header, const Placement& p, std::int32_t layer) {
+  for (const auto& t : header.tensors)
+    if (t.layer == layer && t.kind == trace::TensorKind::Weight && p.path[t.id] == Path::Execute) return p.device[t.id];
+  return kComputeGpu;
+}
+
+bool has_pipeline(const Placement& p) {
+  for (std::size_t i = 0; i < p.path.size(); ++i)
+    if (p.path[i] == Path::Execute && p.device[i] > kComputeGpu) return true;
+  return false;
 }
 
 namespace {
 bool copied_tensor(const Placement& p, const trace::Tensor& t) {
-  return t.kind == trace::TensorKind::Weight && !(p.managed.enabled && p.managed.managed[t.id]) &&
-         is_copied(p, p.device[t.id]);
+  return t.kind == trace::TensorKind::Weight && p.path[t.id] == Path::Copy;
+}
+
+// A GPU other than the compute GPU that runs layers needs an activation workspace of its own, as large
+// as the compute GPU's (the same hidden states pass through it).
+double workspace_on(const trace::Header& header, const Placement& p, DeviceId d) {
+  bool executes = false;
+  for (std::size_t i = 0; i < p.path.size() && !executes; ++i) executes = p.path[i] == Path::Execute && p.device[i] == d;
+  if (!executes || d == kComputeGpu || d == kCpu) return 0;
+  double bytes = 0;
+  for (const auto& t : header.tensors)
+    if (t.kind == trace::TensorKind::Activation) bytes += static_cast<double>(t.bytes);
+  return bytes;
 }
 }  // namespace
 
@@ -90,7 +117,7 @@ double largest_copied_layer(const trace::Header& header, const Placement& p) {
 void add_static_peaks(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p,
                       std::map<std::string, double>& peaks) {
   for (DeviceId d = 1; d < hw.gpu.count; ++d) {
-    const double used = usage_on(header, p, d).total();
+    const double used = usage_on(header, p, d).total() + workspace_on(header, p, d);
     peaks[device_name(d)] = used + (used > 0 ? hw.gpu.reserved : 0);
   }
   peaks["cpu"] = usage_on(header, p, kCpu).total();
@@ -98,30 +125,10 @@ void add_static_peaks(const trace::Header& header, const hw::HardwareProfile& hw
 
 double managed_gpu_capacity(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p) {
   return hw.gpu.memory - hw.gpu.reserved - usage_on(header, p, kComputeGpu).total() -
-         largest_copied_layer(header, p) * (p.exec.prefetch + 1);
+         largest_copied_layer(header, p) * (p.copy.prefetch + 1);
 }
 
 namespace {
-
-void snap_layers_for_cpu_exec(const trace::Header& header, Placement& p) {
-  // llama.cpp offloads whole layers: a layer runs where most of its weight bytes are.
-  std::map<std::int32_t, std::map<DeviceId, double>> bytes_by_layer;
-  for (const auto& t : header.tensors)
-    if (t.kind == trace::TensorKind::Weight) bytes_by_layer[t.layer][p.device[t.id]] += static_cast<double>(t.bytes);
-  for (const auto& [layer, by_device] : bytes_by_layer) {
-    double host = 0, total = 0;
-    for (const auto& [dev, b] : by_device) {
-      total += b;
-      if (dev == kCpu) host += b;
-    }
-    const bool on_host = host * 2 > total;
-    for (const auto& t : header.tensors) {
-      if (t.kind != trace::TensorKind::Weight || t.layer != layer) continue;
-      if (on_host) p.device[t.id] = kCpu;
-      else if (p.device[t.id] == kCpu) p.device[t.id] = kComputeGpu;
-    }
-  }
-}
 
 std::string usage_text(const DeviceUsage& u, double reserved) {
   std::string s = "weights " + units::format_bytes(u.weights) + ", KV cache " + units::format_bytes(u.kv) +
@@ -133,18 +140,23 @@ std::string usage_text(const DeviceUsage& u, double reserved) {
 }  // namespace
 
 void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placement& p, const std::string& policy) {
-  if (p.device.size() != header.tensors.size()) throw std::logic_error("placement does not cover every tensor");
-  if (p.exec.exec == OffloadExec::Cpu) snap_layers_for_cpu_exec(header, p);
+  if (p.device.size() != header.tensors.size() || p.path.size() != header.tensors.size())
+    throw std::logic_error("placement does not cover every tensor");
 
-  // Which layers execute on the CPU: only with --offload-exec cpu, where the layer's weights are on the host.
-  std::map<std::int32_t, bool> layer_on_cpu;
-  if (p.exec.exec == OffloadExec::Cpu)
-    for (const auto& t : header.tensors)
-      if (t.kind == trace::TensorKind::Weight && p.device[t.id] == kCpu) layer_on_cpu[t.layer] = true;
+  // Where each layer runs: where its Execute-path weights are (the CPU, or the GPU holding them).
+  std::map<std::int32_t, DeviceId> layer_device;
+  for (const auto& t : header.tensors)
+    if (t.kind == trace::TensorKind::Weight && p.path[t.id] == Path::Execute) layer_device[t.layer] = p.device[t.id];
   for (const auto& t : header.tensors) {
-    if (p.managed.enabled && p.managed.managed[t.id]) continue;  // the driver decides where it lives
-    if (t.kind == trace::TensorKind::KvCache) p.device[t.id] = layer_on_cpu.count(t.layer) ? kCpu : kComputeGpu;
-    else if (t.kind == trace::TensorKind::Activation) p.device[t.id] = kComputeGpu;
+    if (p.path[t.id] == Path::Managed) continue;  // the driver decides where it lives
+    if (t.kind == trace::TensorKind::KvCache) {
+      const auto it = layer_device.find(t.layer);
+      p.device[t.id] = it == layer_device.end() ? kComputeGpu : it->second;
+      p.path[t.id] = it == layer_device.end() ? Path::Local : Path::Execute;
+    } else if (t.kind == trace::TensorKind::Activation) {
+      p.device[t.id] = kComputeGpu;
+      p.path[t.id] = Path::Local;
+    }
   }
 
   const std::string model = header.meta.count("model") ? header.meta.at("model") : std::string("the model");
@@ -155,20 +167,23 @@ void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placem
   }
   // The compute GPU also holds the staging buffers of copied layers: prefetch + 1 layers at most.
   const DeviceUsage gpu = usage_on(header, p, kComputeGpu);
-  const double staging = largest_copied_layer(header, p) * (p.exec.prefetch + 1);
+  const double staging = largest_copied_layer(header, p) * (p.copy.prefetch + 1);
   const double need = gpu.total() + hw.gpu.reserved + staging;
   if (need > hw.gpu.memory) {
     std::string what = usage_text(gpu, hw.gpu.reserved);
-    if (staging > 0) what += ", staging for " + std::to_string(p.exec.prefetch + 1) + " copied layer(s) " + units::format_bytes(staging);
+    if (staging > 0) what += ", staging for " + std::to_string(p.copy.prefetch + 1) + " copied layer(s) " + units::format_bytes(staging);
     throw CapacityError(model + " under '" + policy + "' needs " + units::format_bytes(need) + " on cuda:0 (" + what +
-                        "), but cuda:0 has " + units::format_bytes(hw.gpu.memory) + " on '" + hw.name + "'");
+                            "), but cuda:0 has " + units::format_bytes(hw.gpu.memory) + " on '" + hw.name + "'",
+                        "cuda:0", need, hw.gpu.memory);
   }
   for (DeviceId d = 1; d < hw.gpu.count; ++d) {
-    const DeviceUsage u = usage_on(header, p, d);
+    DeviceUsage u = usage_on(header, p, d);
+    u.activations += workspace_on(header, p, d);
     if (u.total() + hw.gpu.reserved > hw.gpu.memory)
       throw CapacityError(model + " under '" + policy + "' needs " + units::format_bytes(u.total() + hw.gpu.reserved) +
-                          " on " + device_name(d) + " (" + usage_text(u, hw.gpu.reserved) + "), but it has " +
-                          units::format_bytes(hw.gpu.memory));
+                              " on " + device_name(d) + " (" + usage_text(u, hw.gpu.reserved) + "), but it has " +
+                              units::format_bytes(hw.gpu.memory),
+                          device_name(d), u.total() + hw.gpu.reserved, hw.gpu.memory);
   }
   DeviceUsage host = usage_on(header, p, kCpu);
   // Managed memory is backed by host pages: the whole managed footprint must fit in host memory.
@@ -178,8 +193,9 @@ void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placem
   host.activations += managed.activations;
   if (host.total() > hw.host.memory)
     throw CapacityError(model + " under '" + policy + "' needs " + units::format_bytes(host.total()) +
-                        " of host memory (" + usage_text(host, 0) + "), but the host has " +
-                        units::format_bytes(hw.host.memory));
+                            " of host memory (" + usage_text(host, 0) + "), but the host has " +
+                            units::format_bytes(hw.host.memory),
+                        "cpu", host.total(), hw.host.memory);
 }
 
 }  // namespace tiersim::placement

@@ -1,6 +1,6 @@
 #pragma once
-// Where every tensor lives and how offloaded weights are used: the output of a policy and the input
-// of both engines.
+// Where every tensor lives and how each is used there (its path): the output of a strategy
+// (policies/: placement rule x memory kind x offload path) and the input of both engines.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -21,13 +21,20 @@ std::string device_name(DeviceId d);
 // Parses "cpu" or "cuda:N"; throws std::invalid_argument otherwise.
 DeviceId parse_device(std::string_view text);
 
-enum class OffloadExec { Copy, Cpu };        // copy weights to the GPU when used, or run the op on the CPU
+// How a tensor is used where it lives.
+enum class Path : std::uint8_t {
+  Local,    // read in place: on the compute GPU, or KV cache and activations where their layer runs
+  Copy,     // a weight copied to the compute GPU when used (from host memory or another GPU)
+  Execute,  // its layer runs where it lives: on the CPU (llama.cpp), or on the GPU that holds it (pipeline)
+  Managed,  // CUDA managed memory: the driver moves it (ManagedSpec)
+};
 enum class HostMemory { Pinned, Pageable };
 
-struct ExecutionOptions {
-  OffloadExec exec = OffloadExec::Copy;
+// How copied weights are copied (the offload path's options).
+struct CopyOptions {
   int prefetch = 0;                           // layers ahead that copies are issued; 0 = on demand
   HostMemory host_memory = HostMemory::Pinned;
+  bool sync = false;                          // the host waits for each copy (a synchronous .to())
 };
 
 // cudaMemAdvise hints on a managed tensor (bit flags, as the driver combines them).
@@ -48,8 +55,9 @@ struct ManagedSpec {
 };
 
 struct Placement {
-  std::vector<DeviceId> device;               // by tensor id (managed tensors: their home, the host)
-  ExecutionOptions exec;
+  std::vector<DeviceId> device;               // by tensor id: its home (managed tensors: the host)
+  std::vector<Path> path;                     // by tensor id
+  CopyOptions copy;
   ManagedSpec managed;
   std::vector<std::pair<std::string, std::string>> resolved;  // policy settings as applied, for reports
 };
@@ -65,14 +73,16 @@ DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d
 DeviceUsage managed_usage(const trace::Header& header, const Placement& p);
 double weight_bytes(const trace::Header& header);
 double offloaded_weight_bytes(const trace::Header& header, const Placement& p);  // weights not on cuda:0
-// Whether weights on `d` are copied to the compute GPU when used (peer GPUs always; the host with --offload-exec copy).
-bool is_copied(const Placement& p, DeviceId d);
+// Where the ops of `layer` run: the device of its Execute-path weights, else the compute GPU.
+DeviceId execution_device(const trace::Header& header, const Placement& p, std::int32_t layer);
+// Whether any layer runs on a GPU other than the compute GPU (a pipeline split).
+bool has_pipeline(const Placement& p);
 // Largest per-layer sum of copied weight bytes: the staging buffer one copied layer needs on cuda:0.
 double largest_copied_layer(const trace::Header& header, const Placement& p);
 
-// Puts KV cache and activations where the ops that use them run, and with --offload-exec cpu moves
-// each layer as a whole to the device holding most of its weights. Then checks every device's
-// capacity and throws CapacityError naming what needs how much. Policies call this last.
+// Puts KV cache where its layer runs (and activations on the compute GPU), then checks every device's
+// capacity (a GPU that executes layers also holds their KV cache and an activation workspace) and
+// throws CapacityError naming what needs how much. Strategies call this last.
 void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placement& p, const std::string& policy);
 
 // Peak bytes of the devices whose contents do not change during a run: the donor GPUs (cuda:1..,
@@ -85,7 +95,7 @@ void add_static_peaks(const trace::Header& header, const hw::HardwareProfile& hw
 // cuda:0 and the staging buffers of copied layers.
 double managed_gpu_capacity(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p);
 
-const char* to_string(OffloadExec e);
+const char* to_string(Path p);
 const char* to_string(HostMemory m);
 
 }  // namespace tiersim::placement

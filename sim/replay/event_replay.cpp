@@ -1,6 +1,7 @@
 #include "replay/event_replay.hpp"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -56,29 +57,39 @@ class Replay final : public engine::EventHandler,
         placement_(placement),
         source_(source),
         planner_(setup, source.header(), placement),
-        compute_(sim_, jobs_, "cuda:0 compute"),
         copy_from_host_(sim_, jobs_, "cuda:0 copy from host"),
         copy_from_peer_(sim_, jobs_, "cuda:0 copy from peer"),
-        pcie_(sim_, "pcie",
-              std::max(setup.hw.host_link.h2d_pinned.bandwidth, setup.hw.host_link.h2d_pageable.bandwidth),
-              std::max(setup.hw.host_link.d2h_pinned.bandwidth, setup.hw.host_link.d2h_pageable.bandwidth),
-              setup.hw.host_link.bidirectional),
         staging_(placement::usage_on(source.header(), placement, placement::kComputeGpu).total() + setup.hw.gpu.reserved),
         tensor_job_(source.header().tensors.size(), 0),
         release_job_(source.header().tensors.size(), 0),
         prefetched_(source.header().tensors.size(), false) {
-    if (setup.hw.peer_link)
-      peer_.emplace(sim_, "peer", setup.hw.peer_link->transfer.bandwidth, setup.hw.peer_link->transfer.bandwidth,
-                    setup.hw.peer_link->bidirectional);
+    const hw::HardwareProfile& hw = setup.hw;
+    // One compute stream and one host link per GPU; one link per pair of GPUs, keyed by its endpoints.
+    const int gpus = std::max(1, hw.gpu.count);
+    for (int d = 0; d < gpus; ++d) {
+      compute_.push_back(std::make_unique<engine::InOrderStream>(sim_, jobs_, "cuda:" + std::to_string(d) + " compute"));
+      host_links_.push_back(std::make_unique<engine::SharedLink>(
+          sim_, d == 0 ? std::string("pcie") : "pcie cuda:" + std::to_string(d),
+          std::max(hw.host_link.h2d_pinned.bandwidth, hw.host_link.h2d_pageable.bandwidth),
+          std::max(hw.host_link.d2h_pinned.bandwidth, hw.host_link.d2h_pageable.bandwidth), hw.host_link.bidirectional));
+    }
+    last_job_.assign(compute_.size(), 0);
+    has_last_job_.assign(compute_.size(), false);
+    if (hw.peer_link)
+      for (int a = 0; a < gpus; ++a)
+        for (int b = a + 1; b < gpus; ++b)
+          peer_links_[{a, b}] = std::make_unique<engine::SharedLink>(
+              sim_, a == 0 && b == 1 ? std::string("peer") : "peer cuda:" + std::to_string(a) + "-cuda:" + std::to_string(b),
+              hw.peer_link->transfer.bandwidth, hw.peer_link->transfer.bandwidth, hw.peer_link->bidirectional);
     if (timeline_) {
-      compute_.observe(this);
+      for (auto& c : compute_) c->observe(this);
       copy_from_host_.observe(this);
       copy_from_peer_.observe(this);
     }
     if (placement.managed.enabled) {
-      if (!setup.hw.managed_memory) throw std::logic_error("managed placement without a managed_memory profile section");
-      um_.emplace(*setup.hw.managed_memory, source.header(), placement,
-                  placement::managed_gpu_capacity(source.header(), setup.hw, placement));
+      if (!hw.managed_memory) throw std::logic_error("managed placement without a managed_memory profile section");
+      um_.emplace(*hw.managed_memory, source.header(), placement,
+                  placement::managed_gpu_capacity(source.header(), hw, placement));
     }
   }
 
@@ -153,6 +164,7 @@ class Replay final : public engine::EventHandler,
       case ActionKind::AwaitSlot: return "wait for a staging slot";
       case ActionKind::ActivationToHost: return "activations to host";
       case ActionKind::ActivationToDevice: return "activations to GPU";
+      case ActionKind::ActivationToPeer: return "activations to cuda:" + std::to_string(a.device);
       case ActionKind::AllocatorSync: return "cudaFree (syncs)";
       case ActionKind::Sync: return "end-of-step sync";
       case ActionKind::StepOverhead: return "per-step host work";
@@ -174,10 +186,11 @@ class Replay final : public engine::EventHandler,
     pc_ = 0;
     phase_ = Phase::Start;
     step_start_ = sim_.now();
-    h2d_start_ = pcie_.bytes_moved(Direction::ToDevice);
-    d2h_start_ = pcie_.bytes_moved(Direction::FromDevice);
-    peer_start_ = peer_ ? peer_->bytes_moved(Direction::ToDevice) : 0.0;
-    busy_start_ = compute_.busy_time();
+    has_last_job_.assign(compute_.size(), false);
+    h2d_start_ = host_bytes(Direction::ToDevice);
+    d2h_start_ = host_bytes(Direction::FromDevice);
+    peer_start_ = peer_bytes();
+    busy_start_ = compute_[0]->busy_time();
     step_um_ = {};
     return true;
   }
@@ -187,10 +200,10 @@ class Replay final : public engine::EventHandler,
     r.kind = plan_.kind;
     r.tokens = plan_.tokens;
     r.seconds = to_seconds(sim_.now() - step_start_);
-    r.h2d_bytes = pcie_.bytes_moved(Direction::ToDevice) - h2d_start_;
-    r.d2h_bytes = pcie_.bytes_moved(Direction::FromDevice) - d2h_start_;
-    r.peer_bytes = peer_ ? peer_->bytes_moved(Direction::ToDevice) - peer_start_ : 0.0;
-    r.gpu_busy_seconds = to_seconds(compute_.busy_time() - busy_start_);
+    r.h2d_bytes = host_bytes(Direction::ToDevice) - h2d_start_;
+    r.d2h_bytes = host_bytes(Direction::FromDevice) - d2h_start_;
+    r.peer_bytes = peer_bytes() - peer_start_;
+    r.gpu_busy_seconds = to_seconds(compute_[0]->busy_time() - busy_start_);
     r.h2d_bytes += step_um_.h2d;
     r.d2h_bytes += step_um_.d2h;
     r.remote_read_bytes = step_um_.remote;
@@ -199,20 +212,62 @@ class Replay final : public engine::EventHandler,
     steps_.push_back(r);
   }
 
+  double host_bytes(Direction d) const {
+    double total = 0;
+    for (const auto& l : host_links_) total += l->bytes_moved(d);
+    return total;
+  }
+  double peer_bytes() const {
+    double total = 0;
+    for (const auto& [ends, l] : peer_links_) total += l->bytes_moved(Direction::ToDevice) + l->bytes_moved(Direction::FromDevice);
+    return total;
+  }
+  // The link between two GPUs and the direction from `from` to `to` on it (towards the lower index is ToDevice).
+  std::pair<engine::SharedLink*, Direction> peer_link(placement::DeviceId from, placement::DeviceId to) {
+    const auto it = peer_links_.find({std::min(from, to), std::max(from, to)});
+    if (it == peer_links_.end()) throw std::logic_error("no link between the GPUs of a transfer");
+    return {it->second.get(), from > to ? Direction::ToDevice : Direction::FromDevice};
+  }
+  // A job on `device`'s compute stream, remembered as that stream's latest work.
+  JobId compute_job(placement::DeviceId device) {
+    const auto d = static_cast<std::size_t>(device);
+    const JobId job = jobs_.create(compute_[d].get());
+    last_job_[d] = job;
+    has_last_job_[d] = true;
+    return job;
+  }
+
   // Starts a transfer of `a` on `stream` and returns its job.
-  JobId enqueue_copy(engine::InOrderStream& stream, const Action& a) {
-    const JobId job = jobs_.create(&stream);
-    engine::SharedLink& link = a.source > placement::kComputeGpu ? *peer_ : pcie_;
+  JobId enqueue_copy(engine::InOrderStream& stream, const Action& a, JobId job) {
     const auto [latency, rate] = planner_.copy_latency_and_rate(a.source, a.bytes);
-    stream.enqueue_transfer(job, link, Direction::ToDevice, a.bytes, latency, rate);
+    if (a.source > placement::kComputeGpu) {
+      const auto [link, dir] = peer_link(a.source, placement::kComputeGpu);
+      stream.enqueue_transfer(job, *link, dir, a.bytes, latency, rate);
+    } else {
+      stream.enqueue_transfer(job, *host_links_[0], Direction::ToDevice, a.bytes, latency, rate);
+    }
     return job;
   }
 
   JobId enqueue_activation(const Action& a, bool to_device) {
-    const JobId job = jobs_.create(&compute_);
+    const JobId job = compute_job(a.device);
     const auto [latency, rate] = planner_.activation_curve(to_device).latency_and_rate(std::max(a.bytes, 1.0));
-    compute_.enqueue_transfer(job, pcie_, to_device ? Direction::ToDevice : Direction::FromDevice, a.bytes, latency,
-                              rate);
+    compute_[static_cast<std::size_t>(a.device)]->enqueue_transfer(
+        job, *host_links_[static_cast<std::size_t>(a.device)], to_device ? Direction::ToDevice : Direction::FromDevice,
+        a.bytes, latency, rate);
+    return job;
+  }
+
+  // Hidden states from one GPU to the next: after the sender's last kernel, on the receiver's stream.
+  JobId enqueue_activation_to_peer(const Action& a) {
+    const auto from = static_cast<std::size_t>(a.source);
+    const bool after_sender = has_last_job_[from];
+    const JobId sender_last = last_job_[from];
+    const JobId job = compute_job(a.device);
+    if (after_sender) jobs_.add_dependency(job, sender_last);
+    const auto [link, dir] = peer_link(a.source, a.device);
+    const auto [latency, rate] = planner_.peer_latency_and_rate(std::max(a.bytes, 1.0));
+    compute_[static_cast<std::size_t>(a.device)]->enqueue_transfer(job, *link, dir, a.bytes, latency, rate);
     return job;
   }
 
@@ -220,11 +275,12 @@ class Replay final : public engine::EventHandler,
   std::optional<JobId> take_effect(const Action& a) {
     switch (a.kind) {
       case ActionKind::Kernel: {
-        const JobId job = jobs_.create(&compute_);
+        const JobId job = compute_job(a.device);
+        engine::InOrderStream& stream = *compute_[static_cast<std::size_t>(a.device)];
         label_job(job, a);
         for (std::uint32_t i = 0; i < a.deps_count; ++i) jobs_.add_dependency(job, tensor_job_[plan_.deps[a.deps_begin + i]]);
-        if (a.managed_count > 0) compute_.enqueue_dynamic(job, *this, pc_);
-        else compute_.enqueue_compute(job, to_sim_time(a.work_seconds));
+        if (a.managed_count > 0) stream.enqueue_dynamic(job, *this, pc_);
+        else stream.enqueue_compute(job, to_sim_time(a.work_seconds));
         double freed_at_completion = 0;
         for (std::uint32_t i = 0; i < a.frees_count; ++i) {
           const std::uint32_t t = plan_.frees[a.frees_begin + i];
@@ -246,12 +302,13 @@ class Replay final : public engine::EventHandler,
       }
       case ActionKind::CopyOnStream:
       case ActionKind::Prefetch: {
-        engine::InOrderStream& stream = a.kind == ActionKind::CopyOnStream ? compute_
+        const bool on_compute = a.kind == ActionKind::CopyOnStream;
+        engine::InOrderStream& stream = on_compute                        ? *compute_[0]
                                         : a.source > placement::kComputeGpu ? copy_from_peer_
                                                                             : copy_from_host_;
         staging_.allocate(a.bytes);
         prefetched_[a.tensor] = a.kind == ActionKind::Prefetch;
-        const JobId job = enqueue_copy(stream, a);
+        const JobId job = enqueue_copy(stream, a, on_compute ? compute_job(placement::kComputeGpu) : jobs_.create(&stream));
         label_job(job, a);
         tensor_job_[a.tensor] = job;
         copy_jobs_.push_back(job);
@@ -267,9 +324,9 @@ class Replay final : public engine::EventHandler,
         return std::nullopt;
       }
       case ActionKind::AllocatorSync: {
-        const JobId job = jobs_.create(&compute_);
+        const JobId job = compute_job(placement::kComputeGpu);
         label_job(job, a);
-        compute_.enqueue_compute(job, 0);
+        compute_[0]->enqueue_compute(job, 0);
         return job;
       }
       case ActionKind::ActivationToHost:
@@ -278,11 +335,21 @@ class Replay final : public engine::EventHandler,
         label_job(job, a);
         return job;
       }
+      case ActionKind::ActivationToPeer: {
+        const JobId job = enqueue_activation_to_peer(a);
+        label_job(job, a);
+        return std::nullopt;
+      }
       case ActionKind::Sync: {
-        const JobId job = jobs_.create(&compute_);
+        // The end of the step waits for every GPU's stream and every copy.
+        std::vector<JobId> others;
+        for (std::size_t d = 1; d < compute_.size(); ++d)
+          if (has_last_job_[d]) others.push_back(last_job_[d]);
+        const JobId job = compute_job(placement::kComputeGpu);
         label_job(job, a);
         for (JobId c : copy_jobs_) jobs_.add_dependency(job, c);
-        compute_.enqueue_compute(job, 0);
+        for (JobId o : others) jobs_.add_dependency(job, o);
+        compute_[0]->enqueue_compute(job, 0);
         return job;
       }
       case ActionKind::CpuOp:
@@ -343,11 +410,13 @@ class Replay final : public engine::EventHandler,
   StepPlanner planner_;
   engine::Simulator sim_;
   engine::JobGraph jobs_;
-  engine::InOrderStream compute_;
+  std::vector<std::unique_ptr<engine::InOrderStream>> compute_;  // by GPU
+  std::vector<JobId> last_job_;      // by GPU: the latest job on its compute stream this step
+  std::vector<bool> has_last_job_;
   engine::InOrderStream copy_from_host_;
   engine::InOrderStream copy_from_peer_;
-  engine::SharedLink pcie_;
-  std::optional<engine::SharedLink> peer_;
+  std::vector<std::unique_ptr<engine::SharedLink>> host_links_;  // by GPU
+  std::map<std::pair<int, int>, std::unique_ptr<engine::SharedLink>> peer_links_;  // by (lower, higher) GPU
   StagingMemory staging_;
   std::optional<managed::ManagedMemory> um_;
   struct {

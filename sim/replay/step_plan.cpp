@@ -9,24 +9,28 @@ namespace tiersim::replay {
 using placement::DeviceId;
 using placement::kCpu;
 
+namespace {
+constexpr DeviceId kNoDevice = -2;
+}  // namespace
+
 StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, const placement::Placement& placement)
     : hw_(setup.hw), runtime_(setup.runtime), fresh_lengths_(setup.fresh_lengths), header_(header), placement_(placement), default_dtype_(header.default_dtype()) {
   const std::size_t n = header.tensors.size();
   copied_.assign(n, false);
   managed_.assign(n, false);
-  cpu_layer_tensor_.assign(n, false);
+  executes_on_.assign(n, kNoDevice);
   last_reader_.assign(n, -1);
   issued_.assign(n, false);
   for (const auto& t : header.tensors) {
     const DeviceId d = placement.device[t.id];
-    managed_[t.id] = placement.managed.enabled && placement.managed.managed[t.id];
+    const placement::Path path = placement.path[t.id];
+    managed_[t.id] = path == placement::Path::Managed;
     if (t.kind == trace::TensorKind::Weight) {
       layer_order_.push_back(t.layer);
-      copied_[t.id] = !managed_[t.id] && placement::is_copied(placement, d);
+      copied_[t.id] = path == placement::Path::Copy;
     }
-    // With --offload-exec cpu, weights and KV cache on the host belong to layers the CPU runs.
-    cpu_layer_tensor_[t.id] = !managed_[t.id] && placement.exec.exec == placement::OffloadExec::Cpu && d == kCpu &&
-                              t.kind != trace::TensorKind::Activation;
+    // Weights and KV cache of a layer that runs where they live (the CPU, or another GPU).
+    if (path == placement::Path::Execute) executes_on_[t.id] = d;
   }
   std::sort(layer_order_.begin(), layer_order_.end());
   layer_order_.erase(std::unique(layer_order_.begin(), layer_order_.end()), layer_order_.end());
@@ -45,7 +49,7 @@ std::size_t StepPlanner::layer_position(std::int32_t layer) const {
 
 const hw::TransferCurve& StepPlanner::copy_curve(DeviceId source) const {
   if (source > placement::kComputeGpu) return hw_.peer_link->transfer;
-  return placement_.exec.host_memory == placement::HostMemory::Pinned ? hw_.host_link.h2d_pinned
+  return placement_.copy.host_memory == placement::HostMemory::Pinned ? hw_.host_link.h2d_pinned
                                                                       : hw_.host_link.h2d_pageable;
 }
 
@@ -53,6 +57,11 @@ std::pair<double, double> StepPlanner::copy_latency_and_rate(DeviceId source, do
   auto [latency, rate] = copy_curve(source).latency_and_rate(bytes);
   if (source > placement::kComputeGpu) latency += runtime_.peer_copy_sync;
   return {latency, rate};
+}
+
+std::pair<double, double> StepPlanner::peer_latency_and_rate(double bytes) const {
+  auto [latency, rate] = hw_.peer_link->transfer.latency_and_rate(bytes);
+  return {latency + runtime_.peer_copy_sync, rate};
 }
 
 double StepPlanner::copy_seconds(DeviceId source, double bytes) const {
@@ -67,15 +76,15 @@ const hw::TransferCurve& StepPlanner::activation_curve(bool to_device) const {
 
 bool StepPlanner::copy_blocks_host(DeviceId source) const {
   // A copy from pageable memory is staged by the driver and returns only when done.
-  return source == kCpu && placement_.exec.host_memory == placement::HostMemory::Pageable;
+  return source == kCpu && placement_.copy.host_memory == placement::HostMemory::Pageable;
 }
 
-bool StepPlanner::op_on_cpu(const trace::Op& op) const {
+DeviceId StepPlanner::op_device(const trace::Op& op) const {
   for (const auto& a : op.reads)
-    if (cpu_layer_tensor_[a.tensor]) return true;
+    if (executes_on_[a.tensor] != kNoDevice) return executes_on_[a.tensor];
   for (const auto& a : op.writes)
-    if (cpu_layer_tensor_[a.tensor]) return true;
-  return false;
+    if (executes_on_[a.tensor] != kNoDevice) return executes_on_[a.tensor];
+  return placement::kComputeGpu;
 }
 
 double StepPlanner::activation_bytes(const trace::Op& op) const {
@@ -97,7 +106,8 @@ void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch)
   a.source = placement_.device[tensor];
   a.bytes = static_cast<double>(header_.tensors[tensor].bytes);
   a.host_seconds = prefetch ? runtime_.per_prefetch : runtime_.per_copy;
-  a.host_waits = copy_blocks_host(a.source);
+  // A synchronous copy (.to() without non_blocking) returns only when done, pinned or not.
+  a.host_waits = copy_blocks_host(a.source) || placement_.copy.sync;
   out.actions.push_back(a);
 }
 
@@ -122,9 +132,9 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         last_reader_[a.tensor] = static_cast<std::int32_t>(i);
       }
 
-  const int prefetch = placement_.exec.prefetch;
+  const int prefetch = placement_.copy.prefetch;
   std::size_t prefetched_upto = 0;  // positions [0, prefetched_upto) have been issued
-  bool prev_on_cpu = false;
+  DeviceId prev_device = placement::kComputeGpu;
   double prev_activation_bytes = 0;
   std::int32_t current_layer = 0;
   bool first = true;
@@ -168,14 +178,20 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           }
     }
     current_layer = op.layer;
-    const bool on_cpu = op_on_cpu(op);
-    if (on_cpu != prev_on_cpu && !first) {
-      // Activations cross to where the next op runs; the host waits for the copy.
+    const DeviceId device = op_device(op);
+    const bool on_cpu = device == kCpu;
+    if (device != prev_device && !first) {
+      // Activations cross to where the next op runs. Through host memory the host waits for the copy;
+      // between GPUs the copy is ordered on the receiving GPU's stream and the host goes on.
       Action a;
-      a.kind = on_cpu ? ActionKind::ActivationToHost : ActionKind::ActivationToDevice;
+      a.kind = on_cpu ? ActionKind::ActivationToHost
+               : prev_device == kCpu ? ActionKind::ActivationToDevice
+                                     : ActionKind::ActivationToPeer;
       a.bytes = prev_activation_bytes;
+      a.source = prev_device;
+      a.device = on_cpu ? prev_device : device;
       a.host_seconds = runtime_.per_copy;
-      a.host_waits = true;
+      a.host_waits = a.kind != ActionKind::ActivationToPeer;
       out.actions.push_back(a);
     }
     if (on_cpu) {
@@ -190,6 +206,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         if (copied_[r.tensor] && !issued_[r.tensor]) issue_copy(out, r.tensor, false);
       Action a;
       a.kind = ActionKind::Kernel;
+      a.device = device;
       a.op = static_cast<std::int32_t>(i);
       a.host_seconds = hw::host_issue_seconds(runtime_, op);
       if (!new_length_charged && op.kind == trace::OpKind::Attention && op.host_seconds < 0) {
@@ -229,7 +246,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         out.actions.push_back(release);
       }
     }
-    prev_on_cpu = on_cpu;
+    prev_device = device;
     prev_activation_bytes = activation_bytes(op);
     first = false;
   }

@@ -23,6 +23,8 @@ enum class ActionKind : std::uint8_t {
   CpuOp,               // the host runs the op itself (after its inputs reached host memory)
   ActivationToHost,    // activations GPU -> host before CPU ops (the host waits)
   ActivationToDevice,  // activations host -> GPU after CPU ops (the host waits: pageable copy)
+  ActivationToPeer,    // activations GPU -> GPU where a pipeline moves to the next GPU (on the receiving
+                       // GPU's compute stream, after the sending GPU's last kernel; the host does not wait)
   ManagedPrefetch,     // cudaMemPrefetchAsync of a managed weight to the GPU, on the copy stream
   AllocatorSync,       // non-caching managed allocator: cudaFree of the op's temporaries, which syncs
   Sync,                // end of step: the host waits for all device work
@@ -43,7 +45,8 @@ struct Action {
   double after_wait_seconds = 0;  // host busy after the wait ends (cudaFree's work follows its sync)
   double work_seconds = 0;    // kernel duration (Kernel) or CPU time (CpuOp)
   double bytes = 0;           // copies and activation transfers
-  placement::DeviceId source = placement::kCpu;  // copy source
+  placement::DeviceId source = placement::kCpu;  // copy source (activations: the sending device)
+  placement::DeviceId device = placement::kComputeGpu;  // the GPU whose streams run it (Kernel, activations)
   bool host_waits = false;    // the host blocks until the action's device work is done
   std::uint32_t tensor = 0;   // the copied tensor
   std::int32_t op = -1;       // index of the trace op it belongs to (Kernel, CpuOp)
@@ -75,11 +78,15 @@ class StepPlanner {
   // barrier for a copy from another GPU (the runtime's peer_copy_sync). Both engines use it.
   std::pair<double, double> copy_latency_and_rate(placement::DeviceId source, double bytes) const;
   double copy_seconds(placement::DeviceId source, double bytes) const;
+  // A transfer between two GPUs (pipeline hand-over of activations): the peer link's curve plus the
+  // runtime's cross-device barrier, whichever direction.
+  std::pair<double, double> peer_latency_and_rate(double bytes) const;
   const hw::TransferCurve& activation_curve(bool to_device) const;
   bool copy_blocks_host(placement::DeviceId source) const;
 
  private:
-  bool op_on_cpu(const trace::Op& op) const;
+  // Where an op runs: the device of an Execute-path tensor it touches (kCpu or a GPU), else the compute GPU.
+  placement::DeviceId op_device(const trace::Op& op) const;
   std::size_t layer_position(std::int32_t layer) const;
   void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch);
   double activation_bytes(const trace::Op& op) const;
@@ -93,7 +100,7 @@ class StepPlanner {
   std::vector<bool> copied_;                // by tensor: a weight copied to cuda:0 when used
   std::vector<bool> managed_;               // by tensor: in managed memory
   std::vector<std::vector<std::uint32_t>> managed_by_position_;  // managed weights of each layer position
-  std::vector<bool> cpu_layer_tensor_;      // by tensor: KV or weight of a layer run on the CPU
+  std::vector<placement::DeviceId> executes_on_;  // by tensor: where its layer runs if its path is Execute, else -2
   std::vector<std::int32_t> layer_order_;   // distinct weight layers, ascending
   std::vector<std::vector<std::uint32_t>> copied_by_position_;  // copied tensors of each layer position
   // Per-step scratch.

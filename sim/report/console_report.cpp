@@ -26,10 +26,7 @@ void write_console(std::ostream& out, const Context& c) {
   line("trace", c.trace_name + " (batch " + std::to_string(h.batch()) + ", " + std::to_string(c.result->steps.size()) +
                     " steps)");
   for (const auto& [k, v] : c.placement->resolved) line(k.c_str(), v);
-  if (!c.placement->managed.enabled)
-    line("execution", std::string("offload-exec ") + placement::to_string(c.placement->exec.exec) + ", prefetch " +
-                        std::to_string(c.placement->exec.prefetch) + ", host memory " +
-                        placement::to_string(c.placement->exec.host_memory));
+  if (!c.strategy.empty()) line("strategy", c.strategy);
   if (c.fresh_lengths)
     line("sequence lengths", "fresh: " + units::format_duration(c.runtime->new_length_attention) +
                                  " of attention plan build per step (runtime's new_length_attention)");

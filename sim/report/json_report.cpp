@@ -24,9 +24,9 @@ void write_json(std::ostream& out, const Context& c) {
   ordered_json settings = ordered_json::object();
   for (const auto& [k, v] : c.placement->resolved) settings[k] = v;
   j["policy_settings"] = settings;
-  j["execution"] = {{"offload_exec", placement::to_string(c.placement->exec.exec)},
-                    {"prefetch", c.placement->exec.prefetch},
-                    {"host_memory", placement::to_string(c.placement->exec.host_memory)},
+  j["execution"] = {{"prefetch", c.placement->copy.prefetch},
+                    {"host_memory", placement::to_string(c.placement->copy.host_memory)},
+                    {"sync_copies", c.placement->copy.sync},
                     {"sequence_lengths", c.fresh_lengths ? "fresh" : "warm"}};
   j["hardware"] = hw.name;
   j["hardware_detail"] = {{"origin", hw.origin},

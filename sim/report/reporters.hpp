@@ -17,6 +17,7 @@ inline constexpr int kJsonSchemaVersion = 1;
 // Everything a report says about one simulation.
 struct Context {
   std::string policy;
+  std::string strategy;  // the composition: placement + memory + offload, with options
   std::string trace_name;
   const trace::Header* header = nullptr;
   const hw::HardwareProfile* hw = nullptr;

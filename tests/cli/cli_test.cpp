@@ -83,7 +83,7 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode2) {
            {"--trace traces/qwen.trace --policy ratio --prefetch -1", "prefetch"},
            {"--trace traces/qwen.trace --policy ratio --donor gpu7", "--donor"},
            {"--trace traces/qwen.trace --policy layers --layers 99", "--layers"},
-           {"sweep --trace traces/qwen.trace --policy bytes --offload 5:1:1", "--offload"},
+           {"sweep --trace traces/qwen.trace --policy bytes --gb 5:1:1", "--gb"},
            {"--trace traces/qwen.trace --policy layers --offload-gb 3", "'--offload-gb': policy 'layers' does not use"},
            {"--trace traces/qwen.trace --policy resident --split \"cuda:0,1g\"", "'--split': policy 'resident'"},
            {"--trace traces/qwen.trace --policy ratio --layers 3", "'--layers': policy 'ratio'"},
@@ -111,7 +111,7 @@ TEST(Cli, MalformedTraceNamesFileAndLine) {
 }
 
 TEST(Cli, SweepWritesOneRowPerPoint) {
-  const SimRun r = sim("sweep --trace traces/qwen.trace --policy bytes --offload 0:8:2");
+  const SimRun r = sim("sweep --trace traces/qwen.trace --policy bytes --gb 0:8:2");
   ASSERT_EQ(r.code, 0) << r.out;
   std::istringstream in(r.out);
   std::string line;

@@ -5,13 +5,14 @@
 
 #include "cli/simulation.hpp"
 #include "hardware/profile_loader.hpp"
+#include "policies/strategy/presets.hpp"
 #include "runtime/runtime_loader.hpp"
 #include "report/run_result.hpp"
 
 namespace tiersim {
 namespace {
 
-double relative_gap(const std::string& hw_name, const std::string& policy, policies::PolicyOptions o,
+double relative_gap(const std::string& hw_name, const std::string& policy, strategy::LegacyFlags o,
                     const std::string& model = "qwen3-14b") {
   const auto hw = hw::resolve_profile(hw_name);
   const auto runtime = runtime::resolve_runtime(runtime::kDefaultRuntime);
@@ -20,8 +21,10 @@ double relative_gap(const std::string& hw_name, const std::string& policy, polic
   spec.model_path = std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + model + ".json";
   spec.generation.prompt_tokens = 128;
   spec.generation.decode_tokens = 8;
-  const auto ev = app::simulate(setup, policy, o, app::EngineKind::Event, spec);
-  const auto an = app::simulate(setup, policy, o, app::EngineKind::Analytic, spec);
+  strategy::StrategySpec strategy = strategy::preset_spec(policy);
+  strategy::apply_flags(strategy, o);
+  const auto ev = app::simulate(setup, strategy, app::EngineKind::Event, spec);
+  const auto an = app::simulate(setup, strategy, app::EngineKind::Analytic, spec);
   const double e = report::summarize(ev.result).decode_step_median;
   const double a = report::summarize(an.result).decode_step_median;
   return (a - e) / e;
@@ -33,31 +36,31 @@ TEST(AnalyticVsEvent, AgreeWhenEverythingIsResident) {
 }
 
 TEST(AnalyticVsEvent, AgreeForOnDemandCopies) {
-  policies::PolicyOptions o;
+  strategy::LegacyFlags o;
   o.split = "cuda:0,70%;cpu,30%";
   EXPECT_LT(std::fabs(relative_gap("rtx4090", "ratio", o)), 0.02);
-  o.exec.host_memory = placement::HostMemory::Pageable;
+  o.host_memory = "pageable";
   EXPECT_LT(std::fabs(relative_gap("rtx4090", "ratio", o)), 0.02);
 }
 
 TEST(AnalyticVsEvent, AgreeForLinkBoundPrefetch) {
-  policies::PolicyOptions o;
+  strategy::LegacyFlags o;
   o.split = "cuda:0,60%;cpu,40%";
-  o.exec.prefetch = 2;
+  o.prefetch = 2;
   EXPECT_LT(std::fabs(relative_gap("rtx4090", "ratio", o)), 0.02);
 }
 
 TEST(AnalyticVsEvent, AgreeForCpuExecution) {
-  policies::PolicyOptions o;
+  strategy::LegacyFlags o;
   o.split = "cuda:0,70%;cpu,30%";
-  o.exec.exec = placement::OffloadExec::Cpu;
+  o.offload_exec = "cpu";
   EXPECT_LT(std::fabs(relative_gap("rtx4090", "ratio", o)), 0.02);
 }
 
 TEST(AnalyticVsEvent, AgreeForPeerGpuDonor) {
-  policies::PolicyOptions o;
+  strategy::LegacyFlags o;
   o.split = "cuda:0,70%;cuda:1,30%";
-  o.exec.prefetch = 1;
+  o.prefetch = 1;
   EXPECT_LT(std::fabs(relative_gap("rtx3090x2-nvlink", "ratio", o, "qwen3-8b")), 0.02);
 }
 
@@ -66,9 +69,9 @@ TEST(AnalyticVsEvent, IsOptimisticWhenTheBottleneckMovesBetweenDonors) {
   // PCIe, then the middle over NVLink; the host issues the NVLink copies only as staging slots free
   // up, so the two phases add. The closed form lets each copy stream start at once and takes the
   // largest bound, so it predicts the step about 30% too fast. Pinned here so it is not forgotten.
-  policies::PolicyOptions o;
+  strategy::LegacyFlags o;
   o.split = "cuda:0,40%;cuda:1,30%;cpu,30%";
-  o.exec.prefetch = 1;
+  o.prefetch = 1;
   const double gap = relative_gap("rtx3090x2-nvlink", "ratio", o, "qwen3-8b");
   EXPECT_LT(gap, -0.2);
   EXPECT_GT(gap, -0.4);

@@ -14,7 +14,7 @@
 namespace tiersim {
 namespace {
 
-using placement::ExecutionOptions;
+using testing::ExecutionOptions;
 using placement::kCpu;
 constexpr double kTol = 1e-9;  // seconds; the engine keeps picoseconds
 
@@ -144,7 +144,7 @@ TEST(ToyModel, CpuExecutionMovesActivationsBothWays) {
   // L0 on the GPU (1.1 ms), activations to the host (1e5 B, 1 ms), L1 on the CPU (1.1e6 B at
   // 100 MB/s = 11 ms), activations back (1 ms), L2 on the GPU (1.1 ms).
   ExecutionOptions exec;
-  exec.exec = placement::OffloadExec::Cpu;
+  exec.cpu = true;
   const auto r = run_event(3, {1}, kCpu, exec);
   EXPECT_NEAR(decode_step(r), 1.1e-3 + 1e-3 + 11e-3 + 1e-3 + 1.1e-3, kTol);
   EXPECT_DOUBLE_EQ(r.steps.back().d2h_bytes, 1e5);
@@ -227,7 +227,7 @@ namespace {
 TEST(Timeline, ShowsTheHandWorkedPrefetchOverlap) {
   // As in ToyModel.PrefetchOverlapsCopiesWithCompute: copies [0,10] and [10,20] ms on the copy stream,
   // kernels [10,11.1] and [20,21.1] ms on the compute stream.
-  placement::ExecutionOptions exec;
+  testing::ExecutionOptions exec;
   exec.prefetch = 1;
   auto src = testing::toy_trace(2, 2);
   auto p = testing::toy_placement(src->header(), {0, 1}, placement::kCpu, exec);

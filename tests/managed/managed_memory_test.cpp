@@ -4,7 +4,7 @@
 
 #include "analytic/analytic_model.hpp"
 #include "managed/managed_memory.hpp"
-#include "policies/policy.hpp"
+#include "policies/strategy/presets.hpp"
 #include "replay/event_replay.hpp"
 #include "replay/step_plan.hpp"
 #include "support/toy.hpp"
@@ -30,6 +30,7 @@ std::unique_ptr<trace::TraceReader> block_trace(int layers, int steps) {
 placement::Placement managed_weights(const trace::Header& h, std::uint8_t advice, bool caching = true) {
   placement::Placement p;
   p.device.assign(h.tensors.size(), placement::kCpu);
+  p.path.assign(h.tensors.size(), placement::Path::Managed);
   p.managed.enabled = true;
   p.managed.managed.assign(h.tensors.size(), true);
   p.managed.advice.assign(h.tensors.size(), advice);

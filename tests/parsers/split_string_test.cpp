@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 #include "hardware/profile_loader.hpp"
-#include "policies/split_string.hpp"
+#include "policies/placement_rules/split_string.hpp"
 
 namespace tiersim::policies {
 namespace {

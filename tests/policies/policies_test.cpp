@@ -9,12 +9,13 @@
 #include "hardware/profile_loader.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
-#include "policies/policy.hpp"
-#include "policies/tail_first_assignment.hpp"
+#include "policies/placement_rules/tail_first_assignment.hpp"
+#include "policies/strategy/parts.hpp"
+#include "policies/strategy/presets.hpp"
 #include "replay/event_replay.hpp"
 #include "support/toy.hpp"
 
-namespace tiersim::policies {
+namespace tiersim::strategy {
 namespace {
 
 using placement::kCpu;
@@ -25,6 +26,13 @@ struct Qwen14B {
   model::LlmTraceGenerator gen{config, {}};
   const trace::Header& header = gen.header();
 };
+
+placement::Placement place(const std::string& preset, const trace::Header& h, const hw::HardwareProfile& hw,
+                           const LegacyFlags& flags = {}) {
+  StrategySpec spec = preset_spec(preset);
+  apply_flags(spec, flags);
+  return compose(h, hw, spec);
+}
 
 double bytes_on(const trace::Header& h, const placement::Placement& p, placement::DeviceId d) {
   return placement::usage_on(h, p, d).weights;
@@ -37,18 +45,34 @@ TEST(Registry, EveryPolicyBuildsAndPlacesASmallModel) {
       "small.json");
   model::LlmTraceGenerator gen(m, {});
   const auto hw = hw::resolve_profile("rtx4090");
-  for (const auto& info : all_policies()) {
-    auto policy = make_policy(info.name);
-    const auto p = policy->place(gen.header(), hw, {});
+  for (const auto& info : presets()) {
+    const auto p = place(info.name, gen.header(), hw);
     EXPECT_EQ(p.device.size(), gen.header().tensors.size()) << info.name;
   }
-  EXPECT_THROW(make_policy("magic"), InputError);
+  EXPECT_THROW(preset_spec("magic"), InputError);
+  // Every registered part builds from its defaults and composes with the others.
+  for (const auto& rule : placement_rules())
+    for (const auto& memory : memory_kinds())
+      for (const auto& offload : offload_paths()) {
+        StrategySpec spec;
+        spec.placement.name = rule.name;
+        spec.memory.name = memory.name;
+        spec.offload.name = offload.name;
+        try {
+          const auto p = compose(gen.header(), hw, spec);
+          EXPECT_EQ(p.path.size(), gen.header().tensors.size()) << spec.label();
+        } catch (const InputError& e) {
+          // Managed memory with execution off the compute GPU is refused, by name.
+          EXPECT_EQ(memory.name, "managed") << spec.label() << ": " << e.what();
+          EXPECT_EQ(offload.name, "execute") << spec.label() << ": " << e.what();
+        }
+      }
 }
 
 TEST(Resident, RefusesAModelThatDoesNotFitAndSaysHowMuchItNeeds) {
   Qwen14B q;
   try {
-    make_policy("resident")->place(q.header, hw::resolve_profile("rtx4090"), {});
+    place("resident", q.header, hw::resolve_profile("rtx4090"), {});
     FAIL();
   } catch (const CapacityError& e) {
     const std::string msg = e.what();
@@ -56,14 +80,14 @@ TEST(Resident, RefusesAModelThatDoesNotFitAndSaysHowMuchItNeeds) {
     EXPECT_NE(msg.find("weights 27.51 GiB"), std::string::npos) << msg;
     EXPECT_NE(msg.find("cuda:0 has 24.00 GiB"), std::string::npos) << msg;
   }
-  EXPECT_NO_THROW(make_policy("resident")->place(q.header, hw::resolve_profile("h100-sxm"), {}));
+  EXPECT_NO_THROW(place("resident", q.header, hw::resolve_profile("h100-sxm"), {}));
 }
 
 TEST(Ratio, PutsTheShareOnTheGpuFromTheTailAsDisTorchDoes) {
   Qwen14B q;
-  PolicyOptions o;
+  LegacyFlags o;
   o.split = "cuda:0,70%;cpu,30%";
-  const auto p = make_policy("ratio")->place(q.header, hw::resolve_profile("rtx4090"), o);
+  const auto p = place("ratio", q.header, hw::resolve_profile("rtx4090"), o);
   const double total = placement::weight_bytes(q.header);
   double embedding = 0;
   for (const auto& t : q.header.tensors)
@@ -89,7 +113,7 @@ TEST(Ratio, PutsTheShareOnTheGpuFromTheTailAsDisTorchDoes) {
 TEST(Ratio, DefaultFillsTheGpuAndFits) {
   Qwen14B q;
   const auto hw = hw::resolve_profile("rtx4090");
-  const auto p = make_policy("ratio")->place(q.header, hw, {});
+  const auto p = place("ratio", q.header, hw, {});
   EXPECT_GT(bytes_on(q.header, p, kCpu), 0);
   const auto gpu = placement::usage_on(q.header, p, 0);
   EXPECT_LE(gpu.total() + hw.gpu.reserved + placement::largest_copied_layer(q.header, p), hw.gpu.memory);
@@ -97,9 +121,9 @@ TEST(Ratio, DefaultFillsTheGpuAndFits) {
 
 TEST(Bytes, VirtualVramMovesExactlyUpToTheAskedAmount) {
   Qwen14B q;
-  PolicyOptions o;
+  LegacyFlags o;
   o.offload_bytes = 8e9;
-  const auto p = make_policy("bytes")->place(q.header, hw::resolve_profile("rtx4090"), o);
+  const auto p = place("bytes", q.header, hw::resolve_profile("rtx4090"), o);
   const double moved = bytes_on(q.header, p, kCpu);
   EXPECT_LE(moved, 8e9);
   EXPECT_GT(moved, 8e9 - 178.3e6);  // within one MLP matrix
@@ -107,34 +131,34 @@ TEST(Bytes, VirtualVramMovesExactlyUpToTheAskedAmount) {
 
 TEST(Fraction, AnImpossibleSplitIsACapacityError) {
   Qwen14B q;
-  PolicyOptions o;
+  LegacyFlags o;
   o.split = "cuda:0,1.0;cpu,0.0";  // everything on a GPU it does not fit
-  EXPECT_THROW(make_policy("fraction")->place(q.header, hw::resolve_profile("rtx4090"), o), CapacityError);
+  EXPECT_THROW(place("fraction", q.header, hw::resolve_profile("rtx4090"), o), CapacityError);
 }
 
 TEST(Layers, FirstNLayersOnTheGpu) {
   Qwen14B q;
-  PolicyOptions o;
+  LegacyFlags o;
   o.layers = 30;
-  const auto p = make_policy("layers")->place(q.header, hw::resolve_profile("rtx4090"), o);
+  const auto p = place("layers", q.header, hw::resolve_profile("rtx4090"), o);
   for (const auto& t : q.header.tensors) {
     if (t.kind != trace::TensorKind::Weight) continue;
     const bool gpu = t.layer < 30 || t.name == "model.embed_tokens";
     EXPECT_EQ(p.device[t.id], gpu ? 0 : kCpu) << t.name;
   }
   o.layers = 41;
-  EXPECT_THROW(make_policy("layers")->place(q.header, hw::resolve_profile("rtx4090"), o), InputError);
+  EXPECT_THROW(place("layers", q.header, hw::resolve_profile("rtx4090"), o), InputError);
   o.layers.reset();
-  const auto best = make_policy("layers")->place(q.header, hw::resolve_profile("rtx4090"), o);
+  const auto best = place("layers", q.header, hw::resolve_profile("rtx4090"), o);
   EXPECT_GT(bytes_on(q.header, best, 0), bytes_on(q.header, p, 0) - 1);  // at least as many as 30
 }
 
 TEST(CpuExecution, MovesWholeLayersAndTheirKvCache) {
   Qwen14B q;
-  PolicyOptions o;
+  LegacyFlags o;
   o.split = "cuda:0,80%;cpu,20%";
-  o.exec.exec = placement::OffloadExec::Cpu;
-  const auto p = make_policy("ratio")->place(q.header, hw::resolve_profile("rtx4090"), o);
+  o.offload_exec = "cpu";
+  const auto p = place("ratio", q.header, hw::resolve_profile("rtx4090"), o);
   std::map<int, std::set<int>> devices_by_layer;
   for (const auto& t : q.header.tensors)
     if (t.kind != trace::TensorKind::Activation) devices_by_layer[t.layer].insert(p.device[t.id]);
@@ -148,16 +172,16 @@ TEST(CpuExecution, MovesWholeLayersAndTheirKvCache) {
 
 TEST(PeerDonor, NeedsAProfileWithThatGpu) {
   Qwen14B q;
-  PolicyOptions o;
+  LegacyFlags o;
   o.split = "cuda:0,70%;cuda:1,30%";
-  EXPECT_THROW(make_policy("ratio")->place(q.header, hw::resolve_profile("rtx4090"), o), CapacityError);
-  EXPECT_NO_THROW(make_policy("ratio")->place(q.header, hw::resolve_profile("rtx3090x2-nvlink"), o));
+  EXPECT_THROW(place("ratio", q.header, hw::resolve_profile("rtx4090"), o), CapacityError);
+  EXPECT_NO_THROW(place("ratio", q.header, hw::resolve_profile("rtx3090x2-nvlink"), o));
 }
 
 }  // namespace
-}  // namespace tiersim::policies
+}  // namespace tiersim::strategy
 
-namespace tiersim::policies {
+namespace tiersim::strategy {
 namespace {
 
 TEST(UnifiedMemory, UmCpuKeepsVramNearActivationsOnly) {
@@ -167,7 +191,7 @@ TEST(UnifiedMemory, UmCpuKeepsVramNearActivationsOnly) {
   g.decode_tokens = 4;
   model::LlmTraceGenerator gen(config, g);
   const auto hw = hw::resolve_profile("rtx4090");
-  const auto p = make_policy("um-cpu")->place(gen.header(), hw, {});
+  const auto p = place("um-cpu", gen.header(), hw);
   const auto r = replay::run_event_engine({hw, runtime::resolve_runtime(runtime::kDefaultRuntime)}, p, gen);
   double kv_and_act = 0;
   for (const auto& t : gen.header().tensors)
@@ -182,17 +206,17 @@ TEST(UnifiedMemory, NeedsTheProfilesManagedMemorySection) {
   std::string yaml = testing::toy_profile_yaml();
   const auto hw = hw::parse_profile(yaml, "no-um.yaml");
   try {
-    make_policy("um")->place(q.header, hw, {});
+    place("um", q.header, hw);
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(e.key(), "managed_memory");
   }
-  PolicyOptions o;
+  LegacyFlags o;
   o.allocator = "per-tensor";
-  EXPECT_THROW(make_policy("ratio")->place(q.header, hw::resolve_profile("rtx4090"), o), InputError);
+  EXPECT_THROW(place("ratio", q.header, hw::resolve_profile("rtx4090"), o), InputError);
   o.allocator = "bump";
-  EXPECT_THROW(make_policy("um")->place(q.header, hw::resolve_profile("rtx4090"), o), InputError);
+  EXPECT_THROW(place("um", q.header, hw::resolve_profile("rtx4090"), o), InputError);
 }
 
 }  // namespace
-}  // namespace tiersim::policies
+}  // namespace tiersim::strategy

@@ -128,13 +128,26 @@ inline std::unique_ptr<trace::TraceReader> toy_trace(int layers, int steps) {
                                               "toy.trace");
 }
 
+// How the toy's offloaded weights are used: copied (with these copy options), or, with `cpu`, their
+// layers executed where they live.
+struct ExecutionOptions {
+  bool cpu = false;
+  int prefetch = 0;
+  placement::HostMemory host_memory = placement::HostMemory::Pinned;
+};
+
 // Weights of the listed layers on `where`, everything else on cuda:0.
 inline placement::Placement toy_placement(const trace::Header& h, std::initializer_list<int> offloaded,
-                                          placement::DeviceId where, placement::ExecutionOptions exec = {}) {
+                                          placement::DeviceId where, ExecutionOptions exec = {}) {
   placement::Placement p;
   p.device.assign(h.tensors.size(), placement::kComputeGpu);
-  for (int l : offloaded) p.device[static_cast<std::size_t>(l)] = where;
-  p.exec = exec;
+  p.path.assign(h.tensors.size(), placement::Path::Local);
+  for (int l : offloaded) {
+    p.device[static_cast<std::size_t>(l)] = where;
+    p.path[static_cast<std::size_t>(l)] = exec.cpu ? placement::Path::Execute : placement::Path::Copy;
+  }
+  p.copy.prefetch = exec.prefetch;
+  p.copy.host_memory = exec.host_memory;
   return p;
 }
 

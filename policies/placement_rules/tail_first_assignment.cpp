@@ -1,4 +1,4 @@
-#include "policies/tail_first_assignment.hpp"
+#include "policies/placement_rules/tail_first_assignment.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -16,9 +16,8 @@ bool pinned_to_compute_gpu(const trace::Tensor& t, double model_bytes) {
   return embedding || static_cast<double>(t.bytes) < 1e-4 * model_bytes;
 }
 
-placement::Placement assign_from_tail(const trace::Header& header, const std::map<DeviceId, double>& quotas) {
-  placement::Placement p;
-  p.device.assign(header.tensors.size(), placement::kComputeGpu);
+std::vector<DeviceId> assign_from_tail(const trace::Header& header, const std::map<DeviceId, double>& quotas) {
+  std::vector<DeviceId> homes(header.tensors.size(), placement::kComputeGpu);
   const double model = placement::weight_bytes(header);
   // Device order: GPUs by index (the compute GPU first), then the cpu.
   std::vector<std::pair<DeviceId, double>> remaining;
@@ -30,17 +29,16 @@ placement::Placement assign_from_tail(const trace::Header& header, const std::ma
     if (t.kind != trace::TensorKind::Weight || pinned_to_compute_gpu(t, model)) continue;
     for (auto& [dev, left] : remaining) {
       if (left >= static_cast<double>(t.bytes)) {
-        p.device[t.id] = dev;
+        homes[t.id] = dev;
         left -= static_cast<double>(t.bytes);
         break;
       }
     }
   }
-  return p;
+  return homes;
 }
 
-double default_gpu_weight_budget(const trace::Header& header, const hw::HardwareProfile& hw,
-                                 const placement::ExecutionOptions& exec) {
+double default_gpu_weight_budget(const trace::Header& header, const hw::HardwareProfile& hw, int staged_layers) {
   double other = hw.gpu.reserved;
   double largest_layer = 0;
   std::map<std::int32_t, double> per_layer;
@@ -51,7 +49,7 @@ double default_gpu_weight_budget(const trace::Header& header, const hw::Hardware
   for (const auto& [layer, bytes] : per_layer) largest_layer = std::max(largest_layer, bytes);
   const double free_for_weights = hw.gpu.memory - other;
   if (placement::weight_bytes(header) <= free_for_weights) return free_for_weights;
-  const double staging = exec.exec == placement::OffloadExec::Copy ? largest_layer * (exec.prefetch + 1) : 0.0;
+  const double staging = largest_layer * staged_layers;
   return std::max(0.0, free_for_weights - staging);
 }
 

@@ -1,4 +1,4 @@
-#include "policies/split_string.hpp"
+#include "policies/placement_rules/split_string.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -11,13 +11,14 @@
 
 namespace tiersim::policies {
 
-placement::Placement assign_from_tail(const trace::Header& header, const std::map<placement::DeviceId, double>& quotas);
+// The home of every tensor (non-weights: the compute GPU).
+std::vector<placement::DeviceId> assign_from_tail(const trace::Header& header,
+                                                 const std::map<placement::DeviceId, double>& quotas);
 
 // Weight bytes the compute GPU can hold for the model when nothing else is said: its memory less the
 // reserve, KV cache, activations and, if anything must be offloaded, the staging buffers of
-// prefetch + 1 copied layers.
-double default_gpu_weight_budget(const trace::Header& header, const hw::HardwareProfile& hw,
-                                 const placement::ExecutionOptions& exec);
+// `staged_layers` copied layers (prefetch + 1 when offloaded weights are copied, 0 when they are not).
+double default_gpu_weight_budget(const trace::Header& header, const hw::HardwareProfile& hw, int staged_layers);
 
 // True for tensors DisTorch never distributes (embeddings, and modules under 0.01% of the model).
 bool pinned_to_compute_gpu(const trace::Tensor& t, double model_bytes);

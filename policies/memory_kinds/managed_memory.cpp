@@ -1,0 +1,83 @@
+// `managed`: CUDA managed memory (cudaMallocManaged), as the seeds' CUDAPluggableAllocator gives every
+// allocation, with cudaMemAdvise hints on the weights. Options:
+//   prefer-cpu, accessed-by, read-mostly   advice on managed weights (PreferredLocation=CPU, AccessedBy=GPU,
+//                                          ReadMostly), combinable as the driver combines them
+//   scope=all|weights|offloaded            all (default): every tensor the placement keeps on the compute GPU
+//                                          (weights, KV cache, activations); weights: only its weights;
+//                                          offloaded: only the weights it puts in host memory (which are then
+//                                          read in place rather than copied)
+//   allocator=caching|per-tensor           per-tensor: cudaMallocManaged and cudaFree for every tensor (each
+//                                          cudaFree waits for the device), as the seeds' allocator does
+//   prefetch=N                             cudaMemPrefetchAsync of managed weights N layers ahead
+// The driver, not the strategy, then decides where each block is (sim/managed/managed_memory.hpp).
+#include "core/error.hpp"
+#include "policies/memory_kinds/kinds.hpp"
+
+namespace tiersim::strategy {
+namespace {
+
+enum class Scope { All, Weights, Offloaded };
+
+class ManagedMemory final : public MemoryKind {
+ public:
+  explicit ManagedMemory(config::Section& o) {
+    if (o.has("prefer-cpu") && o.flag("prefer-cpu")) advice_ |= placement::kPreferCpu;
+    if (o.has("accessed-by") && o.flag("accessed-by")) advice_ |= placement::kAccessedByGpu;
+    if (o.has("read-mostly") && o.flag("read-mostly")) advice_ |= placement::kReadMostly;
+    if (o.has("scope")) {
+      const std::string s = o.text("scope");
+      if (s == "all") scope_ = Scope::All;
+      else if (s == "weights") scope_ = Scope::Weights;
+      else if (s == "offloaded") scope_ = Scope::Offloaded;
+      else o.fail("scope", "must be 'all', 'weights' or 'offloaded', not '" + s + "'");
+    }
+    if (o.has("allocator")) {
+      const std::string a = o.text("allocator");
+      if (a != "caching" && a != "per-tensor") o.fail("allocator", "must be 'caching' or 'per-tensor', not '" + a + "'");
+      caching_ = a == "caching";
+    }
+    if (o.has("prefetch")) prefetch_ = o.integer("prefetch", 0, 1000);
+  }
+
+  void apply(const trace::Header& header, const hw::HardwareProfile& hw, placement::Placement& p,
+             Resolved& resolved) const override {
+    if (!hw.managed_memory)
+      throw InputError(hw.origin, 0, "managed_memory",
+                       "managed memory needs the profile's managed_memory section (see calib/profiles/SCHEMA.md)");
+    p.managed.enabled = true;
+    p.managed.managed.assign(header.tensors.size(), false);
+    p.managed.advice.assign(header.tensors.size(), placement::kAdviseNone);
+    p.managed.caching_allocator = caching_;
+    p.managed.prefetch = prefetch_;
+    for (const auto& t : header.tensors) {
+      const bool weight = t.kind == trace::TensorKind::Weight;
+      const bool on_gpu = p.device[t.id] == placement::kComputeGpu;
+      const bool take = scope_ == Scope::All         ? on_gpu
+                        : scope_ == Scope::Weights   ? on_gpu && weight
+                                                     : weight && p.device[t.id] == placement::kCpu;
+      if (!take) continue;
+      p.managed.managed[t.id] = true;
+      p.path[t.id] = placement::Path::Managed;
+      p.device[t.id] = placement::kCpu;  // home: host pages, until the driver migrates them
+      if (weight) p.managed.advice[t.id] = advice_;
+    }
+    std::string what = scope_ == Scope::All       ? "weights, KV cache, activations"
+                       : scope_ == Scope::Weights ? "weights"
+                                                  : "offloaded weights";
+    resolved.emplace_back("managed", what + ", " + (caching_ ? "caching allocator" : "cudaMallocManaged per tensor"));
+    if (prefetch_ > 0) resolved.emplace_back("managed prefetch", std::to_string(prefetch_) + " layer(s) ahead");
+  }
+  bool takes_offloaded() const override { return scope_ == Scope::Offloaded; }
+
+ private:
+  std::uint8_t advice_ = placement::kAdviseNone;
+  Scope scope_ = Scope::All;
+  bool caching_ = true;
+  int prefetch_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<MemoryKind> make_managed_memory(config::Section& o) { return std::make_unique<ManagedMemory>(o); }
+
+}  // namespace tiersim::strategy

@@ -1,0 +1,51 @@
+// `execute`: a layer whose weights are homed off the compute GPU runs where they live: on the CPU next to
+// its weights and KV cache (llama.cpp's offloaded layers), or on the GPU that holds it (llama.cpp's and
+// accelerate's multi-GPU splits: a pipeline in which only hidden states cross between devices). Layers
+// are moved whole to the device holding most of their bytes, as llama.cpp offloads whole layers.
+#include <map>
+
+#include "policies/offload_paths/paths.hpp"
+
+namespace tiersim::strategy {
+namespace {
+
+class ExecutePath final : public OffloadPath {
+ public:
+  void apply(const trace::Header& header, placement::Placement& p, Resolved&) const override {
+    snap_layers(header, p, [](placement::DeviceId d) { return d != placement::kComputeGpu; });
+    for (const auto& t : header.tensors) {
+      if (t.kind != trace::TensorKind::Weight || p.path[t.id] == placement::Path::Managed) continue;
+      if (p.device[t.id] != placement::kComputeGpu) p.path[t.id] = placement::Path::Execute;
+    }
+  }
+  int staged_layers(placement::DeviceId) const override { return 0; }
+};
+
+}  // namespace
+
+std::unique_ptr<OffloadPath> make_execute_path(config::Section&) { return std::make_unique<ExecutePath>(); }
+
+void snap_layers(const trace::Header& header, placement::Placement& p, bool (*runs_there)(placement::DeviceId)) {
+  std::map<std::int32_t, std::map<placement::DeviceId, double>> bytes_by_layer;
+  for (const auto& t : header.tensors)
+    if (t.kind == trace::TensorKind::Weight && p.path[t.id] != placement::Path::Managed)
+      bytes_by_layer[t.layer][p.device[t.id]] += static_cast<double>(t.bytes);
+  std::map<std::int32_t, placement::DeviceId> target;
+  for (const auto& [layer, by_device] : bytes_by_layer) {
+    // The device with the most bytes; the compute GPU wins ties (it is first: kCpu = -1 is checked last).
+    placement::DeviceId best = placement::kComputeGpu;
+    double best_bytes = by_device.count(placement::kComputeGpu) ? by_device.at(placement::kComputeGpu) : 0.0;
+    for (const auto& [dev, b] : by_device)
+      if (dev > placement::kComputeGpu && b > best_bytes) best = dev, best_bytes = b;
+    if (by_device.count(placement::kCpu) && by_device.at(placement::kCpu) > best_bytes) best = placement::kCpu;
+    target[layer] = best;
+  }
+  for (const auto& t : header.tensors) {
+    if (t.kind != trace::TensorKind::Weight || p.path[t.id] == placement::Path::Managed) continue;
+    const placement::DeviceId to = target[t.layer];
+    if (runs_there(to)) p.device[t.id] = to;
+    else if (to == placement::kComputeGpu && runs_there(p.device[t.id])) p.device[t.id] = placement::kComputeGpu;
+  }
+}
+
+}  // namespace tiersim::strategy

@@ -1,0 +1,16 @@
+#pragma once
+// Factories of the placement rules, one per file; registry.cpp lists them.
+#include "policies/strategy/parts.hpp"
+
+namespace tiersim::strategy {
+
+std::unique_ptr<PlacementRule> make_all_gpu(config::Section& options);
+std::unique_ptr<PlacementRule> make_distorch_bytes(config::Section& options);
+std::unique_ptr<PlacementRule> make_distorch_ratio(config::Section& options);
+std::unique_ptr<PlacementRule> make_distorch_fraction(config::Section& options);
+std::unique_ptr<PlacementRule> make_first_layers(config::Section& options);
+
+// Reads a `donor` option (cpu or cuda:N, not the compute GPU), cpu when absent.
+placement::DeviceId read_donor(config::Section& options);
+
+}  // namespace tiersim::strategy

@@ -1,0 +1,102 @@
+#include "policies/strategy/presets.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.hpp"
+
+namespace tiersim::strategy {
+namespace {
+
+struct Preset {
+  PresetInfo info;
+  const char* placement;
+  const char* memory;  // NAME:OPTIONS as on the command line
+};
+
+const std::vector<Preset>& table() {
+  static const std::vector<Preset> list{
+      {{"resident", "everything in the compute GPU's memory (fails clearly if it does not fit)"}, "all-gpu", "device"},
+      {{"bytes", "DisTorch bytes split, e.g. --split \"cuda:0,2.5gb;cpu,*\""}, "distorch.bytes", "device"},
+      {{"ratio", "DisTorch ratio split, e.g. --split \"cuda:0,80%;cpu,20%\""}, "distorch.ratio", "device"},
+      {{"fraction", "DisTorch fraction-of-device-memory split, e.g. --split \"cuda:0,0.8;cpu,0.5\""},
+       "distorch.fraction", "device"},
+      {{"layers", "first N transformer layers on the GPU, the rest offloaded (--layers N)"}, "layers", "device"},
+      {{"um", "CUDA managed memory, demand paging (oversubscription allowed)"}, "all-gpu", "managed"},
+      {{"um-cpu", "managed memory, weights PreferredLocation=CPU: read over the link every time"}, "all-gpu",
+       "managed:prefer-cpu"},
+      {{"um-accessedby", "managed memory, weights PreferredLocation=CPU + AccessedBy=GPU (no mapping faults)"},
+       "all-gpu", "managed:prefer-cpu,accessed-by"},
+      {{"um-readmostly", "managed memory, weights ReadMostly: read-only duplicates on the GPU"}, "all-gpu",
+       "managed:read-mostly"},
+      {{"um-prefetch", "managed memory + cudaMemPrefetchAsync of the next N layers' weights (--prefetch N, default 1)"},
+       "all-gpu", "managed:prefetch=1"},
+  };
+  return list;
+}
+
+// A preset's part: given by the preset, not the user.
+PartSpec preset_part(const std::string& text, const std::string& flag) {
+  PartSpec p = PartSpec::parse(text, flag);
+  p.given = false;
+  p.given_by.clear();
+  return p;
+}
+
+}  // namespace
+
+const std::vector<PresetInfo>& presets() {
+  static const std::vector<PresetInfo> list = [] {
+    std::vector<PresetInfo> out;
+    for (const auto& p : table()) out.push_back(p.info);
+    return out;
+  }();
+  return list;
+}
+
+StrategySpec preset_spec(const std::string& name) {
+  std::string known;
+  for (const auto& p : table()) {
+    if (p.info.name == name) {
+      StrategySpec spec;
+      spec.preset = name;
+      spec.placement = preset_part(p.placement, "--placement");
+      spec.memory = preset_part(p.memory, "--memory");
+      spec.offload = preset_part("copy", "--offload");
+      return spec;
+    }
+    known += (known.empty() ? "" : ", ") + p.info.name;
+  }
+  throw InputError("", 0, "--policy", "unknown policy '" + name + "' (known: " + known + ")");
+}
+
+void apply_flags(StrategySpec& spec, const LegacyFlags& f) {
+  if (f.split) spec.placement.set("split", *f.split, "--split");
+  if (f.layers) spec.placement.set("layers", std::to_string(*f.layers), "--layers");
+  if (f.offload_bytes) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g B", *f.offload_bytes);
+    spec.placement.set("offload", buf, "--offload-gb");
+  }
+  if (f.donor) spec.placement.set("donor", *f.donor, "--donor");
+  if (f.offload_exec && *f.offload_exec == "cpu") {
+    if (spec.offload.name != "copy" || !spec.offload.options.empty())
+      throw InputError("", 0, "--offload-exec", "give the offload path once: --offload-exec cpu is --offload execute");
+    spec.offload.name = "execute";
+    spec.offload.given = true;
+    spec.offload.given_by["execute"] = "--offload-exec";
+  }
+  if (f.prefetch) {
+    // Under managed memory with prefetch (um-prefetch), --prefetch is cudaMemPrefetchAsync's depth (at
+    // least 1, as that preset always prefetches); otherwise the weight copies' look-ahead.
+    if (spec.memory.name == "managed" && spec.memory.options.count("prefetch"))
+      spec.memory.set("prefetch", std::to_string(std::max(1, *f.prefetch)), "--prefetch");
+    else
+      spec.offload.set("prefetch", std::to_string(*f.prefetch), "--prefetch");
+  }
+  if (f.host_memory) spec.offload.set("host", *f.host_memory, "--host-memory");
+  if (f.allocator) spec.memory.set("allocator", *f.allocator, "--allocator");
+  if (f.um_scope) spec.memory.set("scope", *f.um_scope, "--um-scope");
+}
+
+}  // namespace tiersim::strategy

@@ -1,0 +1,37 @@
+#pragma once
+// The ten policy names of earlier versions, as presets of strategy parts, and the flags they take
+// (--split, --layers, --offload-gb, --donor, --offload-exec, --prefetch, --host-memory, --allocator,
+// --um-scope), each turned into an option of the part that reads it. A preset with its flags gives the
+// numbers it gave before parts existed (tests/golden).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policies/strategy/strategy.hpp"
+
+namespace tiersim::strategy {
+
+struct PresetInfo {
+  std::string name;
+  std::string description;
+};
+const std::vector<PresetInfo>& presets();
+
+// The preset's parts; InputError naming --policy for an unknown name.
+StrategySpec preset_spec(const std::string& name);
+
+struct LegacyFlags {
+  std::optional<std::string> split;
+  std::optional<int> layers;
+  std::optional<double> offload_bytes;   // virtual VRAM, bytes
+  std::optional<std::string> donor;
+  std::optional<std::string> offload_exec;  // copy | cpu
+  std::optional<int> prefetch;
+  std::optional<std::string> host_memory;   // pinned | pageable
+  std::optional<std::string> allocator;     // managed memory
+  std::optional<std::string> um_scope;      // managed memory
+};
+// Adds the flags to the parts that read them (a part that does not read one rejects it when composed).
+void apply_flags(StrategySpec& spec, const LegacyFlags& flags);
+
+}  // namespace tiersim::strategy

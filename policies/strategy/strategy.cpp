@@ -1,0 +1,146 @@
+#include "policies/strategy/strategy.hpp"
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "policies/strategy/parts.hpp"
+
+namespace tiersim::strategy {
+namespace {
+
+// Where an option belongs, said when a part is given one it does not read.
+std::string hint(const std::string& key) {
+  if (key == "split" || key == "offload") return "it is for the distorch.* placements (presets bytes, ratio, fraction)";
+  if (key == "layers") return "it is for the layers placement";
+  if (key == "donor") return "it is for placements that choose the donor (distorch.* without a split, layers)";
+  if (key == "allocator" || key == "scope" || key == "prefer-cpu" || key == "accessed-by" || key == "read-mostly")
+    return "it is for managed memory (--memory managed, the um* presets)";
+  if (key == "prefetch" || key == "host" || key == "sync" || key == "peer" || key == "pinned" || key == "pageable")
+    return "it is for the copy offload path";
+  return "see sim parts";
+}
+
+template <typename Part>
+std::unique_ptr<Part> build(const std::vector<PartInfo<Part>>& family, const PartSpec& spec, const std::string& flag,
+                            const std::string& family_name, const std::string& label) {
+  const std::string origin = spec.origin.empty() ? flag : spec.origin;
+  const PartInfo<Part>* info = nullptr;
+  std::string known;
+  for (const auto& i : family) {
+    if (i.name == spec.name) info = &i;
+    known += (known.empty() ? "" : ", ") + i.name;
+  }
+  if (!info) throw InputError("", 0, origin, "unknown " + family_name + " '" + spec.name + "' (known: " + known + ")");
+  config::Section options(spec.node(), "", origin);
+  try {
+    auto part = info->make(options);
+    options.finish();
+    return part;
+  } catch (const InputError& e) {
+    const auto by = spec.given_by.find(e.key());
+    if (by == spec.given_by.end()) throw;
+    const std::string message = e.message() == "unknown key"
+                                    ? label + " does not use this option (its " + family_name + " " + spec.name +
+                                          " has no '" + e.key() + "'); " + hint(e.key())
+                                    : e.message();
+    // A legacy flag names itself; an option inside a part's text names the part's flag and the option.
+    const bool part_flag = by->second == "--placement" || by->second == "--memory" || by->second == "--offload";
+    if (part_flag) throw InputError("", 0, by->second, "option '" + e.key() + "': " + message);
+    throw InputError("", 0, by->second, message);
+  }
+}
+
+// The rest of a strategy, for placement rules that fill a GPU as far as it goes.
+class Composer final : public Completion {
+ public:
+  Composer(const trace::Header& header, const hw::HardwareProfile& hw, const MemoryKind& memory,
+           const OffloadPath& offload, std::string label)
+      : header_(header), hw_(hw), memory_(memory), offload_(offload), label_(std::move(label)) {}
+
+  placement::Placement complete(const std::vector<placement::DeviceId>& homes, Resolved& resolved) const {
+    placement::Placement p;
+    p.device = homes;
+    p.path.assign(homes.size(), placement::Path::Local);
+    memory_.apply(header_, hw_, p, resolved);
+    offload_.apply(header_, p, resolved);
+    placement::finalize(header_, hw_, p, label_);
+    return p;
+  }
+  bool fits(const std::vector<placement::DeviceId>& homes) const override {
+    Resolved ignored;
+    try {
+      complete(homes, ignored);
+      return true;
+    } catch (const CapacityError&) {
+      return false;
+    }
+  }
+  bool fits_compute_gpu(const std::vector<placement::DeviceId>& homes) const override {
+    Resolved ignored;
+    try {
+      complete(homes, ignored);
+      return true;
+    } catch (const CapacityError& e) {
+      return e.device() != "cuda:0";
+    }
+  }
+  int staged_layers(placement::DeviceId donor) const override {
+    if (donor == placement::kCpu && memory_.takes_offloaded()) return 0;
+    return offload_.staged_layers(donor);
+  }
+
+ private:
+  const trace::Header& header_;
+  const hw::HardwareProfile& hw_;
+  const MemoryKind& memory_;
+  const OffloadPath& offload_;
+  std::string label_;
+};
+
+// The first flag that gave the offload path an option (for the error when none can apply).
+std::string offload_flag(const PartSpec& offload) {
+  for (const auto& [key, flag] : offload.given_by) return flag;
+  return offload.origin.empty() ? "--offload" : offload.origin;
+}
+
+}  // namespace
+
+std::string StrategySpec::label() const {
+  if (!custom && !preset.empty()) return preset;
+  return placement.text() + " + " + memory.text() + " + " + offload.text();
+}
+
+placement::Placement compose(const trace::Header& header, const hw::HardwareProfile& hw, const StrategySpec& spec) {
+  const std::string label = spec.label();
+  const std::string named = (!spec.custom && !spec.preset.empty() ? "policy '" : "strategy '") + label + "'";
+  auto rule = build(placement_rules(), spec.placement, "--placement", "placement", named);
+  auto memory = build(memory_kinds(), spec.memory, "--memory", "memory kind", named);
+  auto offload = build(offload_paths(), spec.offload, "--offload", "offload path", named);
+  if (spec.offload.given && (!rule->may_offload() || memory->takes_offloaded()))
+    throw InputError("", 0, offload_flag(spec.offload),
+                     named + " offloads no weight to copy or execute elsewhere (" +
+                         (rule->may_offload() ? "managed memory takes the offloaded weights"
+                                              : "placement " + spec.placement.name + " keeps every weight on the GPU") +
+                         "), so the offload path's options would have no effect");
+
+  Composer composer(header, hw, *memory, *offload, label);
+  Resolved resolved;
+  const auto homes = rule->place(header, hw, composer, resolved);
+  placement::Placement p = composer.complete(homes, resolved);
+  if (p.managed.enabled) {
+    for (std::size_t i = 0; i < p.path.size(); ++i)
+      if (p.path[i] == placement::Path::Execute)
+        throw InputError("", 0, spec.memory.origin.empty() ? "--memory" : spec.memory.origin,
+                         "managed memory with layers executed off the compute GPU (on the CPU or another GPU) is not "
+                         "modelled; use the copy offload path");
+    const double capacity = placement::managed_gpu_capacity(header, hw, p);
+    if (capacity < hw.managed_memory->va_block)
+      throw CapacityError("'" + label + "' leaves no GPU memory for managed blocks on '" + hw.name + "'");
+    const double footprint = placement::managed_usage(header, p).total();
+    resolved.emplace_back("managed footprint", units::format_bytes(footprint) + " for " + units::format_bytes(capacity) +
+                                                   " of GPU memory" + (footprint > capacity ? " (oversubscribed)" : ""));
+  }
+  p.resolved = std::move(resolved);
+  return p;
+}
+
+}  // namespace tiersim::strategy
