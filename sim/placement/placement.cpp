@@ -75,6 +75,18 @@ double offloaded_weight_bytes(const trace::Header& header, const Placement& p) {
   return total;
 }
 
+// A GPU other than the compute GPU that runs layers needs an activation workspace of its own, as large
+// as the compute GPU's (the same hidden states pass through it).
+double workspace_on(const trace::Header& header, const Placement& p, DeviceId d) {
+  bool executes = false;
+  for (std::size_t i = 0; i < p.path.size() && !executes; ++i) executes = p.path[i] == Path::Execute && p.device[i] == d;
+  if (!executes || d == kComputeGpu || d == kCpu) return 0;
+  double bytes = 0;
+  for (const auto& t : header.tensors)
+    if (t.kind == trace::TensorKind::Activation) bytes += static_cast<double>(t.bytes);
+  return bytes;
+}
+
 DeviceId execution_device(const trace::Header& header, const Placement& p, std::int32_t layer) {
   for (const auto& t : header.tensors)
     if (t.layer == layer && t.kind == trace::TensorKind::Weight && p.path[t.id] == Path::Execute) return p.device[t.id];
@@ -92,17 +104,6 @@ bool copied_tensor(const Placement& p, const trace::Tensor& t) {
   return t.kind == trace::TensorKind::Weight && p.path[t.id] == Path::Copy;
 }
 
-// A GPU other than the compute GPU that runs layers needs an activation workspace of its own, as large
-// as the compute GPU's (the same hidden states pass through it).
-double workspace_on(const trace::Header& header, const Placement& p, DeviceId d) {
-  bool executes = false;
-  for (std::size_t i = 0; i < p.path.size() && !executes; ++i) executes = p.path[i] == Path::Execute && p.device[i] == d;
-  if (!executes || d == kComputeGpu || d == kCpu) return 0;
-  double bytes = 0;
-  for (const auto& t : header.tensors)
-    if (t.kind == trace::TensorKind::Activation) bytes += static_cast<double>(t.bytes);
-  return bytes;
-}
 }  // namespace
 
 double largest_copied_layer(const trace::Header& header, const Placement& p) {

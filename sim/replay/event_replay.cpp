@@ -62,6 +62,7 @@ class Replay final : public engine::EventHandler,
         staging_(placement::usage_on(source.header(), placement, placement::kComputeGpu).total() + setup.hw.gpu.reserved),
         tensor_job_(source.header().tensors.size(), 0),
         release_job_(source.header().tensors.size(), 0),
+        release_step_(source.header().tensors.size(), 0),
         prefetched_(source.header().tensors.size(), false) {
     const hw::HardwareProfile& hw = setup.hw;
     // One compute stream and one host link per GPU; one link per pair of GPUs, keyed by its endpoints.
@@ -286,6 +287,7 @@ class Replay final : public engine::EventHandler,
           const std::uint32_t t = plan_.frees[a.frees_begin + i];
           const double bytes = static_cast<double>(source_.header().tensors[t].bytes);
           release_job_[t] = job;
+          release_step_[t] = steps_.size() + 1;
           if (prefetched_[t]) freed_at_completion += bytes;
           else staging_.release_now(bytes);
         }
@@ -295,8 +297,12 @@ class Replay final : public engine::EventHandler,
       case ActionKind::AwaitSlot: {
         // A gate: owned by the replay, completed the moment its prerequisites are (job_ready below).
         const JobId job = jobs_.create(this);
-        for (std::uint32_t i = 0; i < a.frees_count; ++i)
-          jobs_.add_dependency(job, release_job_[plan_.slot_waits[a.frees_begin + i]]);
+        // Only releases issued this step: job ids are reused from step to step, so an older one names
+        // some other job (a copy whose release is still ahead holds its buffer; the peak shows it).
+        for (std::uint32_t i = 0; i < a.frees_count; ++i) {
+          const std::uint32_t t = plan_.slot_waits[a.frees_begin + i];
+          if (release_step_[t] == steps_.size() + 1) jobs_.add_dependency(job, release_job_[t]);
+        }
         if (jobs_.ready(job)) jobs_.complete(job, sim_.now());
         return job;
       }
@@ -428,6 +434,7 @@ class Replay final : public engine::EventHandler,
   StepPlan plan_;
   std::vector<JobId> tensor_job_;
   std::vector<JobId> release_job_;   // by tensor: the kernel whose completion frees its staging
+  std::vector<std::size_t> release_step_;  // by tensor: 1 + the step release_job_ was set in (0: never)
   std::vector<bool> prefetched_;     // by tensor: staged by a prefetch (vs on demand) this step
   std::vector<JobId> copy_jobs_;
   std::size_t pc_ = 0;

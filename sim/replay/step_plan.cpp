@@ -1,6 +1,7 @@
 #include "replay/step_plan.hpp"
 
 #include <algorithm>
+#include <climits>
 
 #include "hardware/op_cost.hpp"
 
@@ -11,6 +12,7 @@ using placement::kCpu;
 
 namespace {
 constexpr DeviceId kNoDevice = -2;
+constexpr std::int32_t kNoLayer = INT32_MIN;
 }  // namespace
 
 StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, const placement::Placement& placement)
@@ -20,6 +22,7 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
   managed_.assign(n, false);
   executes_on_.assign(n, kNoDevice);
   last_reader_.assign(n, -1);
+  next_layer_.assign(n, kNoLayer);
   issued_.assign(n, false);
   for (const auto& t : header.tensors) {
     const DeviceId d = placement.device[t.id];
@@ -79,6 +82,10 @@ bool StepPlanner::copy_blocks_host(DeviceId source) const {
   return source == kCpu && placement_.copy.host_memory == placement::HostMemory::Pageable;
 }
 
+bool StepPlanner::copied_again(std::uint32_t tensor, const StepPlan& out) const {
+  return std::find(out.frees.begin(), out.frees.end(), tensor) != out.frees.end();
+}
+
 DeviceId StepPlanner::op_device(const trace::Op& op) const {
   for (const auto& a : op.reads)
     if (executes_on_[a.tensor] != kNoDevice) return executes_on_[a.tensor];
@@ -131,6 +138,24 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         if (last_reader_[a.tensor] < 0) touched_.push_back(a.tensor);
         last_reader_[a.tensor] = static_cast<std::int32_t>(i);
       }
+  // A copied weight is copied for a layer's use and released after that layer's last read of it, as
+  // frameworks cast a module's weights per forward: a weight read again by a later layer (a tied
+  // embedding and LM head) is copied again there, on demand, instead of staying staged in between.
+  read_begin_.assign(step.ops.size() + 1, 0);
+  for (std::size_t i = 0; i < step.ops.size(); ++i)
+    read_begin_[i + 1] = read_begin_[i] + static_cast<std::uint32_t>(step.ops[i].reads.size());
+  group_last_.assign(read_begin_.back(), 0);
+  for (std::size_t i = step.ops.size(); i-- > 0;) {
+    const trace::Op& op = step.ops[i];
+    for (std::size_t k = 0; k < op.reads.size(); ++k) {
+      const std::uint32_t t = op.reads[k].tensor;
+      if (!copied_[t]) continue;
+      if (next_layer_[t] != op.layer) group_last_[read_begin_[i] + k] = 1;
+      next_layer_[t] = op.layer;
+    }
+  }
+  for (const auto& op : step.ops)
+    for (const auto& a : op.reads) next_layer_[a.tensor] = kNoLayer;
 
   const int prefetch = placement_.copy.prefetch;
   std::size_t prefetched_upto = 0;  // positions [0, prefetched_upto) have been issued
@@ -201,9 +226,22 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       a.work_seconds = hw::cpu_op_seconds(hw_, op, default_dtype_);
       out.actions.push_back(a);
     } else {
-      // Weights not yet on the GPU: copied now on the compute stream (on demand).
-      for (const auto& r : op.reads)
-        if (copied_[r.tensor] && !issued_[r.tensor]) issue_copy(out, r.tensor, false);
+      // Weights not yet on the GPU: copied now on the compute stream (on demand). A weight copied again
+      // for a later layer (a tied one) while streaming ahead first waits, like a prefetch, until the
+      // staging released so far is free, so that the staged copies stay within prefetch + 1 layers.
+      for (const auto& r : op.reads) {
+        if (!copied_[r.tensor] || issued_[r.tensor]) continue;
+        if (prefetch > 0 && copied_again(r.tensor, out)) {
+          Action wait;
+          wait.kind = ActionKind::AwaitSlot;
+          wait.host_waits = true;
+          wait.frees_begin = static_cast<std::uint32_t>(out.slot_waits.size());
+          out.slot_waits.insert(out.slot_waits.end(), out.frees.begin(), out.frees.end());
+          wait.frees_count = static_cast<std::uint32_t>(out.slot_waits.size()) - wait.frees_begin;
+          if (wait.frees_count > 0) out.actions.push_back(wait);
+        }
+        issue_copy(out, r.tensor, false);
+      }
       Action a;
       a.kind = ActionKind::Kernel;
       a.device = device;
@@ -227,7 +265,10 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         }
         if (!copied_[r.tensor]) continue;
         out.deps.push_back(r.tensor);
-        if (last_reader_[r.tensor] == static_cast<std::int32_t>(i)) out.frees.push_back(r.tensor);
+        if (group_last_[read_begin_[i] + static_cast<std::uint32_t>(&r - op.reads.data())]) {
+          out.frees.push_back(r.tensor);
+          issued_[r.tensor] = false;  // a later layer that reads it again copies it again
+        }
       }
       for (const auto& w : op.writes)
         if (managed_[w.tensor]) out.managed.push_back({w.tensor, w.bytes, true});

@@ -88,6 +88,8 @@ class StepPlanner {
   // Where an op runs: the device of an Execute-path tensor it touches (kCpu or a GPU), else the compute GPU.
   placement::DeviceId op_device(const trace::Op& op) const;
   std::size_t layer_position(std::int32_t layer) const;
+  // Whether this step has already copied and released `tensor` (it is being copied again).
+  bool copied_again(std::uint32_t tensor, const StepPlan& out) const;
   void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch);
   double activation_bytes(const trace::Op& op) const;
 
@@ -105,7 +107,10 @@ class StepPlanner {
   std::vector<std::vector<std::uint32_t>> copied_by_position_;  // copied tensors of each layer position
   // Per-step scratch.
   std::vector<std::int32_t> last_reader_;   // by tensor: index of the last op reading it (-1 none)
-  std::vector<bool> issued_;                // by tensor: copy already issued this step
+  std::vector<bool> issued_;                // by tensor: a staged copy is live (issued, not yet released)
+  std::vector<std::int32_t> next_layer_;    // by tensor: scratch of the group pass (kNoLayer between steps)
+  std::vector<std::uint32_t> read_begin_;   // by op: index of its first read in group_last_
+  std::vector<std::uint8_t> group_last_;    // by read: the layer's last read of a copied weight (it is released)
   std::vector<std::uint32_t> touched_;
 };
 

@@ -73,7 +73,8 @@ void write_json(std::ostream& out, const Context& c) {
   }
   ordered_json tiers = ordered_json::object();
   for (const auto& [dev, peak] : c.result->peak_bytes) {
-    const auto u = placement::usage_on(h, *c.placement, placement::parse_device(dev));
+    auto u = placement::usage_on(h, *c.placement, placement::parse_device(dev));
+    u.activations += placement::workspace_on(h, *c.placement, placement::parse_device(dev));
     tiers[dev] = {{"weights_bytes", u.weights}, {"kv_bytes", u.kv}, {"activation_bytes", u.activations}, {"peak_bytes", peak}};
   }
   j["memory_per_tier"] = tiers;

@@ -208,6 +208,44 @@ TEST(ToyModel, StagingPeakIsBoundedBySlots) {
   EXPECT_DOUBLE_EQ(r.peak_bytes.at("cuda:0"), 1e5 + 2e6);
 }
 
+TEST(ToyModel, PipelineRunsEachLayerOnTheGpuThatHoldsIt) {
+  // Layer 1 executes on cuda:1: kernel L0 on cuda:0 (1.1 ms), the 1e5 activation bytes to cuda:1 over
+  // the 500 MB/s peer link (0.2 ms), kernel L1 on cuda:1 (1.1 ms); the step ends when cuda:1 is done.
+  ExecutionOptions exec;
+  exec.cpu = true;  // "execute where it lives": on cuda:1 here
+  const auto r = run_event(2, {1}, 1, exec);
+  EXPECT_NEAR(decode_step(r), 2.4e-3, kTol);
+  EXPECT_DOUBLE_EQ(r.steps.back().peer_bytes, 1e5);
+  EXPECT_DOUBLE_EQ(r.steps.back().h2d_bytes, 0);
+  EXPECT_NEAR(decode_step(run_analytic(2, {1}, 1, exec)), 2.4e-3, kTol);
+  // The same device map as a donor: the weight is copied to cuda:0 every step (2 ms at 500 MB/s).
+  EXPECT_NEAR(decode_step(run_event(2, {1}, 1, {})), 1.1e-3 + 2e-3 + 1.1e-3, kTol);
+}
+
+TEST(ToyModel, TiedWeightIsCopiedAgainWhereItIsReadAgainAndStagingStaysBounded) {
+  // embed (layer -1) is read by the first op and again by the head (layer 2), as a tied embedding and
+  // LM head are; every weight is streamed from the host one layer ahead (two staging slots of 1e6 B).
+  // Copies take 10 ms, kernels 1.1 ms: embed copy [0,10], kernel [10,11.1]; w0 copy [10,20], kernel
+  // [20,21.1]; w1 copy waits for embed's slot (11.1), runs [20,30], kernel [30,31.1]; the head copies
+  // embed again on demand [31.1,41.1] and runs [41.1,42.2]. Before, embed stayed staged all step (a
+  // third buffer past the bound) and the slot wait named a job id left over from the previous step.
+  std::ostringstream t;
+  t << "tiersim-trace 1\nmeta model tied\nmeta batch 1\n"
+    << "tensor 0 weight 1000000 -1 embed\ntensor 1 weight 1000000 0 w0\ntensor 2 weight 1000000 1 w1\n"
+    << "tensor 3 act 100000 -1 activations\n";
+  for (int s = 0; s < 3; ++s)
+    t << "step decode tokens=1\nop embedding layer=-1 read=0 write=3\nop gemv layer=0 read=1 write=3\n"
+      << "op gemv layer=1 read=2 write=3\nop gemv layer=2 read=0 write=3\n";
+  t << "end\n";
+  auto src = std::make_unique<trace::TraceReader>(std::make_unique<std::istringstream>(t.str()), "tied.trace");
+  ExecutionOptions exec;
+  exec.prefetch = 1;
+  const auto p = testing::toy_placement(src->header(), {0, 1, 2}, kCpu, exec);
+  const auto r = replay::run_event_engine(testing::toy_profile(), p, *src);
+  for (const auto& step : r.steps) EXPECT_NEAR(step.seconds, 42.2e-3, kTol);
+  EXPECT_LE(r.peak_bytes.at("cuda:0"), 1e5 + 2e6);
+}
+
 TEST(ToyModel, EveryRunIsIdentical) {
   ExecutionOptions exec;
   exec.prefetch = 2;
