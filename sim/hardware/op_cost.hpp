@@ -24,8 +24,8 @@ struct GpuOpCost {
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
-// Host time to issue the op's kernels: measured host time if the trace has it, else the profile's
-// runtime's per_op for its kind, else per launch.
+// Host time to issue the op's kernels: measured host time if the trace has it, else the
+// runtime's per_op for its kind (gemv and gemm price each other: both are one Linear call), else per launch.
 double host_issue_seconds(const runtime::RuntimeProfile& runtime, const trace::Op& op);
 
 }  // namespace tiersim::hw
