@@ -2,15 +2,19 @@
 # tiersim set-up. Two commands do everything on a fresh Debian machine:
 #   ./setup.sh demo    install what is missing, build, and predict Qwen3-14B on an RTX 4090 under a DisTorch split
 #   ./setup.sh test    install what is missing, build, and run every test
+#   ./setup.sh fuzz [SECONDS]   install clang, build the libFuzzer harnesses (build-fuzz/) and run each
+#                      for SECONDS (default 60); findings go to tests/fuzz/regressions/ (exit 1)
 # Options: --sanitize (test with AddressSanitizer + UndefinedBehaviorSanitizer, in build-sanitize/).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(cmake ninja-build g++ libyaml-cpp-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libgtest-dev)
+# libFuzzer and the sanitizer runtimes for clang come in libclang-rt-14-dev on Debian 12.
+FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
-install_missing() {
+install_missing() {  # install_missing [EXTRA PACKAGES...]
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "${PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -46,8 +50,15 @@ case "${1:-}" in
       ctest --test-dir build --output-on-failure -j "$(nproc)"
     fi
     ;;
+  fuzz)
+    install_missing "${FUZZ_PACKAGES[@]}"
+    CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIERSIM_FUZZ=ON \
+      -DTIERSIM_BUILD_TESTS=OFF -DTIERSIM_BUILD_CALIB=OFF >/dev/null
+    cmake --build build-fuzz -j "$(nproc)" --target tiersim_fuzzers
+    FUZZ_BUILD=build-fuzz FUZZ_JOBS="$(nproc)" tests/fuzz/run_fuzzers.sh "${2:-60}"
+    ;;
   *)
-    echo "usage: ./setup.sh demo | ./setup.sh test [--sanitize]" >&2
+    echo "usage: ./setup.sh demo | ./setup.sh test [--sanitize] | ./setup.sh fuzz [SECONDS]" >&2
     exit 2
     ;;
 esac
