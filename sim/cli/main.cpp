@@ -5,12 +5,18 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
 
+#include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
+#include "config/embedded_files.hpp"
+#include "config/profile_writer.hpp"
+#include "config/strict_reader.hpp"
+#include "report/output_file.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "hardware/profile_loader.hpp"
@@ -46,6 +52,7 @@ struct CommonOptions {
   std::optional<std::string> allocator;
   std::optional<std::string> um_scope;
   std::string lengths = "warm";
+  std::vector<std::string> sets;
 };
 
 void add_generation_options(CLI::App& cmd, CommonOptions& o) {
@@ -62,6 +69,9 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--hw", o.hw, "hardware profile: a YAML file or a preset name (sim profiles)")->capture_default_str();
   cmd.add_option("--runtime", o.runtime, "the framework's host costs: a runtime YAML file or a preset name (sim runtimes)")
       ->capture_default_str();
+  cmd.add_option("--set", o.sets,
+                 "override a profile key, validated like the file: gpu.memory=\"48 GiB\", host_link.width=8, "
+                 "runtime.per_launch=\"8 us\" (repeatable)");
   cmd.add_option("--policy", o.policy, "a preset strategy (sim policies); parts given below replace its parts");
   cmd.add_option("--placement", o.placement,
                  "placement rule, NAME[:OPTION,...]: all-gpu, distorch.bytes|ratio|fraction, layers (sim parts)");
@@ -155,50 +165,115 @@ SweepRange parse_range(const std::string& text) {
   return r;
 }
 
-// The hardware, the runtime and the run options a command runs against.
-struct Machine {
-  hw::HardwareProfile hw;
-  runtime::RuntimeProfile runtime;
-  bool fresh_lengths = false;
-  replay::RunSetup setup() const { return {hw, runtime, fresh_lengths}; }
-};
-
-Machine resolve_machine(const CommonOptions& o) {
-  return {hw::resolve_profile(o.hw), runtime::resolve_runtime(o.runtime), o.lengths == "fresh"};
+// `--set key=value` on the hardware profile's tree (gpu.memory=48GiB), or on the runtime's with a
+// `runtime.` prefix, before the strict loader reads it: an override is validated like the file.
+void apply_sets(YAML::Node hw_root, YAML::Node rt_root, const std::vector<std::string>& sets) {
+  for (const std::string& set : sets) {
+    const std::size_t eq = set.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == set.size())
+      throw InputError("", 0, "--set", "expected KEY=VALUE (e.g. gpu.memory=\"48 GiB\"), got '" + set + "'");
+    std::string key = set.substr(0, eq);
+    YAML::Node node;  // reset() rebinds; assigning a node would overwrite the tree it refers to
+    node.reset(hw_root);
+    if (key.rfind("runtime.", 0) == 0) {
+      node.reset(rt_root);
+      key = key.substr(8);
+    }
+    std::vector<std::string> path;
+    for (std::size_t start = 0;;) {
+      const std::size_t dot = key.find('.', start);
+      path.push_back(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+      if (path[i].empty() || !node[path[i]] || !node[path[i]].IsMap())
+        throw InputError("", 0, "--set", "'" + set.substr(0, eq) + "': no section '" + path[i] + "' to set a key in");
+      node.reset(node[path[i]]);
+    }
+    node[path.back()] = set.substr(eq + 1);
+  }
 }
 
-int run_command(const CommonOptions& o, bool json, const std::string& timeline_path, std::size_t timeline_steps) {
-  const Machine m = resolve_machine(o);
-  const app::TraceSpec spec = trace_spec(o);
-  std::optional<report::Timeline> timeline;
-  if (!timeline_path.empty()) timeline.emplace(timeline_steps);
-  const strategy::StrategySpec strategy = strategy_spec(o);
-  const auto sim = app::simulate(m.setup(), strategy, app::parse_engine(o.engine), spec,
-                                 timeline ? &*timeline : nullptr);
-  if (timeline) {  // opened only after a successful run: a refused command leaves no file behind
-    std::ofstream out(timeline_path);
-    if (!out) throw InputError(timeline_path, 0, "--timeline", "cannot write the timeline file");
-    timeline->write(out);
+YAML::Node profile_tree(const std::string& spec, bool runtime_file) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(spec, ec)) {
+    std::ifstream in(spec);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return config::parse_document(ss.str(), spec);
   }
+  for (const auto& f : runtime_file ? config::embedded_runtimes() : config::embedded_profiles())
+    if (f.name == spec) return config::parse_document(f.text, "preset:" + f.name);
+  return YAML::Node();  // the resolver says what is wrong
+}
+
+// The hardware and runtime a command names, with --set overrides applied.
+void resolve_machine(const CommonOptions& o, app::RunInputs& in) {
+  if (o.sets.empty()) {
+    in.hw = hw::resolve_profile(o.hw);
+    in.runtime = runtime::resolve_runtime(o.runtime);
+  } else {
+    YAML::Node hw_root = profile_tree(o.hw, false), rt_root = profile_tree(o.runtime, true);
+    if (!hw_root) hw::resolve_profile(o.hw);  // throws, naming the presets
+    if (!rt_root) runtime::resolve_runtime(o.runtime);
+    apply_sets(hw_root, rt_root, o.sets);
+    const std::string hw_origin = hw::resolve_profile(o.hw).origin, rt_origin = runtime::resolve_runtime(o.runtime).origin;
+    in.hw = hw::parse_profile_node(hw_root, hw_origin + " with --set");
+    in.hw.origin = hw_origin + " with --set";
+    in.runtime = runtime::parse_runtime_node(rt_root, rt_origin + " with --set");
+    in.runtime.origin = rt_origin + " with --set";
+  }
+  in.fresh_lengths = o.lengths == "fresh";
+}
+
+app::RunInputs run_inputs(const CommonOptions& o) {
+  app::RunInputs in;
+  resolve_machine(o, in);
+  in.trace = trace_spec(o);
+  in.strategy = strategy_spec(o);
+  in.engine = app::parse_engine(o.engine);
+  return in;
+}
+
+int run_command(const app::RunInputs& in, bool json, const std::string& timeline_path, std::size_t timeline_steps) {
+  // Outputs are opened before the run (a path that cannot be written fails at once) and committed
+  // after it: a refused or failed run leaves no file behind.
+  std::optional<report::OutputFile> timeline_file;
+  std::optional<report::Timeline> timeline;
+  if (!timeline_path.empty()) {
+    timeline_file.emplace(timeline_path, "--timeline");
+    timeline.emplace(timeline_steps, timeline_file->stream());
+  }
+  const auto sim = app::simulate(in.setup(), in.strategy, in.engine, in.trace, timeline ? &*timeline : nullptr);
+  if (timeline) {
+    timeline->finish();
+    timeline_file->commit();
+  }
+  const nlohmann::ordered_json inputs = app::inputs_to_json(in);
   report::Context c;
-  c.policy = strategy.label();
-  c.strategy = strategy.placement.text() + " + " + strategy.memory.text() + " + " + strategy.offload.text();
-  c.trace_name = spec.name();
+  c.policy = in.strategy.label();
+  c.strategy = in.strategy.placement.text() + " + " + in.strategy.memory.text() + " + " + in.strategy.offload.text();
+  c.trace_name = in.trace.name();
   c.header = &sim.header;
-  c.hw = &m.hw;
-  c.runtime = &m.runtime;
-  c.fresh_lengths = m.fresh_lengths;
+  c.hw = &in.hw;
+  c.runtime = &in.runtime;
+  c.fresh_lengths = in.fresh_lengths;
   c.placement = &sim.placement;
   c.result = &sim.result;
+  c.inputs = &inputs;
   if (json) report::write_json(std::cout, c);
   else report::write_console(std::cout, c);
+  report::check_stdout("standard output");
   return 0;
 }
 
 int sweep_command(const CommonOptions& o, const std::string& range_text, const std::string& output) {
-  const Machine m = resolve_machine(o);
+  app::RunInputs m;
+  resolve_machine(o, m);
   const app::TraceSpec spec = trace_spec(o);
   const SweepRange range = parse_range(range_text);
+  report::OutputFile out(output.empty() ? "-" : output, "-o");  // checked before any point is simulated
   if (o.split || o.offload_gb)
     throw InputError("", 0, o.split ? "--split" : "--offload-gb", "a sweep sets the amount offloaded itself; drop it");
   const app::EngineKind engine = app::parse_engine(o.engine);
@@ -221,13 +296,8 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
     }
     rows.push_back(row);
   }
-  if (output.empty() || output == "-") {
-    report::write_sweep_csv(std::cout, rows);
-  } else {
-    std::ofstream out(output);
-    if (!out) throw InputError(output, 0, "-o", "cannot write the CSV file");
-    report::write_sweep_csv(out, rows);
-  }
+  report::write_sweep_csv(out.stream(), rows);
+  out.commit();
   return 0;
 }
 
@@ -235,9 +305,9 @@ int gen_command(const CommonOptions& o, const std::string& output) {
   if (o.model.empty()) throw InputError("", 0, "--model", "sim gen needs --model FILE (a model description)");
   app::TraceSpec spec = trace_spec(o);
   auto source = app::open_trace(spec);
-  std::ofstream out(output);
-  if (!out) throw InputError(output, 0, "-o", "cannot write the trace file");
-  const std::size_t steps = trace::write_trace(out, *source);
+  report::OutputFile out(output, "-o");
+  const std::size_t steps = trace::write_trace(out.stream(), *source);
+  out.commit();
   std::cerr << "wrote " << output << ": " << source->header().tensors.size() << " tensors, " << steps << " steps, "
             << source->header().meta.at("parameters") << " parameters\n";
   return 0;
@@ -288,11 +358,16 @@ int list_profiles() {
 int main(int argc, char** argv) {
   // `sim --trace T --policy P` means `sim run --trace T --policy P`.
   std::vector<std::string> args(argv, argv + argc);
-  if (args.size() > 1 && args[1].size() > 1 && args[1][0] == '-' && args[1] != "-h" && args[1] != "--help")
+  if (args.size() > 1 && args[1].size() > 1 && args[1][0] == '-' && args[1] != "-h" && args[1] != "--help" &&
+      args[1] != "--version")
     args.insert(args.begin() + 1, "run");
 
-  CLI::App app{"tiersim: predicts the speed and memory of ML inference spread over GPU memory tiers"};
-  app.require_subcommand(1);
+  CLI::App app{"tiersim: predicts the speed and memory of ML inference spread over GPU memory tiers\n"
+               "exit codes: 0 done, 2 bad input (a file, line and key named), 3 the model does not fit (the device and\n"
+               "bytes named), 1 internal error; with --json a failure prints {\"error\": {...}} on standard output"};
+  bool show_version = false;
+  app.add_flag("--version", show_version, "print the version and the commit it was built from");
+  app.require_subcommand(0, 1);
   CommonOptions run_o, sweep_o, gen_o;
   bool json = false;
   std::string range, sweep_out, gen_out, timeline_path;
@@ -300,7 +375,11 @@ int main(int argc, char** argv) {
 
   auto* run = app.add_subcommand("run", "predict one configuration (the default subcommand)");
   add_common_options(*run, run_o);
-  run->add_flag("--json", json, "print one JSON object instead of the summary");
+  run->add_flag("--json", json, "print one JSON object instead of the summary (its \"inputs\" re-run it: --config)");
+  std::string config_path;
+  run->add_option("--config", config_path,
+                  "re-run a result: a JSON written by --json, whose \"inputs\" hold everything it was computed from "
+                  "(prints JSON; no other inputs may be given)");
   run->add_option("--timeline", timeline_path, "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the first steps");
   run->add_option("--timeline-steps", timeline_steps, "steps the timeline covers")->capture_default_str()->check(CLI::Range(1, 1000));
 
@@ -316,7 +395,11 @@ int main(int argc, char** argv) {
 
   auto* pol = app.add_subcommand("policies", "list the preset strategies and the parts each is made of");
   auto* parts = app.add_subcommand("parts", "list the strategy parts: placement rules, memory kinds, offload paths");
-  auto* prof = app.add_subcommand("profiles", "list the embedded hardware presets");
+  auto* prof = app.add_subcommand("profiles", "list the embedded hardware presets; 'profiles show NAME' prints one as YAML");
+  std::vector<std::string> prof_args;
+  std::vector<std::string> prof_sets;
+  prof->add_option("action", prof_args, "show NAME|FILE: print the profile as the loader read it (YAML)");
+  prof->add_option("--set", prof_sets, "override a key before printing, as for run");
   auto* rts = app.add_subcommand("runtimes", "list the embedded runtime profiles (framework host costs)");
 
   std::vector<const char*> cargs;
@@ -330,23 +413,72 @@ int main(int argc, char** argv) {
               << "run 'sim --help' or 'sim run --help' for usage\n";
     return 2;
   }
+  if (show_version) {
+    std::cout << "tiersim " << report::version() << " (" << report::git_sha() << ")\n";
+    return 0;
+  }
+  if (app.get_subcommands().empty()) {
+    std::cerr << "error: give a subcommand (run, sweep, gen, policies, parts, profiles, runtimes)\n"
+              << "run 'sim --help' for usage\n";
+    return 2;
+  }
+  const bool json_errors = *run && (json || !config_path.empty());
+  auto fail = [&](const char* kind, const std::string& message, int code, const InputError* input,
+                  const CapacityError* capacity) {
+    std::cerr << "error: " << message << "\n";
+    if (json_errors) {
+      nlohmann::ordered_json e = {{"kind", kind}, {"message", message}};
+      if (input) e.update({{"file", input->file()}, {"line", input->line()}, {"key", input->key()}});
+      if (capacity && !capacity->device().empty())
+        e.update({{"device", capacity->device()},
+                  {"needed_bytes", std::llround(capacity->needed())},
+                  {"available_bytes", std::llround(capacity->available())}});
+      std::cout << nlohmann::ordered_json{{"schema_version", report::kJsonSchemaVersion}, {"exit_code", code}, {"error", e}}
+                       .dump(2)
+                << "\n";
+    }
+    return code;
+  };
   try {
-    if (*run) return run_command(run_o, json, timeline_path, timeline_steps);
+    if (*run && !config_path.empty()) {
+      // Only the result's inputs: a flag would silently disagree with them.
+      for (const CLI::Option* opt : run->get_options())
+        if (opt->count() > 0 && opt->get_name() != "--config" && opt->get_name() != "--json" &&
+            opt->get_name() != "--timeline" && opt->get_name() != "--timeline-steps" && opt->get_name() != "--help")
+          throw InputError("", 0, opt->get_name(), "cannot be combined with --config (the config holds every input)");
+      return run_command(app::inputs_from_config(config_path), true, timeline_path, timeline_steps);
+    }
+    if (*run) return run_command(run_inputs(run_o), json, timeline_path, timeline_steps);
     if (*sweep) return sweep_command(sweep_o, range, sweep_out);
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();
     if (*parts) return list_parts();
-    if (*prof) return list_profiles();
+    if (*prof && prof_args.empty()) {
+      if (!prof_sets.empty()) throw InputError("", 0, "--set", "is for 'profiles show NAME'");
+      return list_profiles();
+    }
+    if (*prof) {
+      if (prof_args.size() != 2 || prof_args[0] != "show")
+        throw InputError("", 0, "profiles", "expected 'sim profiles' or 'sim profiles show NAME|FILE'");
+      CommonOptions o;
+      o.hw = prof_args[1];
+      o.sets = prof_sets;
+      app::RunInputs in;
+      resolve_machine(o, in);
+      std::cout << "# " << in.hw.origin << ", as tiersim reads it (quantities in base units)\n"
+                << config::json_to_yaml(config::profile_to_json(in.hw));
+      report::check_stdout("standard output");
+      return 0;
+    }
     if (*rts) return list_runtimes();
   } catch (const InputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+    return fail("input", e.what(), 2, &e, nullptr);
   } catch (const CapacityError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 3;
+    return fail("capacity", e.what(), 3, nullptr, &e);
   } catch (const std::invalid_argument& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+    return fail("input", e.what(), 2, nullptr, nullptr);
+  } catch (const std::exception& e) {
+    return fail("internal", std::string("internal error (please report it): ") + e.what(), 1, nullptr, nullptr);
   }
   return 2;
 }

@@ -30,7 +30,10 @@ TransferCurve read_curve(Section& parent, const std::string& key) {
 }  // namespace
 
 HardwareProfile parse_profile(const std::string& text, const std::string& file) {
-  const YAML::Node root = config::parse_document(text, file);
+  return parse_profile_node(config::parse_document(text, file), file);
+}
+
+HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& file) {
   if (!root || !root.IsMap()) throw InputError(file, 0, "", "expected a YAML mapping (a hardware profile)");
   Section top(root, "", file);
   HardwareProfile p;

@@ -2,6 +2,8 @@
 // Reads hardware profiles from YAML (schema: calib/profiles/SCHEMA.md). Every key is declared once
 // here; unknown keys, missing keys and impossible values are InputErrors naming the file, line and key.
 #include <string>
+
+#include <yaml-cpp/yaml.h>
 #include <vector>
 
 #include "hardware/profile.hpp"
@@ -9,6 +11,8 @@
 namespace tiersim::hw {
 
 HardwareProfile parse_profile(const std::string& yaml_text, const std::string& source_name);
+// The same from a parsed tree (a YAML document, a result's JSON, a tree with --set overrides applied).
+HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& source_name);
 HardwareProfile load_profile_file(const std::string& path);
 
 // `spec` is a file path if one exists there, otherwise the name of an embedded preset.

@@ -31,13 +31,22 @@ void write_console(std::ostream& out, const Context& c) {
     line("sequence lengths", "fresh: " + units::format_duration(c.runtime->new_length_attention) +
                                  " of attention plan build per step (runtime's new_length_attention)");
   out << "\n";
-  line("decode tokens/s", num("%.2f", s.tps));
-  line("decode step (median)", units::format_duration(s.decode_step_median));
-  line("prefill", units::format_duration(s.prefill_seconds));
-  line("compute stream busy", num("%.0f%% of the decode step (kernels and on-demand copies)", 100.0 * s.gpu_busy_share));
-  line("H2D per decode step", units::format_bytes(s.h2d_bytes_per_step));
-  if (s.peer_bytes_per_step > 0) line("peer per decode step", units::format_bytes(s.peer_bytes_per_step));
-  if (s.d2h_bytes_per_step > 0) line("D2H per decode step", units::format_bytes(s.d2h_bytes_per_step));
+  // Only the step kinds the trace has: tokens/s for decode, time per iteration for diffusion, prefill.
+  const bool decode = s.decode_steps > 0;
+  const std::string step = decode ? "decode step" : "iteration";
+  if (decode) {
+    line("decode tokens/s", num("%.2f", s.tps));
+    line("decode step (median)", units::format_duration(s.decode_step_median));
+  }
+  if (s.iteration_steps > 0) {
+    line("s/iteration (median)", num("%.3f", s.iteration_median));
+    line("iterations", std::to_string(s.iteration_steps));
+  }
+  if (s.prefill_steps > 0) line("prefill", units::format_duration(s.prefill_seconds));
+  line("compute stream busy", num("%.0f%% of the ", 100.0 * s.gpu_busy_share) + step + " (kernels and on-demand copies)");
+  line(("H2D per " + step).c_str(), units::format_bytes(s.h2d_bytes_per_step));
+  if (s.peer_bytes_per_step > 0) line(("peer per " + step).c_str(), units::format_bytes(s.peer_bytes_per_step));
+  if (s.d2h_bytes_per_step > 0) line(("D2H per " + step).c_str(), units::format_bytes(s.d2h_bytes_per_step));
   if (s.remote_read_bytes_per_step > 0) line("remote reads per step", units::format_bytes(s.remote_read_bytes_per_step));
   if (c.result->managed.enabled) {
     const auto& m = c.result->managed;

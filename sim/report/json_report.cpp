@@ -1,5 +1,8 @@
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstdint>
+
 #include "git_sha.hpp"  // generated at build time (sim/report/write_git_sha.cmake)
 
 #include "report/reporters.hpp"
@@ -9,6 +12,14 @@
 #endif
 
 namespace tiersim::report {
+
+namespace {
+// Byte counts are whole bytes in the JSON (the model sums fractional reserves in doubles).
+std::int64_t whole(double bytes) { return std::llround(bytes); }
+}  // namespace
+
+std::string version() { return TIERSIM_VERSION; }
+std::string git_sha() { return TIERSIM_GIT_SHA; }
 
 void write_json(std::ostream& out, const Context& c) {
   using nlohmann::ordered_json;
@@ -32,7 +43,7 @@ void write_json(std::ostream& out, const Context& c) {
   j["hardware_detail"] = {{"origin", hw.origin},
                           {"gpu", hw.gpu.name},
                           {"gpu_count", hw.gpu.count},
-                          {"gpu_memory_bytes", hw.gpu.memory},
+                          {"gpu_memory_bytes", whole(hw.gpu.memory)},
                           {"host", hw.host.name},
                           {"host_link", hw.host_link.type + " gen" + std::to_string(hw.host_link.generation) + " x" +
                                             std::to_string(hw.host_link.width)}};
@@ -47,38 +58,50 @@ void write_json(std::ostream& out, const Context& c) {
   j["prefill_seconds"] = s.prefill_seconds;
   j["total_seconds"] = s.total_seconds;
   j["first_step_seconds"] = c.result->steps.front().seconds;  // cold: managed memory faults in here
-  j["vram_peak_bytes"] = c.result->peak_bytes.count("cuda:0") ? c.result->peak_bytes.at("cuda:0") : 0.0;
-  j["offloaded_bytes"] = placement::offloaded_weight_bytes(h, *c.placement);
-  j["weight_bytes"] = placement::weight_bytes(h);
-  j["h2d_bytes_per_step"] = s.h2d_bytes_per_step;
-  j["d2h_bytes_per_step"] = s.d2h_bytes_per_step;
-  j["peer_bytes_per_step"] = s.peer_bytes_per_step;
+  j["vram_peak_bytes"] = whole(c.result->peak_bytes.count("cuda:0") ? c.result->peak_bytes.at("cuda:0") : 0.0);
+  j["offloaded_bytes"] = whole(placement::offloaded_weight_bytes(h, *c.placement));
+  j["weight_bytes"] = whole(placement::weight_bytes(h));
+  j["h2d_bytes_per_step"] = whole(s.h2d_bytes_per_step);
+  j["d2h_bytes_per_step"] = whole(s.d2h_bytes_per_step);
+  j["peer_bytes_per_step"] = whole(s.peer_bytes_per_step);
   j["gpu_busy_share"] = s.gpu_busy_share;
-  j["remote_read_bytes_per_step"] = s.remote_read_bytes_per_step;
+  j["remote_read_bytes_per_step"] = whole(s.remote_read_bytes_per_step);
+  // Per step kind, only the kinds the trace has.
+  ordered_json kinds = ordered_json::object();
+  if (s.prefill_steps > 0) kinds["prefill"] = {{"steps", s.prefill_steps}, {"seconds", s.prefill_seconds}};
+  if (s.decode_steps > 0)
+    kinds["decode"] = {{"steps", s.decode_steps}, {"median_seconds", s.decode_step_median}, {"tokens_per_second", s.tps}};
+  if (s.iteration_steps > 0)
+    kinds["iteration"] = {{"steps", s.iteration_steps}, {"median_seconds", s.iteration_median}};
+  j["step_kinds"] = kinds;
   if (c.result->managed.enabled) {
     const auto& m = c.result->managed;
-    j["managed_memory"] = {{"footprint_bytes", placement::managed_usage(h, *c.placement).total()},
-                           {"gpu_capacity_bytes", placement::managed_gpu_capacity(h, hw, *c.placement)},
+    j["managed_memory"] = {{"footprint_bytes", whole(placement::managed_usage(h, *c.placement).total())},
+                           {"gpu_capacity_bytes", whole(placement::managed_gpu_capacity(h, hw, *c.placement))},
                            {"faulted_blocks_per_step", s.faulted_blocks_per_step},
                            {"evicted_blocks_per_step", s.evicted_blocks_per_step},
                            {"faulted_blocks", m.faulted_blocks},
                            {"fault_batches", m.fault_batches},
                            {"mapping_faults", m.mapping_faults},
                            {"evicted_blocks", m.evicted_blocks},
-                           {"migrated_to_gpu_bytes", m.migrated_bytes},
-                           {"written_back_bytes", m.written_back_bytes},
-                           {"remote_read_bytes", m.remote_bytes},
-                           {"prefetched_bytes", m.prefetched_bytes},
-                           {"peak_resident_bytes", m.peak_resident_bytes}};
+                           {"migrated_to_gpu_bytes", whole(m.migrated_bytes)},
+                           {"written_back_bytes", whole(m.written_back_bytes)},
+                           {"remote_read_bytes", whole(m.remote_bytes)},
+                           {"prefetched_bytes", whole(m.prefetched_bytes)},
+                           {"peak_resident_bytes", whole(m.peak_resident_bytes)}};
   }
   ordered_json tiers = ordered_json::object();
   for (const auto& [dev, peak] : c.result->peak_bytes) {
     auto u = placement::usage_on(h, *c.placement, placement::parse_device(dev));
     u.activations += placement::workspace_on(h, *c.placement, placement::parse_device(dev));
-    tiers[dev] = {{"weights_bytes", u.weights}, {"kv_bytes", u.kv}, {"activation_bytes", u.activations}, {"peak_bytes", peak}};
+    tiers[dev] = {{"weights_bytes", whole(u.weights)},
+                  {"kv_bytes", whole(u.kv)},
+                  {"activation_bytes", whole(u.activations)},
+                  {"peak_bytes", whole(peak)}};
   }
   j["memory_per_tier"] = tiers;
   j["events"] = c.result->events;
+  if (c.inputs) j["inputs"] = *c.inputs;
   out << j.dump(2) << "\n";
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 // Reporters turn a finished simulation into text. They never run the engine (google/benchmark style).
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,7 +26,11 @@ struct Context {
   bool fresh_lengths = false;
   const placement::Placement* placement = nullptr;
   const RunResult* result = nullptr;
+  const nlohmann::ordered_json* inputs = nullptr;  // the resolved inputs (JSON only), to re-run from
 };
+
+std::string version();  // tiersim's version, e.g. "0.1.0"
+std::string git_sha();  // the commit it was built from
 
 void write_console(std::ostream& out, const Context& c);
 void write_json(std::ostream& out, const Context& c);

@@ -40,6 +40,12 @@ struct RunResult {
 
 // Summary statistics used by every reporter.
 struct Summary {
+  // The steps the per-step figures describe: decode tokens if the trace has any, else diffusion
+  // iterations (then tps is 0 and iteration_median is set).
+  trace::StepKind main_kind = trace::StepKind::Decode;
+  std::size_t prefill_steps = 0;
+  std::size_t iteration_steps = 0;
+  double iteration_median = 0;    // s per diffusion iteration (median)
   double decode_step_median = 0;  // s
   double decode_step_mean = 0;
   double prefill_seconds = 0;     // sum of prefill steps

@@ -11,7 +11,10 @@
 namespace tiersim::runtime {
 
 RuntimeProfile parse_runtime(const std::string& text, const std::string& file) {
-  const YAML::Node root = config::parse_document(text, file);
+  return parse_runtime_node(config::parse_document(text, file), file);
+}
+
+RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& file) {
   if (!root || !root.IsMap()) throw InputError(file, 0, "", "expected a YAML mapping (a runtime profile)");
   config::Section top(root, "", file);
   if (top.integer("tiersim_runtime", 1, 1000) != 1)

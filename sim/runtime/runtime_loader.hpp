@@ -4,11 +4,14 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "runtime/runtime_profile.hpp"
 
 namespace tiersim::runtime {
 
 RuntimeProfile parse_runtime(const std::string& yaml_text, const std::string& source_name);
+RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& source_name);
 // `spec` is a file path if one exists there, otherwise the name of an embedded runtime.
 RuntimeProfile resolve_runtime(const std::string& spec);
 

@@ -1,0 +1,114 @@
+#include "cli/run_inputs.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "config/profile_writer.hpp"
+#include "config/strict_reader.hpp"
+#include "core/error.hpp"
+#include "hardware/profile_loader.hpp"
+#include "runtime/runtime_loader.hpp"
+
+namespace tiersim::app {
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json part_to_json(const strategy::PartSpec& p) {
+  ordered_json j = {{"name", p.name}};
+  for (const auto& [k, v] : p.options) j[k] = v;
+  return j;
+}
+
+strategy::PartSpec part_from(config::Section& parent, const std::string& key) {
+  config::Section s = parent.child(key);
+  strategy::PartSpec p;
+  p.name = s.text("name");
+  p.origin = s.file();
+  for (const std::string& k : s.keys())
+    if (k != "name") p.options[k] = s.text(k);
+  s.finish();
+  return p;
+}
+
+}  // namespace
+
+ordered_json inputs_to_json(const RunInputs& in) {
+  ordered_json trace;
+  if (!in.trace.trace_path.empty()) {
+    trace["path"] = in.trace.trace_path;
+  } else {
+    trace["model"] = in.trace.model_path;
+    trace["dtype"] = model::to_string(in.trace.generation.dtype);
+    trace["batch"] = in.trace.generation.batch;
+    trace["prompt"] = in.trace.generation.prompt_tokens;
+    trace["decode"] = in.trace.generation.decode_tokens;
+  }
+  ordered_json strategy = {{"preset", in.strategy.preset},
+                           {"custom", in.strategy.custom},
+                           {"placement", part_to_json(in.strategy.placement)},
+                           {"memory", part_to_json(in.strategy.memory)},
+                           {"offload", part_to_json(in.strategy.offload)}};
+  return {{"trace", trace},
+          {"strategy", strategy},
+          {"engine", in.engine == EngineKind::Event ? "event" : "analytic"},
+          {"lengths", in.fresh_lengths ? "fresh" : "warm"},
+          {"hardware_origin", in.hw.origin},
+          {"hardware", config::profile_to_json(in.hw)},
+          {"runtime_origin", in.runtime.origin},
+          {"runtime", config::runtime_to_json(in.runtime)}};
+}
+
+RunInputs inputs_from_config(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw InputError(path, 0, "--config", "cannot open the config (a result's JSON from sim run --json)");
+  std::stringstream text;
+  text << f.rdbuf();
+  const YAML::Node root = config::parse_document(text.str(), path);
+  if (!root || !root.IsMap()) throw InputError(path, 0, "", "expected a JSON object (a result of sim run --json)");
+  config::Section top(root, "", path);
+  config::Section in = top.child("inputs");  // a result's other keys are outputs, not read
+  RunInputs r;
+  {
+    config::Section t = in.child("trace");
+    if (t.has("path")) {
+      r.trace.trace_path = t.text("path");
+    } else {
+      r.trace.model_path = t.text("model");
+      try {
+        r.trace.generation.dtype = model::parse_weight_dtype(t.text("dtype"));
+      } catch (const std::invalid_argument& e) {
+        t.fail("dtype", e.what());
+      }
+      r.trace.generation.batch = static_cast<std::uint32_t>(t.integer("batch", 1, 1 << 20));
+      r.trace.generation.prompt_tokens = static_cast<std::uint32_t>(t.integer("prompt", 0, 1 << 24));
+      r.trace.generation.decode_tokens = static_cast<std::uint32_t>(t.integer("decode", 0, 1 << 24));
+    }
+    t.finish();
+  }
+  {
+    config::Section s = in.child("strategy");
+    r.strategy.preset = s.text("preset");
+    r.strategy.custom = s.flag("custom");
+    r.strategy.placement = part_from(s, "placement");
+    r.strategy.memory = part_from(s, "memory");
+    r.strategy.offload = part_from(s, "offload");
+    s.finish();
+  }
+  const std::string engine = in.text("engine");
+  if (engine != "event" && engine != "analytic") in.fail("engine", "must be 'event' or 'analytic'");
+  r.engine = engine == "event" ? EngineKind::Event : EngineKind::Analytic;
+  const std::string lengths = in.text("lengths");
+  if (lengths != "warm" && lengths != "fresh") in.fail("lengths", "must be 'warm' or 'fresh'");
+  r.fresh_lengths = lengths == "fresh";
+  const std::string hw_origin = in.text("hardware_origin");
+  r.hw = hw::parse_profile_node(in.child("hardware").node(), path);
+  r.hw.origin = hw_origin;
+  const std::string rt_origin = in.text("runtime_origin");
+  r.runtime = runtime::parse_runtime_node(in.child("runtime").node(), path);
+  r.runtime.origin = rt_origin;
+  in.finish();
+  return r;
+}
+
+}  // namespace tiersim::app

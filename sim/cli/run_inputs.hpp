@@ -1,0 +1,31 @@
+#pragma once
+// Everything one prediction depends on, resolved: the trace (a file, or a model description with its
+// generation settings), the hardware and runtime numbers actually used, the strategy's parts with their
+// options, the engine and the run options. A result's JSON carries it as "inputs", and `sim run
+// --config RESULT.json` reads it back to re-run the prediction to the same bytes.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/simulation.hpp"
+#include "hardware/profile.hpp"
+#include "policies/strategy/strategy.hpp"
+#include "runtime/runtime_profile.hpp"
+
+namespace tiersim::app {
+
+struct RunInputs {
+  TraceSpec trace;
+  hw::HardwareProfile hw;
+  runtime::RuntimeProfile runtime;
+  strategy::StrategySpec strategy;
+  EngineKind engine = EngineKind::Event;
+  bool fresh_lengths = false;
+  replay::RunSetup setup() const { return {hw, runtime, fresh_lengths}; }
+};
+
+nlohmann::ordered_json inputs_to_json(const RunInputs& in);
+// Reads the "inputs" object of a result (or a file holding just such an object under "inputs") with
+// the strict reader: errors name the file, line and key.
+RunInputs inputs_from_config(const std::string& path);
+
+}  // namespace tiersim::app

@@ -1,0 +1,144 @@
+#include "config/profile_writer.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+namespace tiersim::config {
+namespace {
+
+using nlohmann::ordered_json;
+
+// The shortest decimal that reads back as the same double (nlohmann's), with the base unit.
+std::string quantity(double v, const char* unit) { return nlohmann::json(v).dump() + " " + unit; }
+
+ordered_json curve(const hw::TransferCurve& c) {
+  ordered_json j = {{"bandwidth", quantity(c.bandwidth, "B/s")}, {"latency", quantity(c.latency, "s")}};
+  if (!c.points.empty()) {
+    ordered_json pts = ordered_json::array();
+    for (const auto& [size, rate] : c.points) pts.push_back({quantity(size, "B"), quantity(rate, "B/s")});
+    j["points"] = pts;
+  }
+  return j;
+}
+
+ordered_json rates(const std::map<std::string, double>& r) {
+  ordered_json j = ordered_json::object();
+  for (const auto& [dtype, rate] : r) j[dtype] = quantity(rate, "FLOP/s");
+  return j;
+}
+
+std::string source(const hw::HardwareProfile& p, const char* section) {
+  const auto it = p.sources.find(section);
+  return it == p.sources.end() ? "" : it->second;
+}
+
+void emit(YAML::Emitter& out, const ordered_json& j) {
+  if (j.is_object()) {
+    out << YAML::BeginMap;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      out << YAML::Key << it.key() << YAML::Value;
+      emit(out, it.value());
+    }
+    out << YAML::EndMap;
+  } else if (j.is_array()) {
+    out << YAML::Flow << YAML::BeginSeq;
+    for (const auto& e : j) emit(out, e);
+    out << YAML::EndSeq;
+  } else if (j.is_string()) {
+    out << YAML::DoubleQuoted << j.get<std::string>();
+  } else {
+    out << j.dump();
+  }
+}
+
+}  // namespace
+
+ordered_json profile_to_json(const hw::HardwareProfile& p) {
+  ordered_json j;
+  j["tiersim_profile"] = 1;
+  j["name"] = p.name;
+  j["description"] = p.description;
+  if (!p.extra.empty()) {
+    ordered_json facts = ordered_json::object();
+    for (const auto& [k, v] : p.extra) facts[k] = v;
+    j["facts"] = facts;
+  }
+  j["gpu"] = {{"source", source(p, "gpu")},
+              {"name", p.gpu.name},
+              {"count", p.gpu.count},
+              {"memory", quantity(p.gpu.memory, "B")},
+              {"reserved", quantity(p.gpu.reserved, "B")},
+              {"memory_bandwidth", quantity(p.gpu.memory_bandwidth, "B/s")},
+              {"memory_efficiency", p.gpu.memory_efficiency},
+              {"compute", rates(p.gpu.compute)},
+              {"compute_efficiency", p.gpu.compute_efficiency},
+              {"kernel_min_time", quantity(p.gpu.kernel_min_time, "s")}};
+  j["host"] = {{"source", source(p, "host")},
+               {"name", p.host.name},
+               {"memory", quantity(p.host.memory, "B")},
+               {"memory_bandwidth", quantity(p.host.memory_bandwidth, "B/s")},
+               {"memory_efficiency", p.host.memory_efficiency},
+               {"compute", rates(p.host.compute)},
+               {"compute_efficiency", p.host.compute_efficiency},
+               {"op_overhead", quantity(p.host.op_overhead, "s")}};
+  j["host_link"] = {{"source", source(p, "host_link")},
+                    {"type", p.host_link.type},
+                    {"generation", p.host_link.generation},
+                    {"width", p.host_link.width},
+                    {"h2d_pinned", curve(p.host_link.h2d_pinned)},
+                    {"d2h_pinned", curve(p.host_link.d2h_pinned)},
+                    {"h2d_pageable", curve(p.host_link.h2d_pageable)},
+                    {"d2h_pageable", curve(p.host_link.d2h_pageable)},
+                    {"bidirectional", quantity(p.host_link.bidirectional, "B/s")}};
+  if (p.peer_link)
+    j["peer_link"] = {{"source", source(p, "peer_link")},
+                      {"type", p.peer_link->type},
+                      {"transfer", curve(p.peer_link->transfer)},
+                      {"bidirectional", quantity(p.peer_link->bidirectional, "B/s")}};
+  if (p.managed_memory) {
+    const auto& m = *p.managed_memory;
+    j["managed_memory"] = {{"source", source(p, "managed_memory")},
+                           {"va_block", quantity(m.va_block, "B")},
+                           {"big_page", quantity(m.big_page, "B")},
+                           {"prefetch_threshold", m.prefetch_threshold},
+                           {"fault_batch_count", m.fault_batch_count},
+                           {"fault_latency", quantity(m.fault_latency, "s")},
+                           {"fault_block_overhead", quantity(m.fault_block_overhead, "s")},
+                           {"fault_migration_bandwidth", quantity(m.fault_migration_bandwidth, "B/s")},
+                           {"prefetch_to_gpu", quantity(m.prefetch_to_gpu, "B/s")},
+                           {"evict_to_cpu", quantity(m.evict_to_cpu, "B/s")},
+                           {"remote_read_bandwidth", quantity(m.remote_read_bandwidth, "B/s")},
+                           {"mapping_fault_cost", quantity(m.mapping_fault_cost, "s")},
+                           {"alloc_call", quantity(m.alloc_call, "s")},
+                           {"free_call", quantity(m.free_call, "s")}};
+  }
+  return j;
+}
+
+ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
+  ordered_json j;
+  j["tiersim_runtime"] = 1;
+  j["name"] = r.name;
+  j["description"] = r.description;
+  j["source"] = r.source;
+  j["per_launch"] = quantity(r.per_launch, "s");
+  j["per_copy"] = quantity(r.per_copy, "s");
+  j["per_prefetch"] = quantity(r.per_prefetch, "s");
+  j["per_step"] = quantity(r.per_step, "s");
+  j["new_length_attention"] = quantity(r.new_length_attention, "s");
+  j["peer_copy_sync"] = quantity(r.peer_copy_sync, "s");
+  j["peer_copy_overlaps_compute"] = r.peer_copy_overlaps_compute;
+  if (!r.per_op.empty()) {
+    ordered_json per_op = ordered_json::object();
+    for (const auto& [kind, seconds] : r.per_op) per_op[trace::to_string(kind)] = quantity(seconds, "s");
+    j["per_op"] = per_op;
+  }
+  return j;
+}
+
+std::string json_to_yaml(const ordered_json& j) {
+  YAML::Emitter out;
+  emit(out, j);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace tiersim::config

@@ -1,0 +1,37 @@
+// Profiles written back in their schema read back to the same numbers: what a result's "inputs" and
+// `sim profiles show` rely on.
+#include <gtest/gtest.h>
+
+#include "config/profile_writer.hpp"
+#include "hardware/profile_loader.hpp"
+#include "runtime/runtime_loader.hpp"
+
+namespace tiersim::config {
+namespace {
+
+TEST(ProfileWriter, EveryPresetReadsBackToTheSameNumbers) {
+  for (const auto& preset : hw::list_presets()) {
+    const hw::HardwareProfile p = hw::resolve_profile(preset.name);
+    const auto written = profile_to_json(p);
+    const hw::HardwareProfile again = hw::parse_profile(written.dump(), "written.json");
+    EXPECT_EQ(profile_to_json(again).dump(), written.dump()) << preset.name;
+    EXPECT_EQ(again.gpu.memory, p.gpu.memory) << preset.name;
+    EXPECT_EQ(again.host_link.h2d_pinned.latency, p.host_link.h2d_pinned.latency) << preset.name;
+    // And through YAML, as `sim profiles show` prints it.
+    const hw::HardwareProfile from_yaml = hw::parse_profile(json_to_yaml(written), "written.yaml");
+    EXPECT_EQ(profile_to_json(from_yaml).dump(), written.dump()) << preset.name;
+  }
+}
+
+TEST(ProfileWriter, EveryRuntimeReadsBackToTheSameNumbers) {
+  for (const auto& info : runtime::list_runtimes()) {
+    const runtime::RuntimeProfile r = runtime::resolve_runtime(info.name);
+    const auto written = runtime_to_json(r);
+    const runtime::RuntimeProfile again = runtime::parse_runtime(written.dump(), "written.json");
+    EXPECT_EQ(runtime_to_json(again).dump(), written.dump()) << info.name;
+    EXPECT_EQ(again.per_op, r.per_op) << info.name;
+  }
+}
+
+}  // namespace
+}  // namespace tiersim::config
