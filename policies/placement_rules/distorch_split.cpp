@@ -3,6 +3,7 @@
 // `split` the compute GPU is filled as far as it goes and the rest goes to the donor (`donor`, cpu by
 // default); with `offload` (virtual VRAM, as DisTorch's simple mode) that much goes to the donor.
 #include <algorithm>
+#include <cstdio>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -12,6 +13,13 @@
 
 namespace tiersim::strategy {
 namespace {
+
+// Both units where they differ by 7%: "7.45 GiB (8.00 GB)".
+std::string both_units(double bytes) {
+  char gb[32];
+  std::snprintf(gb, sizeof gb, " (%.2f GB)", bytes / 1e9);
+  return units::format_bytes(bytes) + gb;
+}
 
 using policies::SplitMode;
 
@@ -45,7 +53,7 @@ class DisTorchSplit final : public PlacementRule {
       const double moved = std::min(*offload_, distributable);
       quotas[placement::kComputeGpu] = distributable - moved;
       quotas[donor] += moved;
-      applied = "virtual VRAM: " + units::format_bytes(moved) + " to " + placement::device_name(donor);
+      applied = "virtual VRAM: " + both_units(moved) + " to " + placement::device_name(donor);
     } else {
       // The budget covers the tensors DisTorch keeps on the GPU regardless of quota (embeddings, norms);
       // the quota is what is left of it for the distributable ones.
@@ -58,6 +66,10 @@ class DisTorchSplit final : public PlacementRule {
       applied = "default: fill cuda:0, rest to " + placement::device_name(donor);
     }
     resolved.emplace_back("split", applied);
+    std::string quota_text;
+    for (const auto& [device, bytes] : quotas)
+      quota_text += (quota_text.empty() ? "" : ", ") + placement::device_name(device) + " " + both_units(bytes);
+    resolved.emplace_back("quotas", quota_text);
     return policies::assign_from_tail(header, quotas);
   }
   bool may_offload() const override { return true; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cctype>
 #include <set>
 
 #include "core/error.hpp"
@@ -25,6 +26,22 @@ double parse_plain_number(std::string_view s, const std::string& entry) {
   if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v))
     bad("entry '" + entry + "': '" + std::string(s) + "' is not a number");
   return v;
+}
+
+// A size in a bytes split: tiersim's units where they are written as such (GiB, MiB, KiB, TiB binary;
+// GB, MB, KB, TB decimal, exactly so capitalised: one meaning per unit everywhere in tiersim), and
+// otherwise DisTorch's own lowercase suffixes g, m, k, b (gb, mb, ...), which DisTorch reads as binary.
+// DisTorch lowercases what it is given, so in ComfyUI "20GB" is 20 GiB; in tiersim write "20gb" or
+// "20GiB" for that, "20GB" for 20e9 bytes.
+double split_bytes(std::string_view value) {
+  std::size_t i = 0;
+  while (i < value.size() && (std::isdigit(static_cast<unsigned char>(value[i])) || value[i] == '.' || value[i] == 'e' ||
+                              value[i] == 'E' || value[i] == '+' || value[i] == '-'))
+    ++i;
+  std::string_view unit = trim(value.substr(i));
+  static const std::set<std::string_view> kTiersimUnits{"KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB"};
+  if (kTiersimUnits.count(unit)) return units::parse_bytes(value);
+  return units::parse_distorch_bytes(value);
 }
 
 }  // namespace
@@ -59,7 +76,7 @@ std::vector<SplitEntry> parse_split(std::string_view text, SplitMode mode) {
           e.wildcard = true;
         } else {
           try {
-            e.value = units::parse_distorch_bytes(value);
+            e.value = split_bytes(value);
           } catch (const std::invalid_argument& ex) {
             bad("entry '" + entry + "': " + ex.what());
           }

@@ -9,6 +9,7 @@
 #include "hardware/profile_loader.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
+#include "policies/placement_rules/split_string.hpp"
 #include "policies/placement_rules/tail_first_assignment.hpp"
 #include "policies/strategy/parts.hpp"
 #include "policies/strategy/presets.hpp"
@@ -216,6 +217,23 @@ TEST(UnifiedMemory, NeedsTheProfilesManagedMemorySection) {
   EXPECT_THROW(place("ratio", q.header, hw::resolve_profile("rtx4090"), o), InputError);
   o.allocator = "bump";
   EXPECT_THROW(place("um", q.header, hw::resolve_profile("rtx4090"), o), InputError);
+}
+
+}  // namespace
+}  // namespace tiersim::strategy
+
+namespace tiersim::strategy {
+namespace {
+
+TEST(SplitUnits, OneMeaningPerUnitAndDisTorchsOwnSuffixesStayBinary) {
+  using policies::parse_split;
+  using policies::SplitMode;
+  EXPECT_DOUBLE_EQ(parse_split("cuda:0,20GiB;cpu,*", SplitMode::Bytes)[0].value, 20.0 * 1073741824.0);
+  EXPECT_DOUBLE_EQ(parse_split("cuda:0,20GB;cpu,*", SplitMode::Bytes)[0].value, 20e9);
+  EXPECT_DOUBLE_EQ(parse_split("cuda:0,20gb;cpu,*", SplitMode::Bytes)[0].value, 20.0 * 1073741824.0);
+  EXPECT_DOUBLE_EQ(parse_split("cuda:0,2.5g;cpu,*", SplitMode::Bytes)[0].value, 2.5 * 1073741824.0);
+  EXPECT_DOUBLE_EQ(parse_split("cuda:0,512MiB;cpu,*", SplitMode::Bytes)[0].value, 512.0 * 1048576.0);
+  EXPECT_THROW(parse_split("cuda:0,20Gib;cpu,*", SplitMode::Bytes), InputError);
 }
 
 }  // namespace
