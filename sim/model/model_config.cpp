@@ -216,9 +216,9 @@ ModelConfig read_config(const nlohmann::json& j, const std::string& text, const 
   m.qk_norm = m.model_type == "qwen3";
   const auto params = checked_total_params(m);
   if (!params || *params > kMaxParams)
-    throw InputError(file, 0, "hidden_size",
-                     "the model's sizes give " + (params ? std::to_string(*params) : std::string("more than 2^64")) +
-                         " parameters; at most 10^13 (ten trillion) are modelled");
+    r.fail("hidden_size",
+           "the model's sizes give " + (params ? std::to_string(*params) : std::string("more than 2^64")) +
+               " parameters; at most 10^13 (ten trillion) are modelled");
   return m;
 }
 

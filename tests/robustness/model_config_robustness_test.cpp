@@ -74,7 +74,7 @@ TEST(ModelConfigRobustness, ParameterArithmeticIsCheckedAndBounded) {
   const std::string huge =
       "\"hidden_size\": 1048576,\n\"intermediate_size\": 4194304,\n\"num_hidden_layers\": 10000,\n"
       "\"num_attention_heads\": 4096,\n\"vocab_size\": 16777216";
-  expect_error(config("", huge), 0, "hidden_size", "at most 10^13 (ten trillion) are modelled");
+  expect_error(config("", huge), 3, "hidden_size", "at most 10^13 (ten trillion) are modelled");
   // Llama-3.1-405B's sizes are well inside.
   const std::string big =
       "\"hidden_size\": 16384,\n\"intermediate_size\": 53248,\n\"num_hidden_layers\": 126,\n"
