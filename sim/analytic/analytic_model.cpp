@@ -283,9 +283,8 @@ report::RunResult run_analytic(const replay::RunSetup& setup, const placement::P
       result.managed.remote_bytes += st.remote_read_bytes;
     }
   }
-  result.peak_bytes["cuda:0"] = placement::usage_on(header, placement, placement::kComputeGpu).total() +
-                                hw.gpu.reserved + managed_peak +
-                                placement::largest_copied_layer(header, placement) * (placement.copy.prefetch + 1);
+  result.peak_bytes["cuda:0"] = placement::static_bytes_on_compute_gpu(header, hw, placement) + managed_peak +
+                                placement::staging_bound(header, placement);
   placement::add_static_peaks(header, hw, placement, result.peak_bytes);
   return result;
 }

@@ -115,6 +115,14 @@ double largest_copied_layer(const trace::Header& header, const Placement& p) {
   return best;
 }
 
+double staging_bound(const trace::Header& header, const Placement& p) {
+  return largest_copied_layer(header, p) * (p.copy.prefetch + 1);
+}
+
+double static_bytes_on_compute_gpu(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p) {
+  return usage_on(header, p, kComputeGpu).total() + hw.gpu.reserved;
+}
+
 void add_static_peaks(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p,
                       std::map<std::string, double>& peaks) {
   for (DeviceId d = 1; d < hw.gpu.count; ++d) {
@@ -125,8 +133,7 @@ void add_static_peaks(const trace::Header& header, const hw::HardwareProfile& hw
 }
 
 double managed_gpu_capacity(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p) {
-  return hw.gpu.memory - hw.gpu.reserved - usage_on(header, p, kComputeGpu).total() -
-         largest_copied_layer(header, p) * (p.copy.prefetch + 1);
+  return hw.gpu.memory - static_bytes_on_compute_gpu(header, hw, p) - staging_bound(header, p);
 }
 
 namespace {
@@ -168,7 +175,7 @@ void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placem
   }
   // The compute GPU also holds the staging buffers of copied layers: prefetch + 1 layers at most.
   const DeviceUsage gpu = usage_on(header, p, kComputeGpu);
-  const double staging = largest_copied_layer(header, p) * (p.copy.prefetch + 1);
+  const double staging = staging_bound(header, p);
   const double need = gpu.total() + hw.gpu.reserved + staging;
   if (need > hw.gpu.memory) {
     std::string what = usage_text(gpu, hw.gpu.reserved);

@@ -81,6 +81,12 @@ DeviceId execution_device(const trace::Header& header, const Placement& p, std::
 bool has_pipeline(const Placement& p);
 // Largest per-layer sum of copied weight bytes: the staging buffer one copied layer needs on cuda:0.
 double largest_copied_layer(const trace::Header& header, const Placement& p);
+// The staging the compute GPU must have room for: prefetch + 1 copied layers (the one definition the
+// capacity check, managed memory's share and the analytic peak use).
+double staging_bound(const trace::Header& header, const Placement& p);
+// Bytes on cuda:0 that do not change during a run: the placement's tensors outside managed memory and
+// the reserve (staging and managed blocks come and go on top).
+double static_bytes_on_compute_gpu(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p);
 
 // Puts KV cache where its layer runs (and activations on the compute GPU), then checks every device's
 // capacity (a GPU that executes layers also holds their KV cache and an activation workspace) and
