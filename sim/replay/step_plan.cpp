@@ -35,6 +35,13 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
     // Weights and KV cache of a layer that runs where they live (the CPU, or another GPU).
     if (path == placement::Path::Execute) executes_on_[t.id] = d;
   }
+  // Layers that run off the compute GPU, by their Execute-path weights.
+  for (const auto& t : header.tensors)
+    if (t.kind == trace::TensorKind::Weight && executes_on_[t.id] != kNoDevice) layer_devices_.emplace_back(t.layer, executes_on_[t.id]);
+  std::sort(layer_devices_.begin(), layer_devices_.end());
+  layer_devices_.erase(std::unique(layer_devices_.begin(), layer_devices_.end(),
+                                   [](const auto& a, const auto& b) { return a.first == b.first; }),
+                       layer_devices_.end());
   std::sort(layer_order_.begin(), layer_order_.end());
   layer_order_.erase(std::unique(layer_order_.begin(), layer_order_.end()), layer_order_.end());
   copied_by_position_.resize(layer_order_.size());
@@ -87,6 +94,10 @@ bool StepPlanner::copied_again(std::uint32_t tensor, const StepPlan& out) const 
 }
 
 DeviceId StepPlanner::op_device(const trace::Op& op) const {
+  // Every op of a layer that runs elsewhere runs there, weightless ones (rotary, elementwise) too: a
+  // layer is executed whole, and only hidden states cross at its boundaries.
+  const auto it = std::lower_bound(layer_devices_.begin(), layer_devices_.end(), std::make_pair(op.layer, kNoDevice));
+  if (it != layer_devices_.end() && it->first == op.layer) return it->second;
   for (const auto& a : op.reads)
     if (executes_on_[a.tensor] != kNoDevice) return executes_on_[a.tensor];
   for (const auto& a : op.writes)

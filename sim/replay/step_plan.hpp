@@ -103,6 +103,7 @@ class StepPlanner {
   std::vector<bool> managed_;               // by tensor: in managed memory
   std::vector<std::vector<std::uint32_t>> managed_by_position_;  // managed weights of each layer position
   std::vector<placement::DeviceId> executes_on_;  // by tensor: where its layer runs if its path is Execute, else -2
+  std::vector<std::pair<std::int32_t, placement::DeviceId>> layer_devices_;  // layers run off cuda:0, sorted
   std::vector<std::int32_t> layer_order_;   // distinct weight layers, ascending
   std::vector<std::vector<std::uint32_t>> copied_by_position_;  // copied tensors of each layer position
   // Per-step scratch.
