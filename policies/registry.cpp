@@ -17,6 +17,13 @@ const std::vector<PartInfo<PlacementRule>>& placement_rules() {
        "split=\"cuda:0,0.8;cpu,0.5\" | offload=SIZE | donor=cpu|cuda:N", make_distorch_fraction},
       {"layers", "the first N transformer layers on the compute GPU, the rest on the donor",
        "layers=N (default: the most that fit), donor=cpu|cuda:N", make_first_layers},
+      {"accelerate.auto", "HF from_pretrained(device_map=\"auto\"): accelerate's balanced budgets, then its walk",
+       "max_memory=\"0=20GiB;1=24GiB;cpu=64GiB\" (default: free GPU memory, host RAM)", make_accelerate_auto},
+      {"accelerate.balanced", "device_map=\"balanced\" (the same as auto)", "max_memory=...", make_accelerate_balanced},
+      {"accelerate.balanced_low_0", "device_map=\"balanced_low_0\": GPU 0 keeps only what the others cannot hold",
+       "max_memory=...", make_accelerate_balanced_low_0},
+      {"accelerate.sequential", "device_map=\"sequential\": fill each device in turn, budgets as given",
+       "max_memory=...", make_accelerate_sequential},
   };
   return list;
 }

@@ -55,7 +55,7 @@ class CopyPath final : public OffloadPath {
       const bool executes = d > placement::kComputeGpu && peer_executes_ && devices_of_layer[t.layer].size() == 1;
       p.path[t.id] = executes ? placement::Path::Execute : placement::Path::Copy;
     }
-    if (peer_executes_) resolved.emplace_back("other GPUs", "run the layers they hold (pipeline)");
+    if (placement::has_pipeline(p)) resolved.emplace_back("other GPUs", "run the layers they hold (pipeline)");
   }
   int staged_layers(placement::DeviceId donor) const override {
     return donor > placement::kComputeGpu && peer_executes_ ? 0 : copy_.prefetch + 1;

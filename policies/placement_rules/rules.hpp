@@ -9,6 +9,10 @@ std::unique_ptr<PlacementRule> make_distorch_bytes(config::Section& options);
 std::unique_ptr<PlacementRule> make_distorch_ratio(config::Section& options);
 std::unique_ptr<PlacementRule> make_distorch_fraction(config::Section& options);
 std::unique_ptr<PlacementRule> make_first_layers(config::Section& options);
+std::unique_ptr<PlacementRule> make_accelerate_auto(config::Section& options);
+std::unique_ptr<PlacementRule> make_accelerate_balanced(config::Section& options);
+std::unique_ptr<PlacementRule> make_accelerate_balanced_low_0(config::Section& options);
+std::unique_ptr<PlacementRule> make_accelerate_sequential(config::Section& options);
 
 // Reads a `donor` option (cpu or cuda:N, not the compute GPU), cpu when absent.
 placement::DeviceId read_donor(config::Section& options);

@@ -12,6 +12,9 @@
 namespace tiersim::strategy {
 
 struct PartSpec {
+  PartSpec() = default;
+  explicit PartSpec(std::string part) : name(std::move(part)) {}
+
   std::string name;
   std::map<std::string, std::string> options;  // ordered: reports and configs list them the same way
   std::map<std::string, std::string> given_by;  // option -> the command-line flag that set it (--prefetch)

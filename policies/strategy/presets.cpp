@@ -12,6 +12,7 @@ struct Preset {
   PresetInfo info;
   const char* placement;
   const char* memory;  // NAME:OPTIONS as on the command line
+  const char* offload = "copy";
 };
 
 const std::vector<Preset>& table() {
@@ -31,6 +32,9 @@ const std::vector<Preset>& table() {
        "managed:read-mostly"},
       {{"um-prefetch", "managed memory + cudaMemPrefetchAsync of the next N layers' weights (--prefetch N, default 1)"},
        "all-gpu", "managed:prefetch=1"},
+      {{"accelerate", "HF from_pretrained(device_map=\"auto\"): accelerate's map; offloaded leaves copied per forward "
+                      "(synchronous, pageable), layers on other GPUs run there"},
+       "accelerate.auto", "device", "copy:pageable,sync,peer=execute"},
   };
   return list;
 }
@@ -62,7 +66,7 @@ StrategySpec preset_spec(const std::string& name) {
       spec.preset = name;
       spec.placement = preset_part(p.placement, "--placement");
       spec.memory = preset_part(p.memory, "--memory");
-      spec.offload = preset_part("copy", "--offload");
+      spec.offload = preset_part(p.offload, "--offload");
       return spec;
     }
     known += (known.empty() ? "" : ", ") + p.info.name;

@@ -238,3 +238,54 @@ TEST(SplitUnits, OneMeaningPerUnitAndDisTorchsOwnSuffixesStayBinary) {
 
 }  // namespace
 }  // namespace tiersim::strategy
+
+namespace tiersim::strategy {
+namespace {
+
+TEST(Accelerate, AutoOffloadsWhatAccelerateOffloadsOnA24GiBCard) {
+  // accelerate: one GPU, no max_memory -> 0.9 x free memory; the largest layer not yet placed (the
+  // 1.45 GiB LM head) held back on cuda:0; decoder layers never split. Qwen3-14B on an RTX 4090
+  // (23.4 GiB free): 29 of 40 decoder layers on the GPU, the other 11, the final norm and the LM head on
+  // the cpu (issue 11's reading of accelerate; the fixtures computed by accelerate itself are in
+  // tests/fixtures/accelerate when present).
+  Qwen14B q;
+  const auto p = place("accelerate", q.header, hw::resolve_profile("rtx4090"));
+  std::set<int> cpu_layers;
+  for (const auto& t : q.header.tensors) {
+    if (t.kind != trace::TensorKind::Weight) continue;
+    if (p.device[t.id] == kCpu) cpu_layers.insert(t.layer);
+    if (t.name == "lm_head" || t.name == "model.norm") {
+      EXPECT_EQ(p.device[t.id], kCpu) << t.name;
+    }
+    if (t.name == "model.embed_tokens") {
+      EXPECT_EQ(p.device[t.id], 0);
+    }
+  }
+  EXPECT_EQ(cpu_layers.size(), 12u);  // layers 29..39 and the head's group (40)
+  EXPECT_EQ(*cpu_layers.begin(), 29);
+  // Copied per forward, synchronously, from pageable memory, as AlignDevicesHook does.
+  EXPECT_EQ(p.copy.host_memory, placement::HostMemory::Pageable);
+  EXPECT_TRUE(p.copy.sync);
+}
+
+TEST(Accelerate, SequentialHasNoNinetyPercentAndMaxMemoryIsTheUsers) {
+  Qwen14B q;
+  const auto hw = hw::resolve_profile("rtx4090");
+  auto count_gpu_layers = [&](const placement::Placement& p) {
+    std::set<int> gpu;
+    for (const auto& t : q.header.tensors)
+      if (t.kind == trace::TensorKind::Weight && p.device[t.id] == 0 && t.layer >= 0 && t.layer < 40) gpu.insert(t.layer);
+    return gpu.size();
+  };
+  StrategySpec seq = preset_spec("accelerate");
+  seq.placement = PartSpec::parse("accelerate.sequential", "--placement");
+  const auto sequential = compose(q.header, hw, seq);
+  EXPECT_GT(count_gpu_layers(sequential), 29u);
+  StrategySpec capped = preset_spec("accelerate");
+  capped.placement = PartSpec::parse("accelerate.auto:max_memory=0=12GiB;cpu=64GiB", "--placement");
+  const auto small = compose(q.header, hw, capped);
+  EXPECT_LT(count_gpu_layers(small), 17u);  // 12 GiB less the 1.45 GiB head held back, the embedding
+}
+
+}  // namespace
+}  // namespace tiersim::strategy
