@@ -38,7 +38,7 @@ case "${1:-}" in
     install_missing
     build build
     echo
-    ./build/bin/sim --trace traces/qwen.trace --policy ratio
+    ./build/bin/sim --trace traces/qwen.trace --policy ratio --split "cuda:0,75%;cpu,25%"
     ;;
   test)
     install_missing

@@ -10,7 +10,7 @@ const std::vector<PartInfo<PlacementRule>>& placement_rules() {
   static const std::vector<PartInfo<PlacementRule>> list{
       {"all-gpu", "every tensor on the compute GPU", "", make_all_gpu},
       {"distorch.bytes", "ComfyUI-MultiGPU DisTorch V2 bytes split, filled from the model's tail",
-       "split=\"cuda:0,2.5gb;cpu,*\" | offload=SIZE (virtual VRAM) | donor=cpu|cuda:N", make_distorch_bytes},
+       "split=\"cuda:0,2.5gb;cpu,*\" | offload=SIZE (virtual VRAM; default 4 GiB) | donor=cpu|cuda:N; text_encoder", make_distorch_bytes},
       {"distorch.ratio", "DisTorch V2 ratio split (shares of the model, normalised)",
        "split=\"cuda:0,80%;cpu,20%\" | offload=SIZE | donor=cpu|cuda:N", make_distorch_ratio},
       {"distorch.fraction", "DisTorch V2 fraction split (fraction of each device's memory)",

@@ -4,6 +4,8 @@
 //   prefetch=N                                issue copies N layers ahead on a copy stream into N+1
 //                                             staging buffers (default 0: on demand, on the compute stream)
 //   sync                                      the host waits for each copy (a synchronous .to())
+//   stream                                    on demand but on a copy stream: the next module's copy runs
+//                                             while this one computes (ComfyUI's offload streams)
 //   peer=copy|execute                         weights on another GPU: copied too (a donor, default), or their
 //                                             layers run on that GPU (a pipeline, as accelerate's device_map)
 #include <map>
@@ -30,6 +32,8 @@ class CopyPath final : public OffloadPath {
     }
     if (o.has("prefetch")) copy_.prefetch = o.integer("prefetch", 0, 1000);
     if (o.has("sync")) copy_.sync = o.flag("sync");
+    if (o.has("stream")) copy_.stream = o.flag("stream");
+    if (copy_.stream && copy_.prefetch > 0) o.fail("stream", "is on-demand copies on a copy stream; prefetch=N already uses one");
     if (o.has("peer")) {
       const std::string peer = o.text("peer");
       if (peer != "copy" && peer != "execute") o.fail("peer", "must be 'copy' or 'execute', not '" + peer + "'");

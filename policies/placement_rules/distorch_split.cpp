@@ -1,7 +1,11 @@
-// `distorch.bytes`, `distorch.ratio`, `distorch.fraction`: ComfyUI-MultiGPU DisTorch allocation strings
-// (split_string.hpp), placed tail-first as DisTorch V2 places them (tail_first_assignment.hpp). Without
-// `split` the compute GPU is filled as far as it goes and the rest goes to the donor (`donor`, cpu by
-// default); with `offload` (virtual VRAM, as DisTorch's simple mode) that much goes to the donor.
+// `distorch.bytes`, `distorch.ratio`, `distorch.fraction`: ComfyUI-MultiGPU's DisTorch V2 as its code
+// places a model (pollockjj/ComfyUI-MultiGPU a38cbda5, distorch_2.py analyze_safetensor_loading and the
+// calculate_* functions; wrappers.py for the node's defaults): an expert allocation string (`split`,
+// split_string.hpp) or, without one, virtual VRAM (`offload=SIZE`, in GiB as the node reads it; the
+// node's default is 4 GiB to the cpu), turned into per-device quotas of 4-decimal fractions of each
+// device's total memory, filled tail-first with the model's leaf blocks (tail_first_assignment.hpp).
+// `donor=cpu|cuda:N` is where virtual VRAM goes; `text_encoder` applies DisTorch's CLIP rule (the
+// embedding tables stay on the compute device, charged to its quota).
 #include <algorithm>
 #include <cstdio>
 
@@ -29,13 +33,14 @@ class DisTorchSplit final : public PlacementRule {
     if (o.has("split")) split_ = o.text("split");
     if (o.has("offload")) offload_ = o.bytes("offload", true);
     if (o.has("donor")) donor_ = read_donor(o);
+    if (o.has("text_encoder")) blocks_.text_encoder = o.flag("text_encoder");
     if (split_ && offload_) o.fail("offload", "give either a split or an amount to offload, not both");
     if (split_ && donor_) o.fail("donor", "with a split the devices are named in the allocation string");
     if (split_) policies::parse_split(*split_, mode_);  // a bad string is an error before anything runs
   }
 
-  std::vector<placement::DeviceId> place(const trace::Header& header, const hw::HardwareProfile& hw,
-                                         const Completion& rest, Resolved& resolved) const override {
+  std::vector<placement::DeviceId> place(const trace::Header& header, const hw::HardwareProfile& hw, const Completion&,
+                                         Resolved& resolved) const override {
     const double model = placement::weight_bytes(header);
     const placement::DeviceId donor = donor_.value_or(placement::kCpu);
     std::map<placement::DeviceId, double> quotas;
@@ -43,42 +48,32 @@ class DisTorchSplit final : public PlacementRule {
     if (split_) {
       quotas = policies::split_quotas(policies::parse_split(*split_, mode_), mode_, model, hw);
       applied = *split_;
-    } else if (offload_) {
-      // Tail-first filling gives the compute GPU its quota first, so the donor gets exactly what the
-      // GPU's quota leaves of the distributable modules (up to one module's rounding).
-      double distributable = 0;
-      for (const auto& t : header.tensors)
-        if (t.kind == trace::TensorKind::Weight && !policies::pinned_to_compute_gpu(t, model))
-          distributable += static_cast<double>(t.bytes);
-      const double moved = std::min(*offload_, distributable);
-      quotas[placement::kComputeGpu] = distributable - moved;
-      quotas[donor] += moved;
-      applied = "virtual VRAM: " + both_units(moved) + " to " + placement::device_name(donor);
     } else {
-      // The budget covers the tensors DisTorch keeps on the GPU regardless of quota (embeddings, norms);
-      // the quota is what is left of it for the distributable ones.
-      const double budget = std::min(model, policies::default_gpu_weight_budget(header, hw, rest.staged_layers(donor)));
-      double pinned = 0;
-      for (const auto& t : header.tensors)
-        if (t.kind == trace::TensorKind::Weight && policies::pinned_to_compute_gpu(t, model)) pinned += static_cast<double>(t.bytes);
-      quotas[placement::kComputeGpu] = std::max(0.0, budget - pinned);
-      if (model > budget) quotas[donor] += model - budget;
-      applied = "default: fill cuda:0, rest to " + placement::device_name(donor);
+      // Virtual VRAM: the node's virtual_vram_gb (4 GiB unless given) moved to the donor.
+      const double vram = offload_.value_or(kNodeDefaultVirtualVram);
+      quotas = policies::virtual_vram_quotas(model, vram, placement::kComputeGpu, {donor}, hw);
+      applied = "virtual VRAM: " + both_units(vram) + " to " + placement::device_name(donor) +
+                (offload_ ? "" : " (the DisTorch node's default)");
     }
+    if (quotas.count(placement::kComputeGpu) == 0) quotas[placement::kComputeGpu] = 0;
+    const double head = policies::text_encoder_head_bytes(header, blocks_);
+    if (head > 0) quotas[placement::kComputeGpu] = std::max(0.0, quotas[placement::kComputeGpu] - head);
     resolved.emplace_back("split", applied);
     std::string quota_text;
     for (const auto& [device, bytes] : quotas)
       quota_text += (quota_text.empty() ? "" : ", ") + placement::device_name(device) + " " + both_units(bytes);
     resolved.emplace_back("quotas", quota_text);
-    return policies::assign_from_tail(header, quotas);
+    return policies::assign_from_tail(header, quotas, blocks_);
   }
   bool may_offload() const override { return true; }
 
  private:
+  static constexpr double kNodeDefaultVirtualVram = 4.0 * 1073741824.0;  // wrappers.py: virtual_vram_gb = 4.0
   SplitMode mode_;
   std::optional<std::string> split_;
   std::optional<double> offload_;
   std::optional<placement::DeviceId> donor_;
+  policies::DisTorchBlocks blocks_;
 };
 
 }  // namespace

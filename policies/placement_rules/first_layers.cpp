@@ -60,7 +60,7 @@ class FirstLayers final : public PlacementRule {
     for (const auto& t : header.tensors) {
       if (t.kind != trace::TensorKind::Weight) continue;
       const bool on_gpu = t.layer < keep || (t.layer >= n_layers && keep == n_layers) || t.layer < 0;
-      if (!on_gpu && !policies::pinned_to_compute_gpu(t, 0)) homes[t.id] = donor;
+      if (!on_gpu && !policies::is_embedding(t)) homes[t.id] = donor;
     }
     return homes;
   }

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "core/error.hpp"
@@ -104,11 +106,29 @@ std::vector<SplitEntry> parse_split(std::string_view text, SplitMode mode) {
   return out;
 }
 
+namespace {
+
+double device_total(placement::DeviceId d, const hw::HardwareProfile& hw) {
+  // ComfyUI's get_total_memory: the GPU's total (mem_get_info()[1]), the host's RAM.
+  return d == placement::kCpu ? hw.host.memory : hw.gpu.memory;
+}
+
+// DisTorch writes each share as a fraction of the device's total with f"{x:.4f}" and reads it back.
+double four_decimals(double fraction) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4f", fraction);
+  return std::strtod(buf, nullptr);
+}
+
+}  // namespace
+
 std::map<placement::DeviceId, double> split_quotas(const std::vector<SplitEntry>& entries, SplitMode mode,
                                                    double model_bytes, const hw::HardwareProfile& hw) {
-  std::map<placement::DeviceId, double> quotas;
+  std::map<placement::DeviceId, double> bytes;
   switch (mode) {
     case SplitMode::Bytes: {
+      // calculate_fraction_from_byte_expert_string: in the order written, each device takes what it asks
+      // for of what is left; the rest goes to the wildcard device (the cpu unless "*" names another).
       double remaining = model_bytes;
       placement::DeviceId wildcard = placement::kCpu;
       for (const auto& e : entries) {
@@ -116,23 +136,48 @@ std::map<placement::DeviceId, double> split_quotas(const std::vector<SplitEntry>
           wildcard = e.device;
           continue;
         }
-        const double take = std::min(e.value, remaining);
-        quotas[e.device] += take;
+        const double take = std::min(e.value, std::max(0.0, remaining));
+        bytes[e.device] += take;
         remaining -= take;
       }
-      if (remaining > 0) quotas[wildcard] += remaining;
+      if (remaining > 0) bytes[wildcard] += remaining;
       break;
     }
     case SplitMode::Ratio: {
       double sum = 0;
       for (const auto& e : entries) sum += e.value;
-      for (const auto& e : entries) quotas[e.device] = e.value / sum * model_bytes;
+      for (const auto& e : entries) bytes[e.device] = e.value / sum * model_bytes;
       break;
     }
-    case SplitMode::Fraction:
-      for (const auto& e : entries)
-        quotas[e.device] = e.value * (e.device == placement::kCpu ? hw.host.memory : hw.gpu.memory);
-      break;
+    case SplitMode::Fraction: {
+      // Used as written: a fraction of each device's total memory.
+      std::map<placement::DeviceId, double> quotas;
+      for (const auto& e : entries) quotas[e.device] = e.value * device_total(e.device, hw);
+      return quotas;
+    }
+  }
+  std::map<placement::DeviceId, double> quotas;
+  for (const auto& [d, b] : bytes) quotas[d] = four_decimals(b / device_total(d, hw)) * device_total(d, hw);
+  return quotas;
+}
+
+std::map<placement::DeviceId, double> virtual_vram_quotas(double model_bytes, double vram_bytes,
+                                                          placement::DeviceId compute,
+                                                          const std::vector<placement::DeviceId>& donors,
+                                                          const hw::HardwareProfile& hw) {
+  // calculate_safetensor_vvram_allocation: in GiB, the compute device keeps the model less the virtual
+  // VRAM (as a fraction of its total, not capped by it); each donor in turn gives what it can of it.
+  constexpr double kGiB = 1073741824.0;
+  const double model_gb = model_bytes / kGiB, vv = vram_bytes / kGiB;
+  std::map<placement::DeviceId, double> quotas;
+  const double rg = device_total(compute, hw) / kGiB;
+  quotas[compute] = four_decimals(std::max(0.0, model_gb - vv) / rg) * device_total(compute, hw);
+  double rem = vv;
+  for (placement::DeviceId d : donors) {
+    const double total_gb = device_total(d, hw) / kGiB;
+    const double don = std::min(rem, total_gb);
+    rem -= don;
+    quotas[d] += four_decimals(don / total_gb) * device_total(d, hw);
   }
   return quotas;
 }

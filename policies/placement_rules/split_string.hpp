@@ -26,7 +26,15 @@ std::vector<SplitEntry> parse_split(std::string_view text, SplitMode mode);
 
 // Bytes of the model each device may hold, as DisTorch computes them. `model_bytes` is the total
 // weight size; device capacities come from the profile.
+// Bytes and ratio shares become fractions of each device's total memory written with 4 decimals, as
+// DisTorch writes them (distorch_2.py), then bytes again; fractions are used as written.
 std::map<placement::DeviceId, double> split_quotas(const std::vector<SplitEntry>& entries, SplitMode mode,
                                                    double model_bytes, const hw::HardwareProfile& hw);
+
+// DisTorch's virtual-VRAM mode (the node's virtual_vram_gb and donor list; default 4 GiB to the cpu).
+std::map<placement::DeviceId, double> virtual_vram_quotas(double model_bytes, double vram_bytes,
+                                                          placement::DeviceId compute,
+                                                          const std::vector<placement::DeviceId>& donors,
+                                                          const hw::HardwareProfile& hw);
 
 }  // namespace tiersim::policies

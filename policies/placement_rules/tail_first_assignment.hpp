@@ -1,9 +1,14 @@
 #pragma once
-// How DisTorch V2 turns per-device quotas into a placement: walking the model's weight modules from
-// its tail, each goes to the first device, in the order compute GPU, other GPUs, cpu, whose
-// remaining quota holds it; a module no quota holds stays on the compute GPU. Embedding tables and
-// modules under 0.01% of the model (norms) stay on the compute GPU, as DisTorch keeps them there.
+// How ComfyUI-MultiGPU's DisTorch V2 turns per-device quotas into a placement (distorch_2.py,
+// analyze_safetensor_loading; read at pollockjj/ComfyUI-MultiGPU a38cbda5, v2.6.3). Its blocks are the
+// leaf modules of ComfyUI's load list (one per weight tensor here). A block under 0.01% of the model is
+// "tiny" and stays on the compute device; for a text encoder (is_clip) the embedding tables (names with
+// embed, wte, wpe, token_embedding, position_embedding) stay there too and are charged to its quota.
+// The others are walked from the model's tail, each to the first device, in the order (non-cpu devices
+// by name, lexicographically; then the cpu), whose remaining quota holds it; one that fits nowhere
+// goes to the compute device outside every quota (DisTorch only warns; capacity is checked after).
 #include <map>
+#include <vector>
 
 #include "hardware/profile.hpp"
 #include "placement/placement.hpp"
@@ -11,16 +16,19 @@
 
 namespace tiersim::policies {
 
-// The home of every tensor (non-weights: the compute GPU).
+struct DisTorchBlocks {
+  bool text_encoder = false;  // ComfyUI's is_clip
+};
+
+// The home of every tensor (non-weights: the compute GPU, cuda:0).
 std::vector<placement::DeviceId> assign_from_tail(const trace::Header& header,
-                                                 const std::map<placement::DeviceId, double>& quotas);
+                                                 const std::map<placement::DeviceId, double>& quotas,
+                                                 DisTorchBlocks blocks);
 
-// Weight bytes the compute GPU can hold for the model when nothing else is said: its memory less the
-// reserve, KV cache, activations and, if anything must be offloaded, the staging buffers of
-// `staged_layers` copied layers (prefetch + 1 when offloaded weights are copied, 0 when they are not).
-double default_gpu_weight_budget(const trace::Header& header, const hw::HardwareProfile& hw, int staged_layers);
+// Bytes of the embedding tables a text encoder keeps on the compute device (0 otherwise).
+double text_encoder_head_bytes(const trace::Header& header, DisTorchBlocks blocks);
 
-// True for tensors DisTorch never distributes (embeddings, and modules under 0.01% of the model).
-bool pinned_to_compute_gpu(const trace::Tensor& t, double model_bytes);
+// Whether a weight is an embedding table by DisTorch's names.
+bool is_embedding(const trace::Tensor& t);
 
 }  // namespace tiersim::policies

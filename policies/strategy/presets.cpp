@@ -18,10 +18,12 @@ struct Preset {
 const std::vector<Preset>& table() {
   static const std::vector<Preset> list{
       {{"resident", "everything in the compute GPU's memory (fails clearly if it does not fit)"}, "all-gpu", "device"},
-      {{"bytes", "DisTorch bytes split, e.g. --split \"cuda:0,2.5gb;cpu,*\""}, "distorch.bytes", "device"},
-      {{"ratio", "DisTorch ratio split, e.g. --split \"cuda:0,80%;cpu,20%\""}, "distorch.ratio", "device"},
+      {{"bytes", "DisTorch bytes split, e.g. --split \"cuda:0,2.5gb;cpu,*\" (default: 4 GiB of virtual VRAM)"},
+       "distorch.bytes", "device", "copy:host=pageable,stream"},
+      {{"ratio", "DisTorch ratio split, e.g. --split \"cuda:0,80%;cpu,20%\""}, "distorch.ratio", "device",
+       "copy:host=pageable,stream"},
       {{"fraction", "DisTorch fraction-of-device-memory split, e.g. --split \"cuda:0,0.8;cpu,0.5\""},
-       "distorch.fraction", "device"},
+       "distorch.fraction", "device", "copy:host=pageable,stream"},
       {{"layers", "first N transformer layers on the GPU, the rest offloaded (--layers N)"}, "layers", "device"},
       {{"um", "CUDA managed memory, demand paging (oversubscription allowed)"}, "all-gpu", "managed"},
       {{"um-cpu", "managed memory, weights PreferredLocation=CPU: read over the link every time"}, "all-gpu",
@@ -34,7 +36,7 @@ const std::vector<Preset>& table() {
        "all-gpu", "managed:prefetch=1"},
       {{"accelerate", "HF from_pretrained(device_map=\"auto\"): accelerate's map; offloaded leaves copied per forward "
                       "(synchronous, pageable), layers on other GPUs run there"},
-       "accelerate.auto", "device", "copy:pageable,sync,peer=execute"},
+       "accelerate.auto", "device", "copy:host=pageable,sync,peer=execute"},
   };
   return list;
 }
@@ -84,9 +86,10 @@ void apply_flags(StrategySpec& spec, const LegacyFlags& f) {
   }
   if (f.donor) spec.placement.set("donor", *f.donor, "--donor");
   if (f.offload_exec && *f.offload_exec == "cpu") {
-    if (spec.offload.name != "copy" || !spec.offload.options.empty())
+    if (spec.offload.name != "copy" || !spec.offload.given_by.empty())
       throw InputError("", 0, "--offload-exec", "give the offload path once: --offload-exec cpu is --offload execute");
     spec.offload.name = "execute";
+    spec.offload.options.clear();  // the preset's copy options (host memory, streams) mean nothing there
     spec.offload.given = true;
     spec.offload.given_by["execute"] = "--offload-exec";
   }
@@ -95,8 +98,11 @@ void apply_flags(StrategySpec& spec, const LegacyFlags& f) {
     // least 1, as that preset always prefetches); otherwise the weight copies' look-ahead.
     if (spec.memory.name == "managed" && spec.memory.options.count("prefetch"))
       spec.memory.set("prefetch", std::to_string(std::max(1, *f.prefetch)), "--prefetch");
-    else
+    else {
+      // Copies N layers ahead replace the preset's on-demand copies on a stream.
+      if (!spec.offload.given_by.count("stream")) spec.offload.options.erase("stream");
       spec.offload.set("prefetch", std::to_string(*f.prefetch), "--prefetch");
+    }
   }
   if (f.host_memory) spec.offload.set("host", *f.host_memory, "--host-memory");
   if (f.allocator) spec.memory.set("allocator", *f.allocator, "--allocator");

@@ -35,6 +35,9 @@ struct CopyOptions {
   int prefetch = 0;                           // layers ahead that copies are issued; 0 = on demand
   HostMemory host_memory = HostMemory::Pinned;
   bool sync = false;                          // the host waits for each copy (a synchronous .to())
+  // On demand, on a copy stream rather than the compute stream: the copy for the next module can run
+  // while the current one computes (ComfyUI's offload streams, cast_bias_weight), no look-ahead.
+  bool stream = false;
 };
 
 // cudaMemAdvise hints on a managed tensor (bit flags, as the driver combines them).

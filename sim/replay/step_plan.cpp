@@ -251,7 +251,8 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           wait.frees_count = static_cast<std::uint32_t>(out.slot_waits.size()) - wait.frees_begin;
           if (wait.frees_count > 0) out.actions.push_back(wait);
         }
-        issue_copy(out, r.tensor, false);
+        // On demand: on the compute stream, or (copy:stream) on a copy stream the kernel waits for.
+        issue_copy(out, r.tensor, placement_.copy.stream);
       }
       Action a;
       a.kind = ActionKind::Kernel;

@@ -29,7 +29,7 @@ SimRun sim(const std::string& args) {
 }
 
 TEST(Cli, QwenUnderRatioPrintsAPrediction) {
-  const SimRun r = sim("--trace traces/qwen.trace --policy ratio");
+  const SimRun r = sim("--trace traces/qwen.trace --policy ratio --split \"cuda:0,75%;cpu,25%\"");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("decode tokens/s"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rtx4090"), std::string::npos) << "names the default profile";
@@ -53,8 +53,11 @@ TEST(Cli, SameInputsGiveTheSameBytes) {
 }
 
 TEST(Cli, TpsFallsAsTheCpuShareGrowsAndNeverBeatsTheLink) {
+  // Not strictly: DisTorch walks from the tail, so at 25% the 1.45 GiB embedding (the model's head) lands
+  // on the cpu and is cast whole every token, while at 30% it no longer fits the cpu's remainder and
+  // stays on the GPU as an orphan: 30% moves fewer bytes per token than 25%.
   double previous = 1e300;
-  for (int cpu : {25, 30, 40, 50}) {
+  for (int cpu : {30, 40, 50}) {
     const SimRun r = sim("--trace traces/qwen.trace --policy ratio --split \"cuda:0," + std::to_string(100 - cpu) +
                       "%;cpu," + std::to_string(cpu) + "%\" --json");
     ASSERT_EQ(r.code, 0) << r.out;
@@ -63,8 +66,8 @@ TEST(Cli, TpsFallsAsTheCpuShareGrowsAndNeverBeatsTheLink) {
     const double h2d = j["h2d_bytes_per_step"].get<double>();
     EXPECT_LT(tps, previous) << cpu << "% on cpu";
     previous = tps;
-    // Every decode step moves h2d bytes over a 26 GB/s link (the preset's pinned rate).
-    EXPECT_LE(tps, 26e9 / h2d) << cpu << "% on cpu";
+    // Every decode step moves h2d bytes over the link from pageable memory (the preset's 16 GB/s).
+    EXPECT_LE(tps, 16e9 / h2d) << cpu << "% on cpu";
   }
 }
 
@@ -123,7 +126,9 @@ TEST(Cli, SweepWritesOneRowPerPoint) {
     if (line.find(",ok") != std::string::npos) ++ok;
   }
   EXPECT_EQ(rows, 5);
-  EXPECT_EQ(ok, 2);  // 28.3 GiB resident: 0, 2 and 4 GB off do not fit a 24 GiB card; 6 and 8 do
+  // DisTorch's virtual VRAM: below 8 GB the 1.45 GiB embedding is an orphan on the compute GPU and the
+  // card overflows (issue 11's worked example); 8 GB fits.
+  EXPECT_EQ(ok, 1);
 }
 
 TEST(Cli, ShippedQwenTraceIsWhatTheGeneratorWrites) {
@@ -184,7 +189,7 @@ TEST(Cli, FreshLengthsAddTheNewLengthAttentionCostToAGeneratedTrace) {
 }
 
 TEST(Cli, AnalyticEngineRunsFromTheSameCommand) {
-  const SimRun r = sim("--trace traces/qwen.trace --policy ratio --engine analytic --json");
+  const SimRun r = sim("--trace traces/qwen.trace --policy ratio --split \"cuda:0,75%;cpu,25%\" --engine analytic --json");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["engine"], "analytic");
 }

@@ -38,7 +38,7 @@ TEST(Composition, PartsGivenDirectlyEqualTheirPreset) {
   const std::string t = "--trace traces/qwen.trace --json";
   const auto preset = nlohmann::json::parse(sim(t + " --policy ratio --split \"cuda:0,70%;cpu,30%\" --prefetch 1", false).out);
   const auto parts = nlohmann::json::parse(
-      sim(t + " --placement distorch.ratio --split \"cuda:0,70%;cpu,30%\" --offload copy:prefetch=1", false).out);
+      sim(t + " --placement distorch.ratio --split \"cuda:0,70%;cpu,30%\" --offload copy:host=pageable,prefetch=1", false).out);
   EXPECT_EQ(preset["tps"], parts["tps"]);
   EXPECT_EQ(preset["vram_peak_bytes"], parts["vram_peak_bytes"]);
   const auto um = nlohmann::json::parse(sim(t + " --policy um-cpu", false).out);

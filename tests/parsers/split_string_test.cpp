@@ -14,22 +14,27 @@ TEST(SplitString, BytesModeFillsInOrderAndTheWildcardTakesTheRest) {
   EXPECT_DOUBLE_EQ(e[0].value, 2.5 * 1073741824.0);
   EXPECT_TRUE(e[1].wildcard);
   const auto q = split_quotas(e, SplitMode::Bytes, 10.0 * 1073741824.0, hw);
-  EXPECT_DOUBLE_EQ(q.at(0), 2.5 * 1073741824.0);
-  EXPECT_DOUBLE_EQ(q.at(-1), 7.5 * 1073741824.0);
+  // As DisTorch writes them: fractions of each device's total with 4 decimals, 2.5/24 -> 0.1042 of the
+  // 24 GiB card, 7.5/64 -> 0.1172 of the 64 GiB host.
+  EXPECT_DOUBLE_EQ(q.at(0), 0.1042 * 24.0 * 1073741824.0);
+  EXPECT_DOUBLE_EQ(q.at(-1), 0.1172 * 64.0 * 1073741824.0);
 }
 
 TEST(SplitString, BytesModeDefaultsTheRestToTheCpu) {
   const auto hw = hw::resolve_profile("rtx4090");
   const auto q = split_quotas(parse_split("cuda:0,1g", SplitMode::Bytes), SplitMode::Bytes, 3.0 * 1073741824.0, hw);
-  EXPECT_DOUBLE_EQ(q.at(-1), 2.0 * 1073741824.0);
+  EXPECT_DOUBLE_EQ(q.at(-1), 0.0312 * 64.0 * 1073741824.0);  // 2/64 = 0.03125 -> "0.0312"
 }
 
 TEST(SplitString, RatioModeNormalises) {
   const auto hw = hw::resolve_profile("rtx3090x2-nvlink");
-  const auto q = split_quotas(parse_split("cuda:0,8%;cuda:1,8%;cpu,4%", SplitMode::Ratio), SplitMode::Ratio, 100.0, hw);
-  EXPECT_DOUBLE_EQ(q.at(0), 40.0);
-  EXPECT_DOUBLE_EQ(q.at(1), 40.0);
-  EXPECT_DOUBLE_EQ(q.at(-1), 20.0);
+  const double gib = 1073741824.0;
+  const auto q = split_quotas(parse_split("cuda:0,8%;cuda:1,8%;cpu,4%", SplitMode::Ratio), SplitMode::Ratio,
+                              10.0 * gib, hw);
+  // 40/40/20 of 10 GiB, each as a 4-decimal fraction of its device: 4/24 -> 0.1667, 2/64 -> 0.0312.
+  EXPECT_DOUBLE_EQ(q.at(0), 0.1667 * 24.0 * gib);
+  EXPECT_DOUBLE_EQ(q.at(1), 0.1667 * 24.0 * gib);
+  EXPECT_DOUBLE_EQ(q.at(-1), 0.0312 * 64.0 * gib);
 }
 
 TEST(SplitString, FractionModeIsAShareOfEachDevicesMemory) {
