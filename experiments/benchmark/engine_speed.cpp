@@ -1,6 +1,8 @@
 // How fast the simulator is: 1,000 decode steps of Qwen3-14B (bf16, batch 1, 512-token prompt) on
-// the RTX 4090 preset under `ratio` with its default split, by each engine, generated in memory and
-// read from a trace file. Reports events per second for the event engine.
+// the RTX 4090 preset under `ratio` with a 70/30 split whose offloaded quarter is copied on demand from
+// pinned memory (the engines' plainest copy path, as the ratio preset ran before it became DisTorch's
+// pageable casts), by each engine, generated in memory and read from a trace file; and under `um`
+// (oversubscribed). Reports events per second for the event engine.
 //   ./build/bin/tiersim_bench --benchmark_min_time=2
 #include <benchmark/benchmark.h>
 
@@ -30,6 +32,10 @@ app::TraceSpec qwen_spec() {
 void run(benchmark::State& state, app::EngineKind engine, const app::TraceSpec& spec, const std::string& policy,
          const strategy::LegacyFlags& flags) {
   strategy::StrategySpec strategy = strategy::preset_spec(policy);
+  if (policy == "ratio") {
+    strategy.placement.options["split"] = "cuda:0,70%;cpu,30%";
+    strategy.offload.options.clear();  // pinned, on demand (the preset casts from pageable memory)
+  }
   strategy::apply_flags(strategy, flags);
   const auto hw = hw::resolve_profile("rtx4090");
   const auto runtime = runtime::resolve_runtime(runtime::kDefaultRuntime);
