@@ -97,10 +97,10 @@ class StepModel {
 
   const SteadyStateManaged* managed() const { return managed_.get(); }
 
-  report::StepResult evaluate(const trace::Step& step) {
+  result::StepResult evaluate(const trace::Step& step) {
     planner_.plan(step, plan_);
     if (managed_) managed_->set_step(steps_done_++);
-    report::StepResult r;
+    result::StepResult r;
     r.kind = plan_.kind;
     r.tokens = plan_.tokens;
     Segment seg;
@@ -224,7 +224,7 @@ class StepModel {
   }
 
  private:
-  void count_bytes(report::StepResult& r, const Action& a) {
+  void count_bytes(result::StepResult& r, const Action& a) {
     (a.source > placement::kComputeGpu ? r.peer_bytes : r.h2d_bytes) += a.bytes;
   }
   // Ends a segment where the host waits. If the wait does not drain the compute stream, the compute
@@ -258,9 +258,9 @@ class StepModel {
 
 }  // namespace
 
-report::RunResult run_analytic(const replay::RunSetup& setup, const placement::Placement& placement,
+result::RunResult run_analytic(const replay::RunSetup& setup, const placement::Placement& placement,
                                trace::StepSource& source) {
-  report::RunResult result;
+  result::RunResult result;
   result.engine = "analytic";
   const hw::HardwareProfile& hw = setup.hw;
   StepModel model(setup, placement, source.header());

@@ -14,12 +14,12 @@
 #include "hardware/profile.hpp"
 #include "placement/placement.hpp"
 #include "replay/run_setup.hpp"
-#include "report/run_result.hpp"
+#include "result/run_result.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::analytic {
 
-report::RunResult run_analytic(const replay::RunSetup& setup, const placement::Placement& placement,
+result::RunResult run_analytic(const replay::RunSetup& setup, const placement::Placement& placement,
                                trace::StepSource& source);
 
 }  // namespace tiersim::analytic

@@ -14,7 +14,7 @@
 #include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
 #include "config/embedded_files.hpp"
-#include "config/profile_writer.hpp"
+#include "hardware/profile_writer.hpp"
 #include "config/strict_reader.hpp"
 #include "report/output_file.hpp"
 #include "core/error.hpp"
@@ -288,7 +288,7 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
     try {
       const auto sim = app::simulate(m.setup(), strategy_spec(point), engine, spec);
       row.ok = true;
-      row.summary = report::summarize(sim.result);
+      row.summary = result::summarize(sim.result);
       row.vram_peak = sim.result.peak_bytes.at("cuda:0");
       row.offloaded = placement::offloaded_weight_bytes(sim.header, sim.placement);
     } catch (const CapacityError& e) {

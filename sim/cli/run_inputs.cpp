@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "config/profile_writer.hpp"
+#include "hardware/profile_writer.hpp"
 #include "config/strict_reader.hpp"
 #include "core/error.hpp"
 #include "hardware/profile_loader.hpp"

@@ -9,7 +9,7 @@
 #include "placement/placement.hpp"
 #include "replay/run_setup.hpp"
 #include "policies/strategy/strategy.hpp"
-#include "report/run_result.hpp"
+#include "result/run_result.hpp"
 #include "report/timeline.hpp"
 #include "trace/trace.hpp"
 
@@ -29,7 +29,7 @@ std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec);
 struct Simulation {
   trace::Header header;
   placement::Placement placement;
-  report::RunResult result;
+  result::RunResult result;
 };
 
 // `timeline` (event engine only) receives the spans of the first steps.

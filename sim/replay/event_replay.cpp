@@ -94,8 +94,8 @@ class Replay final : public engine::EventHandler,
     }
   }
 
-  report::RunResult run() {
-    report::RunResult result;
+  result::RunResult run() {
+    result::RunResult result;
     result.engine = "event";
     if (start_next_step()) {
       sim_.schedule(0, engine::kPriorityIssue, this, 0);
@@ -197,7 +197,7 @@ class Replay final : public engine::EventHandler,
   }
 
   void finish_step() {
-    report::StepResult r;
+    result::StepResult r;
     r.kind = plan_.kind;
     r.tokens = plan_.tokens;
     r.seconds = to_seconds(sim_.now() - step_start_);
@@ -442,12 +442,12 @@ class Replay final : public engine::EventHandler,
   SimTime step_start_ = 0;
   double h2d_start_ = 0, d2h_start_ = 0, peer_start_ = 0;
   SimTime busy_start_ = 0;
-  std::vector<report::StepResult> steps_;
+  std::vector<result::StepResult> steps_;
 };
 
 }  // namespace
 
-report::RunResult run_event_engine(const RunSetup& setup, const placement::Placement& placement,
+result::RunResult run_event_engine(const RunSetup& setup, const placement::Placement& placement,
                                    trace::StepSource& source, report::Timeline* timeline) {
   Replay replay(setup, placement, source, timeline);
   return replay.run();

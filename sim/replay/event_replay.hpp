@@ -5,14 +5,14 @@
 #include "hardware/profile.hpp"
 #include "placement/placement.hpp"
 #include "replay/run_setup.hpp"
-#include "report/run_result.hpp"
+#include "result/run_result.hpp"
 #include "report/timeline.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::replay {
 
 // With `timeline`, the spans of the first steps it records are added to it.
-report::RunResult run_event_engine(const RunSetup& setup, const placement::Placement& placement,
+result::RunResult run_event_engine(const RunSetup& setup, const placement::Placement& placement,
                                    trace::StepSource& source, report::Timeline* timeline = nullptr);
 
 }  // namespace tiersim::replay

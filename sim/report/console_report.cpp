@@ -6,7 +6,7 @@
 namespace tiersim::report {
 
 void write_console(std::ostream& out, const Context& c) {
-  const Summary s = summarize(*c.result);
+  const result::Summary s = result::summarize(*c.result);
   const auto& hw = *c.hw;
   const auto& h = *c.header;
   auto line = [&](const char* label, const std::string& value) {

@@ -23,7 +23,7 @@ std::string git_sha() { return TIERSIM_GIT_SHA; }
 
 void write_json(std::ostream& out, const Context& c) {
   using nlohmann::ordered_json;
-  const Summary s = summarize(*c.result);
+  const result::Summary s = result::summarize(*c.result);
   const auto& h = *c.header;
   const auto& hw = *c.hw;
   ordered_json j;

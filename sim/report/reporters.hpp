@@ -8,7 +8,7 @@
 #include "hardware/profile.hpp"
 #include "placement/placement.hpp"
 #include "runtime/runtime_profile.hpp"
-#include "report/run_result.hpp"
+#include "result/run_result.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::report {
@@ -25,7 +25,7 @@ struct Context {
   const runtime::RuntimeProfile* runtime = nullptr;
   bool fresh_lengths = false;
   const placement::Placement* placement = nullptr;
-  const RunResult* result = nullptr;
+  const result::RunResult* result = nullptr;
   const nlohmann::ordered_json* inputs = nullptr;  // the resolved inputs (JSON only), to re-run from
 };
 
@@ -41,7 +41,7 @@ struct SweepRow {
   std::string donor;
   bool ok = false;
   std::string error;
-  Summary summary;
+  result::Summary summary;
   double vram_peak = 0;
   double offloaded = 0;
 };

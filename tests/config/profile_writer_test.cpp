@@ -2,7 +2,7 @@
 // `sim profiles show` rely on.
 #include <gtest/gtest.h>
 
-#include "config/profile_writer.hpp"
+#include "hardware/profile_writer.hpp"
 #include "hardware/profile_loader.hpp"
 #include "runtime/runtime_loader.hpp"
 

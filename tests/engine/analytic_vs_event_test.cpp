@@ -7,7 +7,7 @@
 #include "hardware/profile_loader.hpp"
 #include "policies/strategy/presets.hpp"
 #include "runtime/runtime_loader.hpp"
-#include "report/run_result.hpp"
+#include "result/run_result.hpp"
 
 namespace tiersim {
 namespace {
@@ -28,8 +28,8 @@ double relative_gap(const std::string& hw_name, const std::string& policy, strat
   strategy::apply_flags(strategy, o);
   const auto ev = app::simulate(setup, strategy, app::EngineKind::Event, spec);
   const auto an = app::simulate(setup, strategy, app::EngineKind::Analytic, spec);
-  const double e = report::summarize(ev.result).decode_step_median;
-  const double a = report::summarize(an.result).decode_step_median;
+  const double e = result::summarize(ev.result).decode_step_median;
+  const double a = result::summarize(an.result).decode_step_median;
   return (a - e) / e;
 }
 
@@ -50,8 +50,8 @@ TEST(AnalyticVsEvent, AgreeForDisTorchsPageableCopiesOnAStream) {
   strategy::StrategySpec s = strategy::preset_spec("ratio");
   strategy::apply_flags(s, o);
   const replay::RunSetup setup{hw, runtime};
-  const double e = report::summarize(app::simulate(setup, s, app::EngineKind::Event, spec).result).decode_step_median;
-  const double a = report::summarize(app::simulate(setup, s, app::EngineKind::Analytic, spec).result).decode_step_median;
+  const double e = result::summarize(app::simulate(setup, s, app::EngineKind::Event, spec).result).decode_step_median;
+  const double a = result::summarize(app::simulate(setup, s, app::EngineKind::Analytic, spec).result).decode_step_median;
   EXPECT_LT(std::fabs((a - e) / e), 0.05);
 }
 
@@ -146,8 +146,8 @@ TEST(AnalyticVsEvent, AnalyticIsABoundOnTheEventEngine) {
     if (c.offload) s.offload = strategy::PartSpec::parse(c.offload, "--offload");
     strategy::apply_flags(s, c.flags);
     const replay::RunSetup setup{hw, runtime};
-    const double ev = report::summarize(app::simulate(setup, s, app::EngineKind::Event, spec).result).decode_step_median;
-    const double an = report::summarize(app::simulate(setup, s, app::EngineKind::Analytic, spec).result).decode_step_median;
+    const double ev = result::summarize(app::simulate(setup, s, app::EngineKind::Event, spec).result).decode_step_median;
+    const double an = result::summarize(app::simulate(setup, s, app::EngineKind::Analytic, spec).result).decode_step_median;
     EXPECT_LE(an, ev * (1 + c.margin) + 1e-12) << c.hw << " " << s.label();
   }
 }

@@ -18,16 +18,16 @@ using testing::ExecutionOptions;
 using placement::kCpu;
 constexpr double kTol = 1e-9;  // seconds; the engine keeps picoseconds
 
-double decode_step(const report::RunResult& r) { return r.steps.back().seconds; }
+double decode_step(const result::RunResult& r) { return r.steps.back().seconds; }
 
-report::RunResult run_event(int layers, std::initializer_list<int> offloaded, placement::DeviceId where,
+result::RunResult run_event(int layers, std::initializer_list<int> offloaded, placement::DeviceId where,
                             ExecutionOptions exec, const testing::ToyMachine& hw = testing::toy_profile()) {
   auto src = testing::toy_trace(layers, 2);
   auto p = testing::toy_placement(src->header(), offloaded, where, exec);
   return replay::run_event_engine(hw, p, *src);
 }
 
-report::RunResult run_analytic(int layers, std::initializer_list<int> offloaded, placement::DeviceId where,
+result::RunResult run_analytic(int layers, std::initializer_list<int> offloaded, placement::DeviceId where,
                                ExecutionOptions exec, const testing::ToyMachine& hw = testing::toy_profile()) {
   auto src = testing::toy_trace(layers, 2);
   auto p = testing::toy_placement(src->header(), offloaded, where, exec);

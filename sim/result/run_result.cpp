@@ -1,9 +1,9 @@
-#include "report/run_result.hpp"
+#include "result/run_result.hpp"
 
 #include <algorithm>
 #include <numeric>
 
-namespace tiersim::report {
+namespace tiersim::result {
 
 Summary summarize(const RunResult& r) {
   Summary s;
@@ -53,4 +53,4 @@ Summary summarize(const RunResult& r) {
   return s;
 }
 
-}  // namespace tiersim::report
+}  // namespace tiersim::result

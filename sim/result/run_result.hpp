@@ -7,7 +7,7 @@
 
 #include "trace/trace.hpp"
 
-namespace tiersim::report {
+namespace tiersim::result {
 
 struct StepResult {
   trace::StepKind kind = trace::StepKind::Decode;
@@ -61,4 +61,4 @@ struct Summary {
 };
 Summary summarize(const RunResult& r);
 
-}  // namespace tiersim::report
+}  // namespace tiersim::result

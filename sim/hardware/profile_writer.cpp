@@ -1,4 +1,4 @@
-#include "config/profile_writer.hpp"
+#include "hardware/profile_writer.hpp"
 
 #include <yaml-cpp/yaml.h>
 
