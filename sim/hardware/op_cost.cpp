@@ -22,6 +22,25 @@ GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std:
   return c;
 }
 
+GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates) {
+  GpuOpCost c;
+  const double rate = op.dtype.empty() ? rates.gpu : hw.gpu_rate(op.dtype);
+  c.compute_seconds = static_cast<double>(op.flops) / (rate * hw.gpu.compute_efficiency);
+  c.memory_bytes = static_cast<double>(trace::op_bytes(op));
+  c.local_rate = hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency;
+  c.floor_seconds = hw.gpu.kernel_min_time * op.launches;
+  c.measured_seconds = op.gpu_seconds;
+  return c;
+}
+
+double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates) {
+  const double rate = op.dtype.empty() ? rates.host : hw.host_rate(op.dtype);
+  const double compute = static_cast<double>(op.flops) / (rate * hw.host.compute_efficiency);
+  const double memory =
+      static_cast<double>(trace::op_bytes(op)) / (hw.host.memory_bandwidth * hw.host.memory_efficiency);
+  return std::max(compute, memory) + hw.host.op_overhead;
+}
+
 double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype) {
   return gpu_op_cost(hw, op, default_dtype).seconds();
 }

@@ -22,6 +22,16 @@ struct GpuOpCost {
   double seconds(double remote_bytes = 0, double remote_rate = 1) const;
 };
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
+
+// The compute rates an op runs at, resolved from dtype names once (the step planner keeps the trace's
+// default dtype's and looks up only ops that name another): no string work per op per step.
+struct OpRates {
+  double gpu = 0;   // FLOP/s of the GPU for the trace's default dtype
+  double host = 0;  // FLOP/s of the host for it
+  static OpRates of(const HardwareProfile& hw, const std::string& dtype) { return {hw.gpu_rate(dtype), hw.host_rate(dtype)}; }
+};
+GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const OpRates& default_rates);
+double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRates& default_rates);
 double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 // Host time to issue the op's kernels: measured host time if the trace has it, else the

@@ -16,7 +16,8 @@ constexpr std::int32_t kNoLayer = INT32_MIN;
 }  // namespace
 
 StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, const placement::Placement& placement)
-    : hw_(setup.hw), runtime_(setup.runtime), fresh_lengths_(setup.fresh_lengths), header_(header), placement_(placement), default_dtype_(header.default_dtype()) {
+    : hw_(setup.hw), runtime_(setup.runtime), fresh_lengths_(setup.fresh_lengths), header_(header), placement_(placement), default_dtype_(header.default_dtype()),
+      rates_(hw::OpRates::of(setup.hw, default_dtype_)) {
   const std::size_t n = header.tensors.size();
   copied_.assign(n, false);
   managed_.assign(n, false);
@@ -234,7 +235,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       Action a;
       a.kind = ActionKind::CpuOp;
       a.op = static_cast<std::int32_t>(i);
-      a.work_seconds = hw::cpu_op_seconds(hw_, op, default_dtype_);
+      a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_);
       out.actions.push_back(a);
     } else {
       // Weights not yet on the GPU: copied now on the compute stream (on demand). A weight copied again
@@ -264,7 +265,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         a.host_seconds += runtime_.new_length_attention;
         new_length_charged = true;
       }
-      a.cost = hw::gpu_op_cost(hw_, op, default_dtype_);
+      a.cost = hw::gpu_op_cost(hw_, op, rates_);
       a.work_seconds = a.cost.seconds();
       a.deps_begin = static_cast<std::uint32_t>(out.deps.size());
       a.frees_begin = static_cast<std::uint32_t>(out.frees.size());

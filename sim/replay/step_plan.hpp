@@ -99,6 +99,7 @@ class StepPlanner {
   const trace::Header& header_;
   const placement::Placement& placement_;
   std::string default_dtype_;
+  hw::OpRates rates_;  // the default dtype's rates, resolved once
   std::vector<bool> copied_;                // by tensor: a weight copied to cuda:0 when used
   std::vector<bool> managed_;               // by tensor: in managed memory
   std::vector<std::vector<std::uint32_t>> managed_by_position_;  // managed weights of each layer position
