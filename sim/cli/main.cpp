@@ -3,6 +3,7 @@
 // (bad input) or 3 (valid input that cannot fit). Library code never exits.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -71,7 +72,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
       ->capture_default_str();
   cmd.add_option("--set", o.sets,
                  "override a profile key, validated like the file: gpu.memory=\"48 GiB\", host_link.width=8, "
-                 "runtime.per_launch=\"8 us\" (repeatable)");
+                 "runtime.per_launch=\"8 us\"; or take a whole section (gpu, host, host_link, peer_link, "
+                 "managed_memory) from another profile: host=h200 (repeatable)");
   cmd.add_option("--policy", o.policy, "a preset strategy (sim policies); parts given below replace its parts");
   cmd.add_option("--placement", o.placement,
                  "placement rule, NAME[:OPTION,...]: all-gpu, distorch.bytes|ratio|fraction, layers (sim parts)");
@@ -167,12 +169,27 @@ SweepRange parse_range(const std::string& text) {
 
 // `--set key=value` on the hardware profile's tree (gpu.memory=48GiB), or on the runtime's with a
 // `runtime.` prefix, before the strict loader reads it: an override is validated like the file.
+YAML::Node profile_tree(const std::string& spec, bool runtime_file);
+
+// The hardware sections a profile is composed of: `--set SECTION=PROFILE` takes that whole section from
+// another profile (a preset name or a file), e.g. --hw rtx4090 --set host=h200 --set peer_link=rtx3090x2-nvlink.
+const char* const kHardwareParts[] = {"gpu", "host", "host_link", "peer_link", "managed_memory"};
+
 void apply_sets(YAML::Node hw_root, YAML::Node rt_root, const std::vector<std::string>& sets) {
   for (const std::string& set : sets) {
     const std::size_t eq = set.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == set.size())
       throw InputError("", 0, "--set", "expected KEY=VALUE (e.g. gpu.memory=\"48 GiB\"), got '" + set + "'");
     std::string key = set.substr(0, eq);
+    if (std::find(std::begin(kHardwareParts), std::end(kHardwareParts), key) != std::end(kHardwareParts)) {
+      const std::string from = set.substr(eq + 1);
+      YAML::Node other = profile_tree(from, false);
+      if (!other || other.IsNull())
+        throw InputError("", 0, "--set", "'" + key + "': '" + from + "' is neither a file nor a hardware preset");
+      if (!other[key]) throw InputError("", 0, "--set", "'" + key + "': profile '" + from + "' has no " + key + " section");
+      hw_root[key] = YAML::Clone(other[key]);
+      continue;
+    }
     YAML::Node node;  // reset() rebinds; assigning a node would overwrite the tree it refers to
     node.reset(hw_root);
     if (key.rfind("runtime.", 0) == 0) {
@@ -215,8 +232,8 @@ void resolve_machine(const CommonOptions& o, app::RunInputs& in) {
     in.runtime = runtime::resolve_runtime(o.runtime);
   } else {
     YAML::Node hw_root = profile_tree(o.hw, false), rt_root = profile_tree(o.runtime, true);
-    if (!hw_root) hw::resolve_profile(o.hw);  // throws, naming the presets
-    if (!rt_root) runtime::resolve_runtime(o.runtime);
+    if (!hw_root || hw_root.IsNull()) hw::resolve_profile(o.hw);  // throws, naming the presets
+    if (!rt_root || rt_root.IsNull()) runtime::resolve_runtime(o.runtime);
     apply_sets(hw_root, rt_root, o.sets);
     const std::string hw_origin = hw::resolve_profile(o.hw).origin, rt_origin = runtime::resolve_runtime(o.runtime).origin;
     in.hw = hw::parse_profile_node(hw_root, hw_origin + " with --set");

@@ -89,11 +89,21 @@ TEST(Composition, OptionsAPartDoesNotReadAreErrorsNamingTheFlag) {
            {"--policy ratio --offload copy:prefetch=1 --prefetch 2", "give it once"},
            {"--policy ratio --memory managed --offload execute", "not modelled"},
            {"--placement all-gpu --set gpu.memory=lots", "gpu.memory"},
+           {"--placement all-gpu --set gpu=nosuch", "neither a file nor a hardware preset"},
+           {"--placement all-gpu --set peer_link=rtx4090", "has no peer_link section"},
        }) {
     const SimRun r = sim("--trace traces/qwen.trace " + args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_NE(r.out.find(expect), std::string::npos) << args << "\n" << r.out;
   }
+}
+
+TEST(Composition, HardwareComposedFromPartsOfOtherProfiles) {
+  // An RTX 4090 with an RTX 5090's PCIe 5.0 link: the same split streams the host's share faster.
+  const std::string t = "--trace traces/qwen.trace --policy ratio --split \"cuda:0,75%;cpu,25%\"";
+  const double gen4 = tps(t);
+  const double gen5 = tps(t + " --set host_link=rtx5090");
+  EXPECT_GT(gen5, 1.3 * gen4);
 }
 
 TEST(Results, ReRunFromTheirJsonToTheSameBytes) {
