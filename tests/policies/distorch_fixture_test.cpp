@@ -1,0 +1,99 @@
+// tiersim's distorch.* placement rules against ComfyUI-MultiGPU's own allocation code
+// (tests/fixtures/distorch_allocations.jsonl: distorch_2.py's analyze_safetensor_loading at
+// pollockjj/ComfyUI-MultiGPU a38cbda5, run unchanged on tiersim's models by
+// experiments/frameworks/distorch_allocations.py). Block for block, every case; the placement rule alone
+// (DisTorch assigns without checking that the compute GPU can hold it; tiersim checks that afterwards).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "hardware/profile_loader.hpp"
+#include "model/model_config.hpp"
+#include "model/trace_generator.hpp"
+#include "policies/strategy/parts.hpp"
+#include "policies/strategy/part_spec.hpp"
+
+namespace tiersim::strategy {
+namespace {
+
+class NoCompletion final : public Completion {
+ public:
+  bool fits(const std::vector<placement::DeviceId>&) const override { return true; }
+  bool fits_compute_gpu(const std::vector<placement::DeviceId>&) const override { return true; }
+  int staged_layers(placement::DeviceId) const override { return 1; }
+};
+
+// The rule and options DisTorch's own string means: "#COMPUTE;VV;DONOR" is virtual VRAM, an expert string
+// is bytes when it has any of g, m, k, b, ratio with %, else fractions (analyze_safetensor_loading).
+PartSpec spec_for(const std::string& allocation, bool clip) {
+  const std::size_t hash = allocation.find('#');
+  const std::string expert = allocation.substr(0, hash);
+  PartSpec p;
+  if (expert.empty()) {
+    const std::string vv = allocation.substr(hash + 1);
+    const std::size_t a = vv.find(';'), b = vv.find(';', a + 1);
+    p.name = "distorch.bytes";
+    p.options["offload"] = vv.substr(a + 1, b - a - 1) + " GiB";
+    p.options["donor"] = vv.substr(b + 1);
+  } else {
+    std::string lower;
+    for (char c : expert) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    const bool bytes = lower.find_first_of("gmkb") != std::string::npos;
+    p.name = bytes ? "distorch.bytes" : expert.find('%') != std::string::npos ? "distorch.ratio" : "distorch.fraction";
+    p.options["split"] = expert;
+  }
+  if (clip) p.options["text_encoder"] = "true";
+  return p;
+}
+
+TEST(DisTorchFixtures, EveryAllocationEqualsDisTorchsOwnBlockForBlock) {
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/distorch_allocations.jsonl");
+  ASSERT_TRUE(in);
+  std::map<std::string, model::ModelConfig> configs;
+  std::map<std::string, std::unique_ptr<model::LlmTraceGenerator>> generators;
+  std::string line;
+  int cases = 0;
+  while (std::getline(in, line)) {
+    const auto row = nlohmann::json::parse(line);
+    const std::string name = row["model"];
+    if (!generators.count(name)) {
+      configs.emplace(name, model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + name + ".json"));
+      model::GenerationOptions g;
+      g.prompt_tokens = 16;
+      g.decode_tokens = 1;
+      generators[name] = std::make_unique<model::LlmTraceGenerator>(configs.at(name), g);
+    }
+    const trace::Header& header = generators[name]->header();
+    const auto hw = hw::resolve_profile(row["machine"] == "2gpu" ? "rtx3090x2-nvlink" : "rtx4090");
+    ASSERT_EQ(hw.gpu.memory, row["totals"]["cuda:0"].get<double>());
+    ASSERT_EQ(hw.host.memory, row["totals"]["cpu"].get<double>());
+    const PartSpec spec = spec_for(row["allocation"], row["is_clip"]);
+    const PartInfo<PlacementRule>* info = nullptr;
+    for (const auto& i : placement_rules())
+      if (i.name == spec.name) info = &i;
+    ASSERT_NE(info, nullptr) << spec.name;
+    config::Section options(spec.node(), "", "fixture");
+    const auto rule = info->make(options);
+    options.finish();
+    Resolved resolved;
+    const auto homes = rule->place(header, hw, NoCompletion(), resolved);
+    int wrong = 0;
+    std::string first;
+    for (const auto& t : header.tensors) {
+      if (t.kind != trace::TensorKind::Weight) continue;
+      ASSERT_TRUE(row["assignments"].contains(t.name)) << t.name;
+      const placement::DeviceId want = placement::parse_device(row["assignments"][t.name].get<std::string>());
+      if (homes[t.id] != want && wrong++ == 0)
+        first = t.name + ": tiersim " + placement::device_name(homes[t.id]) + ", DisTorch " + placement::device_name(want);
+    }
+    EXPECT_EQ(wrong, 0) << name << " " << row["allocation"] << (row["is_clip"].get<bool>() ? " (clip)" : "") << ": "
+                        << wrong << " blocks differ, first " << first;
+    ++cases;
+  }
+  EXPECT_EQ(cases, 39);
+}
+
+}  // namespace
+}  // namespace tiersim::strategy
