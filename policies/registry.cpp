@@ -24,6 +24,8 @@ const std::vector<PartInfo<PlacementRule>>& placement_rules() {
        "max_memory=...", make_accelerate_balanced_low_0},
       {"accelerate.sequential", "device_map=\"sequential\": fill each device in turn, budgets as given",
        "max_memory=...", make_accelerate_sequential},
+      {"device_map", "an explicit device map, module name -> device, as model.hf_device_map writes it",
+       "file=PATH (JSON)", make_explicit_device_map},
   };
   return list;
 }

@@ -2,6 +2,7 @@
 
 #include "runtime/runtime_loader.hpp"
 
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -65,6 +66,10 @@ TEST(Registry, EveryPolicyBuildsAndPlacesASmallModel) {
           const auto p = compose(gen.header(), hw, spec);
           EXPECT_EQ(p.path.size(), gen.header().tensors.size()) << spec.label();
         } catch (const InputError& e) {
+          if (rule.name == "device_map") {  // it needs its file: the one part without defaults
+            EXPECT_EQ(e.key(), "file") << e.what();
+            continue;
+          }
           // Managed memory with execution off the compute GPU is refused, by name.
           EXPECT_EQ(memory.name, "managed") << spec.label() << ": " << e.what();
           EXPECT_EQ(offload.name, "execute") << spec.label() << ": " << e.what();
@@ -297,6 +302,34 @@ TEST(Accelerate, AutoOffloadsWhatAccelerateOffloadsOnA24GiBCard) {
   // Copied per forward, synchronously, from pageable memory, as AlignDevicesHook does.
   EXPECT_EQ(p.copy.host_memory, placement::HostMemory::Pageable);
   EXPECT_TRUE(p.copy.sync);
+}
+
+TEST(DeviceMap, AnExplicitHfDeviceMapPlacesByTheLongestModulePrefix) {
+  Qwen14B q;
+  const std::string path = std::string(TIERSIM_BINARY_DIR) + "/device-map-test.json";
+  {
+    std::ofstream f(path);
+    f << R"({"model.embed_tokens": 0, "model.layers": 0, "model.layers.39": "cpu", "model.norm": "cuda:0", "lm_head": "cpu"})";
+  }
+  StrategySpec spec;
+  spec.placement = PartSpec::parse("device_map:file=" + path, "--placement");
+  const auto p = compose(q.header, hw::resolve_profile("h100-sxm"), spec);
+  for (const auto& t : q.header.tensors) {
+    if (t.kind != trace::TensorKind::Weight) continue;
+    const bool cpu = t.layer == 39 || t.name == "lm_head";
+    EXPECT_EQ(p.device[t.id], cpu ? kCpu : 0) << t.name;
+  }
+  {
+    std::ofstream f(path);
+    f << R"({"model.layers": 0, "lm_head": "disk"})";
+  }
+  EXPECT_THROW(compose(q.header, hw::resolve_profile("h100-sxm"), spec), InputError);
+  {
+    std::ofstream f(path);
+    f << R"({"model.layers": 0})";
+  }
+  EXPECT_THROW(compose(q.header, hw::resolve_profile("h100-sxm"), spec), InputError);  // embed_tokens uncovered
+  std::remove(path.c_str());
 }
 
 TEST(Accelerate, SequentialHasNoNinetyPercentAndMaxMemoryIsTheUsers) {

@@ -1,0 +1,81 @@
+// `device_map`: an explicit device map, as Hugging Face writes model.hf_device_map: a JSON object of
+// module names to devices ({"model.embed_tokens": 0, "model.layers.30": "cpu", "lm_head": "cpu"}), read
+// from `file=PATH`. Each weight goes where the longest module name that prefixes it says ("" names the
+// whole model); a weight no entry covers is an error, as is "disk" (not modelled). Devices: an integer
+// or "cuda:N" for a GPU, "cpu".
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "policies/placement_rules/rules.hpp"
+
+namespace tiersim::strategy {
+namespace {
+
+class ExplicitDeviceMap final : public PlacementRule {
+ public:
+  explicit ExplicitDeviceMap(config::Section& o) : file_(o.text("file")) {
+    std::ifstream in(file_);
+    if (!in) o.fail("file", "cannot open the device map '" + file_ + "'");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(file_, 0, "", std::string("not a JSON device map: ") + e.what());
+    }
+    if (!j.is_object()) throw InputError(file_, 0, "", "expected a JSON object of module names to devices");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      placement::DeviceId d = placement::kCpu;
+      const auto& v = it.value();
+      if (v.is_number_integer() && v.get<long long>() >= 0 && v.get<long long>() < 1024) {
+        d = static_cast<placement::DeviceId>(v.get<long long>());
+      } else if (v.is_string() && v.get<std::string>() != "disk") {
+        try {
+          d = placement::parse_device(v.get<std::string>());
+        } catch (const std::invalid_argument& e) {
+          throw InputError(file_, 0, it.key(), e.what());
+        }
+      } else {
+        throw InputError(file_, 0, it.key(), "expected a GPU index, \"cuda:N\" or \"cpu\" (disk offload is not modelled)");
+      }
+      map_[it.key()] = d;
+    }
+  }
+
+  std::vector<placement::DeviceId> place(const trace::Header& header, const hw::HardwareProfile& hw, const Completion&,
+                                         Resolved& resolved) const override {
+    std::vector<placement::DeviceId> homes(header.tensors.size(), placement::kComputeGpu);
+    std::map<placement::DeviceId, double> bytes;
+    for (const auto& t : header.tensors) {
+      if (t.kind != trace::TensorKind::Weight) continue;
+      const std::string* best = nullptr;
+      for (const auto& [module, d] : map_)
+        if ((module.empty() || t.name == module || t.name.rfind(module + ".", 0) == 0) && (!best || module.size() > best->size()))
+          best = &module;
+      if (!best) throw InputError(file_, 0, t.name, "the device map places no module holding this weight");
+      homes[t.id] = map_.at(*best);
+      if (homes[t.id] >= hw.gpu.count)
+        throw InputError(file_, 0, *best, placement::device_name(homes[t.id]) + " is not on '" + hw.name + "'");
+      bytes[homes[t.id]] += static_cast<double>(t.bytes);
+    }
+    std::string text;
+    for (const auto& [d, b] : bytes) text += (text.empty() ? "" : ", ") + placement::device_name(d) + " " + std::to_string(static_cast<long long>(b)) + " B";
+    resolved.emplace_back("device map", file_ + ": " + text);
+    return homes;
+  }
+  bool may_offload() const override { return true; }
+
+ private:
+  std::string file_;
+  std::map<std::string, placement::DeviceId> map_;
+};
+
+}  // namespace
+
+std::unique_ptr<PlacementRule> make_explicit_device_map(config::Section& o) {
+  return std::make_unique<ExplicitDeviceMap>(o);
+}
+
+}  // namespace tiersim::strategy
