@@ -10,15 +10,15 @@ const std::vector<PartInfo<PlacementRule>>& placement_rules() {
   static const std::vector<PartInfo<PlacementRule>> list{
       {"all-gpu", "every tensor on the compute GPU", "", make_all_gpu},
       {"distorch.bytes", "ComfyUI-MultiGPU DisTorch V2 bytes split, filled from the model's tail",
-       "split=\"cuda:0,2.5gb;cpu,*\" | offload=SIZE (virtual VRAM; default 4 GiB) | donor=cpu|cuda:N; text_encoder", make_distorch_bytes},
+       "--split \"cuda:0,2.5gb;cpu,*\" | offload=SIZE (virtual VRAM; default 4 GiB) | donor=cpu|cuda:N; text_encoder", make_distorch_bytes},
       {"distorch.ratio", "DisTorch V2 ratio split (shares of the model, normalised)",
-       "split=\"cuda:0,80%;cpu,20%\" | offload=SIZE | donor=cpu|cuda:N", make_distorch_ratio},
+       "--split \"cuda:0,80%;cpu,20%\" | offload=SIZE | donor=cpu|cuda:N; text_encoder", make_distorch_ratio},
       {"distorch.fraction", "DisTorch V2 fraction split (fraction of each device's memory)",
-       "split=\"cuda:0,0.8;cpu,0.5\" | offload=SIZE | donor=cpu|cuda:N", make_distorch_fraction},
+       "--split \"cuda:0,0.8;cpu,0.5\" | offload=SIZE | donor=cpu|cuda:N; text_encoder", make_distorch_fraction},
       {"layers", "the first N transformer layers on the compute GPU, the rest on the donor",
        "layers=N (default: the most that fit), donor=cpu|cuda:N", make_first_layers},
       {"accelerate.auto", "HF from_pretrained(device_map=\"auto\"): accelerate's balanced budgets, then its walk",
-       "max_memory=\"0=20GiB;1=24GiB;cpu=64GiB\" (default: free GPU memory, host RAM)", make_accelerate_auto},
+       "max_memory=0=20GiB;1=24GiB;cpu=64GiB (default: free GPU memory, host RAM)", make_accelerate_auto},
       {"accelerate.balanced", "device_map=\"balanced\" (the same as auto)", "max_memory=...", make_accelerate_balanced},
       {"accelerate.balanced_low_0", "device_map=\"balanced_low_0\": GPU 0 keeps only what the others cannot hold",
        "max_memory=...", make_accelerate_balanced_low_0},
@@ -44,7 +44,9 @@ const std::vector<PartInfo<MemoryKind>>& memory_kinds() {
 const std::vector<PartInfo<OffloadPath>>& offload_paths() {
   static const std::vector<PartInfo<OffloadPath>> list{
       {"copy", "weights off the compute GPU are copied to it when their layer runs",
-       "pinned|pageable (pinned); prefetch=N (0: on demand); sync; peer=copy|execute (copy)", make_copy_path},
+       "host=pinned|pageable or the bare word (pinned); prefetch=N (0: on demand); stream (on demand on a copy "
+       "stream); sync; peer=copy|execute (copy)",
+       make_copy_path},
       {"execute", "layers run where their weights are: on the CPU, or on the GPU that holds them", "",
        make_execute_path},
   };

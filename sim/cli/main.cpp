@@ -343,8 +343,8 @@ template <typename Family>
 void list_family(const char* title, const Family& family) {
   std::printf("%s\n", title);
   for (const auto& p : family) {
-    std::printf("  %-18s %s\n", p.name.c_str(), p.description.c_str());
-    if (!p.options.empty()) std::printf("  %-18s options: %s\n", "", p.options.c_str());
+    std::printf("  %-26s %s\n", p.name.c_str(), p.description.c_str());
+    if (!p.options.empty()) std::printf("  %-26s options: %s\n", "", p.options.c_str());
   }
 }
 
