@@ -336,6 +336,7 @@ int list_policies() {
     std::printf("  %-14s %s\n  %-14s = --placement %s --memory %s --offload %s\n", p.name.c_str(), p.description.c_str(),
                 "", s.placement.text().c_str(), s.memory.text().c_str(), s.offload.text().c_str());
   }
+  report::check_stdout("standard output");
   return 0;
 }
 
@@ -353,6 +354,7 @@ int list_parts() {
   list_family("memory kinds (--memory NAME[:OPTION,...]):", strategy::memory_kinds());
   list_family("offload paths (--offload NAME[:OPTION,...]):", strategy::offload_paths());
   std::printf("runtimes (--runtime NAME|FILE): sim runtimes\n");
+  report::check_stdout("standard output");
   return 0;
 }
 
@@ -360,6 +362,7 @@ int list_runtimes() {
   for (const auto& r : runtime::list_runtimes())
     std::printf("  %-22s %s%s\n", r.name.c_str(), r.description.c_str(),
                 r.name == runtime::kDefaultRuntime ? " (default)" : "");
+  report::check_stdout("standard output");
   return 0;
 }
 
@@ -367,6 +370,7 @@ int list_profiles() {
   for (const auto& p : hw::list_presets())
     std::printf("  %-22s %s%s\n", p.name.c_str(), p.description.c_str(),
                 p.name == hw::kDefaultProfile ? " (default)" : "");
+  report::check_stdout("standard output");
   return 0;
 }
 

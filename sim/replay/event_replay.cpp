@@ -377,7 +377,7 @@ class Replay final : public engine::EventHandler,
         const double busy = a.kind == ActionKind::CpuOp ? a.work_seconds : a.host_seconds;
         phase_ = Phase::Effect;
         if (busy > 0) {
-          if (recording()) timeline_->span("host", label(a), sim_.now(), sim_.now() + to_sim_time(busy));
+          if (recording()) timeline_->span("host", label(a), sim_.now(), add_sim_time(sim_.now(), to_sim_time(busy)));
           sim_.schedule_in(to_sim_time(busy), engine::kPriorityIssue, this, 0);
           return;
         }
@@ -395,7 +395,8 @@ class Replay final : public engine::EventHandler,
       if (phase_ == Phase::Waiting && recording() && sim_.now() > wait_started_)
         timeline_->span("host", "waits: " + label(a), wait_started_, sim_.now());
       if (phase_ == Phase::Waiting && a.after_wait_seconds > 0) {
-        if (recording()) timeline_->span("host", label(a), sim_.now(), sim_.now() + to_sim_time(a.after_wait_seconds));
+        if (recording())
+          timeline_->span("host", label(a), sim_.now(), add_sim_time(sim_.now(), to_sim_time(a.after_wait_seconds)));
         phase_ = Phase::AfterWait;
         sim_.schedule_in(to_sim_time(a.after_wait_seconds), engine::kPriorityIssue, this, 0);
         return;

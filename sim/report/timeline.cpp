@@ -9,7 +9,6 @@ Timeline::Timeline(std::size_t max_steps, std::ostream& out) : max_steps_(max_st
   *out_ << R"({"displayTimeUnit":"ms","traceEvents":[)";
 }
 
-Timeline::Timeline(std::size_t max_steps) : Timeline(max_steps, buffer_) {}
 
 void Timeline::event(const std::string& json) {
   if (!first_event_) *out_ << ',';
@@ -43,11 +42,6 @@ void Timeline::finish() {
   if (finished_) return;
   finished_ = true;
   *out_ << "]}\n";
-}
-
-void Timeline::write(std::ostream& out) {
-  finish();
-  out << buffer_.str();
 }
 
 }  // namespace tiersim::report

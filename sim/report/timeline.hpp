@@ -19,8 +19,6 @@ class Timeline {
  public:
   // Streams to `out` (typically an OutputFile's stream), which must outlive the timeline.
   Timeline(std::size_t max_steps, std::ostream& out);
-  // Transitional: buffers the document in memory until write(). For callers not yet streaming.
-  explicit Timeline(std::size_t max_steps);
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
 
@@ -28,15 +26,12 @@ class Timeline {
   void span(const std::string& track, std::string name, SimTime start, SimTime end);
   // Writes the end of the document; once (later calls do nothing). Call after the run.
   void finish();
-  // Transitional (buffering constructor only): finishes and copies the document to `out`.
-  void write(std::ostream& out);
   std::size_t size() const { return spans_; }
 
  private:
   void event(const std::string& json);
 
   std::size_t max_steps_;
-  std::ostringstream buffer_;  // the transitional constructor's destination
   std::ostream* out_;
   std::vector<std::string> tracks_;
   std::size_t spans_ = 0;

@@ -269,10 +269,10 @@ TEST(Timeline, ShowsTheHandWorkedPrefetchOverlap) {
   exec.prefetch = 1;
   auto src = testing::toy_trace(2, 2);
   auto p = testing::toy_placement(src->header(), {0, 1}, placement::kCpu, exec);
-  report::Timeline timeline(1);
-  replay::run_event_engine(testing::toy_profile(), p, *src, &timeline);
   std::ostringstream out;
-  timeline.write(out);
+  report::Timeline timeline(1, out);
+  replay::run_event_engine(testing::toy_profile(), p, *src, &timeline);
+  timeline.finish();
   const auto j = nlohmann::json::parse(out.str());
   std::map<std::string, int> track_id;
   std::vector<std::tuple<std::string, std::string, double, double>> spans;  // track, name, start ms, end ms
@@ -293,11 +293,11 @@ TEST(Timeline, ShowsTheHandWorkedPrefetchOverlap) {
   EXPECT_NEAR(find("cuda:0 compute", "gemv L0").first, 10.0, 1e-6);
   EXPECT_NEAR(find("cuda:0 compute", "gemv L1").second, 21.1, 1e-6);
   std::ostringstream again;
-  report::Timeline second(1);
+  report::Timeline second(1, again);
   auto src2 = testing::toy_trace(2, 2);
   replay::run_event_engine(testing::toy_profile(), testing::toy_placement(src2->header(), {0, 1}, placement::kCpu, exec),
                            *src2, &second);
-  second.write(again);
+  second.finish();
   EXPECT_EQ(out.str(), again.str());
 }
 
