@@ -56,11 +56,34 @@ struct CommonOptions {
   std::vector<std::string> sets;
 };
 
+// Range checks with messages in human terms (CLI11's own print 309-digit bounds), run on the text before
+// it is converted, so that an out-of-range or non-finite value never reaches a typed option.
+CLI::Validator number_in(double lo, double hi, const std::string& what, bool whole) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool parsed = end != text.c_str() && *end == '\0';
+        const bool ok = parsed && std::isfinite(v) && v >= lo && v <= hi && (!whole || v == std::floor(v));
+        if (ok) return "";
+        char range[128];
+        std::snprintf(range, sizeof range, "%s from %.10g to %.10g", whole ? "a whole number" : "a number", lo, hi);
+        return "must be " + std::string(range) + " (" + what + "), got '" + text + "'";
+      },
+      "", "");
+}
+
 void add_generation_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--dtype", o.dtype, "weight format when generating: fp32, bf16, fp16, fp8, int8, q4")->capture_default_str();
-  cmd.add_option("--batch", o.batch, "sequences decoded together")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd.add_option("--prompt", o.prompt, "prompt tokens (prefill)")->capture_default_str();
-  cmd.add_option("--decode", o.decode, "tokens to decode")->capture_default_str();
+  cmd.add_option("--batch", o.batch, "sequences decoded together")
+      ->capture_default_str()
+      ->check(number_in(1, 65536, "sequences", true));
+  cmd.add_option("--prompt", o.prompt, "prompt tokens (prefill)")
+      ->capture_default_str()
+      ->check(number_in(0, 16777216, "tokens", true));
+  cmd.add_option("--decode", o.decode, "tokens to decode")
+      ->capture_default_str()
+      ->check(number_in(0, 16777216, "tokens", true));
 }
 
 void add_common_options(CLI::App& cmd, CommonOptions& o) {
@@ -86,13 +109,13 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--split", o.split, "DisTorch allocation string for bytes/ratio/fraction, e.g. \"cuda:0,80%;cpu,20%\"");
   cmd.add_option("--layers", o.layers, "layers policy: transformer layers kept on the compute GPU");
   cmd.add_option("--offload-gb", o.offload_gb, "bytes/ratio/fraction: move this many GB (1e9 bytes) off the compute GPU to the donor")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(0, 1e6, "GB of 1e9 bytes", false));
   cmd.add_option("--donor", o.donor, "where offloaded weights go without --split: cpu (default) or cuda:N");
   cmd.add_option("--offload-exec", o.offload_exec,
                  "offloaded weights: copy to the GPU when used (default), or run on the cpu (= --offload execute)")
       ->check(CLI::IsMember({"copy", "cpu"}));
   cmd.add_option("--prefetch", o.prefetch, "layers ahead that weight copies are issued (0 = on demand; = copy:prefetch=N)")
-      ->check(CLI::Range(0, 1000));
+      ->check(number_in(0, 1000, "layers ahead", true));
   cmd.add_option("--host-memory", o.host_memory, "host memory of offloaded weights: pinned (default) or pageable")
       ->check(CLI::IsMember({"pinned", "pageable"}));
   cmd.add_option("--allocator", o.allocator, "um*: caching (default) or per-tensor (cudaMallocManaged/cudaFree per tensor)")
@@ -402,7 +425,7 @@ int main(int argc, char** argv) {
                   "re-run a result: a JSON written by --json, whose \"inputs\" hold everything it was computed from "
                   "(prints JSON; no other inputs may be given)");
   run->add_option("--timeline", timeline_path, "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the first steps");
-  run->add_option("--timeline-steps", timeline_steps, "steps the timeline covers")->capture_default_str()->check(CLI::Range(1, 1000));
+  run->add_option("--timeline-steps", timeline_steps, "steps the timeline covers")->capture_default_str()->check(number_in(1, 1000, "steps", true));
 
   auto* sweep = app.add_subcommand("sweep", "CSV of predictions against GB moved off the compute GPU");
   add_common_options(*sweep, sweep_o);

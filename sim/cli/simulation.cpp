@@ -1,5 +1,7 @@
 #include "cli/simulation.hpp"
 
+#include <filesystem>
+
 #include "analytic/analytic_model.hpp"
 #include "core/error.hpp"
 #include "model/model_config.hpp"
@@ -30,6 +32,10 @@ class GeneratedTrace final : public trace::StepSource {
 }  // namespace
 
 std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec) {
+  std::error_code ec;
+  for (const std::string* path : {&spec.trace_path, &spec.model_path})
+    if (!path->empty() && std::filesystem::is_directory(*path, ec))
+      throw InputError(*path, 0, path == &spec.trace_path ? "--trace" : "--model", "is a directory; give a file");
   if (!spec.trace_path.empty()) return std::make_unique<trace::TraceReader>(spec.trace_path);
   if (spec.model_path.empty()) throw InputError("", 0, "--trace", "give a trace (--trace FILE) or a model (--model FILE)");
   return std::make_unique<GeneratedTrace>(model::load_model_config(spec.model_path), spec.generation);

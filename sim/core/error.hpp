@@ -19,7 +19,9 @@ class InputError : public std::runtime_error {
  private:
   static std::string format(const std::string& file, std::size_t line, const std::string& key,
                             const std::string& message) {
-    std::string out = file.empty() ? std::string("<input>") : file;
+    // A command-line option is named by itself ("'--split': ..."); a file by its path, line and key.
+    if (file.empty()) return (key.empty() ? std::string("input") : "'" + key + "'") + ": " + message;
+    std::string out = file;
     if (line > 0) out += ":" + std::to_string(line);
     if (!key.empty()) out += ": '" + key + "'";
     return out + ": " + message;

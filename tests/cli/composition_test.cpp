@@ -90,12 +90,27 @@ TEST(Composition, OptionsAPartDoesNotReadAreErrorsNamingTheFlag) {
            {"--policy ratio --memory managed --offload execute", "not modelled"},
            {"--placement all-gpu --set gpu.memory=lots", "gpu.memory"},
            {"--placement all-gpu --set gpu=nosuch", "neither a file nor a hardware preset"},
+           // Numbers on the command line: human ranges, no NaN, no wrap-around.
+           {"--policy bytes --offload-gb nan", "must be a number from 0 to 1000000 (GB of 1e9 bytes), got 'nan'"},
+           {"--policy bytes --offload-gb 1e400", "got '1e400'"},
+           {"--policy resident --prompt 4294967295", "must be a whole number from 0 to 16777216"},
+           {"--policy resident --batch 0", "--batch: must be a whole number from 1 to 65536"},
+           {"--policy resident --prefetch 1.5", "--prefetch: must be a whole number"},
            {"--placement all-gpu --set peer_link=rtx4090", "has no peer_link section"},
        }) {
     const SimRun r = sim("--trace traces/qwen.trace " + args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_NE(r.out.find(expect), std::string::npos) << args << "\n" << r.out;
   }
+}
+
+TEST(Composition, OptionsAreNamedByThemselvesAndDirectoriesSaySo) {
+  const SimRun split = sim("--trace traces/qwen.trace --policy ratio --split nonsense");
+  EXPECT_EQ(split.code, 2);
+  EXPECT_EQ(split.out.rfind("error: '--split': ", 0), 0u) << split.out;  // no "<input>:" prefix
+  const SimRun dir = sim("--trace traces --policy resident");
+  EXPECT_EQ(dir.code, 2);
+  EXPECT_NE(dir.out.find("is a directory"), std::string::npos) << dir.out;
 }
 
 TEST(Composition, HardwareComposedFromPartsOfOtherProfiles) {
