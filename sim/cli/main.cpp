@@ -311,8 +311,9 @@ int run_command(const app::RunInputs& in, bool json, const std::string& timeline
 int sweep_command(const CommonOptions& o, const std::string& range_text, const std::string& output) {
   app::RunInputs m;
   resolve_machine(o, m);
-  const app::TraceSpec spec = trace_spec(o);
+  app::TraceSpec spec = trace_spec(o);
   const SweepRange range = parse_range(range_text);
+  spec.loaded = app::load_trace(spec);  // read (or generated) once, replayed at every point
   report::OutputFile out(output.empty() ? "-" : output, "-o");  // checked before any point is simulated
   if (o.split || o.offload_gb)
     throw InputError("", 0, o.split ? "--split" : "--offload-gb", "a sweep sets the amount offloaded itself; drop it");

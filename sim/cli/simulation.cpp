@@ -31,7 +31,34 @@ class GeneratedTrace final : public trace::StepSource {
 };
 }  // namespace
 
+namespace {
+class MemoryTrace final : public trace::StepSource {
+ public:
+  explicit MemoryTrace(std::shared_ptr<const LoadedTrace> loaded) : loaded_(std::move(loaded)) {}
+  const trace::Header& header() const override { return loaded_->header; }
+  bool next(trace::Step& out) override {
+    if (next_ == loaded_->steps.size()) return false;
+    out = loaded_->steps[next_++];
+    return true;
+  }
+
+ private:
+  std::shared_ptr<const LoadedTrace> loaded_;
+  std::size_t next_ = 0;
+};
+}  // namespace
+
+std::shared_ptr<const LoadedTrace> load_trace(const TraceSpec& spec) {
+  auto source = open_trace(spec);
+  auto loaded = std::make_shared<LoadedTrace>();
+  loaded->header = source->header();
+  trace::Step step;
+  while (source->next(step)) loaded->steps.push_back(step);
+  return loaded;
+}
+
 std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec) {
+  if (spec.loaded) return std::make_unique<MemoryTrace>(spec.loaded);
   std::error_code ec;
   for (const std::string* path : {&spec.trace_path, &spec.model_path})
     if (!path->empty() && std::filesystem::is_directory(*path, ec))

@@ -18,13 +18,22 @@ namespace tiersim::app {
 enum class EngineKind { Event, Analytic };
 EngineKind parse_engine(const std::string& name);  // throws InputError
 
+// A trace read once and kept in memory, to replay many times (a sweep's points).
+struct LoadedTrace {
+  trace::Header header;
+  std::vector<trace::Step> steps;
+};
+
 struct TraceSpec {
   std::string trace_path;   // a trace file, or
   std::string model_path;   // a model description to generate from, with:
   model::GenerationOptions generation;
+  std::shared_ptr<const LoadedTrace> loaded;  // when set, replayed from memory instead of opened again
   std::string name() const { return trace_path.empty() ? model_path : trace_path; }
 };
 std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec);
+// Reads the whole trace once (for a sweep: its file is not re-read per point).
+std::shared_ptr<const LoadedTrace> load_trace(const TraceSpec& spec);
 
 struct Simulation {
   trace::Header header;

@@ -113,6 +113,21 @@ TEST(Composition, OptionsAreNamedByThemselvesAndDirectoriesSaySo) {
   EXPECT_NE(dir.out.find("is a directory"), std::string::npos) << dir.out;
 }
 
+TEST(Results, ASweepReadsItsTraceOnceAndEachRowIsTheSingleRun) {
+  const SimRun sweep = sim("sweep --trace traces/qwen.trace --policy bytes --gb 8:12:4", false);
+  ASSERT_EQ(sweep.code, 0) << sweep.out;
+  std::istringstream in(sweep.out);
+  std::string header, row;
+  std::getline(in, header);
+  for (const char* gb : {"8", "12"}) {
+    ASSERT_TRUE(std::getline(in, row));
+    const auto single = nlohmann::json::parse(sim("--trace traces/qwen.trace --policy bytes --offload-gb " + std::string(gb) + " --json", false).out);
+    char expect[64];
+    std::snprintf(expect, sizeof expect, ",%g,", single["tps"].get<double>());
+    EXPECT_NE(row.find(expect), std::string::npos) << row << " vs " << expect;
+  }
+}
+
 TEST(Composition, HardwareComposedFromPartsOfOtherProfiles) {
   // An RTX 4090 with an RTX 5090's PCIe 5.0 link: the same split streams the host's share faster.
   const std::string t = "--trace traces/qwen.trace --policy ratio --split \"cuda:0,75%;cpu,25%\"";
