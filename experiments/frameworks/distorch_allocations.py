@@ -64,9 +64,13 @@ def leaf_kind(name):
 
 
 def load_distorch(path, totals):
-    """distorch_2.py as the package module it is, with stubs for what it imports."""
-    torch = types.ModuleType("torch")
-    torch.device = lambda s: s
+    """distorch_2.py as the package module it is, with stubs for what it imports: ComfyUI, the package's
+    helpers, and torch where it is not installed (DisTorch's allocation uses only torch.device)."""
+    try:
+        import torch
+    except ImportError:
+        torch = types.ModuleType("torch")
+        torch.device = lambda s: s
     comfy = types.ModuleType("comfy")
     mm = types.ModuleType("comfy.model_management")
     mm.get_total_memory = lambda dev: totals[str(dev)]

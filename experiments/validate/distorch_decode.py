@@ -23,30 +23,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "frameworks"))
 import decode_latency  # noqa: E402
-
-
-def load_distorch(path, totals):
-    import importlib.util
-    import types
-    comfy = types.ModuleType("comfy")
-    mm = types.ModuleType("comfy.model_management")
-    mm.get_total_memory = lambda dev: totals[str(dev)]
-    patcher = types.ModuleType("comfy.model_patcher")
-    patcher.ModelPatcher = type("ModelPatcher", (), {})
-    comfy.model_management, comfy.model_patcher = mm, patcher
-    pkg = types.ModuleType("multigpu")
-    pkg.__path__ = []
-    device_utils = types.ModuleType("multigpu.device_utils")
-    device_utils.get_device_list = lambda: ["cpu"] + sorted(d for d in totals if d != "cpu")
-    mgpu = types.ModuleType("multigpu.model_management_mgpu")
-    mgpu.multigpu_memory_log = lambda *a, **k: None
-    sys.modules.update({"comfy": comfy, "comfy.model_management": mm, "comfy.model_patcher": patcher,
-                        "multigpu": pkg, "multigpu.device_utils": device_utils,
-                        "multigpu.model_management_mgpu": mgpu})
-    spec = importlib.util.spec_from_file_location("multigpu.distorch_2", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from distorch_allocations import load_distorch  # noqa: E402
 
 
 class Patcher:

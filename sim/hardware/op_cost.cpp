@@ -12,14 +12,7 @@ double GpuOpCost::seconds(double remote_bytes, double remote_rate) const {
 }
 
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype) {
-  GpuOpCost c;
-  const std::string& dtype = op.dtype.empty() ? default_dtype : op.dtype;
-  c.compute_seconds = static_cast<double>(op.flops) / (hw.gpu_rate(dtype) * hw.gpu.compute_efficiency);
-  c.memory_bytes = static_cast<double>(trace::op_bytes(op));
-  c.local_rate = hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency;
-  c.floor_seconds = hw.gpu.kernel_min_time * op.launches;
-  c.measured_seconds = op.gpu_seconds;
-  return c;
+  return gpu_op_cost(hw, op, OpRates::of(hw, default_dtype));
 }
 
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates) {
@@ -46,11 +39,7 @@ double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std:
 }
 
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype) {
-  const std::string& dtype = op.dtype.empty() ? default_dtype : op.dtype;
-  const double compute = static_cast<double>(op.flops) / (hw.host_rate(dtype) * hw.host.compute_efficiency);
-  const double memory =
-      static_cast<double>(trace::op_bytes(op)) / (hw.host.memory_bandwidth * hw.host.memory_efficiency);
-  return std::max(compute, memory) + hw.host.op_overhead;
+  return cpu_op_seconds(hw, op, OpRates::of(hw, default_dtype));
 }
 
 double host_issue_seconds(const runtime::RuntimeProfile& runtime, const trace::Op& op) {

@@ -5,10 +5,14 @@
 
 #include <filesystem>
 
-#include "robustness/run_sim.hpp"
+#include "support/run_sim.hpp"
 
 namespace tiersim::robustness {
 namespace {
+
+using testing::run_sim;
+using testing::scratch_file;
+using testing::SimRun;
 
 void expect_lost(const std::string& args, const std::string& says) {
   const SimRun r = run_sim(args);

@@ -1,32 +1,19 @@
 // End-to-end: the `sim` binary as a user runs it.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "support/run_sim.hpp"
+
 namespace {
 
-struct SimRun {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
+using tiersim::testing::SimRun;
 
-SimRun sim(const std::string& args) {
-  const std::string cmd = std::string("cd ") + TIERSIM_SOURCE_DIR + " && " + TIERSIM_SIM_BINARY + " " + args + " 2>&1";
-  SimRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+SimRun sim(const std::string& args) { return tiersim::testing::run_sim(args); }
 
 TEST(Cli, QwenUnderRatioPrintsAPrediction) {
   const SimRun r = sim("--trace traces/qwen.trace --policy ratio --split \"cuda:0,75%;cpu,25%\"");

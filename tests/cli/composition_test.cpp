@@ -1,6 +1,5 @@
 // Strategies as compositions, results that record themselves, and the error contract, as a user runs them.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
@@ -8,25 +7,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "support/run_sim.hpp"
+
 namespace {
 
-struct SimRun {
-  int code = -1;
-  std::string out;
-};
+using tiersim::testing::SimRun;
 
-SimRun sim(const std::string& args, bool with_stderr = true) {
-  const std::string cmd = std::string("cd ") + TIERSIM_SOURCE_DIR + " && " + TIERSIM_SIM_BINARY + " " + args +
-                          (with_stderr ? " 2>&1" : " 2>/dev/null");
-  SimRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+SimRun sim(const std::string& args, bool with_stderr = true) { return tiersim::testing::run_sim(args, with_stderr); }
 
 double tps(const std::string& args) {
   const SimRun r = sim(args + " --json", false);

@@ -10,9 +10,8 @@
 
 #include "core/error.hpp"
 #include "hardware/profile_loader.hpp"
-#include "model/model_config.hpp"
-#include "model/trace_generator.hpp"
 #include "policies/strategy/strategy.hpp"
+#include "support/model_headers.hpp"
 
 namespace tiersim::strategy {
 namespace {
@@ -37,22 +36,13 @@ placement::DeviceId lookup(const nlohmann::json& map, const std::string& tensor)
 TEST(AccelerateFixtures, EveryDeviceMapEqualsTransformersOwnTensorForTensor) {
   std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/accelerate_device_maps.jsonl");
   ASSERT_TRUE(in);
-  std::map<std::string, std::unique_ptr<model::LlmTraceGenerator>> generators;
-  std::map<std::string, model::ModelConfig> configs;
   std::string line;
   int cases = 0, mismatched_cases = 0;
   while (std::getline(in, line)) {
     const auto row = nlohmann::json::parse(line);
     ASSERT_FALSE(row.contains("error")) << line.substr(0, 200);
     const std::string name = row["model"];
-    if (!generators.count(name)) {
-      configs.emplace(name, model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + name + ".json"));
-      model::GenerationOptions g;
-      g.prompt_tokens = 16;
-      g.decode_tokens = 1;
-      generators[name] = std::make_unique<model::LlmTraceGenerator>(configs.at(name), g);
-    }
-    const trace::Header& header = generators[name]->header();
+    const trace::Header& header = testing::model_header(name);
     // Budgets given: a machine large enough that only the budgets decide (the placement is compared,
     // not whether the rest of the run fits).
     hw::HardwareProfile hw = hw::resolve_profile("h200");

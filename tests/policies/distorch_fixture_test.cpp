@@ -10,10 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "hardware/profile_loader.hpp"
-#include "model/model_config.hpp"
-#include "model/trace_generator.hpp"
 #include "policies/strategy/parts.hpp"
 #include "policies/strategy/part_spec.hpp"
+#include "support/model_headers.hpp"
 
 namespace tiersim::strategy {
 namespace {
@@ -51,21 +50,12 @@ PartSpec spec_for(const std::string& allocation, bool clip) {
 TEST(DisTorchFixtures, EveryAllocationEqualsDisTorchsOwnBlockForBlock) {
   std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/distorch_allocations.jsonl");
   ASSERT_TRUE(in);
-  std::map<std::string, model::ModelConfig> configs;
-  std::map<std::string, std::unique_ptr<model::LlmTraceGenerator>> generators;
   std::string line;
   int cases = 0;
   while (std::getline(in, line)) {
     const auto row = nlohmann::json::parse(line);
     const std::string name = row["model"];
-    if (!generators.count(name)) {
-      configs.emplace(name, model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + name + ".json"));
-      model::GenerationOptions g;
-      g.prompt_tokens = 16;
-      g.decode_tokens = 1;
-      generators[name] = std::make_unique<model::LlmTraceGenerator>(configs.at(name), g);
-    }
-    const trace::Header& header = generators[name]->header();
+    const trace::Header& header = testing::model_header(name);
     const auto hw = hw::resolve_profile(row["machine"] == "2gpu" ? "rtx3090x2-nvlink" : "rtx4090");
     ASSERT_EQ(hw.gpu.memory, row["totals"]["cuda:0"].get<double>());
     ASSERT_EQ(hw.host.memory, row["totals"]["cpu"].get<double>());

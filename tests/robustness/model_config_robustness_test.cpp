@@ -5,7 +5,7 @@
 #include "core/error.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
-#include "run_sim.hpp"
+#include "support/run_sim.hpp"
 
 namespace tiersim::model {
 namespace {
@@ -83,8 +83,8 @@ TEST(ModelConfigRobustness, ParameterArithmeticIsCheckedAndBounded) {
 }
 
 TEST(ModelConfigRobustness, TheCommandReportsTheErrorInsteadOfAborting) {
-  using robustness::run_sim;
-  const std::string path = robustness::scratch_file("rope.json", config("\"rope_theta\": 1e400"));
+  using testing::run_sim;
+  const std::string path = testing::scratch_file("rope.json", config("\"rope_theta\": 1e400"));
   const auto r = run_sim("gen --model " + path + " -o " + path + ".trace");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("rope.json:8: 'rope_theta'"), std::string::npos) << r.out;

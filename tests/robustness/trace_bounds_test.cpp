@@ -5,11 +5,15 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "run_sim.hpp"
+#include "support/run_sim.hpp"
 #include "trace/trace_reader.hpp"
 
 namespace tiersim::robustness {
 namespace {
+
+using testing::run_sim;
+using testing::scratch_file;
+using testing::SimRun;
 
 const std::string kHead =
     "tiersim-trace 1\n"

@@ -1,6 +1,6 @@
 #pragma once
-// Runs the `sim` binary as a user would, for the robustness tests: bad input must end in a message
-// and an exit code, never a signal.
+// Runs the `sim` binary as a user would, for the command-line and robustness tests: bad input must end
+// in a message and an exit code, never a signal.
 #include <sys/wait.h>
 
 #include <array>
@@ -8,15 +8,16 @@
 #include <fstream>
 #include <string>
 
-namespace tiersim::robustness {
+namespace tiersim::testing {
 
 struct SimRun {
   int code = -1;      // exit code; -1 when killed by a signal (an abort)
-  std::string out;    // stdout and stderr together
+  std::string out;    // stdout and stderr together (stdout alone with with_stderr false, for JSON)
 };
 
-inline SimRun run_sim(const std::string& args) {
-  const std::string cmd = std::string("cd ") + TIERSIM_SOURCE_DIR + " && " + TIERSIM_SIM_BINARY + " " + args + " 2>&1";
+inline SimRun run_sim(const std::string& args, bool with_stderr = true) {
+  const std::string cmd = std::string("cd ") + TIERSIM_SOURCE_DIR + " && " + TIERSIM_SIM_BINARY + " " + args +
+                          (with_stderr ? " 2>&1" : " 2>/dev/null");
   SimRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -35,4 +36,4 @@ inline std::string scratch_file(const std::string& name, const std::string& text
   return path;
 }
 
-}  // namespace tiersim::robustness
+}  // namespace tiersim::testing
