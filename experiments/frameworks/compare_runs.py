@@ -18,8 +18,8 @@ def predict(row, regime, strategy_args):
     return out["step_seconds"], out["memory_per_tier"]["cpu"]["weights_bytes"]
 
 
-def write_table(folder, results_file, label, strategy_args, offloaded):
-    """Both regimes of every row of FOLDER/RESULTS_FILE against tiersim; writes FOLDER/table.md."""
+def write_table(folder, results_file, label, strategy_args, offloaded, table="table.md"):
+    """Both regimes of every row of FOLDER/RESULTS_FILE against tiersim; writes FOLDER/TABLE."""
     rows = [json.loads(line) for line in open(os.path.join(folder, results_file))]
     lines = ["| configuration | regime | measured | predicted | error | offloaded bytes: run / tiersim |",
              "|---|---|---|---|---|---|"]
@@ -34,5 +34,5 @@ def write_table(folder, results_file, label, strategy_args, offloaded):
     lines.append("")
     lines.append(f"{len(errors)} rows, mean absolute error {100 * sum(errors) / len(errors):.1f}%, "
                  f"worst {100 * max(errors):.1f}%.")
-    open(os.path.join(folder, "table.md"), "w").write("\n".join(lines) + "\n")
+    open(os.path.join(folder, table), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
