@@ -43,6 +43,14 @@ class DisTorchSplit final : public PlacementRule {
                                          Resolved& resolved) const override {
     const double model = placement::weight_bytes(header);
     const placement::DeviceId donor = donor_.value_or(placement::kCpu);
+    if (donor >= hw.gpu.count)
+      throw InputError("", 0, "donor", placement::device_name(donor) + " is not on '" + hw.name + "' (" +
+                                           std::to_string(hw.gpu.count) + " GPU(s))");
+    if (split_)
+      for (const auto& e : policies::parse_split(*split_, mode_))
+        if (e.device >= hw.gpu.count)
+          throw InputError("", 0, "split", placement::device_name(e.device) + " is not on '" + hw.name + "' (" +
+                                               std::to_string(hw.gpu.count) + " GPU(s))");
     std::map<placement::DeviceId, double> quotas;
     std::string applied;
     if (split_) {

@@ -3,6 +3,7 @@
 // from `file=PATH`. Each weight goes where the longest module name that prefixes it says ("" names the
 // whole model); a weight no entry covers is an error, as is "disk" (not modelled). Devices: an integer
 // or "cuda:N" for a GPU, "cpu".
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,8 @@ namespace {
 class ExplicitDeviceMap final : public PlacementRule {
  public:
   explicit ExplicitDeviceMap(config::Section& o) : file_(o.text("file")) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file_, ec)) o.fail("file", "'" + file_ + "' is not a file (a JSON device map)");
     std::ifstream in(file_);
     if (!in) o.fail("file", "cannot open the device map '" + file_ + "'");
     nlohmann::json j;

@@ -18,9 +18,12 @@ class FirstLayers final : public PlacementRule {
     if (o.has("donor")) donor_ = read_donor(o);
   }
 
-  std::vector<placement::DeviceId> place(const trace::Header& header, const hw::HardwareProfile&,
+  std::vector<placement::DeviceId> place(const trace::Header& header, const hw::HardwareProfile& hw,
                                          const Completion& rest, Resolved& resolved) const override {
     const placement::DeviceId donor = donor_.value_or(placement::kCpu);
+    if (donor >= hw.gpu.count)
+      throw InputError("", 0, "donor", placement::device_name(donor) + " is not on '" + hw.name + "' (" +
+                                           std::to_string(hw.gpu.count) + " GPU(s))");
     std::int32_t n_layers = 0;
     for (const auto& t : header.tensors)
       if (t.kind == trace::TensorKind::Weight) n_layers = std::max(n_layers, t.layer);
@@ -29,7 +32,7 @@ class FirstLayers final : public PlacementRule {
     if (layers_) {
       keep = *layers_;
       if (keep > n_layers)
-        throw InputError("", 0, "--layers", "must be between 0 and " + std::to_string(n_layers) + " for this model");
+        throw InputError("", 0, "layers", "must be between 0 and " + std::to_string(n_layers) + " for this model");
     } else {
       // The most layers that fit, by bisection (a linear scan over a trace whose layer numbers are
       // sparse took hours): all of them if they fit; else the largest N below that the compute GPU

@@ -29,7 +29,11 @@ std::unique_ptr<Part> build(const std::vector<PartInfo<Part>>& family, const Par
     if (i.name == spec.name) info = &i;
     known += (known.empty() ? "" : ", ") + i.name;
   }
-  if (!info) throw InputError("", 0, origin, "unknown " + family_name + " '" + spec.name + "' (known: " + known + ")");
+  if (!info) {
+    const std::string message = "unknown " + family_name + " '" + spec.name + "' (known: " + known + ")";
+    if (origin.rfind("--", 0) != 0) throw InputError(origin, 0, "name", message);  // from a --config file
+    throw InputError("", 0, origin, message);
+  }
   config::Section options(spec.node(), "", origin);
   try {
     auto part = info->make(options);
@@ -115,16 +119,23 @@ placement::Placement compose(const trace::Header& header, const hw::HardwareProf
   auto rule = build(placement_rules(), spec.placement, "--placement", "placement", named);
   auto memory = build(memory_kinds(), spec.memory, "--memory", "memory kind", named);
   auto offload = build(offload_paths(), spec.offload, "--offload", "offload path", named);
-  if (spec.offload.given && (!rule->may_offload() || memory->takes_offloaded()))
+  if (spec.offload.given && !rule->may_offload())
     throw InputError("", 0, offload_flag(spec.offload),
-                     named + " offloads no weight to copy or execute elsewhere (" +
-                         (rule->may_offload() ? "managed memory takes the offloaded weights"
-                                              : "placement " + spec.placement.name + " keeps every weight on the GPU") +
-                         "), so the offload path's options would have no effect");
+                     named + " offloads no weight to copy or execute elsewhere (placement " + spec.placement.name +
+                         " keeps every weight on the GPU), so the offload path's options would have no effect");
 
   Composer composer(header, hw, *memory, *offload, label);
   Resolved resolved;
-  const auto homes = rule->place(header, hw, composer, resolved);
+  std::vector<placement::DeviceId> homes;
+  try {
+    homes = rule->place(header, hw, composer, resolved);
+  } catch (const InputError& e) {
+    // An option found wrong only against the model or the hardware: named by the flag that gave it.
+    const auto by = spec.placement.given_by.find(e.key());
+    if (!e.file().empty() || by == spec.placement.given_by.end()) throw;
+    if (by->second == "--placement") throw InputError("", 0, by->second, "option '" + e.key() + "': " + e.message());
+    throw InputError("", 0, by->second, e.message());
+  }
   placement::Placement p = composer.complete(homes, resolved);
   if (p.managed.enabled) {
     for (std::size_t i = 0; i < p.path.size(); ++i)

@@ -209,6 +209,7 @@ void apply_sets(YAML::Node hw_root, YAML::Node rt_root, const std::vector<std::s
       YAML::Node other = profile_tree(from, false);
       if (!other || other.IsNull())
         throw InputError("", 0, "--set", "'" + key + "': '" + from + "' is neither a file nor a hardware preset");
+      if (!other.IsMap()) throw InputError(from, 0, "", "expected a YAML mapping (a hardware profile)");
       if (!other[key]) throw InputError("", 0, "--set", "'" + key + "': profile '" + from + "' has no " + key + " section");
       hw_root[key] = YAML::Clone(other[key]);
       continue;
@@ -257,6 +258,8 @@ void resolve_machine(const CommonOptions& o, app::RunInputs& in) {
     YAML::Node hw_root = profile_tree(o.hw, false), rt_root = profile_tree(o.runtime, true);
     if (!hw_root || hw_root.IsNull()) hw::resolve_profile(o.hw);  // throws, naming the presets
     if (!rt_root || rt_root.IsNull()) runtime::resolve_runtime(o.runtime);
+    if (!hw_root.IsMap()) throw InputError(o.hw, 0, "", "expected a YAML mapping (a hardware profile)");
+    if (!rt_root.IsMap()) throw InputError(o.runtime, 0, "", "expected a YAML mapping (a runtime profile)");
     apply_sets(hw_root, rt_root, o.sets);
     const std::string hw_origin = hw::resolve_profile(o.hw).origin, rt_origin = runtime::resolve_runtime(o.runtime).origin;
     in.hw = hw::parse_profile_node(hw_root, hw_origin + " with --set");

@@ -7,6 +7,7 @@
 #include "config/strict_reader.hpp"
 #include "core/error.hpp"
 #include "hardware/profile_loader.hpp"
+#include "policies/strategy/presets.hpp"
 #include "runtime/runtime_loader.hpp"
 
 namespace tiersim::app {
@@ -89,6 +90,13 @@ RunInputs inputs_from_config(const std::string& path) {
   {
     config::Section s = in.child("strategy");
     r.strategy.preset = s.text("preset");
+    if (!r.strategy.preset.empty()) {
+      try {
+        strategy::preset_spec(r.strategy.preset);
+      } catch (const InputError& e) {
+        s.fail("preset", e.message());
+      }
+    }
     r.strategy.custom = s.flag("custom");
     r.strategy.placement = part_from(s, "placement");
     r.strategy.memory = part_from(s, "memory");

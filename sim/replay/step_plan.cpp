@@ -24,6 +24,7 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
   executes_on_.assign(n, kNoDevice);
   last_reader_.assign(n, -1);
   next_layer_.assign(n, kNoLayer);
+  released_.assign(n, false);
   issued_.assign(n, false);
   for (const auto& t : header.tensors) {
     const DeviceId d = placement.device[t.id];
@@ -36,6 +37,7 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
     // Weights and KV cache of a layer that runs where they live (the CPU, or another GPU).
     if (path == placement::Path::Execute) executes_on_[t.id] = d;
   }
+  has_pipeline_ = placement::has_pipeline(placement);
   // Layers that run off the compute GPU, by their Execute-path weights.
   for (const auto& t : header.tensors)
     if (t.kind == trace::TensorKind::Weight && executes_on_[t.id] != kNoDevice) layer_devices_.emplace_back(t.layer, executes_on_[t.id]);
@@ -90,9 +92,7 @@ bool StepPlanner::copy_blocks_host(DeviceId source) const {
   return source == kCpu && placement_.copy.host_memory == placement::HostMemory::Pageable;
 }
 
-bool StepPlanner::copied_again(std::uint32_t tensor, const StepPlan& out) const {
-  return std::find(out.frees.begin(), out.frees.end(), tensor) != out.frees.end();
-}
+bool StepPlanner::copied_again(std::uint32_t tensor, const StepPlan&) const { return released_[tensor]; }
 
 DeviceId StepPlanner::op_device(const trace::Op& op) const {
   // Every op of a layer that runs elsewhere runs there, weightless ones (rotary, elementwise) too: a
@@ -140,6 +140,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   out.managed.clear();
   for (std::uint32_t t : touched_) {
     issued_[t] = false;
+    released_[t] = false;
     last_reader_[t] = -1;
   }
   touched_.clear();
@@ -238,6 +239,23 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_);
       out.actions.push_back(a);
     } else {
+      // A weight that lives on another GPU than the one running this op (a tied embedding read by an
+      // LM head that runs on the next GPU of a pipeline) is read over the peer link, as a hand-over on
+      // the receiving stream: nothing is free to read across GPUs.
+      if (device > placement::kComputeGpu || has_pipeline_)
+        for (const auto& r : op.reads) {
+          const auto& t = header_.tensors[r.tensor];
+          if (t.kind != trace::TensorKind::Weight || copied_[r.tensor] || managed_[r.tensor]) continue;
+          const DeviceId home = placement_.device[r.tensor];
+          if (home < 0 || home == device) continue;
+          Action a;
+          a.kind = ActionKind::ActivationToPeer;
+          a.bytes = static_cast<double>(r.bytes);
+          a.source = home;
+          a.device = device;
+          a.host_seconds = runtime_.per_copy;
+          out.actions.push_back(a);
+        }
       // Weights not yet on the GPU: copied now on the compute stream (on demand). A weight copied again
       // for a later layer (a tied one) while streaming ahead first waits, like a prefetch, until the
       // staging released so far is free, so that the staged copies stay within prefetch + 1 layers.
@@ -281,6 +299,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         if (group_last_[read_begin_[i] + static_cast<std::uint32_t>(&r - op.reads.data())]) {
           out.frees.push_back(r.tensor);
           issued_[r.tensor] = false;  // a later layer that reads it again copies it again
+          released_[r.tensor] = true;
         }
       }
       for (const auto& w : op.writes)

@@ -88,7 +88,8 @@ class StepPlanner {
   // Where an op runs: the device of an Execute-path tensor it touches (kCpu or a GPU), else the compute GPU.
   placement::DeviceId op_device(const trace::Op& op) const;
   std::size_t layer_position(std::int32_t layer) const;
-  // Whether this step has already copied and released `tensor` (it is being copied again).
+  // Whether this step has already copied and released `tensor` (it is being copied again). The staged
+  // copies released so far are the slot waits such a copy waits for.
   bool copied_again(std::uint32_t tensor, const StepPlan& out) const;
   void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch);
   double activation_bytes(const trace::Op& op) const;
@@ -111,6 +112,8 @@ class StepPlanner {
   std::vector<std::int32_t> last_reader_;   // by tensor: index of the last op reading it (-1 none)
   std::vector<bool> issued_;                // by tensor: a staged copy is live (issued, not yet released)
   std::vector<std::int32_t> next_layer_;    // by tensor: scratch of the group pass (kNoLayer between steps)
+  std::vector<bool> released_;              // by tensor: its staged copy was released this step
+  bool has_pipeline_ = false;               // some layer runs on a GPU other than cuda:0
   std::vector<std::uint32_t> read_begin_;   // by op: index of its first read in group_last_
   std::vector<std::uint8_t> group_last_;    // by read: the layer's last read of a copied weight (it is released)
   std::vector<std::uint32_t> touched_;

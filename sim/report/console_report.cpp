@@ -43,7 +43,7 @@ void write_console(std::ostream& out, const Context& c) {
     line("iterations", std::to_string(s.iteration_steps));
   }
   if (s.prefill_steps > 0) line("prefill", units::format_duration(s.prefill_seconds));
-  line("compute stream busy", num("%.0f%% of the ", 100.0 * s.gpu_busy_share) + step + " (kernels and on-demand copies)");
+  line("cuda:0 busy", num("%.0f%% of the ", 100.0 * s.gpu_busy_share) + step + " (its kernels and on-demand copies)");
   line(("H2D per " + step).c_str(), units::format_bytes(s.h2d_bytes_per_step));
   if (s.peer_bytes_per_step > 0) line(("peer per " + step).c_str(), units::format_bytes(s.peer_bytes_per_step));
   if (s.d2h_bytes_per_step > 0) line(("D2H per " + step).c_str(), units::format_bytes(s.d2h_bytes_per_step));

@@ -83,6 +83,11 @@ TEST(Composition, OptionsAPartDoesNotReadAreErrorsNamingTheFlag) {
            {"--policy resident --prompt 4294967295", "must be a whole number from 0 to 16777216"},
            {"--policy resident --batch 0", "--batch: must be a whole number from 1 to 65536"},
            {"--policy resident --prefetch 1.5", "--prefetch: must be a whole number"},
+           // Found by review: each was an internal error (exit 1) or a capacity error (exit 3).
+           {"--placement device_map:file=/tmp", "is not a file"},
+           {"--policy bytes --split \"cuda:5,2gb;cpu,*\"", "'--split': cuda:5 is not on 'rtx4090'"},
+           {"--policy layers --donor cuda:1", "'--donor': cuda:1 is not on 'rtx4090'"},
+           {"--placement layers:layers=50", "option 'layers': must be between 0 and 40"},
            {"--placement all-gpu --set peer_link=rtx4090", "has no peer_link section"},
        }) {
     const SimRun r = sim("--trace traces/qwen.trace " + args);

@@ -246,6 +246,28 @@ TEST(ToyModel, TiedWeightIsCopiedAgainWhereItIsReadAgainAndStagingStaysBounded) 
   EXPECT_LE(r.peak_bytes.at("cuda:0"), 1e5 + 2e6);
 }
 
+TEST(ToyModel, AWeightOnAnotherGpuIsReadOverThePeerLink) {
+  // A pipeline whose second GPU runs a layer that also reads a weight kept on cuda:0 (a tied embedding
+  // read again by the head): the embedding op and L0 on cuda:0 (1.1 ms each), the hidden states to
+  // cuda:1 (1e5 B at 500 MB/s, 0.2 ms), the weight itself (1e6 B, 2 ms), then L1 reading 2e6 + writing
+  // 1e5 bytes (2.1 ms). Found by review: the read of the cuda:0 weight used to cost nothing.
+  std::ostringstream t;
+  t << "tiersim-trace 1\nmeta model tied-pipeline\nmeta batch 1\n"
+    << "tensor 0 weight 1000000 -1 embed\ntensor 1 weight 1000000 0 w0\ntensor 2 weight 1000000 1 w1\n"
+    << "tensor 3 act 100000 -1 activations\n";
+  for (int s = 0; s < 2; ++s)
+    t << "step decode tokens=1\nop embedding layer=-1 read=0 write=3\nop gemv layer=0 read=1 write=3\n"
+      << "op gemv layer=1 read=2,0 write=3\n";
+  t << "end\n";
+  auto src = std::make_unique<trace::TraceReader>(std::make_unique<std::istringstream>(t.str()), "tied.trace");
+  ExecutionOptions exec;
+  exec.cpu = true;  // execute where it lives: cuda:1
+  const auto p = testing::toy_placement(src->header(), {2}, 1, exec);
+  const auto r = replay::run_event_engine(testing::toy_profile(), p, *src);
+  EXPECT_NEAR(decode_step(r), 6.5e-3, kTol);
+  EXPECT_DOUBLE_EQ(r.steps.back().peer_bytes, 1.1e6);
+}
+
 TEST(ToyModel, EveryRunIsIdentical) {
   ExecutionOptions exec;
   exec.prefetch = 2;
