@@ -1,5 +1,7 @@
 #include "cli/run_inputs.hpp"
 
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -32,14 +34,35 @@ strategy::PartSpec part_from(config::Section& parent, const std::string& key) {
   return p;
 }
 
+// FNV-1a 64 of a file's bytes, in hex: a re-run checks that the trace or model it reads is the one the
+// result was computed from (a path alone does not say so).
+std::string file_digest(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(path, 0, "", "cannot open to check it");
+  std::uint64_t h = 1469598103934665603ull;
+  char buf[65536];
+  while (f.read(buf, sizeof buf) || f.gcount() > 0) {
+    for (std::streamsize i = 0; i < f.gcount(); ++i) {
+      h ^= static_cast<unsigned char>(buf[i]);
+      h *= 1099511628211ull;
+    }
+    if (!f) break;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 }  // namespace
 
 ordered_json inputs_to_json(const RunInputs& in) {
   ordered_json trace;
   if (!in.trace.trace_path.empty()) {
     trace["path"] = in.trace.trace_path;
+    trace["fnv1a64"] = file_digest(in.trace.trace_path);
   } else {
     trace["model"] = in.trace.model_path;
+    trace["fnv1a64"] = file_digest(in.trace.model_path);
     trace["dtype"] = model::to_string(in.trace.generation.dtype);
     trace["batch"] = in.trace.generation.batch;
     trace["prompt"] = in.trace.generation.prompt_tokens;
@@ -74,8 +97,12 @@ RunInputs inputs_from_config(const std::string& path) {
     config::Section t = in.child("trace");
     if (t.has("path")) {
       r.trace.trace_path = t.text("path");
+      if (file_digest(r.trace.trace_path) != t.text("fnv1a64"))
+        t.fail("fnv1a64", "the trace '" + r.trace.trace_path + "' is not the file this result was computed from");
     } else {
       r.trace.model_path = t.text("model");
+      if (file_digest(r.trace.model_path) != t.text("fnv1a64"))
+        t.fail("fnv1a64", "the model '" + r.trace.model_path + "' is not the file this result was computed from");
       try {
         r.trace.generation.dtype = model::parse_weight_dtype(t.text("dtype"));
       } catch (const std::invalid_argument& e) {

@@ -150,6 +150,21 @@ TEST(Results, ReRunFromTheirJsonToTheSameBytes) {
     EXPECT_TRUE(j["vram_peak_bytes"].is_number_integer());
   }
   EXPECT_EQ(sim("run --config " + path + " --prefetch 2").code, 2);  // the config holds every input
+  // A result names its trace or model and the digest of its bytes: another file under that name is refused.
+  const std::string model = std::string(TIERSIM_BINARY_DIR) + "/composition-model.json";
+  {
+    std::ifstream src(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-8b.json");
+    std::ofstream(model) << src.rdbuf();
+  }
+  const SimRun first = sim("--model " + model + " --decode 2 --policy resident --hw h200 --json", false);
+  ASSERT_EQ(first.code, 0) << first.out;
+  std::ofstream(path) << first.out;
+  EXPECT_EQ(sim("run --config " + path).code, 0);
+  std::ofstream(model, std::ios::app) << "\n";
+  const SimRun changed = sim("run --config " + path);
+  EXPECT_EQ(changed.code, 2);
+  EXPECT_NE(changed.out.find("is not the file this result was computed from"), std::string::npos) << changed.out;
+  std::remove(model.c_str());
   std::remove(path.c_str());
 }
 
