@@ -99,16 +99,19 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "managed_memory) from another profile: host=h200 (repeatable)");
   cmd.add_option("--policy", o.policy, "a preset strategy (sim policies); parts given below replace its parts");
   cmd.add_option("--placement", o.placement,
-                 "placement rule, NAME[:OPTION,...]: all-gpu, distorch.bytes|ratio|fraction, layers (sim parts)");
+                 "placement rule, NAME[:OPTION,...]: all-gpu, distorch.bytes|ratio|fraction, layers, "
+                 "accelerate.auto|balanced|balanced_low_0|sequential, device_map:file=PATH (sim parts)");
   cmd.add_option("--memory", o.memory,
                  "memory kind, NAME[:OPTION,...]: device, or managed[:prefer-cpu,accessed-by,read-mostly,"
                  "scope=all|weights|offloaded,allocator=caching|per-tensor,prefetch=N]");
   cmd.add_option("--offload", o.offload,
-                 "offload path, NAME[:OPTION,...]: copy[:pinned|pageable,prefetch=N,sync,peer=copy|execute] or "
-                 "execute (layers run where their weights are: CPU or another GPU)");
+                 "offload path, NAME[:OPTION,...]: copy[:pinned|pageable,prefetch=N,stream,sync,peer=copy|execute] "
+                 "or execute (layers run where their weights are: CPU or another GPU)");
   cmd.add_option("--split", o.split, "DisTorch allocation string for bytes/ratio/fraction, e.g. \"cuda:0,80%;cpu,20%\"");
   cmd.add_option("--layers", o.layers, "layers policy: transformer layers kept on the compute GPU");
-  cmd.add_option("--offload-gb", o.offload_gb, "bytes/ratio/fraction: move this many GB (1e9 bytes) off the compute GPU to the donor")
+  cmd.add_option("--offload-gb", o.offload_gb,
+                 "bytes/ratio/fraction: DisTorch's virtual VRAM, this many GB (1e9 bytes) off the compute GPU to the "
+                 "donor (the node's default: 4 GiB)")
       ->check(number_in(0, 1e6, "GB of 1e9 bytes", false));
   cmd.add_option("--donor", o.donor, "where offloaded weights go without --split: cpu (default) or cuda:N");
   cmd.add_option("--offload-exec", o.offload_exec,
