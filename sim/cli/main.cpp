@@ -15,6 +15,7 @@
 #include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
 #include "config/embedded_files.hpp"
+#include "config/profile_source.hpp"
 #include "hardware/profile_writer.hpp"
 #include "config/strict_reader.hpp"
 #include "report/output_file.hpp"
@@ -195,7 +196,7 @@ SweepRange parse_range(const std::string& text) {
 
 // `--set key=value` on the hardware profile's tree (gpu.memory=48GiB), or on the runtime's with a
 // `runtime.` prefix, before the strict loader reads it: an override is validated like the file.
-YAML::Node profile_tree(const std::string& spec, bool runtime_file);
+std::pair<YAML::Node, std::string> profile_tree(const std::string& spec, bool runtime_file);
 
 // The hardware sections a profile is composed of: `--set SECTION=PROFILE` takes that whole section from
 // another profile (a preset name or a file), e.g. --hw rtx4090 --set host=h200 --set peer_link=rtx3090x2-nvlink.
@@ -209,10 +210,13 @@ void apply_sets(YAML::Node hw_root, YAML::Node rt_root, const std::vector<std::s
     std::string key = set.substr(0, eq);
     if (std::find(std::begin(kHardwareParts), std::end(kHardwareParts), key) != std::end(kHardwareParts)) {
       const std::string from = set.substr(eq + 1);
-      YAML::Node other = profile_tree(from, false);
-      if (!other || other.IsNull())
+      YAML::Node other;
+      try {
+        other = profile_tree(from, false).first;
+      } catch (const InputError& e) {
+        if (e.key() != "--hw") throw;  // a file that is not a profile says so itself
         throw InputError("", 0, "--set", "'" + key + "': '" + from + "' is neither a file nor a hardware preset");
-      if (!other.IsMap()) throw InputError(from, 0, "", "expected a YAML mapping (a hardware profile)");
+      }
       if (!other[key]) throw InputError("", 0, "--set", "'" + key + "': profile '" + from + "' has no " + key + " section");
       hw_root[key] = YAML::Clone(other[key]);
       continue;
@@ -239,17 +243,16 @@ void apply_sets(YAML::Node hw_root, YAML::Node rt_root, const std::vector<std::s
   }
 }
 
-YAML::Node profile_tree(const std::string& spec, bool runtime_file) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(spec, ec)) {
-    std::ifstream in(spec);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return config::parse_document(ss.str(), spec);
-  }
-  for (const auto& f : runtime_file ? config::embedded_runtimes() : config::embedded_profiles())
-    if (f.name == spec) return config::parse_document(f.text, "preset:" + f.name);
-  return YAML::Node();  // the resolver says what is wrong
+// A profile's tree as the loaders would read it, and where it came from; InputError as theirs.
+std::pair<YAML::Node, std::string> profile_tree(const std::string& spec, bool runtime_file) {
+  const config::ProfileSource src =
+      runtime_file ? config::find_profile(spec, config::embedded_runtimes(), "--runtime", "runtime profile", "runtime")
+                   : config::find_profile(spec, config::embedded_profiles(), "--hw", "hardware profile", "preset");
+  YAML::Node root = config::parse_document(src.text, src.origin);
+  if (!root.IsMap())
+    throw InputError(src.origin, 0, "", std::string("expected a YAML mapping (a ") +
+                                            (runtime_file ? "runtime" : "hardware") + " profile)");
+  return {root, src.origin};
 }
 
 // The hardware and runtime a command names, with --set overrides applied.
@@ -258,13 +261,9 @@ void resolve_machine(const CommonOptions& o, app::RunInputs& in) {
     in.hw = hw::resolve_profile(o.hw);
     in.runtime = runtime::resolve_runtime(o.runtime);
   } else {
-    YAML::Node hw_root = profile_tree(o.hw, false), rt_root = profile_tree(o.runtime, true);
-    if (!hw_root || hw_root.IsNull()) hw::resolve_profile(o.hw);  // throws, naming the presets
-    if (!rt_root || rt_root.IsNull()) runtime::resolve_runtime(o.runtime);
-    if (!hw_root.IsMap()) throw InputError(o.hw, 0, "", "expected a YAML mapping (a hardware profile)");
-    if (!rt_root.IsMap()) throw InputError(o.runtime, 0, "", "expected a YAML mapping (a runtime profile)");
+    auto [hw_root, hw_origin] = profile_tree(o.hw, false);
+    auto [rt_root, rt_origin] = profile_tree(o.runtime, true);
     apply_sets(hw_root, rt_root, o.sets);
-    const std::string hw_origin = hw::resolve_profile(o.hw).origin, rt_origin = runtime::resolve_runtime(o.runtime).origin;
     in.hw = hw::parse_profile_node(hw_root, hw_origin + " with --set");
     in.hw.origin = hw_origin + " with --set";
     in.runtime = runtime::parse_runtime_node(rt_root, rt_origin + " with --set");

@@ -1,6 +1,5 @@
 #include "hardware/profile_loader.hpp"
 
-#include <filesystem>
 #include <algorithm>
 #include <fstream>
 #include <set>
@@ -9,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "config/embedded_files.hpp"
+#include "config/profile_source.hpp"
 #include "config/strict_reader.hpp"
 #include "trace/trace.hpp"
 
@@ -143,14 +143,8 @@ HardwareProfile load_profile_file(const std::string& path) {
 }
 
 HardwareProfile resolve_profile(const std::string& spec) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(spec, ec)) return load_profile_file(spec);
-  if (std::filesystem::is_directory(spec, ec)) throw InputError(spec, 0, "--hw", "is a directory, not a hardware profile");
-  for (const auto& preset : config::embedded_profiles())
-    if (spec == preset.name) return parse_profile(preset.text, "preset:" + preset.name);
-  std::string names;
-  for (const auto& preset : config::embedded_profiles()) names += (names.empty() ? "" : ", ") + preset.name;
-  throw InputError(spec, 0, "--hw", "no such file, and not a preset name (presets: " + names + ")");
+  const config::ProfileSource src = config::find_profile(spec, config::embedded_profiles(), "--hw", "hardware profile", "preset");
+  return parse_profile(src.text, src.origin);
 }
 
 std::vector<PresetInfo> list_presets() {

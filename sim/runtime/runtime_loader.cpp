@@ -1,10 +1,7 @@
 #include "runtime/runtime_loader.hpp"
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "config/embedded_files.hpp"
+#include "config/profile_source.hpp"
 #include "config/strict_reader.hpp"
 #include "core/error.hpp"
 
@@ -37,21 +34,8 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
 }
 
 RuntimeProfile resolve_runtime(const std::string& spec) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(spec, ec)) {
-    std::ifstream in(spec);
-    if (!in) throw InputError(spec, 0, "", "cannot open runtime profile");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return parse_runtime(ss.str(), spec);
-  }
-  if (std::filesystem::is_directory(spec, ec)) throw InputError(spec, 0, "--runtime", "is a directory, not a runtime profile");
-  std::string names;
-  for (const auto& f : config::embedded_runtimes()) {
-    if (spec == f.name) return parse_runtime(f.text, "preset:" + f.name);
-    names += (names.empty() ? "" : ", ") + f.name;
-  }
-  throw InputError(spec, 0, "--runtime", "no such file, and not a runtime name (runtimes: " + names + ")");
+  const config::ProfileSource src = config::find_profile(spec, config::embedded_runtimes(), "--runtime", "runtime profile", "runtime");
+  return parse_runtime(src.text, src.origin);
 }
 
 std::vector<RuntimeInfo> list_runtimes() {
