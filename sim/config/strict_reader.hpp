@@ -17,10 +17,6 @@ namespace tiersim::config {
 // Parses a YAML (or JSON) document; a syntax error is an InputError with its line.
 YAML::Node parse_document(const std::string& text, const std::string& file);
 
-struct CurvePoints {
-  std::vector<std::pair<double, double>> points;  // (bytes, B/s)
-};
-
 // One mapping of the tree. Every key read is remembered; finish() rejects the others.
 class Section {
  public:

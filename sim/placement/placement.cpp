@@ -87,12 +87,6 @@ double workspace_on(const trace::Header& header, const Placement& p, DeviceId d)
   return bytes;
 }
 
-DeviceId execution_device(const trace::Header& header, const Placement& p, std::int32_t layer) {
-  for (const auto& t : header.tensors)
-    if (t.layer == layer && t.kind == trace::TensorKind::Weight && p.path[t.id] == Path::Execute) return p.device[t.id];
-  return kComputeGpu;
-}
-
 bool has_pipeline(const Placement& p) {
   for (std::size_t i = 0; i < p.path.size(); ++i)
     if (p.path[i] == Path::Execute && p.device[i] > kComputeGpu) return true;

@@ -78,8 +78,6 @@ double weight_bytes(const trace::Header& header);
 double offloaded_weight_bytes(const trace::Header& header, const Placement& p);  // weights not on cuda:0
 // The activation workspace a GPU other than the compute GPU needs when it runs layers (0 otherwise).
 double workspace_on(const trace::Header& header, const Placement& p, DeviceId d);
-// Where the ops of `layer` run: the device of its Execute-path weights, else the compute GPU.
-DeviceId execution_device(const trace::Header& header, const Placement& p, std::int32_t layer);
 // Whether any layer runs on a GPU other than the compute GPU (a pipeline split).
 bool has_pipeline(const Placement& p);
 // Largest per-layer sum of copied weight bytes: the staging buffer one copied layer needs on cuda:0.

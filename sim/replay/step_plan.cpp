@@ -92,8 +92,6 @@ bool StepPlanner::copy_blocks_host(DeviceId source) const {
   return source == kCpu && placement_.copy.host_memory == placement::HostMemory::Pageable;
 }
 
-bool StepPlanner::copied_again(std::uint32_t tensor, const StepPlan&) const { return released_[tensor]; }
-
 DeviceId StepPlanner::op_device(const trace::Op& op) const {
   // Every op of a layer that runs elsewhere runs there, weightless ones (rotary, elementwise) too: a
   // layer is executed whole, and only hidden states cross at its boundaries.
@@ -261,7 +259,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       // staging released so far is free, so that the staged copies stay within prefetch + 1 layers.
       for (const auto& r : op.reads) {
         if (!copied_[r.tensor] || issued_[r.tensor]) continue;
-        if (prefetch > 0 && copied_again(r.tensor, out)) {
+        if (prefetch > 0 && released_[r.tensor]) {  // copied and released earlier in this step
           Action wait;
           wait.kind = ActionKind::AwaitSlot;
           wait.host_waits = true;

@@ -88,9 +88,6 @@ class StepPlanner {
   // Where an op runs: the device of an Execute-path tensor it touches (kCpu or a GPU), else the compute GPU.
   placement::DeviceId op_device(const trace::Op& op) const;
   std::size_t layer_position(std::int32_t layer) const;
-  // Whether this step has already copied and released `tensor` (it is being copied again). The staged
-  // copies released so far are the slot waits such a copy waits for.
-  bool copied_again(std::uint32_t tensor, const StepPlan& out) const;
   void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch);
   double activation_bytes(const trace::Op& op) const;
 
