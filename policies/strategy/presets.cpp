@@ -46,6 +46,7 @@ PartSpec preset_part(const std::string& text, const std::string& flag) {
   PartSpec p = PartSpec::parse(text, flag);
   p.given = false;
   p.given_by.clear();
+  p.origin.clear();
   return p;
 }
 
@@ -91,7 +92,7 @@ void apply_flags(StrategySpec& spec, const LegacyFlags& f) {
     spec.offload.name = "execute";
     spec.offload.options.clear();  // the preset's copy options (host memory, streams) mean nothing there
     spec.offload.given = true;
-    spec.offload.given_by["execute"] = "--offload-exec";
+    spec.offload.origin = "--offload-exec";
   }
   if (f.prefetch) {
     // Under managed memory with prefetch (um-prefetch), --prefetch is cudaMemPrefetchAsync's depth (at

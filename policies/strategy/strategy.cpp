@@ -1,5 +1,7 @@
 #include "policies/strategy/strategy.hpp"
 
+#include <optional>
+
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "policies/strategy/parts.hpp"
@@ -69,27 +71,26 @@ class Composer final : public Completion {
     placement::finalize(header_, hw_, p, label_);
     return p;
   }
-  bool fits(const std::vector<placement::DeviceId>& homes) const override {
-    Resolved ignored;
-    try {
-      complete(homes, ignored);
-      return true;
-    } catch (const CapacityError&) {
-      return false;
-    }
-  }
+  bool fits(const std::vector<placement::DeviceId>& homes) const override { return !overflow(homes); }
   bool fits_compute_gpu(const std::vector<placement::DeviceId>& homes) const override {
-    Resolved ignored;
-    try {
-      complete(homes, ignored);
-      return true;
-    } catch (const CapacityError& e) {
-      return e.device() != "cuda:0";
-    }
+    const auto device = overflow(homes);
+    return !device || *device != "cuda:0";
   }
   int staged_layers(placement::DeviceId donor) const override {
     if (donor == placement::kCpu && memory_.takes_offloaded()) return 0;
     return offload_.staged_layers(donor);
+  }
+
+ private:
+  // The device that these homes overflow once completed (CapacityError's, "" when it names none), or none.
+  std::optional<std::string> overflow(const std::vector<placement::DeviceId>& homes) const {
+    Resolved ignored;
+    try {
+      complete(homes, ignored);
+      return std::nullopt;
+    } catch (const CapacityError& e) {
+      return e.device();
+    }
   }
 
  private:
@@ -100,10 +101,12 @@ class Composer final : public Completion {
   std::string label_;
 };
 
-// The first flag that gave the offload path an option (for the error when none can apply).
+// The flag that chose the offload path, else the first that gave it an option (for the error when
+// none can apply).
 std::string offload_flag(const PartSpec& offload) {
+  if (!offload.origin.empty()) return offload.origin;
   for (const auto& [key, flag] : offload.given_by) return flag;
-  return offload.origin.empty() ? "--offload" : offload.origin;
+  return "--offload";
 }
 
 }  // namespace
