@@ -125,8 +125,7 @@ class AccelerateDeviceMap final : public PlacementRule {
       budget.emplace_back(placement::kCpu, hw.host.memory);
     } else {
       for (const auto& [d, bytes] : max_memory_) {
-        if (d >= hw.gpu.count)
-          throw InputError("", 0, "max_memory", placement::device_name(d) + " is not on '" + hw.name + "'");
+        check_on_machine(d, hw, "max_memory");
         if (d != placement::kCpu) budget.emplace_back(d, bytes);
       }
       budget.emplace_back(placement::kCpu, max_memory_.count(placement::kCpu) ? max_memory_.at(placement::kCpu) : 0.0);

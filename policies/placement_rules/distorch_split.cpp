@@ -43,14 +43,9 @@ class DisTorchSplit final : public PlacementRule {
                                          Resolved& resolved) const override {
     const double model = placement::weight_bytes(header);
     const placement::DeviceId donor = donor_.value_or(placement::kCpu);
-    if (donor >= hw.gpu.count)
-      throw InputError("", 0, "donor", placement::device_name(donor) + " is not on '" + hw.name + "' (" +
-                                           std::to_string(hw.gpu.count) + " GPU(s))");
+    check_on_machine(donor, hw, "donor");
     if (split_)
-      for (const auto& e : policies::parse_split(*split_, mode_))
-        if (e.device >= hw.gpu.count)
-          throw InputError("", 0, "split", placement::device_name(e.device) + " is not on '" + hw.name + "' (" +
-                                               std::to_string(hw.gpu.count) + " GPU(s))");
+      for (const auto& e : policies::parse_split(*split_, mode_)) check_on_machine(e.device, hw, "split");
     std::map<placement::DeviceId, double> quotas;
     std::string applied;
     if (split_) {
@@ -94,6 +89,13 @@ std::unique_ptr<PlacementRule> make_distorch_ratio(config::Section& o) {
 }
 std::unique_ptr<PlacementRule> make_distorch_fraction(config::Section& o) {
   return std::make_unique<DisTorchSplit>(SplitMode::Fraction, o);
+}
+
+void check_on_machine(placement::DeviceId d, const hw::HardwareProfile& hw, const std::string& key,
+                      const std::string& file) {
+  if (d >= hw.gpu.count)
+    throw InputError(file, 0, key, placement::device_name(d) + " is not on '" + hw.name + "' (" +
+                                       std::to_string(hw.gpu.count) + " GPU(s))");
 }
 
 placement::DeviceId read_donor(config::Section& o) {

@@ -59,8 +59,7 @@ class ExplicitDeviceMap final : public PlacementRule {
           best = &module;
       if (!best) throw InputError(file_, 0, t.name, "the device map places no module holding this weight");
       homes[t.id] = map_.at(*best);
-      if (homes[t.id] >= hw.gpu.count)
-        throw InputError(file_, 0, *best, placement::device_name(homes[t.id]) + " is not on '" + hw.name + "'");
+      check_on_machine(homes[t.id], hw, *best, file_);
       bytes[homes[t.id]] += static_cast<double>(t.bytes);
     }
     std::string text;

@@ -21,9 +21,7 @@ class FirstLayers final : public PlacementRule {
   std::vector<placement::DeviceId> place(const trace::Header& header, const hw::HardwareProfile& hw,
                                          const Completion& rest, Resolved& resolved) const override {
     const placement::DeviceId donor = donor_.value_or(placement::kCpu);
-    if (donor >= hw.gpu.count)
-      throw InputError("", 0, "donor", placement::device_name(donor) + " is not on '" + hw.name + "' (" +
-                                           std::to_string(hw.gpu.count) + " GPU(s))");
+    check_on_machine(donor, hw, "donor");
     std::int32_t n_layers = 0;
     for (const auto& t : header.tensors)
       if (t.kind == trace::TensorKind::Weight) n_layers = std::max(n_layers, t.layer);

@@ -18,4 +18,8 @@ std::unique_ptr<PlacementRule> make_explicit_device_map(config::Section& options
 // Reads a `donor` option (cpu or cuda:N, not the compute GPU), cpu when absent.
 placement::DeviceId read_donor(config::Section& options);
 
+// The message for a device the machine does not have (InputError naming `key`, `file` when given).
+void check_on_machine(placement::DeviceId d, const hw::HardwareProfile& hw, const std::string& key,
+                      const std::string& file = "");
+
 }  // namespace tiersim::strategy
