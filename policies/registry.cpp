@@ -3,6 +3,7 @@
 #include "policies/memory_kinds/kinds.hpp"
 #include "policies/offload_paths/paths.hpp"
 #include "policies/placement_rules/rules.hpp"
+#include "policies/platforms/platforms.hpp"
 
 namespace tiersim::strategy {
 
@@ -49,6 +50,19 @@ const std::vector<PartInfo<OffloadPath>>& offload_paths() {
        make_copy_path},
       {"execute", "layers run where their weights are: on the CPU, or on the GPU that holds them", "",
        make_execute_path},
+  };
+  return list;
+}
+
+const std::vector<PartInfo<Platform>>& platforms() {
+  static const std::vector<PartInfo<Platform>> list{
+      {"linux", "the Linux driver: managed memory paged on demand (oversubscription allowed); VRAM overflow fails",
+       "", make_linux_platform},
+      {"windows", "the Windows (WDDM) driver: managed memory without demand paging (no oversubscription); device "
+                  "allocations past VRAM fall back to shared system memory",
+       "sysmem-fallback=prefer|off (prefer)", make_windows_platform},
+      {"wsl2", "WSL2 on the Windows driver: as windows (the fallback policy switch reported not to apply)",
+       "sysmem-fallback=prefer|off (prefer)", make_wsl2_platform},
   };
   return list;
 }

@@ -3,7 +3,8 @@
 // device; a memory kind decides what kind of GPU-side memory tensors live in (device memory through the
 // framework's allocator, or CUDA managed memory with advice); an offload path decides how a weight
 // homed off the compute GPU is used (copied to it when used, or its layer executed where it lives).
-// The runtime (runtime/) and the hardware are apart. Each part is registered by name with its options
+// The platform (the OS's driver model: Linux, Windows, WSL2) decides what the driver does with managed
+// memory and with device allocations past VRAM. The runtime (runtime/) and the hardware are apart. Each part is registered by name with its options
 // (registry.cpp); `sim parts` lists them.
 #include <memory>
 #include <string>
@@ -59,6 +60,17 @@ class OffloadPath {
   virtual int staged_layers(placement::DeviceId donor) const = 0;
 };
 
+class Platform {
+ public:
+  virtual ~Platform() = default;
+  // Adjusts or refuses what the memory kind put in managed memory, by the driver's unified-memory
+  // model (marks placement.managed.demand_paging); `flag` names the option that chose managed memory.
+  virtual void apply_managed(placement::Placement& p, const std::string& flag, Resolved& resolved) const = 0;
+  // Whether device allocations the compute GPU cannot hold go to shared system memory (read by kernels
+  // over the link) instead of failing with out-of-memory.
+  virtual bool sysmem_fallback() const = 0;
+};
+
 // Each family's registry row: the name, a one-line description, its options, and a factory that reads
 // them from a strict-reader section (the caller rejects what it did not read).
 template <typename Part>
@@ -72,5 +84,6 @@ struct PartInfo {
 const std::vector<PartInfo<PlacementRule>>& placement_rules();
 const std::vector<PartInfo<MemoryKind>>& memory_kinds();
 const std::vector<PartInfo<OffloadPath>>& offload_paths();
+const std::vector<PartInfo<Platform>>& platforms();
 
 }  // namespace tiersim::strategy

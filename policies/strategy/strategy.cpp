@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "policies/platforms/sysmem_fallback.hpp"
 #include "policies/strategy/parts.hpp"
 
 namespace tiersim::strategy {
@@ -59,15 +60,21 @@ std::unique_ptr<Part> build(const std::vector<PartInfo<Part>>& family, const Par
 class Composer final : public Completion {
  public:
   Composer(const trace::Header& header, const hw::HardwareProfile& hw, const MemoryKind& memory,
-           const OffloadPath& offload, std::string label)
-      : header_(header), hw_(hw), memory_(memory), offload_(offload), label_(std::move(label)) {}
+           const OffloadPath& offload, const Platform& platform, std::string memory_flag, std::string label)
+      : header_(header), hw_(hw), memory_(memory), offload_(offload), platform_(platform),
+        memory_flag_(std::move(memory_flag)), label_(std::move(label)) {}
 
-  placement::Placement complete(const std::vector<placement::DeviceId>& homes, Resolved& resolved) const {
+  // `final`: the placement that runs, where the platform's sysmem fallback applies. A placement rule's
+  // fit tests do not see it: frameworks size their splits by the VRAM the driver reports.
+  placement::Placement complete(const std::vector<placement::DeviceId>& homes, Resolved& resolved,
+                                bool final = false) const {
     placement::Placement p;
     p.device = homes;
     p.path.assign(homes.size(), placement::Path::Local);
     memory_.apply(header_, hw_, p, resolved);
+    platform_.apply_managed(p, memory_flag_, resolved);
     offload_.apply(header_, p, resolved);
+    if (final && platform_.sysmem_fallback()) spill_to_system_memory(header_, hw_, p, resolved);
     placement::finalize(header_, hw_, p, label_);
     return p;
   }
@@ -98,6 +105,8 @@ class Composer final : public Completion {
   const hw::HardwareProfile& hw_;
   const MemoryKind& memory_;
   const OffloadPath& offload_;
+  const Platform& platform_;
+  std::string memory_flag_;
   std::string label_;
 };
 
@@ -112,8 +121,9 @@ std::string offload_flag(const PartSpec& offload) {
 }  // namespace
 
 std::string StrategySpec::label() const {
-  if (!custom && !preset.empty()) return preset;
-  return placement.text() + " + " + memory.text() + " + " + offload.text();
+  const std::string on = platform.name == "linux" && platform.options.empty() ? "" : " on " + platform.text();
+  if (!custom && !preset.empty()) return preset + on;
+  return placement.text() + " + " + memory.text() + " + " + offload.text() + on;
 }
 
 placement::Placement compose(const trace::Header& header, const hw::HardwareProfile& hw, const StrategySpec& spec) {
@@ -122,12 +132,16 @@ placement::Placement compose(const trace::Header& header, const hw::HardwareProf
   auto rule = build(placement_rules(), spec.placement, "--placement", "placement", named);
   auto memory = build(memory_kinds(), spec.memory, "--memory", "memory kind", named);
   auto offload = build(offload_paths(), spec.offload, "--offload", "offload path", named);
+  auto platform = build(platforms(), spec.platform, "--platform", "platform", named);
   if (spec.offload.given && !rule->may_offload())
     throw InputError("", 0, offload_flag(spec.offload),
                      named + " offloads no weight to copy or execute elsewhere (placement " + spec.placement.name +
                          " keeps every weight on the GPU), so the offload path's options would have no effect");
 
-  Composer composer(header, hw, *memory, *offload, label);
+  const std::string memory_flag = !spec.memory.origin.empty() ? spec.memory.origin
+                                  : spec.memory.given_by.empty() ? (spec.preset.empty() ? "--memory" : "--policy")
+                                                                 : spec.memory.given_by.begin()->second;
+  Composer composer(header, hw, *memory, *offload, *platform, memory_flag, label);
   Resolved resolved;
   std::vector<placement::DeviceId> homes;
   try {
@@ -139,19 +153,33 @@ placement::Placement compose(const trace::Header& header, const hw::HardwareProf
     if (by->second == "--placement") throw InputError("", 0, by->second, "option '" + e.key() + "': " + e.message());
     throw InputError("", 0, by->second, e.message());
   }
-  placement::Placement p = composer.complete(homes, resolved);
+  placement::Placement p = composer.complete(homes, resolved, true);
   if (p.managed.enabled) {
+    const double sysmem = placement::sysmem_usage(header, p).total();
+    const double footprint = placement::managed_usage(header, p).total() - sysmem;
     for (std::size_t i = 0; i < p.path.size(); ++i)
       if (p.path[i] == placement::Path::Execute)
-        throw InputError("", 0, spec.memory.origin.empty() ? "--memory" : spec.memory.origin,
-                         "managed memory with layers executed off the compute GPU (on the CPU or another GPU) is not "
-                         "modelled; use the copy offload path");
-    const double capacity = placement::managed_gpu_capacity(header, hw, p);
-    if (capacity < hw.managed_memory->va_block)
-      throw CapacityError("'" + label + "' leaves no GPU memory for managed blocks on '" + hw.name + "'");
-    const double footprint = placement::managed_usage(header, p).total();
-    resolved.emplace_back("managed footprint", units::format_bytes(footprint) + " for " + units::format_bytes(capacity) +
-                                                   " of GPU memory" + (footprint > capacity ? " (oversubscribed)" : ""));
+        throw InputError("", 0, footprint > 0 ? memory_flag : "--platform",
+                         std::string(footprint > 0 ? "managed memory" : "the sysmem fallback") +
+                             " with layers executed off the compute GPU (on the CPU or another GPU) is not "
+                             "modelled; use the copy offload path");
+    if (!hw.managed_memory)
+      throw InputError(hw.origin, 0, "managed_memory",
+                       "the sysmem fallback reads system memory at the profile's managed_memory.remote_read_bandwidth; "
+                       "this profile has no managed_memory section");
+    if (footprint > 0) {
+      const double capacity = placement::managed_gpu_capacity(header, hw, p);
+      if (capacity < hw.managed_memory->va_block)
+        throw CapacityError("'" + label + "' leaves no GPU memory for managed blocks on '" + hw.name + "'");
+      if (footprint > capacity && !p.managed.demand_paging)
+        throw CapacityError("'" + label + "' puts " + units::format_bytes(footprint) + " in managed memory, but " +
+                                spec.platform.name + " cannot oversubscribe GPU memory (no concurrentManagedAccess: CUDA "
+                                "Programming Guide, 'Limited unified memory support') and " +
+                                units::format_bytes(capacity) + " are left for it on '" + hw.name + "'",
+                            "cuda:0", footprint, capacity);
+      resolved.emplace_back("managed footprint", units::format_bytes(footprint) + " for " + units::format_bytes(capacity) +
+                                                     " of GPU memory" + (footprint > capacity ? " (oversubscribed)" : ""));
+    }
   }
   p.resolved = std::move(resolved);
   return p;

@@ -17,7 +17,10 @@ struct StrategySpec {
   PartSpec placement{"all-gpu"};
   PartSpec memory{"device"};
   PartSpec offload{"copy"};
-  // The preset's name, or the composition "placement + memory + offload" when parts were given.
+  PartSpec platform{"linux"};  // the OS's driver model (linux, windows, wsl2): not a strategy choice, but it
+                               // decides what managed memory and device memory past VRAM do
+  // The preset's name, or the composition "placement + memory + offload" when parts were given, with
+  // " on PLATFORM" unless it is plain linux.
   std::string label() const;
 };
 

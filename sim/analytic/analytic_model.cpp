@@ -63,6 +63,10 @@ class SteadyStateManaged {
       const bool weight = header_.tensors[m.tensor].kind == trace::TensorKind::Weight;
       if (!(cold_ || (weight && !fits_))) continue;
       if (weight && placement_.managed.prefetch > 0) continue;  // migrated by the prefetch instead
+      if (!placement_.managed.demand_paging) {  // migrated at launch (Windows/WSL2; never oversubscribed)
+        cost.launch_migrated_bytes += blocks * spec_.va_block;
+        continue;
+      }
       cost.faulted_blocks += blocks;
       cost.migrated_bytes += blocks * spec_.va_block;
       if (!fits_ && !(advice & placement::kReadMostly)) cost.written_back_bytes += blocks * spec_.va_block;
@@ -125,7 +129,7 @@ class StepModel {
             managed_->kernel(plan_, a, cost);
             work = managed::ManagedMemory::stall_seconds(managed_->spec(), cost) +
                    a.cost.seconds(cost.remote_bytes, managed_->spec().remote_read_bandwidth);
-            r.h2d_bytes += cost.migrated_bytes;
+            r.h2d_bytes += cost.migrated_bytes + cost.launch_migrated_bytes;
             r.d2h_bytes += cost.written_back_bytes;
             r.remote_read_bytes += cost.remote_bytes;
             r.faulted_blocks += cost.faulted_blocks;

@@ -42,7 +42,7 @@ struct CommonOptions {
   std::string hw = hw::kDefaultProfile;
   std::string runtime = runtime::kDefaultRuntime;
   std::string policy;
-  std::optional<std::string> placement, memory, offload;
+  std::optional<std::string> placement, memory, offload, platform;
   std::optional<std::string> split;
   std::optional<int> layers;
   std::optional<double> offload_gb;
@@ -108,6 +108,9 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--offload", o.offload,
                  "offload path, NAME[:OPTION,...]: copy[:pinned|pageable,prefetch=N,stream,sync,peer=copy|execute] "
                  "or execute (layers run where their weights are: CPU or another GPU)");
+  cmd.add_option("--platform", o.platform,
+                 "the OS's driver model, NAME[:OPTION,...]: linux (default), windows or wsl2 "
+                 "[:sysmem-fallback=prefer|off]: managed memory without demand paging, VRAM overflow in system memory");
   cmd.add_option("--split", o.split, "DisTorch allocation string for bytes/ratio/fraction, e.g. \"cuda:0,80%;cpu,20%\"");
   cmd.add_option("--layers", o.layers, "layers policy: transformer layers kept on the compute GPU");
   cmd.add_option("--offload-gb", o.offload_gb,
@@ -164,6 +167,7 @@ strategy::StrategySpec strategy_spec(const CommonOptions& o) {
   if (o.memory) spec.memory = strategy::PartSpec::parse(*o.memory, "--memory");
   if (o.offload) spec.offload = strategy::PartSpec::parse(*o.offload, "--offload");
   spec.custom = o.placement || o.memory || o.offload;
+  if (o.platform) spec.platform = strategy::PartSpec::parse(*o.platform, "--platform");
   strategy::LegacyFlags f;
   f.split = o.split;
   f.layers = o.layers;
@@ -299,6 +303,8 @@ int run_command(const app::RunInputs& in, bool json, const std::string& timeline
   report::Context c;
   c.policy = in.strategy.label();
   c.strategy = in.strategy.placement.text() + " + " + in.strategy.memory.text() + " + " + in.strategy.offload.text();
+  if (in.strategy.platform.name != "linux" || !in.strategy.platform.options.empty())
+    c.strategy += " on " + in.strategy.platform.text();
   c.trace_name = in.trace.name();
   c.header = &sim.header;
   c.hw = &in.hw;
@@ -382,6 +388,7 @@ int list_parts() {
   list_family("placement rules (--placement NAME[:OPTION,...]):", strategy::placement_rules());
   list_family("memory kinds (--memory NAME[:OPTION,...]):", strategy::memory_kinds());
   list_family("offload paths (--offload NAME[:OPTION,...]):", strategy::offload_paths());
+  list_family("platforms (--platform NAME[:OPTION,...]):", strategy::platforms());
   std::printf("runtimes (--runtime NAME|FILE): sim runtimes\n");
   report::check_stdout("standard output");
   return 0;
@@ -444,7 +451,7 @@ int main(int argc, char** argv) {
   gen->add_option("-o,--output", gen_out, "trace file to write")->required();
 
   auto* pol = app.add_subcommand("policies", "list the preset strategies and the parts each is made of");
-  auto* parts = app.add_subcommand("parts", "list the strategy parts: placement rules, memory kinds, offload paths");
+  auto* parts = app.add_subcommand("parts", "list the strategy parts: placement rules, memory kinds, offload paths, platforms");
   auto* prof = app.add_subcommand("profiles", "list the embedded hardware presets; 'profiles show NAME' prints one as YAML");
   std::vector<std::string> prof_args;
   std::vector<std::string> prof_sets;

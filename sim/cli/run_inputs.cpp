@@ -72,7 +72,8 @@ ordered_json inputs_to_json(const RunInputs& in) {
                            {"custom", in.strategy.custom},
                            {"placement", part_to_json(in.strategy.placement)},
                            {"memory", part_to_json(in.strategy.memory)},
-                           {"offload", part_to_json(in.strategy.offload)}};
+                           {"offload", part_to_json(in.strategy.offload)},
+                           {"platform", part_to_json(in.strategy.platform)}};
   return {{"trace", trace},
           {"strategy", strategy},
           {"engine", in.engine == EngineKind::Event ? "event" : "analytic"},
@@ -128,6 +129,7 @@ RunInputs inputs_from_config(const std::string& path) {
     r.strategy.placement = part_from(s, "placement");
     r.strategy.memory = part_from(s, "memory");
     r.strategy.offload = part_from(s, "offload");
+    if (s.has("platform")) r.strategy.platform = part_from(s, "platform");  // results before it: linux
     s.finish();
   }
   const std::string engine = in.text("engine");

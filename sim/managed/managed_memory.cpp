@@ -42,6 +42,7 @@ ManagedMemory::ManagedMemory(const hw::ManagedMemorySpec& spec, const trace::Hea
   check_block_count(spec, header, placement);
   if (!(gpu_capacity < 1e18)) throw std::invalid_argument("managed memory: GPU capacity out of range");
   capacity_blocks_ = static_cast<std::size_t>(std::max(0.0, std::floor(gpu_capacity / spec.va_block)));
+  demand_paging_ = placement.managed.demand_paging;
   // Layout: a caching allocator packs tensors into shared segments; cudaMallocManaged per tensor
   // gives each its own block-aligned range.
   double cursor = 0;  // bytes from the start of managed VA space
@@ -106,6 +107,13 @@ void ManagedMemory::touch_block(std::uint32_t b, double touched, bool write, boo
     return;
   }
   make_room(cost);
+  if (!demand_paging_ && !prefetch) {
+    // Migrated whole with the launch of the kernel that uses it (Windows/WSL2); read duplication does
+    // not occur without concurrentManagedAccess (cudaMemAdvise, CUDA runtime API).
+    cost.launch_migrated_bytes += spec_.va_block;
+    become_resident(b, Where::Gpu);
+    return;
+  }
   const bool read_mostly = (blk.advice & placement::kReadMostly) != 0 && !write;
   // The density prefetcher moves the whole block once more than the threshold of it is touched.
   double moved = spec_.va_block;
@@ -141,6 +149,7 @@ double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const Acc
     t += batches * spec.fault_latency + c.faulted_blocks * spec.fault_block_overhead +
          c.migrated_bytes / spec.fault_migration_bandwidth;
   }
+  t += c.launch_migrated_bytes / spec.prefetch_to_gpu;
   t += c.mapping_faults * spec.mapping_fault_cost;
   t += c.written_back_bytes / spec.evict_to_cpu;
   return t;
@@ -157,7 +166,7 @@ void ManagedMemory::record(const AccessCost& c, bool prefetch) {
     stats_.fault_batches += static_cast<std::uint64_t>(std::ceil(static_cast<double>(c.faulted_blocks) / spec_.fault_batch_count));
   stats_.mapping_faults += c.mapping_faults;
   stats_.evicted_blocks += c.evicted_blocks;
-  stats_.migrated_bytes += c.migrated_bytes;
+  stats_.migrated_bytes += c.migrated_bytes + c.launch_migrated_bytes;
   stats_.written_back_bytes += c.written_back_bytes;
   stats_.remote_bytes += c.remote_bytes;
   if (prefetch) stats_.prefetched_bytes += c.migrated_bytes;

@@ -12,6 +12,9 @@
 //   eviction makes the GPU map the host copy instead of faulting it back;
 // - ReadMostly: a GPU read makes a read-only duplicate (the host copy stays valid); a write collapses
 //   it to the writer's copy.
+// - Without demand paging (Windows and WSL2: concurrentManagedAccess = 0), the GPU never faults: the
+//   managed data a kernel uses is migrated whole when it is launched, at the bulk (prefetch) rate, and
+//   the footprint never exceeds GPU memory (the strategy refuses it), so nothing is evicted.
 // Costs come from hw::ManagedMemorySpec (calibrated by calib/src/bench_managed.cu).
 #include <cstdint>
 #include <deque>
@@ -32,6 +35,7 @@ struct AccessCost {
   double written_back_bytes = 0; // GPU -> host (evictions)
   double remote_bytes = 0;       // read or written over the link without migrating
   double duplicated_bytes = 0;   // part of migrated_bytes that left a valid host copy (ReadMostly)
+  double launch_migrated_bytes = 0;  // host -> GPU at kernel launch, no faults (no demand paging)
 };
 
 struct ManagedStats {
@@ -87,6 +91,7 @@ class ManagedMemory {
   std::vector<double> offset_in_block_;     // by tensor: byte offset of its start within its first block
   std::vector<double> bytes_;               // by tensor
   std::vector<Block> blocks_;
+  bool demand_paging_ = true;
   std::deque<FifoEntry> fifo_;
   std::size_t capacity_blocks_ = 0;
   std::size_t resident_blocks_ = 0;

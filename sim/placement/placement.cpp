@@ -46,11 +46,14 @@ DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d
   return u;
 }
 
-DeviceUsage managed_usage(const trace::Header& header, const Placement& p) {
+namespace {
+
+DeviceUsage managed_bytes(const trace::Header& header, const Placement& p, bool sysmem_only) {
   DeviceUsage u;
   if (!p.managed.enabled) return u;
   for (const auto& t : header.tensors) {
     if (!p.managed.managed[t.id]) continue;
+    if (sysmem_only && !(p.managed.advice[t.id] & kSysmemFallback)) continue;
     const double b = static_cast<double>(t.bytes);
     if (t.kind == trace::TensorKind::Weight) u.weights += b;
     else if (t.kind == trace::TensorKind::KvCache) u.kv += b;
@@ -58,6 +61,11 @@ DeviceUsage managed_usage(const trace::Header& header, const Placement& p) {
   }
   return u;
 }
+
+}  // namespace
+
+DeviceUsage managed_usage(const trace::Header& header, const Placement& p) { return managed_bytes(header, p, false); }
+DeviceUsage sysmem_usage(const trace::Header& header, const Placement& p) { return managed_bytes(header, p, true); }
 
 double weight_bytes(const trace::Header& header) {
   double total = 0;
@@ -141,10 +149,9 @@ std::string usage_text(const DeviceUsage& u, double reserved) {
 
 }  // namespace
 
-void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placement& p, const std::string& policy) {
+void place_kv_and_activations(const trace::Header& header, Placement& p) {
   if (p.device.size() != header.tensors.size() || p.path.size() != header.tensors.size())
     throw std::logic_error("placement does not cover every tensor");
-
   // Where each layer runs: where its Execute-path weights are (the CPU, or the GPU holding them).
   std::map<std::int32_t, DeviceId> layer_device;
   for (const auto& t : header.tensors)
@@ -160,6 +167,10 @@ void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placem
       p.path[t.id] = Path::Local;
     }
   }
+}
+
+void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placement& p, const std::string& policy) {
+  place_kv_and_activations(header, p);
 
   const std::string model = header.meta.count("model") ? header.meta.at("model") : std::string("the model");
   for (DeviceId d : p.device) {

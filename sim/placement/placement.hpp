@@ -46,6 +46,10 @@ enum ManagedAdvice : std::uint8_t {
   kPreferCpu = 1,      // PreferredLocation = CPU: stays in host memory, the GPU reads it remotely
   kAccessedByGpu = 2,  // AccessedBy = GPU: always mapped, no mapping faults; remote after eviction
   kReadMostly = 4,     // ReadMostly: GPU reads make read-only duplicates; writes invalidate them
+  // Not advice: a device allocation the Windows driver placed in shared system memory (sysmem
+  // fallback). Always mapped, read and written over the link, never migrated; set with kPreferCpu and
+  // kAccessedByGpu, which give the driver model exactly that behaviour.
+  kSysmemFallback = 8,
 };
 
 // Tensors in CUDA managed memory (cudaMallocManaged), for the unified-memory policies.
@@ -55,6 +59,9 @@ struct ManagedSpec {
   std::vector<std::uint8_t> advice;           // by tensor id, ManagedAdvice flags
   bool caching_allocator = true;              // false: cudaMallocManaged/cudaFree for every tensor
   int prefetch = 0;                           // cudaMemPrefetchAsync of weights this many layers ahead
+  // false on Windows and WSL2 (no concurrentManagedAccess): no GPU page faults; managed data the GPU
+  // uses is migrated whole when a kernel is launched, and the footprint cannot exceed GPU memory.
+  bool demand_paging = true;
 };
 
 struct Placement {
@@ -72,8 +79,10 @@ struct DeviceUsage {
 };
 // Bytes a placement puts on `d` outside managed memory.
 DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d);
-// Bytes of managed tensors (resident wherever the driver puts them).
+// Bytes of managed tensors (resident wherever the driver puts them), sysmem-fallback tensors included.
 DeviceUsage managed_usage(const trace::Header& header, const Placement& p);
+// Bytes of the device allocations placed in shared system memory by the sysmem fallback.
+DeviceUsage sysmem_usage(const trace::Header& header, const Placement& p);
 double weight_bytes(const trace::Header& header);
 double offloaded_weight_bytes(const trace::Header& header, const Placement& p);  // weights not on cuda:0
 // The activation workspace a GPU other than the compute GPU needs when it runs layers (0 otherwise).
@@ -89,6 +98,9 @@ double staging_bound(const trace::Header& header, const Placement& p);
 // the reserve (staging and managed blocks come and go on top).
 double static_bytes_on_compute_gpu(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p);
 
+// Puts KV cache where its layer runs (on the compute GPU unless the layer executes elsewhere) and
+// activations on the compute GPU; managed tensors stay where the driver has them. Idempotent.
+void place_kv_and_activations(const trace::Header& header, Placement& p);
 // Puts KV cache where its layer runs (and activations on the compute GPU), then checks every device's
 // capacity (a GPU that executes layers also holds their KV cache and an activation workspace) and
 // throws CapacityError naming what needs how much. Strategies call this last.

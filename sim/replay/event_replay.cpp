@@ -138,7 +138,7 @@ class Replay final : public engine::EventHandler,
       seconds = um_->stall_seconds(cost) + a.cost.seconds(cost.remote_bytes, um_->spec().remote_read_bandwidth);
       um_->record(cost, false);
     }
-    step_um_.h2d += cost.migrated_bytes;
+    step_um_.h2d += cost.migrated_bytes + cost.launch_migrated_bytes;
     step_um_.d2h += cost.written_back_bytes;
     step_um_.remote += cost.remote_bytes;
     step_um_.faults += cost.faulted_blocks;

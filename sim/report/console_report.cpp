@@ -48,7 +48,12 @@ void write_console(std::ostream& out, const Context& c) {
   if (s.peer_bytes_per_step > 0) line(("peer per " + step).c_str(), units::format_bytes(s.peer_bytes_per_step));
   if (s.d2h_bytes_per_step > 0) line(("D2H per " + step).c_str(), units::format_bytes(s.d2h_bytes_per_step));
   if (s.remote_read_bytes_per_step > 0) line("remote reads per step", units::format_bytes(s.remote_read_bytes_per_step));
-  if (c.result->managed.enabled) {
+  const auto sysmem = placement::sysmem_usage(h, *c.placement);
+  auto managed = placement::managed_usage(h, *c.placement);
+  managed.weights -= sysmem.weights;
+  managed.kv -= sysmem.kv;
+  managed.activations -= sysmem.activations;
+  if (c.result->managed.enabled && managed.total() > 0) {
     const auto& m = c.result->managed;
     line("managed: per step", std::to_string(s.faulted_blocks_per_step) + " blocks faulted, " +
                                   std::to_string(s.evicted_blocks_per_step) + " evicted (2 MiB blocks)");
@@ -59,12 +64,19 @@ void write_console(std::ostream& out, const Context& c) {
                                    units::format_bytes(m.peak_resident_bytes));
   }
   out << "\n  memory per tier         weights      KV cache   activations   peak\n";
-  if (c.placement->managed.enabled) {
-    const auto u = placement::managed_usage(h, *c.placement);
+  if (c.placement->managed.enabled && managed.total() > 0) {
     char buf[256];
-    std::snprintf(buf, sizeof buf, "  %-22s %-12s %-10s %-13s %s\n", "managed (host home)", units::format_bytes(u.weights).c_str(),
-                  units::format_bytes(u.kv).c_str(), units::format_bytes(u.activations).c_str(),
+    std::snprintf(buf, sizeof buf, "  %-22s %-12s %-10s %-13s %s\n", "managed (host home)",
+                  units::format_bytes(managed.weights).c_str(), units::format_bytes(managed.kv).c_str(),
+                  units::format_bytes(managed.activations).c_str(),
                   ("GPU-resident peak " + units::format_bytes(c.result->managed.peak_resident_bytes)).c_str());
+    out << buf;
+  }
+  if (sysmem.total() > 0) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "  %-22s %-12s %-10s %-13s %s\n", "sysmem fallback (host)",
+                  units::format_bytes(sysmem.weights).c_str(), units::format_bytes(sysmem.kv).c_str(),
+                  units::format_bytes(sysmem.activations).c_str(), units::format_bytes(sysmem.total()).c_str());
     out << buf;
   }
   for (const auto& [dev, peak] : c.result->peak_bytes) {

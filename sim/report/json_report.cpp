@@ -74,9 +74,15 @@ void write_json(std::ostream& out, const Context& c) {
   if (s.iteration_steps > 0)
     kinds["iteration"] = {{"steps", s.iteration_steps}, {"median_seconds", s.iteration_median}};
   j["step_kinds"] = kinds;
-  if (c.result->managed.enabled) {
+  const double sysmem = placement::sysmem_usage(h, *c.placement).total();
+  if (sysmem > 0) {
+    const auto u = placement::sysmem_usage(h, *c.placement);
+    j["sysmem_fallback"] = {{"weights_bytes", whole(u.weights)}, {"kv_cache_bytes", whole(u.kv)},
+                            {"activations_bytes", whole(u.activations)}, {"total_bytes", whole(sysmem)}};
+  }
+  if (c.result->managed.enabled && placement::managed_usage(h, *c.placement).total() > sysmem) {
     const auto& m = c.result->managed;
-    j["managed_memory"] = {{"footprint_bytes", whole(placement::managed_usage(h, *c.placement).total())},
+    j["managed_memory"] = {{"footprint_bytes", whole(placement::managed_usage(h, *c.placement).total() - sysmem)},
                            {"gpu_capacity_bytes", whole(placement::managed_gpu_capacity(h, hw, *c.placement))},
                            {"faulted_blocks_per_step", s.faulted_blocks_per_step},
                            {"evicted_blocks_per_step", s.evicted_blocks_per_step},

@@ -151,6 +151,38 @@ TEST(ManagedMemory, APerTensorAllocatorSerialisesEveryOp) {
   EXPECT_NEAR(analytic.steps[2].seconds, 4 * (20e-6 + kernel + 30e-6), 1e-9);
 }
 
+TEST(ManagedMemory, WithoutDemandPagingDataMovesWholeAtLaunchWithoutFaults) {
+  // Windows/WSL2: no GPU faults; what a kernel uses is migrated whole at launch, at the bulk rate.
+  hw::ManagedMemorySpec spec = *toy_with_gpu("16 MiB").hw.managed_memory;
+  spec.prefetch_to_gpu = 200e6;  // apart from the fault-migration rate (100 MB/s), to tell them apart
+  auto src = block_trace(3, 1);
+  auto p = managed_weights(src->header(), placement::kAdviseNone);
+  p.managed.demand_paging = false;
+  managed::ManagedMemory um(spec, src->header(), p, 16 * MiB);
+  managed::AccessCost c;
+  for (std::uint32_t t = 0; t < 3; ++t) um.access(t, 1048576, false, c);
+  EXPECT_EQ(c.faulted_blocks, 0u);
+  EXPECT_DOUBLE_EQ(c.launch_migrated_bytes, 3 * MiB);
+  EXPECT_NEAR(um.stall_seconds(c), 3 * MiB / 200e6, 1e-12);  // no batch latency, no per-block overhead
+  managed::AccessCost again;
+  um.access(0, 1048576, false, again);
+  EXPECT_EQ(um.stall_seconds(again), 0.0);
+  // Both engines: the first step pays the migration (toy: 100 MB/s), later steps only the kernels.
+  const auto hw = toy_with_gpu("16 MiB");
+  auto e = block_trace(4, 3), a = block_trace(4, 3);
+  auto pe = managed_weights(e->header(), placement::kAdviseNone);
+  pe.managed.demand_paging = false;
+  const auto ev = replay::run_event_engine(hw, pe, *e);
+  const auto an = analytic::run_analytic(hw, pe, *a);
+  const double kernel = MiB / 1e9, move = MiB / 100e6;
+  for (const auto* r : {&ev, &an}) {
+    EXPECT_NEAR(r->steps[0].seconds, 4 * (move + kernel), 1e-9);
+    EXPECT_NEAR(r->steps[2].seconds, 4 * kernel, 1e-9);
+    EXPECT_EQ(r->steps[0].faulted_blocks, 0u);
+  }
+  EXPECT_DOUBLE_EQ(ev.steps[0].h2d_bytes, 4 * MiB);
+}
+
 TEST(ManagedMemory, AnalyticAgreesInSteadyState) {
   const auto hw = toy_with_gpu("40 MiB");
   for (std::uint8_t advice : {std::uint8_t(placement::kAdviseNone), std::uint8_t(placement::kReadMostly),

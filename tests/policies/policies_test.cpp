@@ -75,6 +75,14 @@ TEST(Registry, EveryPolicyBuildsAndPlacesASmallModel) {
           EXPECT_EQ(offload.name, "execute") << spec.label() << ": " << e.what();
         }
       }
+  // Every platform composes with the presets it supports (the managed presets it refuses are tested in
+  // platform_test.cpp).
+  for (const auto& platform : platforms())
+    for (const std::string preset : {"resident", "ratio", "um", "accelerate"}) {
+      StrategySpec spec = preset_spec(preset);
+      spec.platform.name = platform.name;
+      EXPECT_EQ(compose(gen.header(), hw, spec).path.size(), gen.header().tensors.size()) << spec.label();
+    }
 }
 
 TEST(Resident, RefusesAModelThatDoesNotFitAndSaysHowMuchItNeeds) {

@@ -1,0 +1,120 @@
+// Platforms (policies/platforms/): the Windows/WSL2 driver's sysmem fallback and managed memory without
+// demand paging, against the Linux driver's behaviour.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "hardware/profile_loader.hpp"
+#include "policies/strategy/parts.hpp"
+#include "policies/strategy/presets.hpp"
+#include "policies/strategy/strategy.hpp"
+#include "support/model_headers.hpp"
+
+namespace tiersim::strategy {
+namespace {
+
+StrategySpec on(const std::string& preset, const std::string& platform) {
+  StrategySpec spec = preset_spec(preset);
+  spec.platform = PartSpec::parse(platform, "--platform");
+  return spec;
+}
+
+bool in_sysmem(const placement::Placement& p, std::uint32_t t) {
+  return p.managed.enabled && p.managed.managed[t] && (p.managed.advice[t] & placement::kSysmemFallback);
+}
+
+TEST(SysmemFallback, LinuxRefusesWhatWindowsSpillsToSystemMemoryFirstFitInAllocationOrder) {
+  const auto& h = testing::model_header("qwen3-14b");
+  const auto hw = hw::resolve_profile("rtx4090");
+  EXPECT_THROW(compose(h, hw, preset_spec("resident")), CapacityError);
+  EXPECT_THROW(compose(h, hw, on("resident", "windows:sysmem-fallback=off")), CapacityError);
+  for (const std::string platform : {"windows", "wsl2"}) {
+    const auto p = compose(h, hw, on("resident", platform));
+    // Replay the allocations: weights in trace order, then KV cache, then activations; each stays in
+    // VRAM if it fits what is left, else lives in system memory.
+    const double free_vram = hw.gpu.memory - hw.gpu.reserved;
+    double used = 0, spilled = 0;
+    std::size_t spilled_weights = 0;
+    for (const auto kind : {trace::TensorKind::Weight, trace::TensorKind::KvCache, trace::TensorKind::Activation})
+      for (const auto& t : h.tensors) {
+        if (t.kind != kind) continue;
+        const double b = static_cast<double>(t.bytes);
+        const bool fits = used + b <= free_vram;
+        EXPECT_EQ(in_sysmem(p, t.id), !fits) << t.name;
+        if (fits) {
+          used += b;
+          EXPECT_EQ(p.device[t.id], placement::kComputeGpu) << t.name;
+        } else {
+          spilled += b;
+          spilled_weights += kind == trace::TensorKind::Weight;
+          EXPECT_EQ(p.device[t.id], placement::kCpu) << t.name;
+          EXPECT_EQ(p.path[t.id], placement::Path::Managed) << t.name;
+          // Mapped and remote, never migrated: what the managed model does with these two hints.
+          EXPECT_TRUE(p.managed.advice[t.id] & placement::kPreferCpu);
+          EXPECT_TRUE(p.managed.advice[t.id] & placement::kAccessedByGpu);
+        }
+      }
+    EXPECT_GT(spilled_weights, 0u);
+    // 28.28 GiB needed, 24 GiB on the card: a few GiB spill (27.51 GiB of weights, 0.6 GiB reserve).
+    EXPECT_GT(spilled / (1 << 30), 4.0);
+    EXPECT_LT(spilled / (1 << 30), 5.0);
+    EXPECT_NEAR(placement::sysmem_usage(h, p).total(), spilled, 1.0);
+    EXPECT_LE(placement::usage_on(h, p, placement::kComputeGpu).total(), free_vram);
+  }
+}
+
+TEST(SysmemFallback, APlacementThatFitsIsUntouchedAndFitTestsStillSeeOnlyVram) {
+  const auto& h = testing::model_header("qwen3-8b");
+  const auto hw = hw::resolve_profile("rtx4090");
+  const auto linux_p = compose(h, hw, preset_spec("resident"));
+  const auto windows_p = compose(h, hw, on("resident", "windows"));
+  EXPECT_FALSE(windows_p.managed.enabled);
+  EXPECT_EQ(linux_p.device, windows_p.device);
+  // accelerate sizes its map by the free VRAM the driver reports: the same map on Windows, nothing spilled.
+  const auto& h14 = testing::model_header("qwen3-14b");
+  const auto a_linux = compose(h14, hw, preset_spec("accelerate"));
+  const auto a_windows = compose(h14, hw, on("accelerate", "windows"));
+  EXPECT_EQ(a_linux.device, a_windows.device);
+  EXPECT_EQ(placement::sysmem_usage(h14, a_windows).total(), 0.0);
+}
+
+TEST(WindowsManaged, NoDemandPagingNoOversubscriptionAndOnlyTheAdviceThatExistsThere) {
+  const auto& h8 = testing::model_header("qwen3-8b");
+  const auto& h14 = testing::model_header("qwen3-14b");
+  const auto hw = hw::resolve_profile("rtx4090");
+  const auto linux_um = compose(h8, hw, preset_spec("um"));
+  EXPECT_TRUE(linux_um.managed.demand_paging);
+  const auto windows_um = compose(h8, hw, on("um", "windows"));
+  EXPECT_FALSE(windows_um.managed.demand_paging);
+  // Oversubscription is allowed on Linux, refused on Windows and WSL2.
+  EXPECT_NO_THROW(compose(h14, hw, preset_spec("um")));
+  EXPECT_THROW(compose(h14, hw, on("um", "windows")), CapacityError);
+  EXPECT_THROW(compose(h14, hw, on("um", "wsl2")), CapacityError);
+  // Prefetch and AccessedBy need concurrentManagedAccess; PreferredLocation=CPU there is not modelled.
+  for (const std::string preset : {"um-prefetch", "um-accessedby", "um-cpu"}) {
+    try {
+      compose(h8, hw, on(preset, "windows"));
+      ADD_FAILURE() << preset;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "--policy") << preset;
+    }
+  }
+  // ReadMostly is accepted and does nothing.
+  const auto rm = compose(h8, hw, on("um-readmostly", "windows"));
+  for (const auto& t : h8.tensors) {
+    if (!rm.managed.managed[t.id]) continue;
+    EXPECT_EQ(rm.managed.advice[t.id] & placement::kReadMostly, 0) << t.name;
+  }
+}
+
+TEST(Platforms, OptionsAreCheckedByName) {
+  const auto& h = testing::model_header("qwen3-8b");
+  const auto hw = hw::resolve_profile("rtx4090");
+  EXPECT_THROW(compose(h, hw, on("resident", "macos")), InputError);
+  EXPECT_THROW(compose(h, hw, on("resident", "linux:sysmem-fallback=prefer")), InputError);
+  EXPECT_THROW(compose(h, hw, on("resident", "windows:sysmem-fallback=maybe")), InputError);
+  EXPECT_EQ(on("resident", "windows").label(), "resident on windows");
+  EXPECT_EQ(preset_spec("resident").label(), "resident");
+}
+
+}  // namespace
+}  // namespace tiersim::strategy
