@@ -11,11 +11,11 @@ const std::vector<PartInfo<PlacementRule>>& placement_rules() {
   static const std::vector<PartInfo<PlacementRule>> list{
       {"all-gpu", "every tensor on the compute GPU", "", make_all_gpu},
       {"distorch.bytes", "ComfyUI-MultiGPU DisTorch V2 bytes split, filled from the model's tail",
-       "--split \"cuda:0,2.5gb;cpu,*\" | offload=SIZE (virtual VRAM; default 4 GiB) | donor=cpu|cuda:N; text_encoder", make_distorch_bytes},
+       "--split \"cuda:0,2.5gb;cpu,*\" | offload=SIZE (virtual VRAM; default 4 GiB) | donor=cpu|cuda:N; text_encoder; dynamic-vram=off|on", make_distorch_bytes},
       {"distorch.ratio", "DisTorch V2 ratio split (shares of the model, normalised)",
-       "--split \"cuda:0,80%;cpu,20%\" | offload=SIZE | donor=cpu|cuda:N; text_encoder", make_distorch_ratio},
+       "--split \"cuda:0,80%;cpu,20%\" | offload=SIZE | donor=cpu|cuda:N; text_encoder; dynamic-vram=off|on", make_distorch_ratio},
       {"distorch.fraction", "DisTorch V2 fraction split (fraction of each device's memory)",
-       "--split \"cuda:0,0.8;cpu,0.5\" | offload=SIZE | donor=cpu|cuda:N; text_encoder", make_distorch_fraction},
+       "--split \"cuda:0,0.8;cpu,0.5\" | offload=SIZE | donor=cpu|cuda:N; text_encoder; dynamic-vram=off|on", make_distorch_fraction},
       {"layers", "the first N transformer layers on the compute GPU, the rest on the donor",
        "layers=N (default: the most that fit), donor=cpu|cuda:N", make_first_layers},
       {"accelerate.auto", "HF from_pretrained(device_map=\"auto\"): accelerate's balanced budgets, then its walk",
@@ -25,6 +25,10 @@ const std::vector<PartInfo<PlacementRule>>& placement_rules() {
        "max_memory=...", make_accelerate_balanced_low_0},
       {"accelerate.sequential", "device_map=\"sequential\": fill each device in turn, budgets as given",
        "max_memory=...", make_accelerate_sequential},
+      {"comfy.lowvram", "ComfyUI's native partial loading (--disable-dynamic-vram): its budget, largest weights stay",
+       "version=current|2025-07, free=SIZE, memory-required=SIZE, minimum-memory-required=SIZE, reserve-vram=SIZE, "
+       "async-offload=N (2), pin=on|off, novram, dynamic-vram=off|on (on is refused: not modelled)",
+       make_comfy_lowvram},
       {"device_map", "an explicit device map, module name -> device, as model.hf_device_map writes it",
        "file=PATH (JSON)", make_explicit_device_map},
   };

@@ -5,7 +5,9 @@
 // node's default is 4 GiB to the cpu), turned into per-device quotas of 4-decimal fractions of each
 // device's total memory, filled tail-first with the model's leaf blocks (tail_first_assignment.hpp).
 // `donor=cpu|cuda:N` is where virtual VRAM goes; `text_encoder` applies DisTorch's CLIP rule (the
-// embedding tables stay on the compute device, charged to its quota).
+// embedding tables stay on the compute device, charged to its quota). `dynamic-vram=on` (current
+// ComfyUI's default) is refused: its patcher overrides the partially_load DisTorch2 patches, so the
+// split only applies with --disable-dynamic-vram (ComfyUI-MultiGPU#191; frameworks.md).
 #include <algorithm>
 #include <cstdio>
 
@@ -34,6 +36,15 @@ class DisTorchSplit final : public PlacementRule {
     if (o.has("offload")) offload_ = o.bytes("offload", true);
     if (o.has("donor")) donor_ = read_donor(o);
     if (o.has("text_encoder")) blocks_.text_encoder = o.flag("text_encoder");
+    if (o.has("dynamic-vram")) {
+      const std::string v = o.text("dynamic-vram");
+      if (v != "on" && v != "off") o.fail("dynamic-vram", "must be 'on' or 'off', not '" + v + "'");
+      if (v == "on")
+        o.fail("dynamic-vram",
+               "under ComfyUI's dynamic VRAM (its default since 2026-02-28 on NVIDIA outside WSL) DisTorch2's split "
+               "does not apply (ComfyUI-MultiGPU#191) and the run-time placement is not modelled: start ComfyUI with "
+               "--disable-dynamic-vram and use dynamic-vram=off");
+    }
     if (split_ && offload_) o.fail("offload", "give either a split or an amount to offload, not both");
     if (split_ && donor_) o.fail("donor", "with a split the devices are named in the allocation string");
     if (split_) policies::parse_split(*split_, mode_);  // a bad string is an error before anything runs

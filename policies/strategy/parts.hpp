@@ -30,6 +30,8 @@ class Completion {
   virtual bool fits_compute_gpu(const std::vector<placement::DeviceId>& homes) const = 0;
   // Layers' worth of staging buffers the compute GPU keeps for weights homed on `donor` (0: not copied).
   virtual int staged_layers(placement::DeviceId donor) const = 0;
+  // The platform's name (linux, windows, wsl2): frameworks reserve VRAM and RAM differently on Windows.
+  virtual const std::string& platform() const = 0;
 };
 
 class PlacementRule {
@@ -40,6 +42,10 @@ class PlacementRule {
                                                  const Completion& rest, Resolved& resolved) const = 0;
   // Whether it can ever put a weight off the compute GPU (if not, offload options mean nothing).
   virtual bool may_offload() const = 0;
+  // After the memory kind and offload path are applied, for a rule whose framework also decides how
+  // its offloaded weights are held or copied (ComfyUI pins them within a RAM budget). Default: nothing.
+  virtual void annotate(const trace::Header&, const hw::HardwareProfile&, const std::string& /*platform*/,
+                        placement::Placement&, Resolved&) const {}
 };
 
 class MemoryKind {

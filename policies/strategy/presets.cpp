@@ -37,6 +37,9 @@ const std::vector<Preset>& table() {
       {{"accelerate", "HF from_pretrained(device_map=\"auto\"): accelerate's map; offloaded leaves copied per forward "
                       "(synchronous, pageable), layers on other GPUs run there"},
        "accelerate.auto", "device", "copy:host=pageable,sync,peer=execute"},
+      {{"comfyui", "ComfyUI native partial loading (v0.19.3, --disable-dynamic-vram): its budget, largest weights "
+                   "stay, offloaded weights pinned within its RAM cap and cast per use on two offload streams"},
+       "comfy.lowvram", "device", "copy:host=pinned,stream"},
   };
   return list;
 }

@@ -59,10 +59,11 @@ std::unique_ptr<Part> build(const std::vector<PartInfo<Part>>& family, const Par
 // The rest of a strategy, for placement rules that fill a GPU as far as it goes.
 class Composer final : public Completion {
  public:
-  Composer(const trace::Header& header, const hw::HardwareProfile& hw, const MemoryKind& memory,
-           const OffloadPath& offload, const Platform& platform, std::string memory_flag, std::string label)
-      : header_(header), hw_(hw), memory_(memory), offload_(offload), platform_(platform),
-        memory_flag_(std::move(memory_flag)), label_(std::move(label)) {}
+  Composer(const trace::Header& header, const hw::HardwareProfile& hw, const PlacementRule& rule,
+           const MemoryKind& memory, const OffloadPath& offload, const Platform& platform, std::string platform_name,
+           std::string memory_flag, std::string label)
+      : header_(header), hw_(hw), rule_(rule), memory_(memory), offload_(offload), platform_(platform),
+        platform_name_(std::move(platform_name)), memory_flag_(std::move(memory_flag)), label_(std::move(label)) {}
 
   // `final`: the placement that runs, where the platform's sysmem fallback applies. A placement rule's
   // fit tests do not see it: frameworks size their splits by the VRAM the driver reports.
@@ -74,6 +75,7 @@ class Composer final : public Completion {
     memory_.apply(header_, hw_, p, resolved);
     platform_.apply_managed(p, memory_flag_, resolved);
     offload_.apply(header_, p, resolved);
+    rule_.annotate(header_, hw_, platform_name_, p, resolved);
     if (final && platform_.sysmem_fallback()) spill_to_system_memory(header_, hw_, p, resolved);
     placement::finalize(header_, hw_, p, label_);
     return p;
@@ -87,6 +89,7 @@ class Composer final : public Completion {
     if (donor == placement::kCpu && memory_.takes_offloaded()) return 0;
     return offload_.staged_layers(donor);
   }
+  const std::string& platform() const override { return platform_name_; }
 
  private:
   // The device that these homes overflow once completed (CapacityError's, "" when it names none), or none.
@@ -103,9 +106,11 @@ class Composer final : public Completion {
  private:
   const trace::Header& header_;
   const hw::HardwareProfile& hw_;
+  const PlacementRule& rule_;
   const MemoryKind& memory_;
   const OffloadPath& offload_;
   const Platform& platform_;
+  std::string platform_name_;
   std::string memory_flag_;
   std::string label_;
 };
@@ -141,7 +146,7 @@ placement::Placement compose(const trace::Header& header, const hw::HardwareProf
   const std::string memory_flag = !spec.memory.origin.empty() ? spec.memory.origin
                                   : spec.memory.given_by.empty() ? (spec.preset.empty() ? "--memory" : "--policy")
                                                                  : spec.memory.given_by.begin()->second;
-  Composer composer(header, hw, *memory, *offload, *platform, memory_flag, label);
+  Composer composer(header, hw, *rule, *memory, *offload, *platform, spec.platform.name, memory_flag, label);
   Resolved resolved;
   std::vector<placement::DeviceId> homes;
   try {

@@ -159,7 +159,7 @@ class StepModel {
           break;
         }
         case ActionKind::CopyOnStream: {
-          const double t = planner_.copy_seconds(a.source, a.bytes);
+          const double t = planner_.copy_seconds(a.source, a.tensor, a.bytes);
           seg.host = issue_at;
           if (seg.first_issue < 0) seg.first_issue = issue_at;
           seg.compute += t;
@@ -174,7 +174,7 @@ class StepModel {
           const int s = a.kind == ActionKind::Prefetch && a.source > placement::kComputeGpu ? 1 : 0;
           double t = 0;
           if (a.kind == ActionKind::Prefetch) {
-            t = planner_.copy_seconds(a.source, a.bytes);
+            t = planner_.copy_seconds(a.source, a.tensor, a.bytes);
             count_bytes(r, a);
           } else {
             managed::AccessCost cost;

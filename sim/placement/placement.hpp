@@ -68,9 +68,18 @@ struct Placement {
   std::vector<DeviceId> device;               // by tensor id: its home (managed tensors: the host)
   std::vector<Path> path;                     // by tensor id
   CopyOptions copy;
+  // By tensor id, for copied weights in host memory: true where that weight is pageable although
+  // copy.host_memory says pinned (ComfyUI pins offloaded weights only within its RAM budget). Empty:
+  // every copy from host memory is copy.host_memory.
+  std::vector<bool> pageable;
   ManagedSpec managed;
   std::vector<std::pair<std::string, std::string>> resolved;  // policy settings as applied, for reports
 };
+
+// The host memory a weight is copied from (copy.host_memory unless `pageable` marks it).
+inline HostMemory host_memory_of(const Placement& p, std::uint32_t tensor) {
+  return !p.pageable.empty() && p.pageable[tensor] ? HostMemory::Pageable : p.copy.host_memory;
+}
 
 // Bytes of each kind that a placement puts on one device.
 struct DeviceUsage {

@@ -240,7 +240,7 @@ class Replay final : public engine::EventHandler,
 
   // Starts a transfer of `a` on `stream` and returns its job.
   JobId enqueue_copy(engine::InOrderStream& stream, const Action& a, JobId job) {
-    const auto [latency, rate] = planner_.copy_latency_and_rate(a.source, a.bytes);
+    const auto [latency, rate] = planner_.copy_latency_and_rate(a.source, a.tensor, a.bytes);
     if (a.source > placement::kComputeGpu) {
       const auto [link, dir] = peer_link(a.source, placement::kComputeGpu);
       stream.enqueue_transfer(job, *link, dir, a.bytes, latency, rate);

@@ -60,14 +60,14 @@ std::size_t StepPlanner::layer_position(std::int32_t layer) const {
                                   layer_order_.begin());
 }
 
-const hw::TransferCurve& StepPlanner::copy_curve(DeviceId source) const {
+const hw::TransferCurve& StepPlanner::copy_curve(DeviceId source, std::uint32_t tensor) const {
   if (source > placement::kComputeGpu) return hw_.peer_link->transfer;
-  return placement_.copy.host_memory == placement::HostMemory::Pinned ? hw_.host_link.h2d_pinned
-                                                                      : hw_.host_link.h2d_pageable;
+  return placement::host_memory_of(placement_, tensor) == placement::HostMemory::Pinned ? hw_.host_link.h2d_pinned
+                                                                                         : hw_.host_link.h2d_pageable;
 }
 
-std::pair<double, double> StepPlanner::copy_latency_and_rate(DeviceId source, double bytes) const {
-  auto [latency, rate] = copy_curve(source).latency_and_rate(bytes);
+std::pair<double, double> StepPlanner::copy_latency_and_rate(DeviceId source, std::uint32_t tensor, double bytes) const {
+  auto [latency, rate] = copy_curve(source, tensor).latency_and_rate(bytes);
   if (source > placement::kComputeGpu) latency += runtime_.peer_copy_sync;
   return {latency, rate};
 }
@@ -77,8 +77,8 @@ std::pair<double, double> StepPlanner::peer_latency_and_rate(double bytes) const
   return {latency + runtime_.peer_copy_sync, rate};
 }
 
-double StepPlanner::copy_seconds(DeviceId source, double bytes) const {
-  const auto [latency, rate] = copy_latency_and_rate(source, bytes);
+double StepPlanner::copy_seconds(DeviceId source, std::uint32_t tensor, double bytes) const {
+  const auto [latency, rate] = copy_latency_and_rate(source, tensor, bytes);
   return latency + bytes / rate;
 }
 
@@ -87,9 +87,9 @@ const hw::TransferCurve& StepPlanner::activation_curve(bool to_device) const {
   return to_device ? hw_.host_link.h2d_pageable : hw_.host_link.d2h_pageable;
 }
 
-bool StepPlanner::copy_blocks_host(DeviceId source) const {
+bool StepPlanner::copy_blocks_host(DeviceId source, std::uint32_t tensor) const {
   // A copy from pageable memory is staged by the driver and returns only when done.
-  return source == kCpu && placement_.copy.host_memory == placement::HostMemory::Pageable;
+  return source == kCpu && placement::host_memory_of(placement_, tensor) == placement::HostMemory::Pageable;
 }
 
 DeviceId StepPlanner::op_device(const trace::Op& op) const {
@@ -124,8 +124,31 @@ void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch)
   a.bytes = static_cast<double>(header_.tensors[tensor].bytes);
   a.host_seconds = prefetch ? runtime_.per_prefetch : runtime_.per_copy;
   // A synchronous copy (.to() without non_blocking) returns only when done, pinned or not.
-  a.host_waits = copy_blocks_host(a.source) || placement_.copy.sync;
+  a.host_waits = copy_blocks_host(a.source, tensor) || placement_.copy.sync;
   out.actions.push_back(a);
+}
+
+void StepPlanner::await_offload_stream(StepPlan& out, std::uint32_t tensor) {
+  // ComfyUI's casts round-robin over two offload streams, and a stream waits for the compute stream
+  // after each cast's op: the cast two back must be used (released) before this one's copy can run, so
+  // at most two casts are staged. A copy that holds the host until done (pageable, sync) never gets
+  // that far ahead; a non-blocking one (pinned) would, so the host waits for that release here (the
+  // GPU timeline is the same: the copy could not have started earlier).
+  constexpr std::size_t kOffloadStreams = 2;
+  const bool host_waits = copy_blocks_host(placement_.device[tensor], tensor) || placement_.copy.sync;
+  if (!host_waits && stream_copies_.size() >= kOffloadStreams) {
+    const std::uint32_t older = stream_copies_[stream_copies_.size() - kOffloadStreams];
+    if (released_[older]) {  // its last reader is planned (not this very op)
+      Action wait;
+      wait.kind = ActionKind::AwaitSlot;
+      wait.host_waits = true;
+      wait.frees_begin = static_cast<std::uint32_t>(out.slot_waits.size());
+      out.slot_waits.push_back(older);
+      wait.frees_count = 1;
+      out.actions.push_back(wait);
+    }
+  }
+  stream_copies_.push_back(tensor);
 }
 
 void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
@@ -136,6 +159,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   out.frees.clear();
   out.slot_waits.clear();
   out.managed.clear();
+  stream_copies_.clear();
   for (std::uint32_t t : touched_) {
     issued_[t] = false;
     released_[t] = false;
@@ -269,6 +293,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           if (wait.frees_count > 0) out.actions.push_back(wait);
         }
         // On demand: on the compute stream, or (copy:stream) on a copy stream the kernel waits for.
+        if (placement_.copy.stream) await_offload_stream(out, r.tensor);
         issue_copy(out, r.tensor, placement_.copy.stream);
       }
       Action a;

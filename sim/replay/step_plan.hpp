@@ -72,23 +72,26 @@ class StepPlanner {
   StepPlanner(const RunSetup& setup, const trace::Header& header, const placement::Placement& placement);
   void plan(const trace::Step& step, StepPlan& out);
 
-  // Link parameters for a copy of `bytes` from `source` to the compute GPU.
-  const hw::TransferCurve& copy_curve(placement::DeviceId source) const;
+  // Link parameters for a copy of `tensor` from `source` to the compute GPU.
+  const hw::TransferCurve& copy_curve(placement::DeviceId source, std::uint32_t tensor) const;
   // A weight copy's fixed GPU-side time and its rate: the source's link curve, plus the framework's
   // barrier for a copy from another GPU (the runtime's peer_copy_sync). Both engines use it.
-  std::pair<double, double> copy_latency_and_rate(placement::DeviceId source, double bytes) const;
-  double copy_seconds(placement::DeviceId source, double bytes) const;
+  std::pair<double, double> copy_latency_and_rate(placement::DeviceId source, std::uint32_t tensor, double bytes) const;
+  double copy_seconds(placement::DeviceId source, std::uint32_t tensor, double bytes) const;
   // A transfer between two GPUs (pipeline hand-over of activations): the peer link's curve plus the
   // runtime's cross-device barrier, whichever direction.
   std::pair<double, double> peer_latency_and_rate(double bytes) const;
   const hw::TransferCurve& activation_curve(bool to_device) const;
-  bool copy_blocks_host(placement::DeviceId source) const;
+  bool copy_blocks_host(placement::DeviceId source, std::uint32_t tensor) const;
 
  private:
   // Where an op runs: the device of an Execute-path tensor it touches (kCpu or a GPU), else the compute GPU.
   placement::DeviceId op_device(const trace::Op& op) const;
   std::size_t layer_position(std::int32_t layer) const;
   void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch);
+  // copy:stream: the host waits until the cast two back is released (two offload streams) when its
+  // copies do not hold it anyway.
+  void await_offload_stream(StepPlan& out, std::uint32_t tensor);
   double activation_bytes(const trace::Op& op) const;
 
   const hw::HardwareProfile& hw_;
@@ -114,6 +117,7 @@ class StepPlanner {
   std::vector<std::uint32_t> read_begin_;   // by op: index of its first read in group_last_
   std::vector<std::uint8_t> group_last_;    // by read: the layer's last read of a copied weight (it is released)
   std::vector<std::uint32_t> touched_;
+  std::vector<std::uint32_t> stream_copies_;  // copy:stream copies issued this step, in order
 };
 
 }  // namespace tiersim::replay

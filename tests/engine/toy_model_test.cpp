@@ -208,6 +208,19 @@ TEST(ToyModel, StagingPeakIsBoundedBySlots) {
   EXPECT_DOUBLE_EQ(r.peak_bytes.at("cuda:0"), 1e5 + 2e6);
 }
 
+TEST(ToyModel, OffloadStreamsStageAtMostTwoCastsAndOverlapOneCopyWithCompute) {
+  // Pinned casts on the offload streams do not hold the host, but the cast two back must be used
+  // first: W0 [0,10], L0 [10,11.1]; W1 [10,20] (overlapping L0), L1 [20,21.1]; W2 waits for L0's
+  // release (11.1) and the stream, [20,30], L2 [30,31.1]; W3 [30,40], L3 [40,41.1]. At most two 1e6-byte
+  // casts staged besides the activations (without the bound the host staged all four at once).
+  ExecutionOptions exec;
+  exec.stream = true;
+  const auto r = run_event(4, {0, 1, 2, 3}, kCpu, exec);
+  EXPECT_NEAR(decode_step(r), 41.1e-3, kTol);
+  EXPECT_DOUBLE_EQ(r.peak_bytes.at("cuda:0"), 1e5 + 2e6);
+  EXPECT_NEAR(decode_step(run_analytic(4, {0, 1, 2, 3}, kCpu, exec)), 41.1e-3, kTol);
+}
+
 TEST(ToyModel, PipelineRunsEachLayerOnTheGpuThatHoldsIt) {
   // Layer 1 executes on cuda:1: kernel L0 on cuda:0 (1.1 ms), the 1e5 activation bytes to cuda:1 over
   // the 500 MB/s peer link (0.2 ms), kernel L1 on cuda:1 (1.1 ms); the step ends when cuda:1 is done.

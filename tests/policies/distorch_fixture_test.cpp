@@ -22,6 +22,10 @@ class NoCompletion final : public Completion {
   bool fits(const std::vector<placement::DeviceId>&) const override { return true; }
   bool fits_compute_gpu(const std::vector<placement::DeviceId>&) const override { return true; }
   int staged_layers(placement::DeviceId) const override { return 1; }
+  const std::string& platform() const override { return platform_; }
+
+ private:
+  std::string platform_ = "linux";
 };
 
 // The rule and options DisTorch's own string means: "#COMPUTE;VV;DONOR" is virtual VRAM, an expert string

@@ -134,6 +134,7 @@ struct ExecutionOptions {
   bool cpu = false;
   int prefetch = 0;
   placement::HostMemory host_memory = placement::HostMemory::Pinned;
+  bool stream = false;  // copy:stream (on demand on the offload streams)
 };
 
 // Weights of the listed layers on `where`, everything else on cuda:0.
@@ -148,6 +149,7 @@ inline placement::Placement toy_placement(const trace::Header& h, std::initializ
   }
   p.copy.prefetch = exec.prefetch;
   p.copy.host_memory = exec.host_memory;
+  p.copy.stream = exec.stream;
   return p;
 }
 
