@@ -251,6 +251,18 @@ case "$part" in
           --placements "resident,offload:12:0:pinned,offload:24:1:pinned,offload:12:0:pageable"
     fi
     ;;
+  regimes)
+    # (1 GPU) The compute-bound and batched regimes of a resident model (results/validation/regimes):
+    # prefill at 512..8192 tokens (batch 1) and decode at batch 1..64 from a 128-token prompt, warm and
+    # fresh, with each point's kernel time by kind (profiler); each model in its own bounded process.
+    host_cpu "$out/host_cpu_$part.txt"
+    nvidia-smi -q -d CLOCK,PERFORMANCE,POWER > "$out/nvidia_smi_clocks_$part.txt" 2>&1 || true
+    for job in "qwen3-8b 170" "llama-3.1-8b 150" "qwen3-14b 150"; do
+      set -- $job
+      timeout "$2" python3 experiments/validate/regimes.py --model traces/models/$1.json --out "$out/regimes.jsonl" 2>&1 \
+        | { grep -v -E "Warning|warn\(" || true; } || echo "regimes on $1 failed or ran past $2 s" | tee -a "$out/unfinished.txt"
+    done
+    ;;
   part3)
     # What part 2 did not reach (its ReadMostly run did not finish): each managed run bounded in time.
     run --model traces/models/qwen3-14b.json --placements "$(offload_set)" --count-kernels --out "$out/measured.jsonl"
