@@ -5,7 +5,7 @@ import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
-MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json"}
+MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json"}
 
 
 def predict(row, regime, strategy_args):
