@@ -4,6 +4,7 @@
 // are moved whole to the device holding most of their bytes, as llama.cpp offloads whole layers.
 #include <map>
 
+#include "core/error.hpp"
 #include "policies/offload_paths/paths.hpp"
 
 namespace tiersim::strategy {
@@ -12,6 +13,11 @@ namespace {
 class ExecutePath final : public OffloadPath {
  public:
   void apply(const trace::Header& header, placement::Placement& p, Resolved&) const override {
+    for (const auto& t : header.tensors)
+      if (t.kind == trace::TensorKind::Weight && p.device[t.id] == placement::kDisk)
+        throw InputError("", 0, "--offload",
+                         "weights on disk (" + t.name + ") are read into memory and copied to the GPU when used; "
+                         "nothing executes on a disk: use the copy offload path");
     snap_layers(header, p, [](placement::DeviceId d) { return d != placement::kComputeGpu; });
     for (const auto& t : header.tensors) {
       if (t.kind != trace::TensorKind::Weight || p.path[t.id] == placement::Path::Managed) continue;

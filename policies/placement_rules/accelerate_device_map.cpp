@@ -2,8 +2,9 @@
 // device map Hugging Face transformers computes for from_pretrained(device_map=...), read from
 // accelerate's source (src/accelerate/utils/modeling.py: get_max_memory, get_balanced_memory,
 // infer_auto_device_map, get_max_layer_size; transformers' integrations/accelerate.py _get_device_map):
-//  - budgets: each GPU's free memory (mem_get_info; here memory less the reserve) and the host's RAM,
-//    or `max_memory="0=20GiB,1=24GiB,cpu=64GiB"` given by the user;
+//  - budgets: each GPU's free memory (mem_get_info; here memory less the reserve) and 90% of the host's
+//    RAM (transformers 5.17 integrations/accelerate.py get_max_memory: "cpu" x 0.90 when the user gave
+//    no max_memory, "to offload to disk a bit more"), or `max_memory="0=20GiB,1=24GiB,cpu=64GiB"`;
 //  - auto/balanced/balanced_low_0 pass them through get_balanced_memory: with one GPU and no user
 //    max_memory its budget is x 0.9; with several, every GPU but the last is capped at
 //    model/num_gpus + 1.25 x max(largest no-split block, mean leaf module) (balanced_low_0: GPU 0 gets
@@ -13,8 +14,8 @@
 //    offloaded layer in); a module that does not fit is split into its children unless it is a
 //    decoder layer (no_split_module_classes), which moves to the next device instead.
 // Modules are read from the tensor names (model.layers.12.mlp.down_proj): a path component that is a
-// number is an entry of a ModuleList, i.e. a decoder layer, which is never split. Weights beyond every
-// budget would go to disk, which is not modelled: that is a capacity error.
+// number is an entry of a ModuleList, i.e. a decoder layer, which is never split. Past every budget
+// the rest goes to "disk", which has no limit (infer_auto_device_map appends it to the devices).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -122,7 +123,7 @@ class AccelerateDeviceMap final : public PlacementRule {
     std::vector<std::pair<placement::DeviceId, double>> budget;
     if (max_memory_.empty()) {
       for (int d = 0; d < hw.gpu.count; ++d) budget.emplace_back(d, hw.gpu.memory - hw.gpu.reserved);
-      budget.emplace_back(placement::kCpu, hw.host.memory);
+      budget.emplace_back(placement::kCpu, 0.9 * hw.host.memory);
     } else {
       for (const auto& [d, bytes] : max_memory_) {
         check_on_machine(d, hw, "max_memory");
@@ -144,10 +145,11 @@ class AccelerateDeviceMap final : public PlacementRule {
       const std::size_t node = to_treat.front();
       to_treat.erase(to_treat.begin());
       max_layer = tree.max_layer(to_treat);  // the largest layer not yet placed (this one excluded)
-      if (current >= budget.size())
-        throw CapacityError("the model does not fit the budgets: accelerate would offload '" + tree[node].name +
-                                "' and the rest to disk, which tiersim does not model",
-                            "cpu", tree[node].bytes, 0);
+      if (current >= budget.size()) {  // disk: no limit, nothing held back
+        for (std::uint32_t t : tree[node].tensors) homes[t] = placement::kDisk;
+        placed[placement::kDisk] += tree[node].bytes;
+        continue;
+      }
       const auto [device, limit] = budget[current];
       double available = limit;
       if (device == main_gpu || device == placement::kCpu) available -= max_layer;

@@ -1,8 +1,8 @@
 // `device_map`: an explicit device map, as Hugging Face writes model.hf_device_map: a JSON object of
 // module names to devices ({"model.embed_tokens": 0, "model.layers.30": "cpu", "lm_head": "cpu"}), read
 // from `file=PATH`. Each weight goes where the longest module name that prefixes it says ("" names the
-// whole model); a weight no entry covers is an error, as is "disk" (not modelled). Devices: an integer
-// or "cuda:N" for a GPU, "cpu".
+// whole model); a weight no entry covers is an error. Devices: an integer or "cuda:N" for a GPU, "cpu",
+// "disk" (read from its file on each use: the profile's disk section).
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -34,14 +34,14 @@ class ExplicitDeviceMap final : public PlacementRule {
       const auto& v = it.value();
       if (v.is_number_integer() && v.get<long long>() >= 0 && v.get<long long>() < 1024) {
         d = static_cast<placement::DeviceId>(v.get<long long>());
-      } else if (v.is_string() && v.get<std::string>() != "disk") {
+      } else if (v.is_string()) {
         try {
-          d = placement::parse_device(v.get<std::string>());
+          d = placement::parse_device(v.get<std::string>(), true);
         } catch (const std::invalid_argument& e) {
           throw InputError(file_, 0, it.key(), e.what());
         }
       } else {
-        throw InputError(file_, 0, it.key(), "expected a GPU index, \"cuda:N\" or \"cpu\" (disk offload is not modelled)");
+        throw InputError(file_, 0, it.key(), "expected a GPU index, \"cuda:N\", \"cpu\" or \"disk\"");
       }
       map_[it.key()] = d;
     }

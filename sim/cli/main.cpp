@@ -204,7 +204,7 @@ std::pair<YAML::Node, std::string> profile_tree(const std::string& spec, bool ru
 
 // The hardware sections a profile is composed of: `--set SECTION=PROFILE` takes that whole section from
 // another profile (a preset name or a file), e.g. --hw rtx4090 --set host=h200 --set peer_link=rtx3090x2-nvlink.
-const char* const kHardwareParts[] = {"gpu", "host", "host_link", "peer_link", "managed_memory"};
+const char* const kHardwareParts[] = {"gpu", "host", "host_link", "peer_link", "managed_memory", "disk"};
 
 void apply_sets(YAML::Node hw_root, YAML::Node rt_root, const std::vector<std::string>& sets) {
   for (const std::string& set : sets) {

@@ -1,6 +1,6 @@
 #pragma once
 // The hardware a prediction is made for: the compute GPU (and identical peer GPUs), the host, the
-// host link, an optional peer link and managed memory. The framework's host costs are a runtime
+// host link, an optional peer link, managed memory and an optional disk. The framework's host costs are a runtime
 // profile apart from it (runtime/runtime_profile.hpp). Schema: calib/profiles/SCHEMA.md.
 // All quantities are SI: bytes, seconds, bytes/s, FLOP/s.
 #include <map>
@@ -79,6 +79,13 @@ struct ManagedMemorySpec {
   double free_call = 0;                    // host time of one cudaFree (which also synchronizes the device)
 };
 
+// The disk weights are offloaded to when RAM is short too (accelerate's "disk"): read into pageable host
+// memory on each use, then copied to the GPU. Optional: only disk placements need it.
+struct DiskSpec {
+  double read_bandwidth = 0;  // sequential read of a safetensors file, B/s (page cache cold)
+  double read_latency = 0;    // per tensor read (open, seek, first bytes), s
+};
+
 struct HardwareProfile {
   std::string name;
   std::string description;
@@ -88,6 +95,7 @@ struct HardwareProfile {
   HostLinkSpec host_link;
   std::optional<PeerLinkSpec> peer_link;
   std::optional<ManagedMemorySpec> managed_memory;
+  std::optional<DiskSpec> disk;
   std::map<std::string, std::string> sources;  // section -> where its numbers came from
   std::map<std::string, std::string> extra;    // free-form facts (driver, measured date), reported as-is
 

@@ -127,6 +127,15 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     m.finish();
     p.managed_memory = um;
   }
+  if (top.has("disk")) {
+    Section d = top.child("disk");
+    DiskSpec disk;
+    p.sources["disk"] = d.text("source");
+    disk.read_bandwidth = d.bandwidth("read_bandwidth");
+    disk.read_latency = d.duration("read_latency");
+    d.finish();
+    p.disk = disk;
+  }
   if (top.has("framework"))
     top.fail("framework", "framework costs are a runtime profile now (calib/runtimes/, sim --runtime): move this section "
                           "into a runtime file");

@@ -111,6 +111,10 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
                            {"alloc_call", quantity(m.alloc_call, "s")},
                            {"free_call", quantity(m.free_call, "s")}};
   }
+  if (p.disk)
+    j["disk"] = {{"source", source(p, "disk")},
+                 {"read_bandwidth", quantity(p.disk->read_bandwidth, "B/s")},
+                 {"read_latency", quantity(p.disk->read_latency, "s")}};
   return j;
 }
 

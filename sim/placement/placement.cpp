@@ -10,10 +10,13 @@
 
 namespace tiersim::placement {
 
-std::string device_name(DeviceId d) { return d == kCpu ? "cpu" : "cuda:" + std::to_string(d); }
+std::string device_name(DeviceId d) {
+  return d == kCpu ? "cpu" : d == kDisk ? "disk" : "cuda:" + std::to_string(d);
+}
 
-DeviceId parse_device(std::string_view text) {
+DeviceId parse_device(std::string_view text, bool disk) {
   if (text == "cpu") return kCpu;
+  if (disk && text == "disk") return kDisk;
   if (text.substr(0, 5) == "cuda:") {
     int n = -1;
     auto rest = text.substr(5);
@@ -132,6 +135,8 @@ void add_static_peaks(const trace::Header& header, const hw::HardwareProfile& hw
     peaks[device_name(d)] = used + (used > 0 ? hw.gpu.reserved : 0);
   }
   peaks["cpu"] = usage_on(header, p, kCpu).total();
+  const double on_disk = usage_on(header, p, kDisk).weights;
+  if (on_disk > 0) peaks["disk"] = on_disk;  // not memory: the file weights are read from
 }
 
 double managed_gpu_capacity(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p) {
@@ -178,6 +183,10 @@ void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placem
       throw CapacityError("policy '" + policy + "' places weights on " + device_name(d) + ", but the profile '" +
                           hw.name + "' has " + std::to_string(hw.gpu.count) + " GPU(s)");
   }
+  if (!hw.disk && usage_on(header, p, kDisk).weights > 0)
+    throw InputError(hw.origin, 0, "disk",
+                     "'" + policy + "' reads weights from disk, but the profile '" + hw.name +
+                         "' has no disk section (read_bandwidth, read_latency: calib/profiles/SCHEMA.md)");
   // The compute GPU also holds the staging buffers of copied layers: prefetch + 1 layers at most.
   const DeviceUsage gpu = usage_on(header, p, kComputeGpu);
   const double staging = staging_bound(header, p);

@@ -13,13 +13,14 @@
 
 namespace tiersim::placement {
 
-using DeviceId = int;                 // -1 is the host (cpu), N >= 0 is cuda:N
+using DeviceId = int;                 // -2 is the disk, -1 the host (cpu), N >= 0 is cuda:N
+inline constexpr DeviceId kDisk = -2;  // weights read from a file on each use (accelerate's disk offload)
 inline constexpr DeviceId kCpu = -1;
 inline constexpr DeviceId kComputeGpu = 0;
 
 std::string device_name(DeviceId d);
-// Parses "cpu" or "cuda:N"; throws std::invalid_argument otherwise.
-DeviceId parse_device(std::string_view text);
+// Parses "cpu" or "cuda:N" ("disk" too when `disk` allows it); throws std::invalid_argument otherwise.
+DeviceId parse_device(std::string_view text, bool disk = false);
 
 // How a tensor is used where it lives.
 enum class Path : std::uint8_t {

@@ -62,6 +62,7 @@ std::size_t StepPlanner::layer_position(std::int32_t layer) const {
 
 const hw::TransferCurve& StepPlanner::copy_curve(DeviceId source, std::uint32_t tensor) const {
   if (source > placement::kComputeGpu) return hw_.peer_link->transfer;
+  if (source == placement::kDisk) return hw_.host_link.h2d_pageable;  // read into a pageable buffer first
   return placement::host_memory_of(placement_, tensor) == placement::HostMemory::Pinned ? hw_.host_link.h2d_pinned
                                                                                          : hw_.host_link.h2d_pageable;
 }
@@ -89,6 +90,7 @@ const hw::TransferCurve& StepPlanner::activation_curve(bool to_device) const {
 
 bool StepPlanner::copy_blocks_host(DeviceId source, std::uint32_t tensor) const {
   // A copy from pageable memory is staged by the driver and returns only when done.
+  if (source == placement::kDisk) return true;  // read, then copied from a pageable buffer
   return source == kCpu && placement::host_memory_of(placement_, tensor) == placement::HostMemory::Pageable;
 }
 
@@ -123,6 +125,9 @@ void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch)
   a.source = placement_.device[tensor];
   a.bytes = static_cast<double>(header_.tensors[tensor].bytes);
   a.host_seconds = prefetch ? runtime_.per_prefetch : runtime_.per_copy;
+  // A weight on disk is first read from its file into host memory by the host thread (accelerate's
+  // OffloadedWeightsLoader: safe_open / np.memmap per access), with the page cache assumed cold.
+  if (a.source == placement::kDisk) a.host_seconds += hw_.disk->read_latency + a.bytes / hw_.disk->read_bandwidth;
   // A synchronous copy (.to() without non_blocking) returns only when done, pinned or not.
   a.host_waits = copy_blocks_host(a.source, tensor) || placement_.copy.sync;
   out.actions.push_back(a);

@@ -80,8 +80,9 @@ void write_console(std::ostream& out, const Context& c) {
     out << buf;
   }
   for (const auto& [dev, peak] : c.result->peak_bytes) {
-    auto u = placement::usage_on(h, *c.placement, dev == "cpu" ? placement::kCpu : placement::parse_device(dev));
-    u.activations += placement::workspace_on(h, *c.placement, placement::parse_device(dev));
+    const placement::DeviceId d = placement::parse_device(dev, true);
+    auto u = placement::usage_on(h, *c.placement, d);
+    u.activations += placement::workspace_on(h, *c.placement, d);
     char buf[256];
     std::snprintf(buf, sizeof buf, "  %-22s %-12s %-10s %-13s %s\n", dev.c_str(), units::format_bytes(u.weights).c_str(),
                   units::format_bytes(u.kv).c_str(), units::format_bytes(u.activations).c_str(),

@@ -98,8 +98,9 @@ void write_json(std::ostream& out, const Context& c) {
   }
   ordered_json tiers = ordered_json::object();
   for (const auto& [dev, peak] : c.result->peak_bytes) {
-    auto u = placement::usage_on(h, *c.placement, placement::parse_device(dev));
-    u.activations += placement::workspace_on(h, *c.placement, placement::parse_device(dev));
+    const placement::DeviceId d = placement::parse_device(dev, true);
+    auto u = placement::usage_on(h, *c.placement, d);
+    u.activations += placement::workspace_on(h, *c.placement, d);
     tiers[dev] = {{"weights_bytes", whole(u.weights)},
                   {"kv_bytes", whole(u.kv)},
                   {"activation_bytes", whole(u.activations)},

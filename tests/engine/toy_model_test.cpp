@@ -221,6 +221,16 @@ TEST(ToyModel, OffloadStreamsStageAtMostTwoCastsAndOverlapOneCopyWithCompute) {
   EXPECT_NEAR(decode_step(run_analytic(4, {0, 1, 2, 3}, kCpu, exec)), 41.1e-3, kTol);
 }
 
+TEST(ToyModel, AWeightOnDiskIsReadByTheHostThenCopiedFromPageableMemory) {
+  // Disk at 200 MB/s with 1 ms per read: L0 [0,1.1]; the host reads W1 for 1 + 5 ms, then copies it
+  // from a pageable buffer [6,16] (the host waits); L1 [16,17.1]. Pinned would not matter: the buffer is
+  // pageable.
+  auto hw = testing::toy_profile();
+  hw.hw.disk = hw::DiskSpec{200e6, 1e-3};
+  EXPECT_NEAR(decode_step(run_event(2, {1}, placement::kDisk, {}, hw)), 17.1e-3, kTol);
+  EXPECT_NEAR(decode_step(run_analytic(2, {1}, placement::kDisk, {}, hw)), 17.1e-3, kTol);
+}
+
 TEST(ToyModel, PipelineRunsEachLayerOnTheGpuThatHoldsIt) {
   // Layer 1 executes on cuda:1: kernel L0 on cuda:0 (1.1 ms), the 1e5 activation bytes to cuda:1 over
   // the 500 MB/s peer link (0.2 ms), kernel L1 on cuda:1 (1.1 ms); the step ends when cuda:1 is done.

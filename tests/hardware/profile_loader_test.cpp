@@ -59,6 +59,21 @@ TEST(ProfileLoader, RejectsBadInputNamingFileLineAndKey) {
   expect_error("  type: pcie\n", "  type: cxl\n", "host_link.type", 0);
 }
 
+TEST(ProfileLoader, ADiskSectionIsOptionalAndCheckedLikeTheRest) {
+  EXPECT_FALSE(parse_profile(testing::toy_profile_yaml(), "toy.yaml").disk);
+  const std::string disk = "disk:\n  source: \"test\"\n  read_bandwidth: \"2 GB/s\"\n  read_latency: \"50 us\"\n";
+  const auto hw = parse_profile(testing::toy_profile_yaml() + disk, "toy.yaml");
+  ASSERT_TRUE(hw.disk);
+  EXPECT_DOUBLE_EQ(hw.disk->read_bandwidth, 2e9);
+  EXPECT_DOUBLE_EQ(hw.disk->read_latency, 50e-6);
+  try {
+    parse_profile(testing::toy_profile_yaml() + "disk:\n  source: \"test\"\n  read_bandwidth: \"2 GB\"\n", "bad.yaml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "disk.read_bandwidth") << e.what();
+  }
+}
+
 TEST(ProfileLoader, RejectsWhatTheYamlLibraryWouldHaveThrownOrSilentlyTaken) {
   // A key given twice (yaml-cpp keeps the first), a key that is a list, a curve point whose size is a
   // mapping (yaml-cpp's TypedBadConversion used to escape main): each an InputError with file, line, key.
