@@ -165,8 +165,21 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
   auto linear = [&](std::int32_t layer, std::uint32_t w, std::uint64_t in, std::uint64_t outd) {
     add(matmul, layer, 2 * T * in * outd, {whole(w), act(T * in)}, {act(T * outd)}, launches_.matmul);
   };
+  // Bytes that eager Hugging Face kernels move per element (transformers' modeling_qwen3.py and
+  // modeling_llama.py, the same code): RMSNorm upcasts to fp32 and makes a pass per operation --
+  // .to(float32), pow, mean, * rsqrt, .to(input dtype), * weight: reads 2a + 4f, writes 2a + 3f;
+  // apply_rotary_pos_emb is q*cos + rotate_half(q)*sin, rotate_half a negation of one half and a cat:
+  // reads 5.5a, writes 4.5a per element of q and k; the MLP's act_fn(gate) * up is silu then a
+  // multiply: reads 3a, writes 2a; attention's output is made contiguous again (.transpose(1, 2)
+  // .contiguous()): one more read and write of it.
+  const auto bytes = [&](std::uint64_t elems, std::uint64_t per_elem_times_2) {
+    return TensorAccess{act_, elems * per_elem_times_2 / 2};
+  };
+  constexpr std::uint64_t f = 4;  // fp32
   auto norm = [&](std::int32_t layer, std::uint32_t w, std::uint64_t rows, std::uint64_t width) {
-    add(OpKind::Norm, layer, 4 * rows * width, {whole(w), act(rows * width)}, {act(rows * width)}, launches_.norm);
+    const std::uint64_t n = rows * width;
+    add(OpKind::Norm, layer, 4 * n, {whole(w), bytes(n, 2 * (2 * a + 4 * f))}, {bytes(n, 2 * (2 * a + 3 * f))},
+        launches_.norm);
   };
 
   // A lookup reads one row of the table per token, at the table's storage width.
@@ -185,19 +198,20 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
       norm(l, t.q_norm, T * model_.num_attention_heads, model_.head_dim);
       norm(l, t.k_norm, T * model_.num_key_value_heads, model_.head_dim);
     }
-    add(OpKind::Rope, l, 6 * T * (qd + kvd), {act(T * (qd + kvd))}, {act(T * (qd + kvd))}, launches_.rope);
+    add(OpKind::Rope, l, 6 * T * (qd + kvd), {bytes(T * (qd + kvd), 11 * a)}, {bytes(T * (qd + kvd), 9 * a)},
+        launches_.rope);
     // Causal attention over the cache: token i of this step attends to context_before + i keys.
     const std::uint64_t keys_attended = new_tokens * context_before + new_tokens * (new_tokens + 1) / 2;
     const std::uint64_t context_after = context_before + new_tokens;
     add(OpKind::Attention, l, 4 * B * qd * keys_attended,
-        {TensorAccess{t.kv, B * context_after * kv_token_bytes}, act(T * qd)},
-        {TensorAccess{t.kv, T * kv_token_bytes}, act(T * qd)}, launches_.attention);
+        {TensorAccess{t.kv, B * context_after * kv_token_bytes}, act(2 * T * qd)},
+        {TensorAccess{t.kv, T * kv_token_bytes}, act(2 * T * qd)}, launches_.attention);
     linear(l, t.o, qd, h);
     add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);
     norm(l, t.post_norm, T, h);
     linear(l, t.gate, h, inter);
     linear(l, t.up, h, inter);
-    add(OpKind::Elementwise, l, 5 * T * inter, {act(2 * T * inter)}, {act(T * inter)}, launches_.mlp_activation);
+    add(OpKind::Elementwise, l, 5 * T * inter, {act(3 * T * inter)}, {act(2 * T * inter)}, launches_.mlp_activation);
     linear(l, t.down, inter, h);
     add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);
   }
