@@ -40,7 +40,7 @@ const std::vector<PartInfo<MemoryKind>>& memory_kinds() {
       {"device", "GPU tensors in device memory (cudaMalloc through the framework's allocator)", "", make_device_memory},
       {"managed", "CUDA managed memory (cudaMallocManaged) with cudaMemAdvise on the weights",
        "prefer-cpu, accessed-by, read-mostly; scope=all|weights|offloaded (all); allocator=caching|per-tensor "
-       "(caching); prefetch=N (0)",
+       "(caching); prefetch=N (0); advise=weights|all (weights)",
        make_managed_memory},
   };
   return list;

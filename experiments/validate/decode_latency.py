@@ -228,6 +228,9 @@ def main():
     ap.add_argument("--placements", default="resident")
     ap.add_argument("--managed", choices=["none", "prefer-cpu", "accessed-by", "read-mostly"])
     ap.add_argument("--allocator-so")
+    ap.add_argument("--advise-everything", action="store_true",
+                    help="managed: keep the advice for every later allocation too (activations, KV cache), as the "
+                         "seeds' allocator applies its mode to every allocation")
     ap.add_argument("--advise-after-load", action="store_true",
                     help="managed: build with no advice, then advise each weight's range (not at allocation)")
     ap.add_argument("--progress", action="store_true", help="timestamped phases and tokens on stderr")
@@ -264,7 +267,8 @@ def main():
     assert a.context_stride >= a.warmup + a.tokens + 1, "--context-stride must exceed the decoded tokens"
 
     if a.managed:
-        lib.tiersim_set_advice(ctypes.c_int(0))  # activations and KV cache: managed, no advice
+        if not a.advise_everything:
+            lib.tiersim_set_advice(ctypes.c_int(0))  # activations and KV cache: managed, no advice
         if a.advise_after_load:
             for p in model.parameters():
                 if lib.tiersim_advise(ctypes.c_void_p(p.data_ptr()), p.numel() * p.element_size(), advice, 0) != 0:
@@ -277,7 +281,8 @@ def main():
         m = measure(model, cfg.vocab_size, a.prompt, a.tokens, a.warmup)
         if lib.tiersim_failed():
             sys.exit("a CUDA call in the managed allocator failed")
-        config = f"managed:{a.managed}" + (":after-load" if a.advise_after_load else "")
+        config = (f"managed:{a.managed}" + (":after-load" if a.advise_after_load else "")
+                  + (":everything" if a.advise_everything else ""))
         record(a.out, config=config, **m, managed_bytes=int(lib.tiersim_in_use()), **common)
         return
 

@@ -9,6 +9,9 @@
 //   allocator=caching|per-tensor           per-tensor: cudaMallocManaged and cudaFree for every tensor (each
 //                                          cudaFree waits for the device), as the seeds' allocator does
 //   prefetch=N                             cudaMemPrefetchAsync of managed weights N layers ahead
+//   advise=weights|all                     which managed tensors get the advice: the weights (default), or
+//                                          every one, KV cache and activations too, as the seeds' allocator
+//                                          applies its mode to every allocation
 // The driver, not the strategy, then decides where each block is (sim/managed/managed_memory.hpp).
 #include "core/error.hpp"
 #include "policies/memory_kinds/kinds.hpp"
@@ -37,6 +40,11 @@ class ManagedMemory final : public MemoryKind {
       caching_ = a == "caching";
     }
     if (o.has("prefetch")) prefetch_ = o.integer("prefetch", 0, 1000);
+    if (o.has("advise")) {
+      const std::string a = o.text("advise");
+      if (a != "weights" && a != "all") o.fail("advise", "must be 'weights' or 'all', not '" + a + "'");
+      advise_all_ = a == "all";
+    }
   }
 
   void apply(const trace::Header& header, const hw::HardwareProfile& hw, placement::Placement& p,
@@ -59,12 +67,13 @@ class ManagedMemory final : public MemoryKind {
       p.managed.managed[t.id] = true;
       p.path[t.id] = placement::Path::Managed;
       p.device[t.id] = placement::kCpu;  // home: host pages, until the driver migrates them
-      if (weight) p.managed.advice[t.id] = advice_;
+      if (weight || advise_all_) p.managed.advice[t.id] = advice_;
     }
     std::string what = scope_ == Scope::All       ? "weights, KV cache, activations"
                        : scope_ == Scope::Weights ? "weights"
                                                   : "offloaded weights";
-    resolved.emplace_back("managed", what + ", " + (caching_ ? "caching allocator" : "cudaMallocManaged per tensor"));
+    resolved.emplace_back("managed", what + ", " + (caching_ ? "caching allocator" : "cudaMallocManaged per tensor") +
+                                         (advise_all_ && advice_ ? ", advice on every managed tensor" : ""));
     if (prefetch_ > 0) resolved.emplace_back("managed prefetch", std::to_string(prefetch_) + " layer(s) ahead");
   }
   bool takes_offloaded() const override { return scope_ == Scope::Offloaded; }
@@ -74,6 +83,7 @@ class ManagedMemory final : public MemoryKind {
   Scope scope_ = Scope::All;
   bool caching_ = true;
   int prefetch_ = 0;
+  bool advise_all_ = false;
 };
 
 }  // namespace

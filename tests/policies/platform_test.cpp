@@ -118,3 +118,27 @@ TEST(Platforms, OptionsAreCheckedByName) {
 
 }  // namespace
 }  // namespace tiersim::strategy
+
+namespace tiersim::strategy {
+namespace {
+
+TEST(ManagedAdvice, TheSeedsAllocatorAdvisesEveryAllocationNotOnlyTheWeights) {
+  const auto& h = testing::model_header("qwen3-8b");
+  const auto hw = hw::resolve_profile("h100-measured");
+  StrategySpec weights = preset_spec("um-cpu");
+  StrategySpec all = preset_spec("um-cpu");
+  all.memory.set("advise", "all", "--memory");
+  const auto pw = compose(h, hw, weights);
+  const auto pa = compose(h, hw, all);
+  for (const auto& t : h.tensors) {
+    if (!pa.managed.managed[t.id]) continue;
+    EXPECT_TRUE(pa.managed.advice[t.id] & placement::kPreferCpu) << t.name;
+    const bool weight = t.kind == trace::TensorKind::Weight;
+    EXPECT_EQ((pw.managed.advice[t.id] & placement::kPreferCpu) != 0, weight) << t.name;
+  }
+  all.memory.set("advise", "some", "--memory");
+  EXPECT_THROW(compose(h, hw, all), InputError);
+}
+
+}  // namespace
+}  // namespace tiersim::strategy

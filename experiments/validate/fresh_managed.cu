@@ -1,0 +1,102 @@
+// What the first GPU touch of a *fresh* cudaMallocManaged range costs, as the seeds' per-tensor
+// allocator makes one for every tensor (every op's output): allocate, advise, launch a kernel that
+// writes the whole range, time the kernel (events), then time the same kernel on the now-populated
+// range; also the host time of cudaMallocManaged and of cudaFree. Per advice (none, PreferredLocation=CPU,
+// PreferredLocation=CPU + AccessedBy=GPU) and size (8 KiB, 64 KiB, 2 MiB). Microbenchmark for the
+// managed-memory model (not a validation row). Small allocations only, each freed at once; every CUDA
+// call checked.
+//   nvcc -O2 -o fresh_managed experiments/validate/fresh_managed.cu && ./fresh_managed > fresh_managed.jsonl
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(call)                                                                                  \
+  do {                                                                                               \
+    cudaError_t e_ = (call);                                                                         \
+    if (e_ != cudaSuccess) {                                                                         \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));     \
+      std::exit(1);                                                                                  \
+    }                                                                                                \
+  } while (0)
+
+__global__ void write_range(float* p, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) p[i] = 1.0f;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int main() {
+  int dev = 0;
+  CHECK(cudaSetDevice(dev));
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, dev));
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  cudaMemLocation cpu{};
+  cpu.type = cudaMemLocationTypeHost;
+  cudaMemLocation gpu{};
+  gpu.type = cudaMemLocationTypeDevice;
+  gpu.id = dev;
+  const char* advice_name[] = {"none", "prefer-cpu", "prefer-cpu+accessed-by"};
+  const size_t sizes[] = {8 << 10, 64 << 10, 2 << 20};
+  const int repeats = 200;
+  // Warm up the context and the kernel.
+  float* w = nullptr;
+  CHECK(cudaMallocManaged(&w, 1 << 20));
+  write_range<<<64, 256>>>(w, (1 << 20) / 4);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaFree(w));
+  for (int adv = 0; adv < 3; ++adv) {
+    for (size_t size : sizes) {
+      std::vector<double> first, second, alloc_us, free_us;
+      const size_t n = size / 4;
+      const int blocks = int(std::min<size_t>(1024, (n + 255) / 256));
+      for (int r = 0; r < repeats; ++r) {
+        float* p = nullptr;
+        auto t0 = std::chrono::steady_clock::now();
+        CHECK(cudaMallocManaged(&p, size));
+        auto t1 = std::chrono::steady_clock::now();
+        if (adv >= 1) CHECK(cudaMemAdvise(p, size, cudaMemAdviseSetPreferredLocation, cpu));
+        if (adv == 2) CHECK(cudaMemAdvise(p, size, cudaMemAdviseSetAccessedBy, gpu));
+        float ms = 0;
+        CHECK(cudaEventRecord(a));
+        write_range<<<blocks, 256>>>(p, n);
+        CHECK(cudaGetLastError());
+        CHECK(cudaEventRecord(b));
+        CHECK(cudaEventSynchronize(b));
+        CHECK(cudaEventElapsedTime(&ms, a, b));
+        first.push_back(ms * 1e3);
+        CHECK(cudaEventRecord(a));
+        write_range<<<blocks, 256>>>(p, n);
+        CHECK(cudaGetLastError());
+        CHECK(cudaEventRecord(b));
+        CHECK(cudaEventSynchronize(b));
+        CHECK(cudaEventElapsedTime(&ms, a, b));
+        second.push_back(ms * 1e3);
+        auto t2 = std::chrono::steady_clock::now();
+        CHECK(cudaFree(p));
+        auto t3 = std::chrono::steady_clock::now();
+        alloc_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        free_us.push_back(std::chrono::duration<double, std::micro>(t3 - t2).count());
+      }
+      std::printf(
+          "{\"gpu\": \"%s\", \"advice\": \"%s\", \"bytes\": %zu, \"repeats\": %d, \"first_touch_kernel_us\": %.3f, "
+          "\"populated_kernel_us\": %.3f, \"fresh_extra_us\": %.3f, \"cudaMallocManaged_us\": %.3f, \"cudaFree_us\": %.3f}\n",
+          prop.name, advice_name[adv], size, repeats, median(first), median(second), median(first) - median(second),
+          median(alloc_us), median(free_us));
+      std::fflush(stdout);
+    }
+  }
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  return 0;
+}
