@@ -1,0 +1,100 @@
+// How long a cuBLAS bf16 GEMV (y = W x, W in device memory) takes when its input vector x lives in host
+// memory read over the link: managed memory with PreferredLocation=CPU (populated on the host; with and
+// without AccessedBy=GPU), mapped pinned memory, against x in device memory. A GEMV's thread blocks
+// each read x; from host memory, uncached, every block crosses the link. Microbenchmark for the
+// managed-memory model (seed 000's allocator advises activations too); not a validation row.
+//   nvcc -O2 -o remote_gemv experiments/validate/remote_gemv.cu -lcublas && ./remote_gemv > remote_gemv.jsonl
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(call)                                                                              \
+  do {                                                                                           \
+    cudaError_t e_ = (call);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+#define CHECK_BLAS(call)                                                                 \
+  do {                                                                                   \
+    cublasStatus_t s_ = (call);                                                          \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                   \
+      std::fprintf(stderr, "%s:%d %s: cublas status %d\n", __FILE__, __LINE__, #call, int(s_)); \
+      std::exit(1);                                                                      \
+    }                                                                                    \
+  } while (0)
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int main() {
+  CHECK(cudaSetDevice(0));
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  cublasHandle_t h;
+  CHECK_BLAS(cublasCreate(&h));
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  cudaMemLocation cpu{};
+  cpu.type = cudaMemLocationTypeHost;
+  cudaMemLocation gpu{};
+  gpu.type = cudaMemLocationTypeDevice;
+  gpu.id = 0;
+  struct Shape { int n, k; };
+  const Shape shapes[] = {{4096, 4096}, {1024, 4096}, {12288, 4096}, {4096, 12288}, {151936, 4096}};
+  const char* where_name[] = {"device", "managed-prefer-cpu", "managed-prefer-cpu+accessed-by", "pinned-mapped"};
+  const float one = 1.0f, zero = 0.0f;
+  for (const Shape s : shapes) {
+    __nv_bfloat16 *w = nullptr, *y = nullptr;
+    CHECK(cudaMalloc(&w, size_t(s.n) * s.k * 2));
+    CHECK(cudaMalloc(&y, size_t(s.n) * 2));
+    CHECK(cudaMemset(w, 0, size_t(s.n) * s.k * 2));
+    for (int where = 0; where < 4; ++where) {
+      __nv_bfloat16* x = nullptr;
+      const size_t xb = size_t(s.k) * 2;
+      if (where == 0) {
+        CHECK(cudaMalloc(&x, xb));
+        CHECK(cudaMemset(x, 0, xb));
+      } else if (where == 3) {
+        CHECK(cudaHostAlloc(&x, xb, cudaHostAllocMapped));
+        std::fill(reinterpret_cast<char*>(x), reinterpret_cast<char*>(x) + xb, 0);
+      } else {
+        CHECK(cudaMallocManaged(&x, xb));
+        CHECK(cudaMemAdvise(x, xb, cudaMemAdviseSetPreferredLocation, cpu));
+        if (where == 2) CHECK(cudaMemAdvise(x, xb, cudaMemAdviseSetAccessedBy, gpu));
+        std::fill(reinterpret_cast<char*>(x), reinterpret_cast<char*>(x) + xb, 0);  // populated on the host
+      }
+      __nv_bfloat16* xd = x;
+      if (where == 3) CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&xd), x, 0));
+      std::vector<double> t;
+      for (int r = 0; r < 60; ++r) {
+        CHECK(cudaEventRecord(a));
+        CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.n, 1, s.k, &one, w, CUDA_R_16BF, s.k, xd, CUDA_R_16BF,
+                                s.k, &zero, y, CUDA_R_16BF, s.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        CHECK(cudaEventRecord(b));
+        CHECK(cudaEventSynchronize(b));
+        float ms = 0;
+        CHECK(cudaEventElapsedTime(&ms, a, b));
+        if (r >= 10) t.push_back(ms * 1e3);
+      }
+      std::printf("{\"gpu\": \"%s\", \"n\": %d, \"k\": %d, \"x\": \"%s\", \"x_bytes\": %zu, \"gemv_us\": %.3f}\n", prop.name,
+                  s.n, s.k, where_name[where], xb, median(t));
+      std::fflush(stdout);
+      if (where == 3) CHECK(cudaFreeHost(x));
+      else CHECK(cudaFree(x));
+    }
+    CHECK(cudaFree(w));
+    CHECK(cudaFree(y));
+  }
+  CHECK_BLAS(cublasDestroy(h));
+  return 0;
+}
