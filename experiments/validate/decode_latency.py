@@ -278,12 +278,32 @@ def main():
             if lib.tiersim_prefetch_to_host(ctypes.c_void_p(p.data_ptr()), p.numel() * p.element_size()) != 0:
                 sys.exit("prefetch to host failed")
         progress("weights prefetched to host")
-        m = measure(model, cfg.vocab_size, a.prompt, a.tokens, a.warmup)
-        if lib.tiersim_failed():
-            sys.exit("a CUDA call in the managed allocator failed")
         config = (f"managed:{a.managed}" + (":after-load" if a.advise_after_load else "")
                   + (":everything" if a.advise_everything else ""))
-        record(a.out, config=config, **m, managed_bytes=int(lib.tiersim_in_use()), **common)
+        if a.placements == "resident":
+            m = measure(model, cfg.vocab_size, a.prompt, a.tokens, a.warmup)
+            if lib.tiersim_failed():
+                sys.exit("a CUDA call in the managed allocator failed")
+            record(a.out, config=config, **m, managed_bytes=int(lib.tiersim_in_use()), **common)
+            return
+        # Under a layer split: the last K layers + head streamed from host memory (LayerStreamer), their
+        # per-forward copies allocated by the same managed allocator (with the advice then in force).
+        units = execution_units(model)
+        n_layers = len(units) - 1
+        prompt = a.prompt
+        for placement in a.placements.split(","):
+            kind, k, pf, mem = placement.split(":", 3)
+            assert kind == "offload" and mem in ("pinned", "pageable"), placement
+            k, pf = int(k), int(pf)
+            offloaded = list(range(n_layers - k, n_layers)) + [n_layers]
+            streamer = LayerStreamer(units, offloaded, prefetch=pf == 1, storage=mem)
+            m = measure(model, cfg.vocab_size, prompt, a.tokens, a.warmup)
+            if lib.tiersim_failed():
+                sys.exit("a CUDA call in the managed allocator failed")
+            record(a.out, config=f"{config}+{placement}", offloaded_layers=k, prefetch=pf, host_memory=mem, **m,
+                   managed_bytes=int(lib.tiersim_in_use()), **common)
+            streamer.restore()
+            prompt += a.context_stride
         return
 
     units = execution_units(model)
