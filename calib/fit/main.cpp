@@ -35,6 +35,7 @@ int compare(const std::string& a_path, const std::string& b_path) {
 
 int main(int argc, char** argv) {
   std::string raw, base = "h100-sxm", name, out, report;
+  std::vector<std::string> extras;  // rows of other runs: benchmarks the main run lacks
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -51,11 +52,13 @@ int main(int argc, char** argv) {
       else if (a == "--name") name = value();
       else if (a == "--out") out = value();
       else if (a == "--report") report = value();
-      else throw tiersim::InputError("", 0, a, "unknown option (--raw, --base, --name, --out, --report, --compare)");
+      else if (a == "--extra") extras.push_back(value());
+      else throw tiersim::InputError("", 0, a, "unknown option (--raw, --extra, --base, --name, --out, --report, --compare)");
     }
     if (raw.empty() || name.empty() || out.empty())
       throw tiersim::InputError("", 0, "--raw", "usage: tiersim_fit --raw RAW.csv --name NAME --out PROFILE.yaml [--base PRESET] [--report R.md]");
-    const auto measurements = tiersim::calib::read_raw_csv(raw);
+    auto measurements = tiersim::calib::read_raw_csv(raw);
+    tiersim::calib::add_rows_of(measurements, extras);
     const auto fit = tiersim::calib::fit_profile(measurements, tiersim::hw::resolve_profile(base), name);
     tiersim::hw::parse_profile(fit.yaml, out);  // what we write must load
     std::ofstream(out) << fit.yaml;

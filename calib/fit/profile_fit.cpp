@@ -282,8 +282,9 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     const Eigen::Vector2d x = A.colPivHouseholderQr().solve(t);
     const double block_overhead = std::max(0.0, x(0));
     const double migration_bw = x(1) > 0 ? 1.0 / x(1) : dense->rate();
-    std::vector<double> remote;
+    std::vector<double> remote, remote_input;
     for (const RawRow* r : raw.find("zero_copy", "gemv_")) remote.push_back(r->rate());
+    for (const RawRow* r : raw.find("zero_copy", "input_gemv_")) remote_input.push_back(r->rate());
     double mapping = 0;
     const RawRow* first = raw.one("um_preferred_cpu", "first_read");
     const RawRow* second = raw.one("um_preferred_cpu", "second_read");
@@ -302,7 +303,9 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                                          "prefetch and eviction rates from cudaMemPrefetchAsync both ways; remote reads = median cuBLAS GEMV on host memory; "
                                          "mapping cost = PreferredLocation=CPU cold first read (its slowest repetition) minus second, per block; driver constants from nvidia_uvm parameters; "
                                          + (calls_measured ? std::string("alloc_call and free_call = median host time of cudaMallocManaged and of cudaFree of a GPU-written range, 64 KiB")
-                                                           : "alloc/free call costs NOT measured: base preset '" + base.name + "'")) << "\n"
+                                                           : "alloc/free call costs NOT measured: base preset '" + base.name + "'")
+                                         + (remote_input.empty() ? std::string("")
+                                                                 : "; gemv_remote_input_bandwidth = median cuBLAS GEMV with its input vector in host memory, its weight's bytes per second")) << "\n"
       << "  va_block: \"2 MiB\"\n  big_page: \"64 KiB\"\n"
       << "  prefetch_threshold: " << num(std::stod(raw.fact("uvm.uvm_perf_prefetch_threshold", "51")) / 100.0) << "\n"
       << "  fault_batch_count: " << raw.fact("uvm.uvm_perf_fault_batch_count", "256") << "\n"
@@ -311,7 +314,9 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       << "  fault_migration_bandwidth: \"" << gbs(migration_bw) << "\"\n"
       << "  prefetch_to_gpu: \"" << gbs(pf_gpu->rate()) << "\"\n"
       << "  evict_to_cpu: \"" << gbs(pf_cpu->rate()) << "\"\n"
-      << "  remote_read_bandwidth: \"" << gbs(median_of(remote)) << "\"\n"
+      << "  remote_read_bandwidth: \"" << gbs(median_of(remote)) << "\"\n";
+    if (!remote_input.empty()) y << "  gemv_remote_input_bandwidth: \"" << gbs(median_of(remote_input)) << "\"\n";
+    y
       << "  mapping_fault_cost: \"" << us(mapping) << "\"\n"
       << "  alloc_call: \"" << us(calls_measured ? alloc_row->median : bum ? bum->alloc_call : 20e-6) << "\"\n"
       << "  free_call: \"" << us(calls_measured ? free_row->median : bum ? bum->free_call : 20e-6) << "\"\n";

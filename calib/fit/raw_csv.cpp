@@ -102,4 +102,17 @@ RawMeasurements read_raw_csv(const std::string& path) {
   return parse_raw_csv(ss.str(), path);
 }
 
+void add_rows_of(RawMeasurements& main, const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
+    const RawMeasurements extra = read_raw_csv(path);
+    for (const RawRow& r : extra.rows) {
+      for (const RawRow& m : main.rows)
+        if (m.benchmark == r.benchmark && m.variant == r.variant)
+          throw InputError(path, 0, r.benchmark + "," + r.variant, "already measured in " + main.file);
+      main.rows.push_back(r);
+    }
+    main.file += " + " + path;
+  }
+}
+
 }  // namespace tiersim::calib

@@ -24,6 +24,10 @@ struct RawMeasurements {
   std::string fact(const std::string& key, const std::string& fallback = "") const;
 };
 
+// Adds the rows of other raw files (benchmarks a later run added, measured on another machine of the
+// same kind); a benchmark and variant the main file already has is an error (no silent mixing).
+void add_rows_of(RawMeasurements& main, const std::vector<std::string>& paths);
+
 // Throws InputError naming the file, line and column at fault.
 RawMeasurements read_raw_csv(const std::string& path);
 RawMeasurements parse_raw_csv(const std::string& text, const std::string& name);

@@ -57,6 +57,7 @@ class SteadyStateManaged {
       const auto blocks = static_cast<std::uint32_t>(std::ceil(bytes / spec_.va_block));
       if (advice & (placement::kPreferCpu | placement::kAccessedByGpu)) {
         cost.remote_bytes += bytes;
+        if (m.reread > 0 && spec_.gemv_remote_input_bandwidth > 0) cost.remote_input_bytes += static_cast<double>(m.reread);
         if (cold_ && !(advice & placement::kAccessedByGpu)) cost.mapping_faults += blocks;
         continue;
       }
@@ -131,7 +132,7 @@ class StepModel {
                    a.cost.seconds(cost.remote_bytes, managed_->spec().remote_read_bandwidth);
             r.h2d_bytes += cost.migrated_bytes + cost.launch_migrated_bytes;
             r.d2h_bytes += cost.written_back_bytes;
-            r.remote_read_bytes += cost.remote_bytes;
+            r.remote_read_bytes += cost.remote_bytes + cost.remote_input_bytes;
             r.faulted_blocks += cost.faulted_blocks;
           }
           seg.compute += work;

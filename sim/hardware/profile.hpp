@@ -74,6 +74,10 @@ struct ManagedMemorySpec {
   double prefetch_to_gpu = 0;              // cudaMemPrefetchAsync to the GPU
   double evict_to_cpu = 0;                 // write-back of evicted blocks (and prefetch to the CPU)
   double remote_read_bandwidth = 0;        // GPU kernels reading host-resident managed memory
+  // A GEMV whose input vector is host-resident reads it over the link once per output row: its
+  // weight's bytes at this rate. Optional (0: not measured; such reads are then charged once, at
+  // remote_read_bandwidth, which under-predicts them by far).
+  double gemv_remote_input_bandwidth = 0;
   double mapping_fault_cost = 0;           // per block, establishing a remote mapping (PreferredLocation=CPU)
   double alloc_call = 0;                   // host time of one cudaMallocManaged
   double free_call = 0;                    // host time of one cudaFree (which also synchronizes the device)

@@ -121,6 +121,7 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     um.prefetch_to_gpu = m.bandwidth("prefetch_to_gpu");
     um.evict_to_cpu = m.bandwidth("evict_to_cpu");
     um.remote_read_bandwidth = m.bandwidth("remote_read_bandwidth");
+    if (m.has("gemv_remote_input_bandwidth")) um.gemv_remote_input_bandwidth = m.bandwidth("gemv_remote_input_bandwidth");
     um.mapping_fault_cost = m.duration("mapping_fault_cost");
     um.alloc_call = m.duration("alloc_call");
     um.free_call = m.duration("free_call");

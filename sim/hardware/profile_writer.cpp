@@ -110,6 +110,8 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
                            {"mapping_fault_cost", quantity(m.mapping_fault_cost, "s")},
                            {"alloc_call", quantity(m.alloc_call, "s")},
                            {"free_call", quantity(m.free_call, "s")}};
+    if (m.gemv_remote_input_bandwidth > 0)
+      j["managed_memory"]["gemv_remote_input_bandwidth"] = quantity(m.gemv_remote_input_bandwidth, "B/s");
   }
   if (p.disk)
     j["disk"] = {{"source", source(p, "disk")},

@@ -138,8 +138,14 @@ void ManagedMemory::touch_range(std::uint32_t tensor, double bytes, bool write, 
   }
 }
 
-void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost) {
+void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost,
+                           std::uint64_t reread) {
+  const double remote_before = cost.remote_bytes;
   touch_range(tensor, static_cast<double>(bytes), write, false, cost);
+  const double remote = cost.remote_bytes - remote_before;
+  // The vector's own bytes stay a remote read of the kernel; its re-reads, one per output row, come on top.
+  if (reread > 0 && remote > 0 && spec_.gemv_remote_input_bandwidth > 0 && bytes > 0)
+    cost.remote_input_bytes += static_cast<double>(reread) * remote / static_cast<double>(bytes);
 }
 
 double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& c) {
@@ -150,6 +156,7 @@ double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const Acc
          c.migrated_bytes / spec.fault_migration_bandwidth;
   }
   t += c.launch_migrated_bytes / spec.prefetch_to_gpu;
+  if (c.remote_input_bytes > 0) t += c.remote_input_bytes / spec.gemv_remote_input_bandwidth;
   t += c.mapping_faults * spec.mapping_fault_cost;
   t += c.written_back_bytes / spec.evict_to_cpu;
   return t;
@@ -168,7 +175,7 @@ void ManagedMemory::record(const AccessCost& c, bool prefetch) {
   stats_.evicted_blocks += c.evicted_blocks;
   stats_.migrated_bytes += c.migrated_bytes + c.launch_migrated_bytes;
   stats_.written_back_bytes += c.written_back_bytes;
-  stats_.remote_bytes += c.remote_bytes;
+  stats_.remote_bytes += c.remote_bytes + c.remote_input_bytes;  // bytes that crossed the link
   if (prefetch) stats_.prefetched_bytes += c.migrated_bytes;
 }
 

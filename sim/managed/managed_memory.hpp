@@ -12,6 +12,9 @@
 //   eviction makes the GPU map the host copy instead of faulting it back;
 // - ReadMostly: a GPU read makes a read-only duplicate (the host copy stays valid); a write collapses
 //   it to the writer's copy.
+// - A GEMV whose input vector is host-resident (PreferredLocation=CPU, or mapped) reads it over the
+//   link once per output row: its weight's bytes at gemv_remote_input_bandwidth (calib's zero_copy
+//   input_gemv rows), not the vector's bytes once.
 // - Without demand paging (Windows and WSL2: concurrentManagedAccess = 0), the GPU never faults: the
 //   managed data a kernel uses is migrated whole when it is launched, at the bulk (prefetch) rate, and
 //   the footprint never exceeds GPU memory (the strategy refuses it), so nothing is evicted.
@@ -36,6 +39,7 @@ struct AccessCost {
   double remote_bytes = 0;       // read or written over the link without migrating
   double duplicated_bytes = 0;   // part of migrated_bytes that left a valid host copy (ReadMostly)
   double launch_migrated_bytes = 0;  // host -> GPU at kernel launch, no faults (no demand paging)
+  double remote_input_bytes = 0;     // a GEMV's host-resident input, re-read per output row
 };
 
 struct ManagedStats {
@@ -50,8 +54,10 @@ class ManagedMemory {
                 double gpu_capacity);
 
   bool is_managed(std::uint32_t tensor) const { return first_block_[tensor] >= 0; }
-  // A kernel touches the first `bytes` of `tensor` (reading, or writing when `write`).
-  void access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost);
+  // A kernel touches the first `bytes` of `tensor` (reading, or writing when `write`). `reread`: the
+  // tensor is a GEMV's input vector; if it is reached remotely, this many bytes are read again over the
+  // link at gemv_remote_input_bandwidth (when the profile has it), a stall on top of the kernel.
+  void access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost, std::uint64_t reread = 0);
   // Seconds the kernel stalls for the faults accumulated in `cost`.
   double stall_seconds(const AccessCost& cost) const { return stall_seconds(spec_, cost); }
   static double stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& cost);

@@ -133,14 +133,14 @@ class Replay final : public engine::EventHandler,
     } else {
       for (std::uint32_t i = 0; i < a.managed_count; ++i) {
         const ManagedAccess& m = plan_.managed[a.managed_begin + i];
-        um_->access(m.tensor, m.bytes, m.write, cost);
+        um_->access(m.tensor, m.bytes, m.write, cost, m.reread);
       }
       seconds = um_->stall_seconds(cost) + a.cost.seconds(cost.remote_bytes, um_->spec().remote_read_bandwidth);
       um_->record(cost, false);
     }
     step_um_.h2d += cost.migrated_bytes + cost.launch_migrated_bytes;
     step_um_.d2h += cost.written_back_bytes;
-    step_um_.remote += cost.remote_bytes;
+    step_um_.remote += cost.remote_bytes + cost.remote_input_bytes;
     step_um_.faults += cost.faulted_blocks;
     step_um_.evictions += cost.evicted_blocks;
     return to_sim_time(seconds);

@@ -318,7 +318,11 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       a.managed_begin = static_cast<std::uint32_t>(out.managed.size());
       for (const auto& r : op.reads) {
         if (managed_[r.tensor]) {
-          out.managed.push_back({r.tensor, r.bytes, false});
+          std::uint64_t reread = 0;
+          if (op.kind == trace::OpKind::Gemv && header_.tensors[r.tensor].kind == trace::TensorKind::Activation)
+            for (const auto& w : op.reads)
+              if (header_.tensors[w.tensor].kind == trace::TensorKind::Weight) reread += w.bytes;
+          out.managed.push_back({r.tensor, r.bytes, false, reread});
           if (issued_[r.tensor]) out.deps.push_back(r.tensor);  // waits for its managed prefetch
           continue;
         }

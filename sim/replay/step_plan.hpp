@@ -37,6 +37,9 @@ struct ManagedAccess {
   std::uint32_t tensor = 0;
   std::uint64_t bytes = 0;
   bool write = false;
+  // A GEMV's input vector: the bytes a host-resident copy of it costs, read again for every output row
+  // (the weight's bytes; 0 for other accesses).
+  std::uint64_t reread = 0;
 };
 
 struct Action {

@@ -48,12 +48,21 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     const char* raw;
     const char* base;
     const char* name;
+    const char* extra;  // rows of a later run (--extra), or ""
   };
-  for (const Case c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured"},
-                       Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured"}}) {
+  for (const Case c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", ""},
+                       Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
+                            "results/calib/raw_h100_run3_input_gemv.csv"}}) {
     RawMeasurements named = read_raw_csv(dir + "/" + c.raw);
     // The fit names its input by the path it was given; the committed profile was made from this one.
     named.file = c.raw;
+    if (*c.extra) {
+      const std::size_t rows = named.rows.size();
+      add_rows_of(named, {dir + "/" + c.extra});
+      EXPECT_GT(named.rows.size(), rows);
+      named.file = std::string(c.raw) + " + " + c.extra;
+      EXPECT_THROW(add_rows_of(named, {dir + "/" + c.extra}), InputError);  // the same rows twice
+    }
     const FitOutput fit = fit_profile(named, hw::resolve_profile(c.base), c.name);
     std::ifstream in(dir + "/calib/profiles/" + c.name + ".yaml");
     std::stringstream committed;

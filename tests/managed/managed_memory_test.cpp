@@ -183,6 +183,33 @@ TEST(ManagedMemory, WithoutDemandPagingDataMovesWholeAtLaunchWithoutFaults) {
   EXPECT_DOUBLE_EQ(ev.steps[0].h2d_bytes, 4 * MiB);
 }
 
+TEST(ManagedMemory, AGemvReadsAHostResidentInputOncePerOutputRow) {
+  // One GEMV: a 1e6-byte weight in device memory and an activation (its input) in managed memory
+  // advised to the CPU. The kernel reads the weight locally (1 ms at 1 GB/s) and the input's 1e3 bytes
+  // remotely (10 us at 100 MB/s, overlapped); with gemv_remote_input_bandwidth (200 MB/s here) the
+  // input is read again per output row, the weight's bytes at that rate: 5 ms more.
+  const std::string text =
+      "tiersim-trace 1\nmeta model gemv\ntensor 0 weight 1000000 0 w\ntensor 1 act 1000 -1 x\n"
+      "step decode tokens=1\nop gemv layer=0 read=0,1\nstep decode tokens=1\nop gemv layer=0 read=0,1\nend\n";
+  auto run = [&](double input_rate, bool analytic) {
+    trace::TraceReader src(std::make_unique<std::istringstream>(text), "gemv.trace");
+    auto hw = toy_with_gpu("16 MiB");
+    hw.hw.managed_memory->gemv_remote_input_bandwidth = input_rate;
+    placement::Placement p;
+    p.device = {placement::kComputeGpu, placement::kCpu};
+    p.path = {placement::Path::Local, placement::Path::Managed};
+    p.managed.enabled = true;
+    p.managed.managed = {false, true};
+    p.managed.advice = {placement::kAdviseNone, placement::kPreferCpu | placement::kAccessedByGpu};
+    return analytic ? analytic::run_analytic(hw, p, src) : replay::run_event_engine(hw, p, src);
+  };
+  const double kernel = 1e6 / 1e9;
+  for (bool analytic : {false, true}) {
+    EXPECT_NEAR(run(200e6, analytic).steps[1].seconds, kernel + 1e6 / 200e6, 1e-9) << analytic;
+    EXPECT_NEAR(run(0, analytic).steps[1].seconds, kernel, 1e-9) << analytic;
+  }
+}
+
 TEST(ManagedMemory, AnalyticAgreesInSteadyState) {
   const auto hw = toy_with_gpu("40 MiB");
   for (std::uint8_t advice : {std::uint8_t(placement::kAdviseNone), std::uint8_t(placement::kReadMostly),
