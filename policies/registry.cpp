@@ -29,6 +29,9 @@ const std::vector<PartInfo<PlacementRule>>& placement_rules() {
        "version=current|2025-07, free=SIZE, memory-required=SIZE, minimum-memory-required=SIZE, reserve-vram=SIZE, "
        "async-offload=N (2), pin=on|off, novram, dynamic-vram=off|on (on is refused: not modelled)",
        make_comfy_lowvram},
+      {"llamacpp.ngl", "llama.cpp's -ngl N: the last N slots (the output layer first) on the GPU(s), the token "
+                       "embedding on the cpu",
+       "ngl=N (all), output-first=on|off (on), ts=P0,P1,... (-ts; default: free memory)", make_llamacpp_ngl},
       {"device_map", "an explicit device map, module name -> device, as model.hf_device_map writes it",
        "file=PATH (JSON)", make_explicit_device_map},
   };

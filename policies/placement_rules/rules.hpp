@@ -15,6 +15,7 @@ std::unique_ptr<PlacementRule> make_accelerate_balanced_low_0(config::Section& o
 std::unique_ptr<PlacementRule> make_accelerate_sequential(config::Section& options);
 std::unique_ptr<PlacementRule> make_explicit_device_map(config::Section& options);
 std::unique_ptr<PlacementRule> make_comfy_lowvram(config::Section& options);
+std::unique_ptr<PlacementRule> make_llamacpp_ngl(config::Section& options);
 
 // Reads a `donor` option (cpu or cuda:N, not the compute GPU), cpu when absent.
 placement::DeviceId read_donor(config::Section& options);

@@ -40,6 +40,9 @@ const std::vector<Preset>& table() {
       {{"comfyui", "ComfyUI native partial loading (v0.19.3, --disable-dynamic-vram): its budget, largest weights "
                    "stay, offloaded weights pinned within its RAM cap and cast per use on two offload streams"},
        "comfy.lowvram", "device", "copy:host=pinned,stream"},
+      {{"llamacpp", "llama.cpp -ngl N (--placement llamacpp.ngl:ngl=N): the last layers and the output on the GPU, "
+                    "the rest and the token embedding on the CPU, where they run (llama.cpp's own runtime not yet)"},
+       "llamacpp.ngl", "device", "execute"},
   };
   return list;
 }
@@ -83,6 +86,7 @@ StrategySpec preset_spec(const std::string& name) {
 void apply_flags(StrategySpec& spec, const LegacyFlags& f) {
   if (f.split) spec.placement.set("split", *f.split, "--split");
   if (f.layers) spec.placement.set("layers", std::to_string(*f.layers), "--layers");
+  if (f.ngl) spec.placement.set("ngl", std::to_string(*f.ngl), "--ngl");
   if (f.offload_bytes) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.17g B", *f.offload_bytes);

@@ -23,6 +23,7 @@ StrategySpec preset_spec(const std::string& name);
 struct LegacyFlags {
   std::optional<std::string> split;
   std::optional<int> layers;
+  std::optional<int> ngl;                  // llama.cpp's -ngl
   std::optional<double> offload_bytes;   // virtual VRAM, bytes
   std::optional<std::string> donor;
   std::optional<std::string> offload_exec;  // copy | cpu

@@ -45,6 +45,7 @@ struct CommonOptions {
   std::optional<std::string> placement, memory, offload, platform;
   std::optional<std::string> split;
   std::optional<int> layers;
+  std::optional<int> ngl;
   std::optional<double> offload_gb;
   std::optional<std::string> donor;
   std::optional<std::string> offload_exec;
@@ -113,6 +114,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "[:sysmem-fallback=prefer|off]: managed memory without demand paging, VRAM overflow in system memory");
   cmd.add_option("--split", o.split, "DisTorch allocation string for bytes/ratio/fraction, e.g. \"cuda:0,80%;cpu,20%\"");
   cmd.add_option("--layers", o.layers, "layers policy: transformer layers kept on the compute GPU");
+  cmd.add_option("--ngl", o.ngl, "llamacpp policy: llama.cpp's -ngl, the slots (layers + output) on the GPU(s)")
+      ->check(CLI::Range(0, 100000));
   cmd.add_option("--offload-gb", o.offload_gb,
                  "bytes/ratio/fraction: DisTorch's virtual VRAM, this many GB (1e9 bytes) off the compute GPU to the "
                  "donor (the node's default: 4 GiB)")
@@ -171,6 +174,7 @@ strategy::StrategySpec strategy_spec(const CommonOptions& o) {
   strategy::LegacyFlags f;
   f.split = o.split;
   f.layers = o.layers;
+  f.ngl = o.ngl;
   if (o.offload_gb) f.offload_bytes = *o.offload_gb * 1e9;
   f.donor = o.donor;
   f.offload_exec = o.offload_exec;

@@ -1,0 +1,92 @@
+// llama.cpp's -ngl placement (policies/placement_rules/llamacpp_ngl.cpp) against hand-worked cases of the
+// formula in llama_model::load_tensors: Qwen3-8B has 36 repeating layers, so 37 slots with the output.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "hardware/profile_loader.hpp"
+#include "policies/strategy/part_spec.hpp"
+#include "policies/strategy/strategy.hpp"
+#include "support/model_headers.hpp"
+
+namespace tiersim::strategy {
+namespace {
+
+placement::Placement ngl(const std::string& options, const std::string& hw = "rtx4090") {
+  StrategySpec spec;
+  spec.placement = PartSpec::parse("llamacpp.ngl" + (options.empty() ? "" : ":" + options), "--placement");
+  spec.offload = PartSpec::parse("execute", "--offload");
+  spec.custom = true;
+  return compose(testing::model_header("qwen3-8b"), hw::resolve_profile(hw), spec);
+}
+
+// The device of every decoder layer 0..35 and of the output slot (36), and where the embedding is.
+std::vector<placement::DeviceId> slots(const placement::Placement& p, placement::DeviceId* embedding = nullptr) {
+  const auto& h = testing::model_header("qwen3-8b");
+  std::vector<placement::DeviceId> out(37, -99);
+  for (const auto& t : h.tensors) {
+    if (t.kind != trace::TensorKind::Weight) continue;
+    if (t.layer < 0) {
+      if (embedding) *embedding = p.device[t.id];
+      continue;
+    }
+    if (out[t.layer] == -99) out[t.layer] = p.device[t.id];
+    EXPECT_EQ(out[t.layer], p.device[t.id]) << t.name << ": a layer is placed whole";
+  }
+  return out;
+}
+
+std::vector<placement::DeviceId> expect(int cpu_until, placement::DeviceId gpu = 0) {
+  std::vector<placement::DeviceId> v(37, gpu);
+  for (int i = 0; i < cpu_until; ++i) v[i] = placement::kCpu;
+  return v;
+}
+
+TEST(LlamaCppNgl, TheLastSlotsGoToTheGpuTheOutputFirstAndTheEmbeddingStaysOnTheCpu) {
+  using placement::kCpu;
+  placement::DeviceId embedding = 0;
+  EXPECT_EQ(slots(ngl("ngl=0"), &embedding), expect(37));
+  EXPECT_EQ(embedding, kCpu);
+  EXPECT_EQ(slots(ngl("ngl=1")), expect(36));            // only the output layer
+  EXPECT_EQ(slots(ngl("ngl=10")), expect(27));           // layers 27..35 + output
+  EXPECT_EQ(slots(ngl("ngl=37"), &embedding), expect(0));
+  EXPECT_EQ(embedding, kCpu);                            // even with everything offloaded
+  EXPECT_EQ(slots(ngl("ngl=999")), expect(0));
+  EXPECT_EQ(slots(ngl("")), expect(0));                  // default: every layer
+  // Before PR #18148 the output layer was the last slot to be offloaded.
+  auto old1 = expect(37);
+  old1[35] = 0;
+  EXPECT_EQ(slots(ngl("ngl=1,output-first=off")), old1);
+  auto old10 = expect(26);
+  old10[36] = kCpu;
+  EXPECT_EQ(slots(ngl("ngl=10,output-first=off")), old10);
+  EXPECT_EQ(slots(ngl("ngl=37,output-first=off")), expect(0));
+}
+
+TEST(LlamaCppNgl, TensorSplitPutsLayersOnEachGpuByCumulativeProportions) {
+  // splits (0.5, 1): slot il on cuda:0 while il/37 < 0.5, i.e. il <= 18; (0.75, 1): il <= 27.
+  auto even = expect(0, 1);
+  for (int i = 0; i <= 18; ++i) even[i] = 0;
+  EXPECT_EQ(slots(ngl("ts=1/1", "rtx3090x2-nvlink")), even);
+  EXPECT_EQ(slots(ngl("", "rtx3090x2-nvlink")), even);  // default: equal free memory
+  auto three_one = expect(0, 1);
+  for (int i = 0; i <= 27; ++i) three_one[i] = 0;
+  EXPECT_EQ(slots(ngl("ts=3/1", "rtx3090x2-nvlink")), three_one);
+  // Layers on cuda:1 run there (a pipeline), those on the CPU run on the CPU.
+  const auto p = ngl("ngl=20,ts=1/1", "rtx3090x2-nvlink");
+  EXPECT_TRUE(placement::has_pipeline(p));
+}
+
+TEST(LlamaCppNgl, BadOptionsNameTheirKey) {
+  for (const std::string bad : {"ngl=-1", "output-first=maybe", "ts=1/x", "ts=0/0"}) {
+    try {
+      ngl(bad);
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad.substr(0, bad.find('='))), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(ngl("ts=1/1/1", "rtx3090x2-nvlink"), InputError);  // three proportions, two GPUs
+}
+
+}  // namespace
+}  // namespace tiersim::strategy
