@@ -1,5 +1,7 @@
 #include "policies/platforms/sysmem_fallback.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/units.hpp"
@@ -22,6 +24,12 @@ void spill_to_system_memory(const trace::Header& header, const hw::HardwareProfi
         used += bytes;
         continue;
       }
+      // The activation workspace is many allocations in a run: those made while VRAM had room stay
+      // there (its start, where a step's first and, in decode, only activations are), the rest fall back.
+      // Whole 2 MiB blocks (the unit the driver model tracks), so that both engines agree on it.
+      const double block = hw.managed_memory ? hw.managed_memory->va_block : 2.0 * 1048576;
+      const double prefix =
+          kind == trace::TensorKind::Activation ? std::floor(std::max(0.0, free_vram - used) / block) * block : 0.0;
       if (!p.managed.enabled) {
         p.managed.enabled = true;
         p.managed.managed.assign(header.tensors.size(), false);
@@ -31,7 +39,12 @@ void spill_to_system_memory(const trace::Header& header, const hw::HardwareProfi
       p.managed.advice[t.id] = placement::kPreferCpu | placement::kAccessedByGpu | placement::kSysmemFallback;
       p.path[t.id] = placement::Path::Managed;
       p.device[t.id] = placement::kCpu;
-      (kind == trace::TensorKind::Weight ? spilled.weights : kind == trace::TensorKind::KvCache ? spilled.kv : spilled.activations) += bytes;
+      if (prefix > 0) {
+        if (p.managed.vram_prefix.empty()) p.managed.vram_prefix.assign(header.tensors.size(), 0.0);
+        p.managed.vram_prefix[t.id] = prefix;
+        used += prefix;
+      }
+      (kind == trace::TensorKind::Weight ? spilled.weights : kind == trace::TensorKind::KvCache ? spilled.kv : spilled.activations) += bytes - prefix;
       ++count;
     }
   }

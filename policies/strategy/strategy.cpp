@@ -161,8 +161,7 @@ placement::Placement compose(const trace::Header& header, const hw::HardwareProf
   }
   placement::Placement p = composer.complete(homes, resolved, true);
   if (p.managed.enabled) {
-    const double sysmem = placement::sysmem_usage(header, p).total();
-    const double footprint = placement::managed_usage(header, p).total() - sysmem;
+    const double footprint = placement::paged_managed_usage(header, p).total();
     for (std::size_t i = 0; i < p.path.size(); ++i)
       if (p.path[i] == placement::Path::Execute)
         throw InputError("", 0, footprint > 0 ? memory_flag : "--platform",

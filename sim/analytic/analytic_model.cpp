@@ -56,8 +56,12 @@ class SteadyStateManaged {
       const double bytes = static_cast<double>(m.bytes);
       const auto blocks = static_cast<std::uint32_t>(std::ceil(bytes / spec_.va_block));
       if (advice & (placement::kPreferCpu | placement::kAccessedByGpu)) {
-        cost.remote_bytes += bytes;
-        if (m.reread > 0 && spec_.gemv_remote_input_bandwidth > 0) cost.remote_input_bytes += static_cast<double>(m.reread);
+        // Accesses start at the tensor's start; a sysmem-fallback prefix there is in VRAM.
+        const double remote = std::max(0.0, bytes - placement::vram_prefix_of(placement_, m.tensor));
+        if (remote <= 0) continue;
+        cost.remote_bytes += remote;
+        if (m.reread > 0 && spec_.gemv_remote_input_bandwidth > 0)
+          cost.remote_input_bytes += static_cast<double>(m.reread) * remote / bytes;
         if (cold_ && !(advice & placement::kAccessedByGpu)) cost.mapping_faults += blocks;
         continue;
       }

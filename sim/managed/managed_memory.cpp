@@ -60,6 +60,12 @@ ManagedMemory::ManagedMemory(const hw::ManagedMemorySpec& spec, const trace::Hea
       blocks_[b].advice |= placement.managed.advice[t.id];
       if (blocks_[b].advice & placement::kAccessedByGpu) blocks_[b].mapped = true;
     }
+    // A sysmem-fallback tensor's VRAM-resident start: device memory, never migrated or evicted (no
+    // FIFO entry, not counted as managed residency); its accesses are local.
+    const double prefix = placement::vram_prefix_of(placement, t.id);
+    for (std::size_t b = static_cast<std::size_t>(first); prefix > 0 && b < last; ++b)
+      if ((static_cast<double>(b + 1) * spec.va_block) - (static_cast<double>(first) * spec.va_block + offset_in_block_[t.id]) <= prefix)
+        blocks_[b].where = Where::Gpu;
   }
   if (blocks_.size() > UINT32_MAX) throw std::length_error("managed footprint too large");
 }

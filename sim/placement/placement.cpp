@@ -40,8 +40,10 @@ const char* to_string(HostMemory m) { return m == HostMemory::Pinned ? "pinned" 
 DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d) {
   DeviceUsage u;
   for (const auto& t : header.tensors) {
-    if (p.device[t.id] != d || p.path[t.id] == Path::Managed) continue;
-    const double b = static_cast<double>(t.bytes);
+    // A sysmem-fallback tensor's VRAM-resident prefix is on the compute GPU.
+    const double prefix = d == kComputeGpu ? vram_prefix_of(p, t.id) : 0.0;
+    if ((p.device[t.id] != d || p.path[t.id] == Path::Managed) && prefix <= 0) continue;
+    const double b = prefix > 0 ? prefix : static_cast<double>(t.bytes);
     if (t.kind == trace::TensorKind::Weight) u.weights += b;
     else if (t.kind == trace::TensorKind::KvCache) u.kv += b;
     else u.activations += b;
@@ -51,13 +53,16 @@ DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d
 
 namespace {
 
-DeviceUsage managed_bytes(const trace::Header& header, const Placement& p, bool sysmem_only) {
+enum class Which { All, Sysmem, Paged };
+
+DeviceUsage managed_bytes(const trace::Header& header, const Placement& p, Which which) {
   DeviceUsage u;
   if (!p.managed.enabled) return u;
   for (const auto& t : header.tensors) {
     if (!p.managed.managed[t.id]) continue;
-    if (sysmem_only && !(p.managed.advice[t.id] & kSysmemFallback)) continue;
-    const double b = static_cast<double>(t.bytes);
+    const bool sysmem = (p.managed.advice[t.id] & kSysmemFallback) != 0;
+    if ((which == Which::Sysmem && !sysmem) || (which == Which::Paged && sysmem)) continue;
+    const double b = static_cast<double>(t.bytes) - (which == Which::Sysmem ? vram_prefix_of(p, t.id) : 0.0);
     if (t.kind == trace::TensorKind::Weight) u.weights += b;
     else if (t.kind == trace::TensorKind::KvCache) u.kv += b;
     else u.activations += b;
@@ -67,8 +72,11 @@ DeviceUsage managed_bytes(const trace::Header& header, const Placement& p, bool 
 
 }  // namespace
 
-DeviceUsage managed_usage(const trace::Header& header, const Placement& p) { return managed_bytes(header, p, false); }
-DeviceUsage sysmem_usage(const trace::Header& header, const Placement& p) { return managed_bytes(header, p, true); }
+DeviceUsage managed_usage(const trace::Header& header, const Placement& p) { return managed_bytes(header, p, Which::All); }
+DeviceUsage sysmem_usage(const trace::Header& header, const Placement& p) { return managed_bytes(header, p, Which::Sysmem); }
+DeviceUsage paged_managed_usage(const trace::Header& header, const Placement& p) {
+  return managed_bytes(header, p, Which::Paged);
+}
 
 double weight_bytes(const trace::Header& header) {
   double total = 0;

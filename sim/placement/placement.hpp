@@ -63,6 +63,10 @@ struct ManagedSpec {
   // false on Windows and WSL2 (no concurrentManagedAccess): no GPU page faults; managed data the GPU
   // uses is migrated whole when a kernel is launched, and the footprint cannot exceed GPU memory.
   bool demand_paging = true;
+  // By tensor id (empty: none): bytes at the start of a sysmem-fallback tensor that stayed in VRAM (the
+  // activation workspace is one tensor in a trace, but many allocations in a run: those made while VRAM
+  // had room stay there, the rest fall back). Accesses within the prefix are local.
+  std::vector<double> vram_prefix;
 };
 
 struct Placement {
@@ -91,8 +95,15 @@ struct DeviceUsage {
 DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d);
 // Bytes of managed tensors (resident wherever the driver puts them), sysmem-fallback tensors included.
 DeviceUsage managed_usage(const trace::Header& header, const Placement& p);
-// Bytes of the device allocations placed in shared system memory by the sysmem fallback.
+// Bytes of the device allocations placed in shared system memory by the sysmem fallback (their
+// VRAM-resident prefixes not counted).
 DeviceUsage sysmem_usage(const trace::Header& header, const Placement& p);
+// Bytes of the managed tensors the driver pages (the memory kind's; sysmem-fallback tensors excluded).
+DeviceUsage paged_managed_usage(const trace::Header& header, const Placement& p);
+// A sysmem-fallback tensor's bytes that stayed in VRAM (0 for any other tensor).
+inline double vram_prefix_of(const Placement& p, std::uint32_t tensor) {
+  return p.managed.vram_prefix.empty() ? 0.0 : p.managed.vram_prefix[tensor];
+}
 double weight_bytes(const trace::Header& header);
 double offloaded_weight_bytes(const trace::Header& header, const Placement& p);  // weights not on cuda:0
 // The activation workspace a GPU other than the compute GPU needs when it runs layers (0 otherwise).

@@ -49,10 +49,7 @@ void write_console(std::ostream& out, const Context& c) {
   if (s.d2h_bytes_per_step > 0) line(("D2H per " + step).c_str(), units::format_bytes(s.d2h_bytes_per_step));
   if (s.remote_read_bytes_per_step > 0) line("remote reads per step", units::format_bytes(s.remote_read_bytes_per_step));
   const auto sysmem = placement::sysmem_usage(h, *c.placement);
-  auto managed = placement::managed_usage(h, *c.placement);
-  managed.weights -= sysmem.weights;
-  managed.kv -= sysmem.kv;
-  managed.activations -= sysmem.activations;
+  const auto managed = placement::paged_managed_usage(h, *c.placement);
   if (c.result->managed.enabled && managed.total() > 0) {
     const auto& m = c.result->managed;
     line("managed: per step", std::to_string(s.faulted_blocks_per_step) + " blocks faulted, " +

@@ -80,9 +80,10 @@ void write_json(std::ostream& out, const Context& c) {
     j["sysmem_fallback"] = {{"weights_bytes", whole(u.weights)}, {"kv_cache_bytes", whole(u.kv)},
                             {"activations_bytes", whole(u.activations)}, {"total_bytes", whole(sysmem)}};
   }
-  if (c.result->managed.enabled && placement::managed_usage(h, *c.placement).total() > sysmem) {
+  const double paged = placement::paged_managed_usage(h, *c.placement).total();
+  if (c.result->managed.enabled && paged > 0) {
     const auto& m = c.result->managed;
-    j["managed_memory"] = {{"footprint_bytes", whole(placement::managed_usage(h, *c.placement).total() - sysmem)},
+    j["managed_memory"] = {{"footprint_bytes", whole(paged)},
                            {"gpu_capacity_bytes", whole(placement::managed_gpu_capacity(h, hw, *c.placement))},
                            {"faulted_blocks_per_step", s.faulted_blocks_per_step},
                            {"evicted_blocks_per_step", s.evicted_blocks_per_step},

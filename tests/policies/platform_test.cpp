@@ -7,7 +7,11 @@
 #include "policies/strategy/parts.hpp"
 #include "policies/strategy/presets.hpp"
 #include "policies/strategy/strategy.hpp"
+#include "model/model_config.hpp"
+#include "model/trace_generator.hpp"
 #include "support/model_headers.hpp"
+
+#include <cmath>
 
 namespace tiersim::strategy {
 namespace {
@@ -138,6 +142,35 @@ TEST(ManagedAdvice, TheSeedsAllocatorAdvisesEveryAllocationNotOnlyTheWeights) {
   }
   all.memory.set("advise", "some", "--memory");
   EXPECT_THROW(compose(h, hw, all), InputError);
+}
+
+}  // namespace
+}  // namespace tiersim::strategy
+
+namespace tiersim::strategy {
+namespace {
+
+TEST(SysmemFallback, TheActivationsKeepTheWholeBlocksOfVramStillFreeAtTheirStart) {
+  const auto config = model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-14b.json");
+  model::GenerationOptions g;
+  g.prompt_tokens = 512;  // sim's defaults: with them one 2 MiB block of VRAM is left for activations
+  g.decode_tokens = 128;
+  model::LlmTraceGenerator gen(config, g);
+  const auto& h = gen.header();
+  const auto hw = hw::resolve_profile("rtx4090");
+  const auto p = compose(h, hw, on("resident", "windows"));
+  std::uint32_t act = 0;
+  for (const auto& t : h.tensors)
+    if (t.kind == trace::TensorKind::Activation) act = t.id;
+  ASSERT_TRUE(in_sysmem(p, act));
+  const double prefix = placement::vram_prefix_of(p, act);
+  const double block = hw.managed_memory->va_block;
+  EXPECT_GT(prefix, 0);
+  EXPECT_EQ(std::fmod(prefix, block), 0.0);
+  // On cuda:0 it is device memory; what spilled is the rest; VRAM is not overfilled.
+  EXPECT_NEAR(placement::sysmem_usage(h, p).activations, static_cast<double>(h.tensors[act].bytes) - prefix, 1.0);
+  EXPECT_NEAR(placement::usage_on(h, p, placement::kComputeGpu).activations, prefix, 1.0);
+  EXPECT_LE(placement::usage_on(h, p, placement::kComputeGpu).total(), hw.gpu.memory - hw.gpu.reserved);
 }
 
 }  // namespace
