@@ -217,6 +217,8 @@ class AccelerateDeviceMap final : public PlacementRule {
       const std::size_t eq = entry.find('=');
       if (eq == std::string::npos) o.fail("max_memory", "entries are DEVICE=SIZE separated by ';' (0=20GiB;cpu=64GiB), got '" + entry + "'");
       const std::string dev = entry.substr(0, eq);
+      if (dev == "disk")
+        o.fail("max_memory", "'disk' has no budget in accelerate's walk (whatever no device holds goes there); leave it out");
       placement::DeviceId d = placement::kCpu;
       try {
         d = dev == "cpu" ? placement::kCpu : placement::parse_device(dev.rfind("cuda:", 0) == 0 ? dev : "cuda:" + dev);

@@ -102,7 +102,17 @@ class ComfyLowVram final : public PlacementRule {
       p.copy.stream = false;
       resolved.emplace_back("casts", "on the compute stream (--disable-async-offload)");
     }
-    if (mid_2025_ || p.copy.host_memory != placement::HostMemory::Pinned) return;
+    if (p.copy.stream) p.copy.streams = streams();
+    if (mid_2025_) {
+      // That ComfyUI cast on the compute stream from pageable memory: its runtime, whatever the path said.
+      if (p.copy.stream || p.copy.host_memory == placement::HostMemory::Pinned)
+        resolved.emplace_back("casts", "on the compute stream from pageable memory (ComfyUI 2025-07: no offload "
+                                       "streams, no pinning)");
+      p.copy.stream = false;
+      p.copy.host_memory = placement::HostMemory::Pageable;
+      return;
+    }
+    if (p.copy.host_memory != placement::HostMemory::Pinned) return;
     // Pinning in load-list order within ComfyUI's RAM budget; what misses stays pageable.
     const double cap = !pin_ ? -1 : (platform == "windows" ? 0.4 : 0.9) * hw.host.memory;
     double pinned = 0, pageable = 0;
@@ -128,6 +138,9 @@ class ComfyLowVram final : public PlacementRule {
   // comfy/model_management.py load_models_gpu (and partially_load's full_load), for one model on an
   // otherwise empty GPU.
   double load_budget(const trace::Header& header, const hw::HardwareProfile& hw, bool windows, Resolved& resolved) const {
+    if (free_ && *free_ > hw.gpu.memory)
+      throw InputError("", 0, "free", units::format_bytes(*free_) + " of free VRAM is more than the " +
+                                          units::format_bytes(hw.gpu.memory) + " of '" + hw.name + "'");
     const double free = free_.value_or(hw.gpu.memory - hw.gpu.reserved);
     double reserve = 400 * kMiB;
     if (windows) reserve = 600 * kMiB + (hw.gpu.memory > 15 * 1024 * kMiB ? 100 * kMiB : 0);

@@ -43,7 +43,9 @@ class SteadyStateManaged {
   SteadyStateManaged(const hw::HardwareProfile& hw, const placement::Placement& placement, const trace::Header& header)
       : spec_(*hw.managed_memory), placement_(placement), header_(header) {
     managed::ManagedMemory layout(spec_, header, placement, placement::managed_gpu_capacity(header, hw, placement));
-    fits_ = layout.footprint_blocks() <= layout.capacity_blocks();
+    // Without demand paging the strategy has refused a footprint past GPU memory (in bytes; the block
+    // count also has each tensor's padding), so it fits.
+    fits_ = !placement.managed.demand_paging || layout.footprint_blocks() <= layout.capacity_blocks();
     capacity_bytes_ = static_cast<double>(layout.capacity_blocks()) * spec_.va_block;
   }
   double capacity_bytes() const { return capacity_bytes_; }

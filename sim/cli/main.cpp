@@ -98,14 +98,14 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--set", o.sets,
                  "override a profile key, validated like the file: gpu.memory=\"48 GiB\", host_link.width=8, "
                  "runtime.per_launch=\"8 us\"; or take a whole section (gpu, host, host_link, peer_link, "
-                 "managed_memory) from another profile: host=h200 (repeatable)");
+                 "managed_memory, disk) from another profile: host=h200 (repeatable)");
   cmd.add_option("--policy", o.policy, "a preset strategy (sim policies); parts given below replace its parts");
   cmd.add_option("--placement", o.placement,
-                 "placement rule, NAME[:OPTION,...]: all-gpu, distorch.bytes|ratio|fraction, layers, "
-                 "accelerate.auto|balanced|balanced_low_0|sequential, device_map:file=PATH (sim parts)");
+                 "placement rule, NAME[:OPTION,...]: all-gpu, distorch.bytes|ratio|fraction, comfy.lowvram, layers, "
+                 "llamacpp.ngl, accelerate.auto|balanced|balanced_low_0|sequential, device_map:file=PATH (sim parts)");
   cmd.add_option("--memory", o.memory,
                  "memory kind, NAME[:OPTION,...]: device, or managed[:prefer-cpu,accessed-by,read-mostly,"
-                 "scope=all|weights|offloaded,allocator=caching|per-tensor,prefetch=N]");
+                 "scope=all|weights|offloaded,allocator=caching|per-tensor,prefetch=N,advise=weights|all]");
   cmd.add_option("--offload", o.offload,
                  "offload path, NAME[:OPTION,...]: copy[:pinned|pageable,prefetch=N,stream,sync,peer=copy|execute] "
                  "or execute (layers run where their weights are: CPU or another GPU)");

@@ -39,6 +39,8 @@ struct CopyOptions {
   // On demand, on a copy stream rather than the compute stream: the copy for the next module can run
   // while the current one computes (ComfyUI's offload streams, cast_bias_weight), no look-ahead.
   bool stream = false;
+  // With `stream`: offload streams taken in turn; a cast waits for the one this many back to be used.
+  int streams = 2;
 };
 
 // cudaMemAdvise hints on a managed tensor (bit flags, as the driver combines them).

@@ -134,12 +134,12 @@ void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch)
 }
 
 void StepPlanner::await_offload_stream(StepPlan& out, std::uint32_t tensor) {
-  // ComfyUI's casts round-robin over two offload streams, and a stream waits for the compute stream
-  // after each cast's op: the cast two back must be used (released) before this one's copy can run, so
-  // at most two casts are staged. A copy that holds the host until done (pageable, sync) never gets
+  // ComfyUI's casts round-robin over its offload streams (two by default: copy.streams), and a stream
+  // waits for the compute stream after each cast's op: the cast that many back must be used (released)
+  // before this one's copy can run, so at most that many casts are staged. A copy that holds the host until done (pageable, sync) never gets
   // that far ahead; a non-blocking one (pinned) would, so the host waits for that release here (the
   // GPU timeline is the same: the copy could not have started earlier).
-  constexpr std::size_t kOffloadStreams = 2;
+  const auto kOffloadStreams = static_cast<std::size_t>(std::max(1, placement_.copy.streams));
   const bool host_waits = copy_blocks_host(placement_.device[tensor], tensor) || placement_.copy.sync;
   if (!host_waits && stream_copies_.size() >= kOffloadStreams) {
     const std::uint32_t older = stream_copies_[stream_copies_.size() - kOffloadStreams];

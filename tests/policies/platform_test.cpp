@@ -12,6 +12,7 @@
 #include "support/model_headers.hpp"
 
 #include <cmath>
+#include <functional>
 
 namespace tiersim::strategy {
 namespace {
@@ -171,6 +172,61 @@ TEST(SysmemFallback, TheActivationsKeepTheWholeBlocksOfVramStillFreeAtTheirStart
   EXPECT_NEAR(placement::sysmem_usage(h, p).activations, static_cast<double>(h.tensors[act].bytes) - prefix, 1.0);
   EXPECT_NEAR(placement::usage_on(h, p, placement::kComputeGpu).activations, prefix, 1.0);
   EXPECT_LE(placement::usage_on(h, p, placement::kComputeGpu).total(), hw.gpu.memory - hw.gpu.reserved);
+}
+
+}  // namespace
+}  // namespace tiersim::strategy
+
+namespace tiersim::strategy {
+namespace {
+
+std::string key_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.key();
+  }
+  return "(no error)";
+}
+
+TEST(NewErrorPaths, EachNamesTheFlagOrOptionAtFault) {
+  const auto hw = hw::resolve_profile("rtx4090");
+  // Weights on disk cannot execute there.
+  StrategySpec disk_exec = preset_spec("accelerate");
+  disk_exec.offload = PartSpec::parse("execute", "--offload");
+  EXPECT_EQ(key_of([&] { compose(testing::model_header("llama-3.1-70b"), hw, disk_exec); }), "--offload");
+  // The sysmem fallback with layers executed on another GPU is not modelled.
+  StrategySpec pipe;
+  pipe.placement = PartSpec::parse("layers:layers=30,donor=cuda:1", "--placement");
+  pipe.offload = PartSpec::parse("execute", "--offload");
+  pipe.platform = PartSpec::parse("windows", "--platform");
+  pipe.custom = true;
+  auto two = hw::resolve_profile("rtx3090x2-pcie");
+  two.gpu.memory = 12.0 * (1 << 30);  // the first GPU overflows
+  EXPECT_EQ(key_of([&] { compose(testing::model_header("qwen3-14b"), two, pipe); }), "--platform");
+  // accelerate's max_memory has no disk budget.
+  StrategySpec acc = preset_spec("accelerate");
+  acc.placement.set("max_memory", "0=10GiB;disk=1GiB", "--placement");
+  EXPECT_EQ(key_of([&] { compose(testing::model_header("qwen3-8b"), hw, acc); }), "--placement");
+}
+
+TEST(ComfyUiRuntime, StreamsAndTheOlderVersionReachTheCopyPath) {
+  const auto& h = testing::model_header("qwen3-14b");
+  const auto hw = hw::resolve_profile("rtx4090");
+  StrategySpec spec = preset_spec("comfyui");
+  EXPECT_EQ(compose(h, hw, spec).copy.streams, 2);
+  spec.placement.set("async-offload", "4", "--placement");
+  EXPECT_EQ(compose(h, hw, spec).copy.streams, 4);
+  StrategySpec old = preset_spec("comfyui");
+  old.placement.set("version", "2025-07", "--placement");
+  const auto p = compose(h, hw, old);
+  EXPECT_FALSE(p.copy.stream);
+  EXPECT_EQ(p.copy.host_memory, placement::HostMemory::Pageable);
+  old.placement.set("pin", "off", "--placement");
+  EXPECT_EQ(key_of([&] { compose(h, hw, old); }), "--placement");
+  StrategySpec too_much = preset_spec("comfyui");
+  too_much.placement.set("free", "100 GiB", "--placement");
+  EXPECT_EQ(key_of([&] { compose(h, hw, too_much); }), "--placement");
 }
 
 }  // namespace
