@@ -55,10 +55,11 @@ import json
 import logging
 import os
 import platform
-import subprocess
 import sys
-import tempfile
 import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from distorch_allocations import tensors_of  # noqa: E402  (tiersim's weights, in its order)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
@@ -306,19 +307,6 @@ def build_model(weights, torch, cast_op):
         parent.add(parts[-1], leaf)
         leaves.append((name, leaf))
     return root, leaves
-
-
-def tensors_of(model):
-    """(name, bytes) of every weight of the model, in tiersim's order (as distorch_allocations.py)."""
-    with tempfile.NamedTemporaryFile(suffix=".trace") as f:
-        subprocess.run([SIM, "gen", "--model", os.path.join(ROOT, "traces", "models", model + ".json"), "--prompt", "0",
-                        "--decode", "1", "-o", f.name], check=True, capture_output=True)
-        out = []
-        for line in open(f.name):
-            parts = line.split()
-            if parts[:1] == ["tensor"] and parts[2] == "weight":
-                out.append((parts[5], int(parts[3])))
-        return out
 
 
 # ---------------------------------------------------------------------------------------------- loading ComfyUI

@@ -71,15 +71,10 @@ class ComfyLowVram final : public PlacementRule {
       pin_ = v == "on";
     }
     if (o.has("novram")) novram_ = o.flag("novram");
-    if (o.has("dynamic-vram")) {
-      const std::string v = o.text("dynamic-vram");
-      if (v != "on" && v != "off") o.fail("dynamic-vram", "must be 'on' or 'off', not '" + v + "'");
-      if (v == "on")
-        o.fail("dynamic-vram",
-               "ComfyUI's dynamic VRAM (its default since 2026-02-28 on NVIDIA outside WSL) places weights at run "
-               "time by memory pressure and is not modelled: start ComfyUI with --disable-dynamic-vram and use "
-               "dynamic-vram=off (DisTorch2 splits need --disable-dynamic-vram too: ComfyUI-MultiGPU#191)");
-    }
+    refuse_dynamic_vram(o, "ComfyUI's dynamic VRAM (its default since 2026-02-28 on NVIDIA outside WSL) places "
+                           "weights at run time by memory pressure and is not modelled: start ComfyUI with "
+                           "--disable-dynamic-vram and use dynamic-vram=off (DisTorch2 splits need "
+                           "--disable-dynamic-vram too: ComfyUI-MultiGPU#191)");
     if (mid_2025_ && (o.has("async-offload") || o.has("pin")))
       o.fail(o.has("pin") ? "pin" : "async-offload", "version 2025-07 has no offload streams or pinning");
   }

@@ -36,15 +36,9 @@ class DisTorchSplit final : public PlacementRule {
     if (o.has("offload")) offload_ = o.bytes("offload", true);
     if (o.has("donor")) donor_ = read_donor(o);
     if (o.has("text_encoder")) blocks_.text_encoder = o.flag("text_encoder");
-    if (o.has("dynamic-vram")) {
-      const std::string v = o.text("dynamic-vram");
-      if (v != "on" && v != "off") o.fail("dynamic-vram", "must be 'on' or 'off', not '" + v + "'");
-      if (v == "on")
-        o.fail("dynamic-vram",
-               "under ComfyUI's dynamic VRAM (its default since 2026-02-28 on NVIDIA outside WSL) DisTorch2's split "
-               "does not apply (ComfyUI-MultiGPU#191) and the run-time placement is not modelled: start ComfyUI with "
-               "--disable-dynamic-vram and use dynamic-vram=off");
-    }
+    refuse_dynamic_vram(o, "under ComfyUI's dynamic VRAM (its default since 2026-02-28 on NVIDIA outside WSL) "
+                           "DisTorch2's split does not apply (ComfyUI-MultiGPU#191) and the run-time placement is not "
+                           "modelled: start ComfyUI with --disable-dynamic-vram and use dynamic-vram=off");
     if (split_ && offload_) o.fail("offload", "give either a split or an amount to offload, not both");
     if (split_ && donor_) o.fail("donor", "with a split the devices are named in the allocation string");
     if (split_) policies::parse_split(*split_, mode_);  // a bad string is an error before anything runs
@@ -107,6 +101,13 @@ void check_on_machine(placement::DeviceId d, const hw::HardwareProfile& hw, cons
   if (d >= hw.gpu.count)
     throw InputError(file, 0, key, placement::device_name(d) + " is not on '" + hw.name + "' (" +
                                        std::to_string(hw.gpu.count) + " GPU(s))");
+}
+
+void refuse_dynamic_vram(config::Section& o, const std::string& why_not) {
+  if (!o.has("dynamic-vram")) return;
+  const std::string v = o.text("dynamic-vram");
+  if (v != "on" && v != "off") o.fail("dynamic-vram", "must be 'on' or 'off', not '" + v + "'");
+  if (v == "on") o.fail("dynamic-vram", why_not);
 }
 
 placement::DeviceId read_donor(config::Section& o) {

@@ -20,6 +20,10 @@ std::unique_ptr<PlacementRule> make_llamacpp_ngl(config::Section& options);
 // Reads a `donor` option (cpu or cuda:N, not the compute GPU), cpu when absent.
 placement::DeviceId read_donor(config::Section& options);
 
+// Reads a `dynamic-vram=off|on` option of a ComfyUI rule: `on` (current ComfyUI's default: weights placed
+// at run time by memory pressure) is not modelled and refused with `why_not`, which names the flag.
+void refuse_dynamic_vram(config::Section& options, const std::string& why_not);
+
 // The message for a device the machine does not have (InputError naming `key`, `file` when given).
 void check_on_machine(placement::DeviceId d, const hw::HardwareProfile& hw, const std::string& key,
                       const std::string& file = "");
