@@ -76,7 +76,7 @@ CLI::Validator number_in(double lo, double hi, const std::string& what, bool who
 }
 
 void add_generation_options(CLI::App& cmd, CommonOptions& o) {
-  cmd.add_option("--dtype", o.dtype, "weight format when generating: fp32, bf16, fp16, fp8, int8, q4")->capture_default_str();
+  cmd.add_option("--dtype", o.dtype, "weight format when generating: fp32, bf16, fp16, fp8, int8, q4, or a GGUF file type (Q4_K_M, Q8_0, ...)")->capture_default_str();
   cmd.add_option("--batch", o.batch, "sequences decoded together")
       ->capture_default_str()
       ->check(number_in(1, 65536, "sequences", true));
@@ -148,7 +148,7 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
   spec.trace_path = o.trace;
   spec.model_path = o.model;
   try {
-    spec.generation.dtype = model::parse_weight_dtype(o.dtype);
+    model::set_dtype(spec.generation, o.dtype);
   } catch (const std::invalid_argument& e) {
     throw InputError("", 0, "--dtype", e.what());
   }

@@ -63,7 +63,7 @@ ordered_json inputs_to_json(const RunInputs& in) {
   } else {
     trace["model"] = in.trace.model_path;
     trace["fnv1a64"] = file_digest(in.trace.model_path);
-    trace["dtype"] = model::to_string(in.trace.generation.dtype);
+    trace["dtype"] = model::dtype_name(in.trace.generation);
     trace["batch"] = in.trace.generation.batch;
     trace["prompt"] = in.trace.generation.prompt_tokens;
     trace["decode"] = in.trace.generation.decode_tokens;
@@ -105,7 +105,7 @@ RunInputs inputs_from_config(const std::string& path) {
       if (file_digest(r.trace.model_path) != t.text("fnv1a64"))
         t.fail("fnv1a64", "the model '" + r.trace.model_path + "' is not the file this result was computed from");
       try {
-        r.trace.generation.dtype = model::parse_weight_dtype(t.text("dtype"));
+        model::set_dtype(r.trace.generation, t.text("dtype"));
       } catch (const std::invalid_argument& e) {
         t.fail("dtype", e.what());
       }

@@ -303,6 +303,7 @@ const char* to_string(WeightDtype d) {
     case WeightDtype::Fp8: return "fp8";
     case WeightDtype::Int8: return "int8";
     case WeightDtype::Q4: return "q4";
+    case WeightDtype::Gguf: return "gguf";
   }
   return "?";
 }
@@ -315,11 +316,12 @@ double weight_bits(WeightDtype d) {
     case WeightDtype::Fp8:
     case WeightDtype::Int8: return 8.0;
     case WeightDtype::Q4: return 4.5;  // 4-bit values + one fp16 scale per 32 (GGUF Q4_0 layout)
+    case WeightDtype::Gguf: return 4.5;  // per tensor in the generator (gguf_quant.hpp); not used for sizes
   }
   return 16.0;
 }
 
-std::uint64_t norm_bytes_per_param(WeightDtype d) { return d == WeightDtype::Fp32 ? 4 : 2; }
+std::uint64_t norm_bytes_per_param(WeightDtype d) { return d == WeightDtype::Fp32 || d == WeightDtype::Gguf ? 4 : 2; }
 std::uint64_t activation_bytes(WeightDtype d) { return d == WeightDtype::Fp32 ? 4 : 2; }
 
 const char* compute_dtype(WeightDtype d) {

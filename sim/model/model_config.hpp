@@ -7,7 +7,8 @@
 namespace tiersim::model {
 
 // Weight formats. Bits per parameter of the matrices; norms stay 16-bit (32-bit for fp32).
-enum class WeightDtype { Fp32, Bf16, Fp16, Fp8, Int8, Q4 };
+// Gguf: a llama.cpp file type (GenerationOptions::gguf names it: Q4_K_M, ...), a per-tensor mix.
+enum class WeightDtype { Fp32, Bf16, Fp16, Fp8, Int8, Q4, Gguf };
 
 struct ModelConfig {
   std::string name;

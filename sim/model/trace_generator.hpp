@@ -2,6 +2,7 @@
 // Builds the trace of a dense decoder LLM's inference (one prefill, then one decode step per new
 // token) from its ModelConfig. Steps are generated on demand, so a 10,000-step trace costs no memory.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/model_config.hpp"
@@ -11,10 +12,17 @@ namespace tiersim::model {
 
 struct GenerationOptions {
   WeightDtype dtype = WeightDtype::Bf16;
+  std::string gguf;  // with WeightDtype::Gguf: the llama.cpp file type (Q4_K_M, ...), upper case
   std::uint32_t batch = 1;
   std::uint32_t prompt_tokens = 512;   // 0: no prefill step
   std::uint32_t decode_tokens = 128;
 };
+
+// Sets the weight format from its name: fp32, bf16, fp16, fp8, int8, q4, or a GGUF file type (Q4_K_M,
+// Q8_0, ...: gguf_quant.hpp). Throws std::invalid_argument naming the known ones.
+void set_dtype(GenerationOptions& options, const std::string& name);
+// The name set_dtype reads back.
+std::string dtype_name(const GenerationOptions& options);
 
 // Kernel launches eager PyTorch issues per logical op (HF modelling code): RMSNorm runs ~6 kernels
 // (cast, pow, mean, add+rsqrt, mul, mul), rotary embedding ~8 for q and k, the gated MLP activation 2.

@@ -1,0 +1,78 @@
+// GGUF file types as llama.cpp quantises (sim/model/gguf_quant.cpp): the per-tensor mix against the rules
+// of llama_tensor_get_type_impl, and whole-file sizes against files llama.cpp wrote and published.
+#include <gtest/gtest.h>
+
+#include "model/gguf_quant.hpp"
+#include "model/model_config.hpp"
+#include "model/trace_generator.hpp"
+
+namespace tiersim::model {
+namespace {
+
+using gguf::Role;
+
+TEST(Gguf, Q4KMGivesSomeAttnVAndFfnDownLayersQ6KAndTheOutputQ6K) {
+  gguf::FileTypeFacts f;
+  f.n_layer = 36;  // use_more_bits: i < 4, i >= 31, or (i - 4) % 3 == 2
+  for (int i = 0; i < 36; ++i) {
+    const bool more = i < 4 || i >= 31 || (i - 4) % 3 == 2;
+    EXPECT_STREQ(gguf::tensor_type("Q4_K_M", Role::AttnV, i, f).name, more ? "Q6_K" : "Q4_K") << i;
+    EXPECT_STREQ(gguf::tensor_type("Q4_K_M", Role::FfnDown, i, f).name, more ? "Q6_K" : "Q4_K") << i;
+    EXPECT_STREQ(gguf::tensor_type("Q4_K_M", Role::AttnQ, i, f).name, "Q4_K") << i;
+  }
+  EXPECT_STREQ(gguf::tensor_type("Q4_K_M", Role::Output, 36, f).name, "Q6_K");
+  EXPECT_STREQ(gguf::tensor_type("Q4_K_M", Role::TokenEmbd, -1, f).name, "Q4_K");
+  EXPECT_STREQ(gguf::tensor_type("q8_0", Role::Output, 36, f).name, "Q8_0");
+  EXPECT_STREQ(gguf::tensor_type("Q4_K_M", Role::Norm, 3, f).name, "F32");
+  f.tied_output = true;  // a tied embedding is quantised as the output
+  EXPECT_STREQ(gguf::tensor_type("Q4_K_M", Role::TokenEmbd, -1, f).name, "Q6_K");
+  EXPECT_STREQ(gguf::tensor_type("Q4_K_S", Role::AttnV, 3, f).name, "Q5_K");
+  EXPECT_STREQ(gguf::tensor_type("Q4_K_S", Role::AttnV, 4, f).name, "Q4_K");
+  EXPECT_EQ(gguf::tensor_bytes(gguf::base_type("Q4_K_M"), 256 * 10), 1440u);  // 144 B per 256 weights
+  EXPECT_FALSE(gguf::is_file_type("Q4_K_XL"));
+}
+
+// Bytes of every weight of a model generated in a GGUF file type.
+double gguf_weight_bytes(const std::string& model, const std::string& type) {
+  const auto config = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + model + ".json");
+  GenerationOptions g;
+  set_dtype(g, type);
+  g.prompt_tokens = 0;
+  g.decode_tokens = 1;
+  LlmTraceGenerator gen(config, g);
+  double bytes = 0;
+  for (const auto& t : gen.header().tensors)
+    if (t.kind == trace::TensorKind::Weight) bytes += static_cast<double>(t.bytes);
+  return bytes;
+}
+
+TEST(Gguf, WholeFilesAreThePublishedSizes) {
+  // bartowski's llama.cpp quantisations (b5200; sizes in GB as listed, a file also holds a few MB of
+  // tokenizer and metadata): huggingface.co/bartowski/Qwen_Qwen3-4B-GGUF and .../Qwen_Qwen3-8B-GGUF.
+  struct Row {
+    const char* model;
+    const char* type;
+    double gb;
+  };
+  for (const Row r : {Row{"qwen3-4b", "BF16", 8.05}, Row{"qwen3-4b", "Q8_0", 4.28}, Row{"qwen3-4b", "Q6_K", 3.31},
+                      Row{"qwen3-4b", "Q5_K_M", 2.89}, Row{"qwen3-4b", "Q5_K_S", 2.82}, Row{"qwen3-4b", "Q4_K_M", 2.50},
+                      Row{"qwen3-4b", "Q4_K_S", 2.38}, Row{"qwen3-8b", "BF16", 16.39}, Row{"qwen3-8b", "Q8_0", 8.71},
+                      Row{"qwen3-8b", "Q6_K", 6.73}}) {
+    const double ours = gguf_weight_bytes(r.model, r.type) / 1e9;
+    EXPECT_NEAR(ours, r.gb, 0.006 * r.gb) << r.model << " " << r.type;
+  }
+}
+
+TEST(Gguf, ItsNamesAreWeightFormatsAndReadBack) {
+  GenerationOptions g;
+  set_dtype(g, "q4_k_m");
+  EXPECT_EQ(g.dtype, WeightDtype::Gguf);
+  EXPECT_EQ(dtype_name(g), "Q4_K_M");
+  set_dtype(g, "bf16");
+  EXPECT_EQ(dtype_name(g), "bf16");
+  EXPECT_THROW(set_dtype(g, "Q4_K_XL"), std::invalid_argument);
+  EXPECT_THROW(set_dtype(g, "gguf"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tiersim::model
