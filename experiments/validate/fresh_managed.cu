@@ -7,6 +7,7 @@
 // call checked.
 //   nvcc -O2 -o fresh_managed experiments/validate/fresh_managed.cu && ./fresh_managed > fresh_managed.jsonl
 #include <cuda_runtime.h>
+#include "../../calib/src/cuda_check.hpp"  // CUDA_CHECK, CUBLAS_CHECK: name the call, file and line, then stop
 
 #include <algorithm>
 #include <chrono>
@@ -14,14 +15,6 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                                  \
-  do {                                                                                               \
-    cudaError_t e_ = (call);                                                                         \
-    if (e_ != cudaSuccess) {                                                                         \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));     \
-      std::exit(1);                                                                                  \
-    }                                                                                                \
-  } while (0)
 
 __global__ void write_range(float* p, size_t n) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) p[i] = 1.0f;
@@ -34,12 +27,12 @@ double median(std::vector<double> v) {
 
 int main() {
   int dev = 0;
-  CHECK(cudaSetDevice(dev));
+  CUDA_CHECK(cudaSetDevice(dev));
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, dev));
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
   cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
   cudaMemLocation cpu{};
   cpu.type = cudaMemLocationTypeHost;
   cudaMemLocation gpu{};
@@ -50,11 +43,11 @@ int main() {
   const int repeats = 200;
   // Warm up the context and the kernel.
   float* w = nullptr;
-  CHECK(cudaMallocManaged(&w, 1 << 20));
+  CUDA_CHECK(cudaMallocManaged(&w, 1 << 20));
   write_range<<<64, 256>>>(w, (1 << 20) / 4);
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
-  CHECK(cudaFree(w));
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaFree(w));
   for (int adv = 0; adv < 3; ++adv) {
     for (size_t size : sizes) {
       std::vector<double> first, second, alloc_us, free_us;
@@ -63,24 +56,24 @@ int main() {
       for (int r = 0; r < repeats; ++r) {
         float* p = nullptr;
         auto t0 = std::chrono::steady_clock::now();
-        CHECK(cudaMallocManaged(&p, size));
+        CUDA_CHECK(cudaMallocManaged(&p, size));
         auto t1 = std::chrono::steady_clock::now();
-        if (adv >= 1) CHECK(cudaMemAdvise(p, size, cudaMemAdviseSetPreferredLocation, cpu));
-        if (adv == 2) CHECK(cudaMemAdvise(p, size, cudaMemAdviseSetAccessedBy, gpu));
+        if (adv >= 1) CUDA_CHECK(cudaMemAdvise(p, size, cudaMemAdviseSetPreferredLocation, cpu));
+        if (adv == 2) CUDA_CHECK(cudaMemAdvise(p, size, cudaMemAdviseSetAccessedBy, gpu));
         auto timed_write = [&] {  // microseconds of one kernel writing the whole range
           float ms = 0;
-          CHECK(cudaEventRecord(a));
+          CUDA_CHECK(cudaEventRecord(a));
           write_range<<<blocks, 256>>>(p, n);
-          CHECK(cudaGetLastError());
-          CHECK(cudaEventRecord(b));
-          CHECK(cudaEventSynchronize(b));
-          CHECK(cudaEventElapsedTime(&ms, a, b));
+          CUDA_CHECK(cudaGetLastError());
+          CUDA_CHECK(cudaEventRecord(b));
+          CUDA_CHECK(cudaEventSynchronize(b));
+          CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
           return ms * 1e3;
         };
         first.push_back(timed_write());   // the fresh range's first touch
         second.push_back(timed_write());  // the same range, populated
         auto t2 = std::chrono::steady_clock::now();
-        CHECK(cudaFree(p));
+        CUDA_CHECK(cudaFree(p));
         auto t3 = std::chrono::steady_clock::now();
         alloc_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
         free_us.push_back(std::chrono::duration<double, std::micro>(t3 - t2).count());
@@ -93,7 +86,7 @@ int main() {
       std::fflush(stdout);
     }
   }
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include "../../calib/src/cuda_check.hpp"  // CUDA_CHECK, CUBLAS_CHECK: name the call, file and line, then stop
 
 #include <algorithm>
 #include <chrono>
@@ -24,22 +25,6 @@
 #include <string>
 #include <vector>
 
-#define CHECK(call)                                                                                      \
-  do {                                                                                                   \
-    const cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                             \
-      std::fprintf(stderr, "gemv_chain: %s failed at line %d: %s\n", #call, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                      \
-    }                                                                                                    \
-  } while (0)
-#define CUBLAS(call)                                                                                     \
-  do {                                                                                                   \
-    const cublasStatus_t s_ = (call);                                                                    \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                                   \
-      std::fprintf(stderr, "gemv_chain: %s failed at line %d: status %d\n", #call, __LINE__, int(s_));   \
-      std::exit(1);                                                                                      \
-    }                                                                                                    \
-  } while (0)
 
 namespace {
 
@@ -94,19 +79,19 @@ int main(int argc, char** argv) {
   const int max_dim = std::max({q, kv, hidden, inter});
 
   cudaStream_t compute, copy;
-  CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-  CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
   cublasHandle_t h;
-  CUBLAS(cublasCreate(&h));
-  CUBLAS(cublasSetStream(h, compute));
+  CUBLAS_CHECK(cublasCreate(&h));
+  CUBLAS_CHECK(cublasSetStream(h, compute));
   __nv_bfloat16 *x = nullptr, *y = nullptr;
-  CHECK(cudaMalloc(&x, size_t(max_dim) * 2));
-  CHECK(cudaMalloc(&y, size_t(max_dim) * 2));
+  CUDA_CHECK(cudaMalloc(&x, size_t(max_dim) * 2));
+  CUDA_CHECK(cudaMalloc(&y, size_t(max_dim) * 2));
   fill<<<64, 256, 0, compute>>>(x, max_dim, 1);
-  CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaGetLastError());
   const float alpha = 1.0f, beta = 0.0f;
   auto gemv = [&](const Matrix& m, const void* w) {
-    CUBLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m.out, 1, m.in, &alpha, w, CUDA_R_16BF, m.in, x, CUDA_R_16BF,
+    CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m.out, 1, m.in, &alpha, w, CUDA_R_16BF, m.in, x, CUDA_R_16BF,
                         m.in, &beta, y, CUDA_R_16BF, m.out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   };
   auto report = [&](const std::string& config, const std::vector<double>& t) {
@@ -119,11 +104,11 @@ int main(int argc, char** argv) {
   auto time_steps = [&](const std::function<void()>& step) {
     std::vector<double> t;
     for (int s = 0; s < steps + 1; ++s) {
-      CHECK(cudaDeviceSynchronize());
+      CUDA_CHECK(cudaDeviceSynchronize());
       const auto t0 = std::chrono::steady_clock::now();
       step();
-      CHECK(cudaStreamSynchronize(compute));
-      CHECK(cudaStreamSynchronize(copy));
+      CUDA_CHECK(cudaStreamSynchronize(compute));
+      CUDA_CHECK(cudaStreamSynchronize(copy));
       t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     return t;
@@ -131,7 +116,7 @@ int main(int argc, char** argv) {
 
   if (!managed.empty()) {
     size_t free_b = 0, total = 0;
-    CHECK(cudaMemGetInfo(&free_b, &total));
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
     if (layer_bytes * layers > free_b / 10 * 8) {
       std::fprintf(stderr, "gemv_chain: %zu bytes of managed weights exceed 80%% of free GPU memory; refusing\n",
                    layer_bytes * layers);
@@ -145,21 +130,21 @@ int main(int argc, char** argv) {
     gpu.id = 0;
     for (int i = 0; i < n; ++i) {
       const Matrix& m = per_layer[i % per_layer.size()];
-      CHECK(cudaMallocManaged(&w[i], m.bytes()));
+      CUDA_CHECK(cudaMallocManaged(&w[i], m.bytes()));
       fill<<<256, 256, 0, compute>>>(static_cast<__nv_bfloat16*>(w[i]), m.bytes() / 2, unsigned(i));
-      CHECK(cudaGetLastError());
-      CHECK(cudaStreamSynchronize(compute));
+      CUDA_CHECK(cudaGetLastError());
+      CUDA_CHECK(cudaStreamSynchronize(compute));
       if (managed == "prefer-cpu" || managed == "accessed-by")
-        CHECK(cudaMemAdvise(w[i], m.bytes(), cudaMemAdviseSetPreferredLocation, cpu));
-      if (managed == "accessed-by") CHECK(cudaMemAdvise(w[i], m.bytes(), cudaMemAdviseSetAccessedBy, gpu));
-      if (managed == "read-mostly") CHECK(cudaMemAdvise(w[i], m.bytes(), cudaMemAdviseSetReadMostly, gpu));
-      CHECK(cudaMemPrefetchAsync(w[i], m.bytes(), cpu, 0, compute));  // start in host memory
+        CUDA_CHECK(cudaMemAdvise(w[i], m.bytes(), cudaMemAdviseSetPreferredLocation, cpu));
+      if (managed == "accessed-by") CUDA_CHECK(cudaMemAdvise(w[i], m.bytes(), cudaMemAdviseSetAccessedBy, gpu));
+      if (managed == "read-mostly") CUDA_CHECK(cudaMemAdvise(w[i], m.bytes(), cudaMemAdviseSetReadMostly, gpu));
+      CUDA_CHECK(cudaMemPrefetchAsync(w[i], m.bytes(), cpu, 0, compute));  // start in host memory
     }
-    CHECK(cudaStreamSynchronize(compute));
+    CUDA_CHECK(cudaStreamSynchronize(compute));
     report("managed:" + managed, time_steps([&] {
              for (int i = 0; i < n; ++i) gemv(per_layer[i % per_layer.size()], w[i]);
            }));
-    for (void* p : w) CHECK(cudaFree(p));
+    for (void* p : w) CUDA_CHECK(cudaFree(p));
     return 0;
   }
 
@@ -167,17 +152,17 @@ int main(int argc, char** argv) {
   std::vector<void*> dev(n, nullptr), pinned(n, nullptr), pageable(n, nullptr);
   for (int i = 0; i < n; ++i) {
     const Matrix& m = per_layer[i % per_layer.size()];
-    CHECK(cudaMalloc(&dev[i], m.bytes()));
+    CUDA_CHECK(cudaMalloc(&dev[i], m.bytes()));
     fill<<<256, 256, 0, compute>>>(static_cast<__nv_bfloat16*>(dev[i]), m.bytes() / 2, unsigned(i));
-    CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaGetLastError());
   }
-  CHECK(cudaStreamSynchronize(compute));
+  CUDA_CHECK(cudaStreamSynchronize(compute));
   void* slot[2];
-  for (auto& s : slot) CHECK(cudaMalloc(&s, layer_bytes));
+  for (auto& s : slot) CUDA_CHECK(cudaMalloc(&s, layer_bytes));
   cudaEvent_t copied[2], consumed[2];
   for (int s = 0; s < 2; ++s) {
-    CHECK(cudaEventCreateWithFlags(&copied[s], cudaEventDisableTiming));
-    CHECK(cudaEventCreateWithFlags(&consumed[s], cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&copied[s], cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&consumed[s], cudaEventDisableTiming));
   }
 
   size_t start = 0;
@@ -202,13 +187,13 @@ int main(int argc, char** argv) {
     for (int i = first * int(per_layer.size()); i < n; ++i) {  // host copies of the offloaded layers
       const Matrix& m = per_layer[i % per_layer.size()];
       if (is_pinned && !pinned[i]) {
-        CHECK(cudaMallocHost(&pinned[i], m.bytes()));
-        CHECK(cudaMemcpy(pinned[i], dev[i], m.bytes(), cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMallocHost(&pinned[i], m.bytes()));
+        CUDA_CHECK(cudaMemcpy(pinned[i], dev[i], m.bytes(), cudaMemcpyDeviceToHost));
       }
       if (!is_pinned && !pageable[i]) {
         pageable[i] = std::malloc(m.bytes());
         if (!pageable[i]) return 1;
-        CHECK(cudaMemcpy(pageable[i], dev[i], m.bytes(), cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(pageable[i], dev[i], m.bytes(), cudaMemcpyDeviceToHost));
       }
     }
     auto host = [&](int i) { return is_pinned ? pinned[i] : pageable[i]; };
@@ -217,9 +202,9 @@ int main(int argc, char** argv) {
       for (size_t j = 0; j < per_layer.size(); ++j) {
         const int i = layer * int(per_layer.size()) + int(j);
         if (is_pinned)
-          CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, host(i), per_layer[j].bytes(), cudaMemcpyHostToDevice, s));
+          CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(dst) + off, host(i), per_layer[j].bytes(), cudaMemcpyHostToDevice, s));
         else
-          CHECK(cudaMemcpy(static_cast<char*>(dst) + off, host(i), per_layer[j].bytes(), cudaMemcpyHostToDevice));
+          CUDA_CHECK(cudaMemcpy(static_cast<char*>(dst) + off, host(i), per_layer[j].bytes(), cudaMemcpyHostToDevice));
         off += per_layer[j].bytes();
       }
     };
@@ -236,7 +221,7 @@ int main(int argc, char** argv) {
                  for (size_t j = 0; j < per_layer.size(); ++j) gemv(per_layer[j], dev[l * per_layer.size() + j]);
                  if (pf == 1 && l + 1 == first) {  // issue the first offloaded layer one layer ahead
                    copy_layer(first, copy, slot[0]);
-                   CHECK(cudaEventRecord(copied[0], copy));
+                   CUDA_CHECK(cudaEventRecord(copied[0], copy));
                  }
                  continue;
                }
@@ -248,17 +233,17 @@ int main(int argc, char** argv) {
                }
                if (l == first && first == 0) {
                  copy_layer(l, copy, slot[s]);
-                 CHECK(cudaEventRecord(copied[s], copy));
+                 CUDA_CHECK(cudaEventRecord(copied[s], copy));
                }
                if (l + 1 < layers) {  // one ahead, into the other slot once the layer that used it ran
                  const int t = 1 - s;
-                 CHECK(cudaStreamWaitEvent(copy, consumed[t], 0));
+                 CUDA_CHECK(cudaStreamWaitEvent(copy, consumed[t], 0));
                  copy_layer(l + 1, copy, slot[t]);
-                 CHECK(cudaEventRecord(copied[t], copy));
+                 CUDA_CHECK(cudaEventRecord(copied[t], copy));
                }
-               CHECK(cudaStreamWaitEvent(compute, copied[s], 0));
+               CUDA_CHECK(cudaStreamWaitEvent(compute, copied[s], 0));
                run_layer_from(slot[s]);
-               CHECK(cudaEventRecord(consumed[s], compute));
+               CUDA_CHECK(cudaEventRecord(consumed[s], compute));
              }
            }));
   }

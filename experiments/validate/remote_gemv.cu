@@ -7,28 +7,13 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include "../../calib/src/cuda_check.hpp"  // CUDA_CHECK, CUBLAS_CHECK: name the call, file and line, then stop
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                              \
-  do {                                                                                           \
-    cudaError_t e_ = (call);                                                                     \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
-#define CHECK_BLAS(call)                                                                 \
-  do {                                                                                   \
-    cublasStatus_t s_ = (call);                                                          \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                   \
-      std::fprintf(stderr, "%s:%d %s: cublas status %d\n", __FILE__, __LINE__, #call, int(s_)); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -36,14 +21,14 @@ double median(std::vector<double> v) {
 }
 
 int main() {
-  CHECK(cudaSetDevice(0));
+  CUDA_CHECK(cudaSetDevice(0));
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   cublasHandle_t h;
-  CHECK_BLAS(cublasCreate(&h));
+  CUBLAS_CHECK(cublasCreate(&h));
   cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
   cudaMemLocation cpu{};
   cpu.type = cudaMemLocationTypeHost;
   cudaMemLocation gpu{};
@@ -55,46 +40,46 @@ int main() {
   const float one = 1.0f, zero = 0.0f;
   for (const Shape s : shapes) {
     __nv_bfloat16 *w = nullptr, *y = nullptr;
-    CHECK(cudaMalloc(&w, size_t(s.n) * s.k * 2));
-    CHECK(cudaMalloc(&y, size_t(s.n) * 2));
-    CHECK(cudaMemset(w, 0, size_t(s.n) * s.k * 2));
+    CUDA_CHECK(cudaMalloc(&w, size_t(s.n) * s.k * 2));
+    CUDA_CHECK(cudaMalloc(&y, size_t(s.n) * 2));
+    CUDA_CHECK(cudaMemset(w, 0, size_t(s.n) * s.k * 2));
     for (int where = 0; where < 4; ++where) {
       __nv_bfloat16* x = nullptr;
       const size_t xb = size_t(s.k) * 2;
       if (where == 0) {
-        CHECK(cudaMalloc(&x, xb));
-        CHECK(cudaMemset(x, 0, xb));
+        CUDA_CHECK(cudaMalloc(&x, xb));
+        CUDA_CHECK(cudaMemset(x, 0, xb));
       } else if (where == 3) {
-        CHECK(cudaHostAlloc(&x, xb, cudaHostAllocMapped));
+        CUDA_CHECK(cudaHostAlloc(&x, xb, cudaHostAllocMapped));
         std::fill(reinterpret_cast<char*>(x), reinterpret_cast<char*>(x) + xb, 0);
       } else {
-        CHECK(cudaMallocManaged(&x, xb));
-        CHECK(cudaMemAdvise(x, xb, cudaMemAdviseSetPreferredLocation, cpu));
-        if (where == 2) CHECK(cudaMemAdvise(x, xb, cudaMemAdviseSetAccessedBy, gpu));
+        CUDA_CHECK(cudaMallocManaged(&x, xb));
+        CUDA_CHECK(cudaMemAdvise(x, xb, cudaMemAdviseSetPreferredLocation, cpu));
+        if (where == 2) CUDA_CHECK(cudaMemAdvise(x, xb, cudaMemAdviseSetAccessedBy, gpu));
         std::fill(reinterpret_cast<char*>(x), reinterpret_cast<char*>(x) + xb, 0);  // populated on the host
       }
       __nv_bfloat16* xd = x;
-      if (where == 3) CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&xd), x, 0));
+      if (where == 3) CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&xd), x, 0));
       std::vector<double> t;
       for (int r = 0; r < 60; ++r) {
-        CHECK(cudaEventRecord(a));
-        CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.n, 1, s.k, &one, w, CUDA_R_16BF, s.k, xd, CUDA_R_16BF,
+        CUDA_CHECK(cudaEventRecord(a));
+        CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.n, 1, s.k, &one, w, CUDA_R_16BF, s.k, xd, CUDA_R_16BF,
                                 s.k, &zero, y, CUDA_R_16BF, s.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        CHECK(cudaEventRecord(b));
-        CHECK(cudaEventSynchronize(b));
+        CUDA_CHECK(cudaEventRecord(b));
+        CUDA_CHECK(cudaEventSynchronize(b));
         float ms = 0;
-        CHECK(cudaEventElapsedTime(&ms, a, b));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
         if (r >= 10) t.push_back(ms * 1e3);
       }
       std::printf("{\"gpu\": \"%s\", \"n\": %d, \"k\": %d, \"x\": \"%s\", \"x_bytes\": %zu, \"gemv_us\": %.3f}\n", prop.name,
                   s.n, s.k, where_name[where], xb, median(t));
       std::fflush(stdout);
-      if (where == 3) CHECK(cudaFreeHost(x));
-      else CHECK(cudaFree(x));
+      if (where == 3) CUDA_CHECK(cudaFreeHost(x));
+      else CUDA_CHECK(cudaFree(x));
     }
-    CHECK(cudaFree(w));
-    CHECK(cudaFree(y));
+    CUDA_CHECK(cudaFree(w));
+    CUDA_CHECK(cudaFree(y));
   }
-  CHECK_BLAS(cublasDestroy(h));
+  CUBLAS_CHECK(cublasDestroy(h));
   return 0;
 }
