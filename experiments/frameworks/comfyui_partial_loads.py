@@ -59,7 +59,7 @@ import sys
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from distorch_allocations import tensors_of  # noqa: E402  (tiersim's weights, in its order)
+from distorch_allocations import leaf_kind, tensors_of  # noqa: E402  (tiersim's weights, in its order)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
@@ -278,15 +278,6 @@ class Module:
         for _, p in self.named_parameters():
             p.device = Device(device)
         return self
-
-
-def leaf_kind(name):
-    last = name.rsplit(".", 1)[-1]
-    if "embed" in last:
-        return "Embedding"
-    if "norm" in last:
-        return "RMSNorm"
-    return "Linear"
 
 
 def build_model(weights, torch, cast_op):
