@@ -12,6 +12,9 @@ void spill_to_system_memory(const trace::Header& header, const hw::HardwareProfi
                             Resolved& resolved) {
   placement::place_kv_and_activations(header, p);
   const double free_vram = hw.gpu.memory - hw.gpu.reserved - placement::staging_bound(header, p);
+  // Whole 2 MiB blocks (the unit the driver model tracks) of the activation workspace's start stay in
+  // VRAM, so that both engines agree on it.
+  const double block = hw.managed_memory ? hw.managed_memory->va_block : 2.0 * 1048576;
   double used = 0;
   placement::DeviceUsage spilled;
   std::size_t count = 0;
@@ -26,8 +29,6 @@ void spill_to_system_memory(const trace::Header& header, const hw::HardwareProfi
       }
       // The activation workspace is many allocations in a run: those made while VRAM had room stay
       // there (its start, where a step's first and, in decode, only activations are), the rest fall back.
-      // Whole 2 MiB blocks (the unit the driver model tracks), so that both engines agree on it.
-      const double block = hw.managed_memory ? hw.managed_memory->va_block : 2.0 * 1048576;
       const double prefix =
           kind == trace::TensorKind::Activation ? std::floor(std::max(0.0, free_vram - used) / block) * block : 0.0;
       if (!p.managed.enabled) {

@@ -36,6 +36,12 @@ bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n 
 
 bool is_file_type(const std::string& name) { return bases().count(upper(name)) > 0; }
 
+std::string file_type_name(const std::string& name) {
+  const std::string u = upper(name);
+  if (!bases().count(u)) throw std::invalid_argument("unknown GGUF file type '" + name + "'");
+  return u;
+}
+
 const QuantType& base_type(const std::string& file_type) {
   const auto it = bases().find(upper(file_type));
   if (it == bases().end()) throw std::invalid_argument("unknown GGUF file type '" + file_type + "'");

@@ -29,6 +29,8 @@ struct FileTypeFacts {
 // True for the file-type names below (case-insensitive): F16, BF16, Q8_0, Q6_K, Q5_K_M, Q5_K_S, Q4_K_M,
 // Q4_K_S, Q4_0, Q3_K_M, Q2_K, IQ4_XS.
 bool is_file_type(const std::string& name);
+// The file type's name as llama.cpp writes it (upper case); throws std::invalid_argument if unknown.
+std::string file_type_name(const std::string& name);
 // The type a tensor of `role` in layer `layer` (0-based; -1 for none) gets in a file of `file_type`.
 const QuantType& tensor_type(const std::string& file_type, Role role, int layer, const FileTypeFacts& facts);
 // Bytes of `params` weights in `type` (whole blocks).

@@ -3,7 +3,6 @@
 #include "model/gguf_quant.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -246,24 +245,18 @@ void set_dtype(GenerationOptions& options, const std::string& name) {
   // tiersim's own names first (bf16 is a PyTorch checkpoint's bf16, BF16 a GGUF file's: F32 norms).
   try {
     options.dtype = parse_weight_dtype(name);
-    if (options.dtype == WeightDtype::Gguf) throw std::invalid_argument("give the GGUF file type (Q4_K_M, ...), not 'gguf'");
     options.gguf.clear();
     return;
   } catch (const std::invalid_argument&) {
-    if (!gguf::is_file_type(name)) {
-      if (name == "gguf") throw std::invalid_argument("give the GGUF file type (Q4_K_M, ...), not 'gguf'");
-    }
   }
-  if (gguf::is_file_type(name)) {
-    options.dtype = WeightDtype::Gguf;
-    std::string upper = name;
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    options.gguf = upper;
-    return;
-  }
-  throw std::invalid_argument("unknown dtype '" + name +
-                              "' (fp32, bf16, fp16, fp8, int8, q4, or a GGUF file type: F16, BF16, Q8_0, Q6_K, Q5_K_M, "
-                              "Q5_K_S, Q4_K_M, Q4_K_S, Q4_0, Q3_K_M, Q2_K, IQ4_XS)");
+  if (!gguf::is_file_type(name))
+    throw std::invalid_argument(name == "gguf" ? "give the GGUF file type (Q4_K_M, ...), not 'gguf'"
+                                               : "unknown dtype '" + name +
+                                                     "' (fp32, bf16, fp16, fp8, int8, q4, or a GGUF file type: F16, "
+                                                     "BF16, Q8_0, Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S, Q4_0, Q3_K_M, "
+                                                     "Q2_K, IQ4_XS)");
+  options.dtype = WeightDtype::Gguf;
+  options.gguf = gguf::file_type_name(name);
 }
 
 std::string dtype_name(const GenerationOptions& options) {
