@@ -128,29 +128,39 @@ void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch)
   // A weight on disk is first read from its file into host memory by the host thread (accelerate's
   // OffloadedWeightsLoader: safe_open / np.memmap per access), with the page cache assumed cold.
   if (a.source == placement::kDisk) a.host_seconds += hw_.disk->read_latency + a.bytes / hw_.disk->read_bandwidth;
-  // A synchronous copy (.to() without non_blocking) returns only when done, pinned or not.
-  a.host_waits = copy_blocks_host(a.source, tensor) || placement_.copy.sync;
+  a.host_waits = copy_holds_host(tensor);
   out.actions.push_back(a);
+}
+
+bool StepPlanner::copy_holds_host(std::uint32_t tensor) const {
+  // A synchronous copy (.to() without non_blocking) returns only when done, pinned or not.
+  return copy_blocks_host(placement_.device[tensor], tensor) || placement_.copy.sync;
+}
+
+void StepPlanner::await_releases(StepPlan& out, std::size_t begin) {
+  if (out.slot_waits.size() == begin) return;
+  Action wait;
+  wait.kind = ActionKind::AwaitSlot;
+  wait.host_waits = true;
+  wait.frees_begin = static_cast<std::uint32_t>(begin);
+  wait.frees_count = static_cast<std::uint32_t>(out.slot_waits.size() - begin);
+  out.actions.push_back(wait);
 }
 
 void StepPlanner::await_offload_stream(StepPlan& out, std::uint32_t tensor) {
   // ComfyUI's casts round-robin over its offload streams (two by default: copy.streams), and a stream
   // waits for the compute stream after each cast's op: the cast that many back must be used (released)
-  // before this one's copy can run, so at most that many casts are staged. A copy that holds the host until done (pageable, sync) never gets
-  // that far ahead; a non-blocking one (pinned) would, so the host waits for that release here (the
-  // GPU timeline is the same: the copy could not have started earlier).
-  const auto kOffloadStreams = static_cast<std::size_t>(std::max(1, placement_.copy.streams));
-  const bool host_waits = copy_blocks_host(placement_.device[tensor], tensor) || placement_.copy.sync;
-  if (!host_waits && stream_copies_.size() >= kOffloadStreams) {
-    const std::uint32_t older = stream_copies_[stream_copies_.size() - kOffloadStreams];
+  // before this one's copy can run, so at most that many casts are staged. A copy that holds the host
+  // until done (pageable, sync) never gets that far ahead; a non-blocking one (pinned) would, so the
+  // host waits for that release here (the GPU timeline is the same: the copy could not have started
+  // earlier).
+  const auto streams = static_cast<std::size_t>(std::max(1, placement_.copy.streams));
+  if (!copy_holds_host(tensor) && stream_copies_.size() >= streams) {
+    const std::uint32_t older = stream_copies_[stream_copies_.size() - streams];
     if (released_[older]) {  // its last reader is planned (not this very op)
-      Action wait;
-      wait.kind = ActionKind::AwaitSlot;
-      wait.host_waits = true;
-      wait.frees_begin = static_cast<std::uint32_t>(out.slot_waits.size());
+      const std::size_t begin = out.slot_waits.size();
       out.slot_waits.push_back(older);
-      wait.frees_count = 1;
-      out.actions.push_back(wait);
+      await_releases(out, begin);
     }
   }
   stream_copies_.push_back(tensor);
@@ -213,14 +223,10 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         // Streaming keeps prefetch + 1 staging slots: layer q reuses the slot of layer q - prefetch - 1,
         // so the host first waits until that layer's last reader has run.
         if (prefetched_upto >= static_cast<std::size_t>(prefetch) + 1) {
-          Action wait;
-          wait.kind = ActionKind::AwaitSlot;
-          wait.host_waits = true;
-          wait.frees_begin = static_cast<std::uint32_t>(out.slot_waits.size());
+          const std::size_t begin = out.slot_waits.size();
           for (std::uint32_t t : copied_by_position_[prefetched_upto - static_cast<std::size_t>(prefetch) - 1])
             if (last_reader_[t] >= 0) out.slot_waits.push_back(t);
-          wait.frees_count = static_cast<std::uint32_t>(out.slot_waits.size()) - wait.frees_begin;
-          if (wait.frees_count > 0) out.actions.push_back(wait);
+          await_releases(out, begin);
         }
         for (std::uint32_t t : copied_by_position_[prefetched_upto])
           if (!issued_[t] && last_reader_[t] >= 0) issue_copy(out, t, true);
@@ -289,13 +295,9 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       for (const auto& r : op.reads) {
         if (!copied_[r.tensor] || issued_[r.tensor]) continue;
         if (prefetch > 0 && released_[r.tensor]) {  // copied and released earlier in this step
-          Action wait;
-          wait.kind = ActionKind::AwaitSlot;
-          wait.host_waits = true;
-          wait.frees_begin = static_cast<std::uint32_t>(out.slot_waits.size());
+          const std::size_t begin = out.slot_waits.size();
           out.slot_waits.insert(out.slot_waits.end(), out.frees.begin(), out.frees.end());
-          wait.frees_count = static_cast<std::uint32_t>(out.slot_waits.size()) - wait.frees_begin;
-          if (wait.frees_count > 0) out.actions.push_back(wait);
+          await_releases(out, begin);
         }
         // On demand: on the compute stream, or (copy:stream) on a copy stream the kernel waits for.
         if (placement_.copy.stream) await_offload_stream(out, r.tensor);

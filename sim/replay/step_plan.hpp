@@ -95,6 +95,10 @@ class StepPlanner {
   // copy:stream: the host waits until the cast two back is released (two offload streams) when its
   // copies do not hold it anyway.
   void await_offload_stream(StepPlan& out, std::uint32_t tensor);
+  // Whether the host waits for this weight's copy (pageable or disk source, or copy:sync).
+  bool copy_holds_host(std::uint32_t tensor) const;
+  // An AwaitSlot for the releases of out.slot_waits[begin..end), if there are any.
+  void await_releases(StepPlan& out, std::size_t begin);
   double activation_bytes(const trace::Op& op) const;
 
   const hw::HardwareProfile& hw_;
