@@ -55,7 +55,10 @@ const std::vector<PartInfo<OffloadPath>>& offload_paths() {
        "host=pinned|pageable or the bare word (pinned); prefetch=N (0: on demand); stream (on demand on a copy "
        "stream); sync; peer=copy|execute (copy)",
        make_copy_path},
-      {"execute", "layers run where their weights are: on the CPU, or on the GPU that holds them", "",
+      {"execute", "layers run where their weights are: on the CPU, or on the GPU that holds them",
+       "threads=N (CPU threads, llama.cpp -t; default: the host's physical cores); op-offload=N (steps of at least "
+       "N tokens run CPU layers on the GPU with their weights copied, ggml's op offload; 0 = off, default); "
+       "host=pinned|pageable (pinned)",
        make_execute_path},
   };
   return list;

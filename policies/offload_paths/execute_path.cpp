@@ -2,6 +2,13 @@
 // its weights and KV cache (llama.cpp's offloaded layers), or on the GPU that holds it (llama.cpp's and
 // accelerate's multi-GPU splits: a pipeline in which only hidden states cross between devices). Layers
 // are moved whole to the device holding most of their bytes, as llama.cpp offloads whole layers.
+// Options:
+//   threads=N        CPU threads (llama.cpp -t; default: the host's physical cores, host.cpu_kernels.cores)
+//   op-offload=N     steps of at least N tokens run CPU-homed layers on the compute GPU, their weights
+//                    copied over per step (ggml's op offload, GGML_OP_OFFLOAD_MIN_BATCH: llama.cpp's 32;
+//                    default 0 = off, as --no-op-offload)
+//   host=pinned|pageable   host memory those copies come from (llama.cpp keeps CPU weights in the CUDA
+//                    backend's pinned host buffer; --no-host: pageable). Default pinned.
 #include <map>
 
 #include "core/error.hpp"
@@ -12,7 +19,19 @@ namespace {
 
 class ExecutePath final : public OffloadPath {
  public:
+  explicit ExecutePath(config::Section& o) {
+    if (o.has("threads")) execute_.threads = o.integer("threads", 1, 4096);
+    if (o.has("op-offload")) execute_.op_offload_batch = o.integer("op-offload", 0, 1 << 20);
+    if (o.has("host")) {
+      const std::string h = o.text("host");
+      if (h != "pinned" && h != "pageable") o.fail("host", "must be 'pinned' or 'pageable', not '" + h + "'");
+      host_memory_ = h == "pageable" ? placement::HostMemory::Pageable : placement::HostMemory::Pinned;
+    }
+  }
+
   void apply(const trace::Header& header, placement::Placement& p, Resolved&) const override {
+    p.execute = execute_;
+    p.copy.host_memory = host_memory_;
     for (const auto& t : header.tensors)
       if (t.kind == trace::TensorKind::Weight && p.device[t.id] == placement::kDisk)
         throw InputError("", 0, "--offload",
@@ -25,11 +44,15 @@ class ExecutePath final : public OffloadPath {
     }
   }
   int staged_layers(placement::DeviceId) const override { return 0; }
+
+ private:
+  placement::ExecuteOptions execute_;
+  placement::HostMemory host_memory_ = placement::HostMemory::Pinned;
 };
 
 }  // namespace
 
-std::unique_ptr<OffloadPath> make_execute_path(config::Section&) { return std::make_unique<ExecutePath>(); }
+std::unique_ptr<OffloadPath> make_execute_path(config::Section& o) { return std::make_unique<ExecutePath>(o); }
 
 void snap_layers(const trace::Header& header, placement::Placement& p, bool (*runs_there)(placement::DeviceId)) {
   std::map<std::int32_t, std::map<placement::DeviceId, double>> bytes_by_layer;

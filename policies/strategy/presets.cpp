@@ -41,8 +41,10 @@ const std::vector<Preset>& table() {
                    "stay, offloaded weights pinned within its RAM cap and cast per use on two offload streams"},
        "comfy.lowvram", "device", "copy:host=pinned,stream"},
       {{"llamacpp", "llama.cpp -ngl N (--placement llamacpp.ngl:ngl=N): the last layers and the output on the GPU, "
-                    "the rest and the token embedding on the CPU, where they run (llama.cpp's own runtime not yet)"},
-       "llamacpp.ngl", "device", "execute"},
+                    "the rest and the token embedding on the CPU, where they run with --threads N; prompt steps of "
+                    "32+ tokens run them on the GPU, their weights copied from pinned memory (ggml's op offload)",
+        "llamacpp", 512},
+       "llamacpp.ngl", "device", "execute:op-offload=32"},
   };
   return list;
 }
@@ -115,6 +117,7 @@ void apply_flags(StrategySpec& spec, const LegacyFlags& f) {
   if (f.host_memory) spec.offload.set("host", *f.host_memory, "--host-memory");
   if (f.allocator) spec.memory.set("allocator", *f.allocator, "--allocator");
   if (f.um_scope) spec.memory.set("scope", *f.um_scope, "--um-scope");
+  if (f.threads) spec.offload.set("threads", std::to_string(*f.threads), "--threads");
 }
 
 }  // namespace tiersim::strategy

@@ -3,6 +3,7 @@
 // (--split, --layers, --offload-gb, --donor, --offload-exec, --prefetch, --host-memory, --allocator,
 // --um-scope), each turned into an option of the part that reads it. A preset with its flags gives the
 // numbers it gave before parts existed (tests/golden).
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,12 @@ namespace tiersim::strategy {
 struct PresetInfo {
   std::string name;
   std::string description;
+  // The runtime profile a run of this preset uses when --runtime is not given ("" for the default):
+  // the llama.cpp preset runs under llama.cpp's host costs, not eager PyTorch's.
+  std::string runtime = "";
+  // The micro-batch a generated prompt is split into when --ubatch is not given (0: one step): llama.cpp's
+  // default -ub 512.
+  std::uint32_t ubatch = 0;
 };
 const std::vector<PresetInfo>& presets();
 
@@ -31,6 +38,7 @@ struct LegacyFlags {
   std::optional<std::string> host_memory;   // pinned | pageable
   std::optional<std::string> allocator;     // managed memory
   std::optional<std::string> um_scope;      // managed memory
+  std::optional<int> threads;               // the execute path's CPU threads (llama.cpp's -t)
 };
 // Adds the flags to the parts that read them (a part that does not read one rejects it when composed).
 void apply_flags(StrategySpec& spec, const LegacyFlags& flags);

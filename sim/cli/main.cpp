@@ -40,7 +40,7 @@ struct CommonOptions {
   std::string dtype = "bf16";
   std::uint32_t batch = 1, prompt = 512, decode = 128;
   std::string hw = hw::kDefaultProfile;
-  std::string runtime = runtime::kDefaultRuntime;
+  std::string runtime;  // empty: the preset's runtime, else runtime::kDefaultRuntime
   std::string policy;
   std::optional<std::string> placement, memory, offload, platform;
   std::optional<std::string> split;
@@ -54,6 +54,8 @@ struct CommonOptions {
   std::string engine = "event";
   std::optional<std::string> allocator;
   std::optional<std::string> um_scope;
+  std::optional<int> threads;
+  std::optional<std::uint32_t> ubatch;
   std::string lengths = "warm";
   std::vector<std::string> sets;
 };
@@ -93,7 +95,9 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--model", o.model, "model description (HF config.json fields) to generate the trace from");
   add_generation_options(cmd, o);
   cmd.add_option("--hw", o.hw, "hardware profile: a YAML file or a preset name (sim profiles)")->capture_default_str();
-  cmd.add_option("--runtime", o.runtime, "the framework's host costs: a runtime YAML file or a preset name (sim runtimes)")
+  cmd.add_option("--runtime", o.runtime,
+                 "the framework's host costs: a runtime YAML file or a preset name (sim runtimes); default "
+                 "pytorch-eager, or the preset's own (llamacpp: llamacpp)")
       ->capture_default_str();
   cmd.add_option("--set", o.sets,
                  "override a profile key, validated like the file: gpu.memory=\"48 GiB\", host_link.width=8, "
@@ -132,6 +136,12 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
       ->check(CLI::IsMember({"caching", "per-tensor"}));
   cmd.add_option("--um-scope", o.um_scope, "um*: all (default: weights, KV cache, activations managed) or weights")
       ->check(CLI::IsMember({"all", "weights"}));
+  cmd.add_option("--threads", o.threads, "execute path: CPU threads running host-resident layers (llama.cpp's -t; "
+                 "default: the host's physical cores, host.cpu_kernels.cores)")
+      ->check(CLI::Range(1, 4096));
+  cmd.add_option("--ubatch", o.ubatch, "prompt processed in micro-batches of this many tokens, one prefill step each "
+                 "(llama.cpp's -ub, 512 under the llamacpp preset; default 0: the whole prompt in one step)")
+      ->check(CLI::Range(0u, 1u << 20));
   cmd.add_option("--lengths", o.lengths,
                  "warm: the process has run these sequence lengths before; fresh: every step is a new length, as "
                  "in a first generate (charges the runtime's new_length_attention once per step)")
@@ -144,6 +154,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
 
 app::TraceSpec trace_spec(const CommonOptions& o) {
   if (!o.trace.empty() && !o.model.empty()) throw InputError("", 0, "--trace", "give --trace or --model, not both");
+  if (!o.trace.empty() && o.ubatch)
+    throw InputError("", 0, "--ubatch", "splits a generated prompt (--model); a trace file's steps are as written");
   app::TraceSpec spec;
   spec.trace_path = o.trace;
   spec.model_path = o.model;
@@ -155,6 +167,10 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
   spec.generation.batch = o.batch;
   spec.generation.prompt_tokens = o.prompt;
   spec.generation.decode_tokens = o.decode;
+  if (o.ubatch) spec.generation.ubatch = *o.ubatch;
+  else
+    for (const auto& p : strategy::presets())
+      if (p.name == o.policy) spec.generation.ubatch = p.ubatch;
   return spec;
 }
 
@@ -182,6 +198,7 @@ strategy::StrategySpec strategy_spec(const CommonOptions& o) {
   f.host_memory = o.host_memory;
   f.allocator = o.allocator;
   f.um_scope = o.um_scope;
+  f.threads = o.threads;
   strategy::apply_flags(spec, f);
   return spec;
 }
@@ -263,14 +280,23 @@ std::pair<YAML::Node, std::string> profile_tree(const std::string& spec, bool ru
   return {root, src.origin};
 }
 
+// The runtime a command names: --runtime, else its preset's, else the default.
+std::string runtime_name(const CommonOptions& o) {
+  if (!o.runtime.empty()) return o.runtime;
+  for (const auto& p : strategy::presets())
+    if (p.name == o.policy && !p.runtime.empty()) return p.runtime;
+  return runtime::kDefaultRuntime;
+}
+
 // The hardware and runtime a command names, with --set overrides applied.
 void resolve_machine(const CommonOptions& o, app::RunInputs& in) {
+  const std::string runtime = runtime_name(o);
   if (o.sets.empty()) {
     in.hw = hw::resolve_profile(o.hw);
-    in.runtime = runtime::resolve_runtime(o.runtime);
+    in.runtime = runtime::resolve_runtime(runtime);
   } else {
     auto [hw_root, hw_origin] = profile_tree(o.hw, false);
-    auto [rt_root, rt_origin] = profile_tree(o.runtime, true);
+    auto [rt_root, rt_origin] = profile_tree(runtime, true);
     apply_sets(hw_root, rt_root, o.sets);
     in.hw = hw::parse_profile_node(hw_root, hw_origin + " with --set");
     in.hw.origin = hw_origin + " with --set";

@@ -67,6 +67,7 @@ ordered_json inputs_to_json(const RunInputs& in) {
     trace["batch"] = in.trace.generation.batch;
     trace["prompt"] = in.trace.generation.prompt_tokens;
     trace["decode"] = in.trace.generation.decode_tokens;
+    if (in.trace.generation.ubatch > 0) trace["ubatch"] = in.trace.generation.ubatch;
   }
   ordered_json strategy = {{"preset", in.strategy.preset},
                            {"custom", in.strategy.custom},
@@ -112,6 +113,7 @@ RunInputs inputs_from_config(const std::string& path) {
       r.trace.generation.batch = static_cast<std::uint32_t>(t.integer("batch", 1, 1 << 20));
       r.trace.generation.prompt_tokens = static_cast<std::uint32_t>(t.integer("prompt", 0, 1 << 24));
       r.trace.generation.decode_tokens = static_cast<std::uint32_t>(t.integer("decode", 0, 1 << 24));
+      if (t.has("ubatch")) r.trace.generation.ubatch = static_cast<std::uint32_t>(t.integer("ubatch", 1, 1 << 24));
     }
     t.finish();
   }

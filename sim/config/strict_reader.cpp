@@ -197,6 +197,32 @@ std::vector<std::pair<double, double>> Section::size_rate_points(const std::stri
   return out;
 }
 
+std::vector<std::pair<double, double>> Section::thread_rate_points(const std::string& key) {
+  YAML::Node pts = require(key);
+  if (!pts.IsSequence() || pts.size() == 0) fail_at(pts, full(key), "expected a list of [threads, bandwidth] pairs");
+  std::vector<std::pair<double, double>> out;
+  for (const auto& p : pts) {
+    if (!p.IsSequence() || p.size() != 2 || !p[0].IsScalar() || !p[1].IsScalar())
+      fail_at(p, full(key), "each point is [8, \"31 GB/s\"]: a thread count and a bandwidth");
+    try {
+      std::size_t used = 0;
+      const std::string& n = p[0].Scalar();
+      const int threads = std::stoi(n, &used);
+      if (used != n.size() || threads < 1 || threads > 4096) throw std::invalid_argument("the thread count must be a whole number from 1 to 4096");
+      const double bw = units::parse_bandwidth(p[1].Scalar());
+      if (!(bw > 0) || !std::isfinite(bw)) throw std::invalid_argument("the bandwidth must be positive and finite");
+      if (!out.empty() && threads <= out.back().first) throw std::invalid_argument("thread counts must ascend");
+      out.emplace_back(threads, bw);
+    } catch (const std::out_of_range&) {
+      fail_at(p, full(key), "the thread count must be a whole number from 1 to 4096");
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      fail_at(p, full(key), what == "stoi" ? "the thread count must be a whole number from 1 to 4096" : what);
+    }
+  }
+  return out;
+}
+
 void Section::finish() const {
   for (const auto& kv : node_) {
     const std::string k = kv.first.Scalar();

@@ -40,6 +40,8 @@ class Section {
   std::map<trace::OpKind, double> op_durations(const std::string& key);
   // A list of ["4 KiB", "3.1 GB/s"] pairs with ascending sizes.
   std::vector<std::pair<double, double>> size_rate_points(const std::string& key);
+  // A list of [threads, "20 GB/s"] pairs with ascending whole thread counts (a rate by CPU threads).
+  std::vector<std::pair<double, double>> thread_rate_points(const std::string& key);
 
   // Rejects every key that was not read.
   void finish() const;

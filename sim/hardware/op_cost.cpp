@@ -26,12 +26,33 @@ GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const OpRa
   return c;
 }
 
-double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates) {
+namespace {
+// The whole CPU's roofline: FLOPs at its compute rate, bytes at its memory bandwidth.
+double cpu_roofline(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates) {
   const double rate = op.dtype.empty() ? rates.host : hw.host_rate(op.dtype);
   const double compute = static_cast<double>(op.flops) / (rate * hw.host.compute_efficiency);
   const double memory =
       static_cast<double>(trace::op_bytes(op)) / (hw.host.memory_bandwidth * hw.host.memory_efficiency);
-  return std::max(compute, memory) + hw.host.op_overhead;
+  return std::max(compute, memory);
+}
+}  // namespace
+
+double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates) {
+  return cpu_roofline(hw, op, rates) + hw.host.op_overhead;
+}
+
+double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates, const CpuThreads& run) {
+  if (run.threads <= 0 || !hw.host.kernels) return cpu_roofline(hw, op, rates) + run.per_op;
+  const CpuKernelSpec& k = *hw.host.kernels;
+  const double read = CpuKernelSpec::at(k.read_bandwidth, run.threads);
+  const auto gemv = op.dtype.empty() ? k.gemv.end() : k.gemv.find(op.dtype);
+  const double weight_rate = gemv == k.gemv.end() ? read : CpuKernelSpec::at(gemv->second, run.threads);
+  const double other_bytes = std::max(0.0, static_cast<double>(trace::op_bytes(op)) - run.weight_bytes);
+  const double memory = run.weight_bytes / weight_rate + other_bytes / read;
+  const double rate = op.dtype.empty() ? rates.host : hw.host_rate(op.dtype);
+  const double share = std::min(1.0, static_cast<double>(run.threads) / k.cores);
+  const double compute = static_cast<double>(op.flops) / (rate * hw.host.compute_efficiency * share);
+  return std::max(memory, compute) + run.per_op;
 }
 
 double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype) {

@@ -32,6 +32,17 @@ struct OpRates {
 };
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const OpRates& default_rates);
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRates& default_rates);
+// An op run on the CPU by a runtime with a thread pool (llama.cpp's ggml, -t threads): with the host's
+// measured CPU kernels (host.cpu_kernels) its weight bytes move at the gemv rate of the op's weight type
+// (op.dtype), its other bytes at the read bandwidth, both at `threads`; its FLOPs at the CPU's compute
+// scaled by threads / cores when that is longer; plus `per_op` (the runtime's cost of one graph node).
+// Without cpu_kernels, or with threads = 0, it is cpu_op_seconds above with `per_op` for op_overhead.
+struct CpuThreads {
+  int threads = 0;
+  double weight_bytes = 0;  // bytes of the op's reads that are weights
+  double per_op = 0;
+};
+double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRates& default_rates, const CpuThreads& run);
 double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 // Host time to issue the op's kernels: measured host time if the trace has it, else the

@@ -26,6 +26,18 @@ double TransferCurve::seconds(double bytes) const {
   return lat + bytes / rate;
 }
 
+double CpuKernelSpec::at(const std::vector<std::pair<double, double>>& curve, int threads) {
+  if (curve.empty()) throw std::logic_error("an empty CPU rate curve");
+  const double t = std::max(1, threads);
+  if (t <= curve.front().first) return curve.front().second * t / curve.front().first;
+  if (t >= curve.back().first) return curve.back().second;
+  auto hi = std::lower_bound(curve.begin(), curve.end(), t,
+                             [](const std::pair<double, double>& p, double x) { return p.first < x; });
+  auto lo = hi - 1;
+  const double f = (t - lo->first) / (hi->first - lo->first);
+  return lo->second + f * (hi->second - lo->second);
+}
+
 namespace {
 double pick_rate(const std::map<std::string, double>& rates, const std::string& dtype) {
   auto it = rates.find(dtype);

@@ -37,6 +37,21 @@ struct GpuSpec {
   double kernel_min_time = 0.0;      // shortest kernel, s (launch-to-completion on the device)
 };
 
+// How fast the host's CPU runs llama.cpp's (ggml's) CPU kernels, by thread count: measured by
+// experiments/llamacpp/cpu_matmul_bench.cpp and fitted by `tiersim_fit --cpu`. Optional: without it an op
+// run on the CPU costs the whole CPU's memory bandwidth and compute whatever the thread count.
+struct CpuKernelSpec {
+  int cores = 0;  // physical cores: llama.cpp's default thread count (cpu_get_num_math)
+  // Streaming read bandwidth by threads, (threads, B/s): what ops without a measured kernel reach.
+  std::vector<std::pair<double, double>> read_bandwidth;
+  // ggml's matrix-vector product (one token) by weight type (lower case: q4_k, q8_0, f16), (threads,
+  // weight bytes per second): dequantisation and dot products, not only memory, bound it.
+  std::map<std::string, std::vector<std::pair<double, double>>> gemv;
+  // A rate of a (threads, rate) curve at `threads`: linear between points, proportional below the
+  // first, held at the last point's value beyond it (more threads than measured are assumed to add nothing).
+  static double at(const std::vector<std::pair<double, double>>& curve, int threads);
+};
+
 struct HostSpec {
   std::string name;
   double memory = 0.0;
@@ -45,6 +60,7 @@ struct HostSpec {
   std::map<std::string, double> compute;  // dtype -> FLOP/s for layers run on the CPU
   double compute_efficiency = 1.0;
   double op_overhead = 0.0;          // per op run on the CPU, s
+  std::optional<CpuKernelSpec> kernels;
 };
 
 struct HostLinkSpec {

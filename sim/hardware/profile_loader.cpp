@@ -73,6 +73,22 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     p.host.compute = h.rates("compute");
     p.host.compute_efficiency = h.number("compute_efficiency", 0.01, 1.0);
     p.host.op_overhead = h.duration("op_overhead");
+    if (h.has("cpu_kernels")) {
+      Section k = h.child("cpu_kernels");
+      CpuKernelSpec spec;
+      p.sources["host.cpu_kernels"] = k.text("source");
+      spec.cores = k.integer("cores", 1, 4096);
+      spec.read_bandwidth = k.thread_rate_points("read_bandwidth");
+      Section g = k.child("gemv");
+      for (const std::string& type : g.keys()) {
+        if (type.empty() || type.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+          g.fail(type, "a weight type is written in lower case, as q4_k, q8_0, f16");
+        spec.gemv[type] = g.thread_rate_points(type);
+      }
+      g.finish();
+      k.finish();
+      p.host.kernels = spec;
+    }
     h.finish();
   }
   {

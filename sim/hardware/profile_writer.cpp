@@ -80,6 +80,19 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
                {"compute", rates(p.host.compute)},
                {"compute_efficiency", p.host.compute_efficiency},
                {"op_overhead", quantity(p.host.op_overhead, "s")}};
+  if (p.host.kernels) {
+    auto threads_curve = [](const std::vector<std::pair<double, double>>& c) {
+      ordered_json pts = ordered_json::array();
+      for (const auto& [threads, rate] : c) pts.push_back({static_cast<int>(threads), quantity(rate, "B/s")});
+      return pts;
+    };
+    ordered_json gemv = ordered_json::object();
+    for (const auto& [type, c] : p.host.kernels->gemv) gemv[type] = threads_curve(c);
+    j["host"]["cpu_kernels"] = {{"source", source(p, "host.cpu_kernels")},
+                                {"cores", p.host.kernels->cores},
+                                {"read_bandwidth", threads_curve(p.host.kernels->read_bandwidth)},
+                                {"gemv", gemv}};
+  }
   j["host_link"] = {{"source", source(p, "host_link")},
                     {"type", p.host_link.type},
                     {"generation", p.host_link.generation},
@@ -138,6 +151,7 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
     for (const auto& [kind, seconds] : r.per_op) per_op[trace::to_string(kind)] = quantity(seconds, "s");
     j["per_op"] = per_op;
   }
+  if (r.per_cpu_op >= 0) j["per_cpu_op"] = quantity(r.per_cpu_op, "s");
   return j;
 }
 

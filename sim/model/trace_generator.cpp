@@ -3,6 +3,7 @@
 #include "model/gguf_quant.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -80,9 +81,15 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
   facts.n_gqa = static_cast<int>(model_.num_attention_heads / std::max<std::uint64_t>(model_.num_key_value_heads, 1));
   facts.is_70b = model_.model_type == "llama" && L == 80;
   facts.tied_output = model_.tie_word_embeddings;
+  // A GGUF matrix also keeps its type's name (q4_k): the ops reading it carry it as their dtype, which
+  // picks the CPU's measured kernel rate for that type (GPU rates fall back to bf16's).
   auto weight = [&](Role role, std::int32_t layer, std::uint64_t params) -> std::uint64_t {
+    pending_type_.clear();
     if (d != WeightDtype::Gguf) return role == Role::Norm ? params * norm_bytes_per_param(d) : matrix_bytes(params, d);
-    return gguf::tensor_bytes(gguf::tensor_type(options_.gguf, role, layer, facts), params);
+    const gguf::QuantType& type = gguf::tensor_type(options_.gguf, role, layer, facts);
+    if (role != Role::Norm)
+      for (const char* c = type.name; *c; ++c) pending_type_ += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
+    return gguf::tensor_bytes(type, params);
   };
   embed_ = add_tensor(TensorKind::Weight, weight(Role::TokenEmbd, -1, model_.embedding_params()), -1, "model.embed_tokens");
   for (std::int32_t l = 0; l < L; ++l) {
@@ -114,8 +121,9 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
                    "kv_cache.layer" + std::to_string(l));
   // Live activations of the largest step: residual stream, q/k/v, attention output, the MLP's
   // gate/up/act buffers, and fp32 logits of the last token. An estimate of PyTorch's working set.
-  const std::uint64_t max_step_tokens =
-      static_cast<std::uint64_t>(options_.batch) * std::max<std::uint32_t>(options_.prompt_tokens, 1);
+  const std::uint32_t step_prompt = options_.ubatch == 0 ? options_.prompt_tokens
+                                                         : std::min(options_.prompt_tokens, options_.ubatch);
+  const std::uint64_t max_step_tokens = static_cast<std::uint64_t>(options_.batch) * std::max<std::uint32_t>(step_prompt, 1);
   const std::uint64_t per_token = (3 * h + model_.num_attention_heads * model_.head_dim +
                                    2 * model_.num_key_value_heads * model_.head_dim + 3 * model_.intermediate_size) * a;
   act_ = add_tensor(TensorKind::Activation, max_step_tokens * per_token + options_.batch * model_.vocab_size * 4, -1,
@@ -123,6 +131,8 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
 }
 
 std::uint32_t LlmTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t layer, std::string name) {
+  weight_type_.push_back(kind == TensorKind::Weight ? pending_type_ : std::string());
+  pending_type_.clear();
   trace::Tensor t;
   t.id = static_cast<std::uint32_t>(header_.tensors.size());
   t.kind = kind;
@@ -133,22 +143,31 @@ std::uint32_t LlmTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes
   return header_.tensors.back().id;
 }
 
+std::uint32_t GenerationOptions::prefill_steps() const {
+  if (prompt_tokens == 0) return 0;
+  if (ubatch == 0) return 1;
+  return (prompt_tokens + ubatch - 1) / ubatch;
+}
+
 bool LlmTraceGenerator::next(trace::Step& out) {
-  const bool has_prefill = options_.prompt_tokens > 0;
-  const std::uint64_t total = (has_prefill ? 1u : 0u) + static_cast<std::uint64_t>(options_.decode_tokens);
+  const std::uint64_t prefills = options_.prefill_steps();
+  const std::uint64_t total = prefills + static_cast<std::uint64_t>(options_.decode_tokens);
   if (steps_done_ >= total) return false;
-  if (has_prefill && steps_done_ == 0) {
-    build_step(out, options_.prompt_tokens, 0, StepKind::Prefill);
+  if (steps_done_ < prefills) {
+    const std::uint64_t chunk = options_.ubatch == 0 ? options_.prompt_tokens : options_.ubatch;
+    const std::uint64_t done = steps_done_ * chunk;
+    const auto tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(chunk, options_.prompt_tokens - done));
+    build_step(out, tokens, done, StepKind::Prefill, steps_done_ + 1 == prefills);
   } else {
-    const std::uint64_t decoded = steps_done_ - (has_prefill ? 1u : 0u);
-    build_step(out, 1, options_.prompt_tokens + decoded, StepKind::Decode);
+    const std::uint64_t decoded = steps_done_ - prefills;
+    build_step(out, 1, options_.prompt_tokens + decoded, StepKind::Decode, true);
   }
   ++steps_done_;
   return true;
 }
 
 void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, std::uint64_t context_before,
-                                   StepKind kind) {
+                                   StepKind kind, bool logits) {
   const auto d = options_.dtype;
   const std::uint64_t a = activation_bytes(d);
   const std::uint64_t B = options_.batch;
@@ -178,6 +197,7 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
   };
   auto linear = [&](std::int32_t layer, std::uint32_t w, std::uint64_t in, std::uint64_t outd) {
     add(matmul, layer, 2 * T * in * outd, {whole(w), act(T * in)}, {act(T * outd)}, launches_.matmul);
+    out.ops.back().dtype = weight_type_[w];
   };
   // Bytes that eager Hugging Face kernels move per element (transformers' modeling_qwen3.py and
   // modeling_llama.py, the same code): RMSNorm upcasts to fp32 and makes a pass per operation --
@@ -232,11 +252,14 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     linear(l, t.down, inter, h);
     add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);
   }
+  // A micro-batch before a prompt's last computes no logits (llama.cpp outputs the last token only).
+  if (!logits) return;
   const auto last = static_cast<std::int32_t>(layers_.size());
   norm(last, final_norm_, T, h);
   // generate() keeps the logits of the last token of each sequence only.
   add(OpKind::Gemv, last, 2 * B * h * model_.vocab_size, {whole(lm_head_), act(B * h)}, {TensorAccess{act_, B * model_.vocab_size * 4}},
       launches_.matmul);
+  out.ops.back().dtype = weight_type_[lm_head_];
   add(OpKind::Sample, last, B * model_.vocab_size, {TensorAccess{act_, B * model_.vocab_size * 4}}, {act(B)},
       launches_.sample);
 }

@@ -16,6 +16,10 @@ struct GenerationOptions {
   std::uint32_t batch = 1;
   std::uint32_t prompt_tokens = 512;   // 0: no prefill step
   std::uint32_t decode_tokens = 128;
+  // The prompt in micro-batches of this many tokens, one prefill step each (llama.cpp's -ub: each
+  // micro-batch is its own graph, and weights offloaded with it are copied again). 0: one step.
+  std::uint32_t ubatch = 0;
+  std::uint32_t prefill_steps() const;
 };
 
 // Sets the weight format from its name: fp32, bf16, fp16, fp8, int8, q4, or a GGUF file type (Q4_K_M,
@@ -49,7 +53,8 @@ class LlmTraceGenerator final : public trace::StepSource {
     std::uint32_t input_norm, q, k, v, q_norm, k_norm, o, post_norm, gate, up, down, kv;
   };
   std::uint32_t add_tensor(trace::TensorKind kind, std::uint64_t bytes, std::int32_t layer, std::string name);
-  void build_step(trace::Step& out, std::uint32_t new_tokens, std::uint64_t context_before, trace::StepKind kind);
+  void build_step(trace::Step& out, std::uint32_t new_tokens, std::uint64_t context_before, trace::StepKind kind,
+                  bool logits);
 
   ModelConfig model_;
   GenerationOptions options_;
@@ -58,6 +63,8 @@ class LlmTraceGenerator final : public trace::StepSource {
   std::vector<LayerTensors> layers_;
   std::uint32_t embed_ = 0, final_norm_ = 0, lm_head_ = 0, act_ = 0;
   std::uint64_t steps_done_ = 0;
+  std::vector<std::string> weight_type_;  // by tensor id: a GGUF matrix's type (q4_k), else empty
+  std::string pending_type_;              // the type of the weight being added
 };
 
 }  // namespace tiersim::model

@@ -43,6 +43,17 @@ struct CopyOptions {
   int streams = 2;
 };
 
+// How layers that run where their weights live are run (the execute offload path's options).
+struct ExecuteOptions {
+  // CPU threads running host-resident layers (llama.cpp's -t); 0: the host's physical cores when the
+  // profile has measured CPU kernels (llama.cpp's default), else the whole CPU's roofline.
+  int threads = 0;
+  // ggml's op offload (GGML_OP_OFFLOAD_MIN_BATCH): in a step of at least this many tokens, a layer homed
+  // on the CPU runs on the compute GPU instead, its host weights (and KV cache) copied over for each
+  // step. 0: off (llama.cpp --no-op-offload).
+  int op_offload_batch = 0;
+};
+
 // cudaMemAdvise hints on a managed tensor (bit flags, as the driver combines them).
 enum ManagedAdvice : std::uint8_t {
   kAdviseNone = 0,
@@ -75,6 +86,7 @@ struct Placement {
   std::vector<DeviceId> device;               // by tensor id: its home (managed tensors: the host)
   std::vector<Path> path;                     // by tensor id
   CopyOptions copy;
+  ExecuteOptions execute;
   // By tensor id, for copied weights in host memory: true where that weight is pageable although
   // copy.host_memory says pinned (ComfyUI pins offloaded weights only within its RAM budget). Empty:
   // every copy from host memory is copy.host_memory.

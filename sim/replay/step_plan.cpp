@@ -37,6 +37,12 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
     // Weights and KV cache of a layer that runs where they live (the CPU, or another GPU).
     if (path == placement::Path::Execute) executes_on_[t.id] = d;
   }
+  // CPU threads: the execute path's, else the host's physical cores (llama.cpp's default -t) where the
+  // profile measured its CPU kernels; the runtime's cost of one CPU op, else the hardware profile's.
+  cpu_.threads = placement.execute.threads > 0 ? placement.execute.threads
+                 : hw_.host.kernels            ? hw_.host.kernels->cores
+                                               : 0;
+  cpu_.per_op = runtime_.per_cpu_op >= 0 ? runtime_.per_cpu_op : hw_.host.op_overhead;
   has_pipeline_ = placement::has_pipeline(placement);
   // Layers that run off the compute GPU, by their Execute-path weights.
   for (const auto& t : header.tensors)
@@ -47,6 +53,11 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
                        layer_devices_.end());
   std::sort(layer_order_.begin(), layer_order_.end());
   layer_order_.erase(std::unique(layer_order_.begin(), layer_order_.end()), layer_order_.end());
+  // The output group: weights after the last layer that has a KV cache (final norm, LM head).
+  std::int32_t last_kv_layer = kNoLayer;
+  for (const auto& t : header.tensors)
+    if (t.kind == trace::TensorKind::KvCache) last_kv_layer = std::max(last_kv_layer, t.layer);
+  if (!layer_order_.empty() && last_kv_layer != kNoLayer && layer_order_.back() > last_kv_layer) output_layer_ = layer_order_.back();
   copied_by_position_.resize(layer_order_.size());
   managed_by_position_.resize(layer_order_.size());
   for (const auto& t : header.tensors) {
@@ -111,6 +122,13 @@ double StepPlanner::activation_bytes(const trace::Op& op) const {
   for (const auto& a : op.writes)
     if (header_.tensors[a.tensor].kind == trace::TensorKind::Activation) bytes += static_cast<double>(a.bytes);
   return bytes;
+}
+
+bool StepPlanner::offloads_op(const trace::Op& op, const trace::Step& step) const {
+  const int min_batch = placement_.execute.op_offload_batch;
+  if (min_batch <= 0 || op.layer < 0) return false;
+  const std::uint32_t batch = op.layer == output_layer_ ? header_.batch() : step.tokens;
+  return batch >= static_cast<std::uint32_t>(min_batch);
 }
 
 void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch) {
@@ -249,7 +267,10 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           }
     }
     current_layer = op.layer;
-    const DeviceId device = op_device(op);
+    DeviceId device = op_device(op);
+    // ggml's op offload: a prompt-sized op of a CPU-homed layer runs on the GPU with its weights copied.
+    const bool offloaded = device == kCpu && offloads_op(op, step);
+    if (offloaded) device = placement::kComputeGpu;
     const bool on_cpu = device == kCpu;
     if (device != prev_device && !first) {
       // Activations cross to where the next op runs. Through host memory the host waits for the copy;
@@ -269,7 +290,14 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       Action a;
       a.kind = ActionKind::CpuOp;
       a.op = static_cast<std::int32_t>(i);
-      a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_);
+      if (cpu_.threads > 0 || runtime_.per_cpu_op >= 0) {
+        hw::CpuThreads run = cpu_;
+        for (const auto& r : op.reads)
+          if (header_.tensors[r.tensor].kind == trace::TensorKind::Weight) run.weight_bytes += static_cast<double>(r.bytes);
+        a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_, run);
+      } else {
+        a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_);
+      }
       out.actions.push_back(a);
     } else {
       // A weight that lives on another GPU than the one running this op (a tied embedding read by an
@@ -292,6 +320,14 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       // Weights not yet on the GPU: copied now on the compute stream (on demand). A weight copied again
       // for a later layer (a tied one) while streaming ahead first waits, like a prefetch, until the
       // staging released so far is free, so that the staged copies stay within prefetch + 1 layers.
+      // Op offload: the op's host-resident weights are copied on the compute stream (ggml_backend_sched
+      // copies a split's inputs before running it) and released after it. The KV cache it reads stays
+      // in host memory and is not charged (a prompt from an empty cache reads only its own keys).
+      if (offloaded)
+        for (const auto& r : op.reads)
+          if (header_.tensors[r.tensor].kind == trace::TensorKind::Weight && executes_on_[r.tensor] == kCpu &&
+              !issued_[r.tensor])
+            issue_copy(out, r.tensor, false);
       for (const auto& r : op.reads) {
         if (!copied_[r.tensor] || issued_[r.tensor]) continue;
         if (prefetch > 0 && released_[r.tensor]) {  // copied and released earlier in this step
@@ -326,6 +362,12 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
               if (header_.tensors[w.tensor].kind == trace::TensorKind::Weight) reread += w.bytes;
           out.managed.push_back({r.tensor, r.bytes, false, reread});
           if (issued_[r.tensor]) out.deps.push_back(r.tensor);  // waits for its managed prefetch
+          continue;
+        }
+        if (offloaded && issued_[r.tensor] && executes_on_[r.tensor] == kCpu) {
+          out.deps.push_back(r.tensor);
+          out.frees.push_back(r.tensor);
+          issued_[r.tensor] = false;
           continue;
         }
         if (!copied_[r.tensor]) continue;

@@ -100,6 +100,10 @@ class StepPlanner {
   // An AwaitSlot for the releases of out.slot_waits[begin..end), if there are any.
   void await_releases(StepPlan& out, std::size_t begin);
   double activation_bytes(const trace::Op& op) const;
+  // Whether ggml's op offload runs this op, homed on the CPU, on the compute GPU in this step: a
+  // transformer layer's op in a step of at least execute.op_offload_batch tokens (the output layer's
+  // ops see only the last token of each sequence, the embedding lookup is never offloaded).
+  bool offloads_op(const trace::Op& op, const trace::Step& step) const;
 
   const hw::HardwareProfile& hw_;
   const runtime::RuntimeProfile& runtime_;
@@ -108,12 +112,14 @@ class StepPlanner {
   const placement::Placement& placement_;
   std::string default_dtype_;
   hw::OpRates rates_;  // the default dtype's rates, resolved once
+  hw::CpuThreads cpu_;  // how ops run on the CPU: threads and the cost of one op (weight_bytes per op)
   std::vector<bool> copied_;                // by tensor: a weight copied to cuda:0 when used
   std::vector<bool> managed_;               // by tensor: in managed memory
   std::vector<std::vector<std::uint32_t>> managed_by_position_;  // managed weights of each layer position
   std::vector<placement::DeviceId> executes_on_;  // by tensor: where its layer runs if its path is Execute, else -2
   std::vector<std::pair<std::int32_t, placement::DeviceId>> layer_devices_;  // layers run off cuda:0, sorted
   std::vector<std::int32_t> layer_order_;   // distinct weight layers, ascending
+  std::int32_t output_layer_ = INT32_MIN;   // the group after the last KV-cache layer (INT32_MIN: none)
   std::vector<std::vector<std::uint32_t>> copied_by_position_;  // copied tensors of each layer position
   // Per-step scratch.
   std::vector<std::int32_t> last_reader_;   // by tensor: index of the last op reading it (-1 none)

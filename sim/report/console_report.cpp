@@ -27,6 +27,19 @@ void write_console(std::ostream& out, const Context& c) {
                     " steps)");
   for (const auto& [k, v] : c.placement->resolved) line(k.c_str(), v);
   if (!c.strategy.empty()) line("strategy", c.strategy);
+  if (c.runtime->name != "pytorch-eager") line("runtime", c.runtime->name + " [" + c.runtime->origin + "]");
+  bool cpu_executes = false;
+  for (std::size_t t = 0; t < c.placement->path.size(); ++t)
+    cpu_executes |= c.placement->path[t] == placement::Path::Execute && c.placement->device[t] == placement::kCpu;
+  if (cpu_executes) {
+    const auto& x = c.placement->execute;
+    std::string how = x.threads > 0              ? std::to_string(x.threads) + " threads"
+                      : hw.host.kernels          ? std::to_string(hw.host.kernels->cores) + " threads (the host's cores)"
+                                                 : "the whole CPU (no measured CPU kernels in the profile)";
+    if (x.op_offload_batch > 0)
+      how += "; steps of " + std::to_string(x.op_offload_batch) + "+ tokens run them on cuda:0 (op offload)";
+    line("cpu layers", how);
+  }
   if (c.fresh_lengths)
     line("sequence lengths", "fresh: " + units::format_duration(c.runtime->new_length_attention) +
                                  " of attention plan build per step (runtime's new_length_attention)");

@@ -29,6 +29,7 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
   r.peer_copy_sync = top.duration("peer_copy_sync");
   r.peer_copy_overlaps_compute = top.flag("peer_copy_overlaps_compute");
   if (top.has("per_op")) r.per_op = top.op_durations("per_op");
+  if (top.has("per_cpu_op")) r.per_cpu_op = top.duration("per_cpu_op");
   top.finish();
   return r;
 }

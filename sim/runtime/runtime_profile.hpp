@@ -31,6 +31,9 @@ struct RuntimeProfile {
   // Host time of the first attention call at a sequence length the process has not run before (eager
   // PyTorch's cuDNN SDPA builds an execution plan per shape); charged once per step with --lengths fresh.
   double new_length_attention = 0.0;
+  // Host time of one op run on the CPU (a ggml graph node: the thread pool's barrier and dispatch);
+  // < 0: the hardware profile's host.op_overhead. Optional.
+  double per_cpu_op = -1.0;
 };
 
 }  // namespace tiersim::runtime

@@ -1,0 +1,525 @@
+// cpu_matmul_bench: times the ggml CPU backend's matrix-vector and small-batch matrix products, and the host's
+// streaming-read and copy bandwidth, to calibrate a host CPU independently of llama-bench.
+//
+// One MUL_MAT per graph: weights W (type T, ROWS x COLS: ROWS outputs, COLS the reduction length, as ggml's
+// ne01 x ne00) times activations X (f32, COLS x BATCH), computed by ggml_backend_graph_compute on the CPU
+// backend with N threads: the same code path llama.cpp takes for a weight on the CPU (llamafile sgemm for
+// batch > 1 where it applies, the quantization of X to the weight's vec_dot type included).
+// Weights are random values quantized with ggml_quantize_chunk. To read them from DRAM, as a decode step
+// does, the weight is copied until the copies fill --rotate-bytes (default 1 GiB); one graph holds one
+// product per copy (all with the same X), and a timed pass computes that graph: seconds = pass / copies, so
+// the thread start and the barrier between nodes are amortized as in a llama.cpp graph. Layout "plain" keeps ggml's row layout; "repack" puts the weights in the CPU backend's
+// CPU_REPACK buffer type (interleaved rows, what llama.cpp does for a CPU weight unless --no-host), only
+// where that buffer type takes the tensor (on x86 with AVX2: Q4_0, Q4_K, IQ4_NL, MXFP4; Q2_K with AVX512).
+//
+// Output: CSV on stdout, one row per (kind, type, shape, batch, threads); notes on stderr.
+//   kind    matmul | matmul_repack | read_bw | copy_bw
+//   type    ggml type name (q4_K, f16, ...), or "mem" for the bandwidth rows
+//   rows, cols, batch   the product's shape (0 for the bandwidth rows)
+//   seconds the median of the timed repetitions
+//   bytes   the bytes one repetition moves: weights + activations + output (read_bw: the buffer;
+//           copy_bw: 2 x the buffer, read and written)
+//   gbps    bytes / seconds / 1e9
+//   gflops  2 x rows x cols x batch / seconds / 1e9 (0 for the bandwidth rows)
+//
+// Usage: cpu_matmul_bench [options]
+//   --types LIST      q4_K,q6_K,q8_0,f16,q5_K,q4_0 (default; any ggml type name that quantizes without an imatrix)
+//   --threads LIST    1,2,4,8,16 (default)
+//   --batch LIST      1,4,8 (default)
+//   --shapes LIST     ROWSxCOLS,... default 4096x4096,14336x4096,4096x14336,9728x2560,2560x9728
+//   --layouts LIST    plain,repack (default)
+//   --reps N          timed passes (default 15); --warmup N untimed passes first (default 3, at least 1)
+//   --max-seconds S   stop a configuration's passes after S seconds of timing (default 2; at least 3 passes)
+//   --rotate-bytes B  weight copies to stream through, in bytes (default 1073741824; 0: one copy, cache-hot)
+//   --bw-bytes B      buffer for read_bw/copy_bw (default 1073741824; 0: no bandwidth rows)
+//   --no-matmul       only the bandwidth rows
+//   --seed N          (default 1)
+
+#include "ggml.h"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <strings.h>
+
+namespace {
+
+[[noreturn]] void die(const char * fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "cpu_matmul_bench: error: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+void note(const char * fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "# ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+std::vector<std::string> split(const std::string & s, char sep) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= s.size()) {
+        size_t end = s.find(sep, start);
+        if (end == std::string::npos) end = s.size();
+        if (end > start) out.push_back(s.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
+long long parse_int(const std::string & s, const char * what) {
+    char * end = nullptr;
+    errno = 0;
+    long long v = strtoll(s.c_str(), &end, 10);
+    if (errno != 0 || end == s.c_str() || *end != '\0') die("%s: not an integer: '%s'", what, s.c_str());
+    return v;
+}
+
+double parse_double(const std::string & s, const char * what) {
+    char * end = nullptr;
+    errno = 0;
+    double v = strtod(s.c_str(), &end);
+    if (errno != 0 || end == s.c_str() || *end != '\0') die("%s: not a number: '%s'", what, s.c_str());
+    return v;
+}
+
+std::vector<int> parse_int_list(const std::string & s, const char * what) {
+    std::vector<int> out;
+    for (const auto & p : split(s, ',')) {
+        long long v = parse_int(p, what);
+        if (v <= 0 || v > 1 << 20) die("%s: out of range: %lld", what, v);
+        out.push_back((int) v);
+    }
+    if (out.empty()) die("%s: empty list", what);
+    return out;
+}
+
+ggml_type type_by_name(const std::string & name) {
+    for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
+        const char * n = ggml_type_name((ggml_type) t);
+        if (n != nullptr && strcasecmp(n, name.c_str()) == 0 && ggml_blck_size((ggml_type) t) > 0) {
+            return (ggml_type) t;
+        }
+    }
+    die("unknown ggml type '%s'", name.c_str());
+}
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Options {
+    std::vector<std::string> types   = {"q4_K", "q6_K", "q8_0", "f16", "q5_K", "q4_0"};
+    std::vector<int>         threads = {1, 2, 4, 8, 16};
+    std::vector<int>         batch   = {1, 4, 8};
+    std::vector<std::pair<int64_t, int64_t>> shapes = {
+        {4096, 4096}, {14336, 4096}, {4096, 14336}, {9728, 2560}, {2560, 9728}};
+    std::vector<std::string> layouts = {"plain", "repack"};
+    int     reps         = 15;
+    int     warmup       = 3;
+    double  max_seconds  = 2.0;
+    int64_t rotate_bytes = 1LL << 30;
+    int64_t bw_bytes     = 1LL << 30;
+    bool    matmul       = true;
+    uint32_t seed        = 1;
+};
+
+Options parse_args(int argc, char ** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) die("%s needs a value", a.c_str());
+            return argv[++i];
+        };
+        if (a == "--types") {
+            o.types = split(value(), ',');
+            if (o.types.empty()) die("--types: empty list");
+        } else if (a == "--threads") {
+            o.threads = parse_int_list(value(), "--threads");
+        } else if (a == "--batch") {
+            o.batch = parse_int_list(value(), "--batch");
+        } else if (a == "--shapes") {
+            o.shapes.clear();
+            for (const auto & s : split(value(), ',')) {
+                auto rc = split(s, 'x');
+                if (rc.size() != 2) die("--shapes: expected ROWSxCOLS, got '%s'", s.c_str());
+                long long r = parse_int(rc[0], "--shapes"), c = parse_int(rc[1], "--shapes");
+                if (r <= 0 || c <= 0) die("--shapes: '%s' must be positive", s.c_str());
+                o.shapes.push_back({r, c});
+            }
+            if (o.shapes.empty()) die("--shapes: empty list");
+        } else if (a == "--layouts") {
+            o.layouts = split(value(), ',');
+            for (const auto & l : o.layouts) {
+                if (l != "plain" && l != "repack") die("--layouts: plain or repack, got '%s'", l.c_str());
+            }
+            if (o.layouts.empty()) die("--layouts: empty list");
+        } else if (a == "--reps") {
+            o.reps = (int) parse_int(value(), "--reps");
+            if (o.reps < 1) die("--reps must be >= 1");
+        } else if (a == "--warmup") {
+            o.warmup = (int) parse_int(value(), "--warmup");
+            if (o.warmup < 0) die("--warmup must be >= 0");
+        } else if (a == "--max-seconds") {
+            o.max_seconds = parse_double(value(), "--max-seconds");
+        } else if (a == "--rotate-bytes") {
+            o.rotate_bytes = parse_int(value(), "--rotate-bytes");
+            if (o.rotate_bytes < 0) die("--rotate-bytes must be >= 0");
+        } else if (a == "--bw-bytes") {
+            o.bw_bytes = parse_int(value(), "--bw-bytes");
+            if (o.bw_bytes < 0) die("--bw-bytes must be >= 0");
+        } else if (a == "--no-matmul") {
+            o.matmul = false;
+        } else if (a == "--seed") {
+            o.seed = (uint32_t) parse_int(value(), "--seed");
+        } else if (a == "-h" || a == "--help") {
+            fprintf(stderr, "usage: see the comment at the top of experiments/llamacpp/cpu_matmul_bench.cpp\n");
+            exit(0);
+        } else {
+            die("unknown argument '%s' (--help)", a.c_str());
+        }
+    }
+    return o;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Streaming bandwidth: T threads, each over its own contiguous slice.
+
+struct AlignedBuf {
+    void * p = nullptr;
+    size_t n = 0;
+    explicit AlignedBuf(size_t bytes) : n(bytes) {
+        if (posix_memalign(&p, 4096, bytes) != 0 || p == nullptr) die("cannot allocate %zu bytes", bytes);
+    }
+    ~AlignedBuf() { free(p); }
+    AlignedBuf(const AlignedBuf &) = delete;
+    AlignedBuf & operator=(const AlignedBuf &) = delete;
+};
+
+template <typename F>
+void run_threads(int n, F && f) {
+    std::vector<std::thread> ts;
+    ts.reserve(n);
+    for (int i = 0; i < n; ++i) ts.emplace_back(f, i);
+    for (auto & t : ts) t.join();
+}
+
+uint64_t sum_slice(const uint64_t * p, size_t n) {
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += p[i]; s1 += p[i + 1]; s2 += p[i + 2]; s3 += p[i + 3];
+    }
+    for (; i < n; ++i) s0 += p[i];
+    return s0 + s1 + s2 + s3;
+}
+
+void bandwidth(const Options & o) {
+    const size_t words = (size_t) o.bw_bytes / sizeof(uint64_t);
+    if (words == 0) return;
+    const size_t bytes = words * sizeof(uint64_t);
+    AlignedBuf src(bytes), dst(bytes);
+    const int max_t = *std::max_element(o.threads.begin(), o.threads.end());
+    // first touch spread over the threads, as the timed passes use them
+    run_threads(max_t, [&](int t) {
+        size_t a = words * t / max_t, b = words * (t + 1) / max_t;
+        uint64_t * s = (uint64_t *) src.p;
+        for (size_t i = a; i < b; ++i) s[i] = i * 0x9E3779B97F4A7C15ull;
+        memset((char *) dst.p + a * 8, 0, (b - a) * 8);
+    });
+    std::atomic<uint64_t> sink{0};
+    for (const char * kind : {"read_bw", "copy_bw"}) {
+        const bool copy = kind[0] == 'c';
+        for (int nt : o.threads) {
+            auto pass = [&]() {
+                double t0 = now_s();
+                run_threads(nt, [&](int t) {
+                    size_t a = words * t / nt, b = words * (t + 1) / nt;
+                    if (copy) {
+                        memcpy((char *) dst.p + a * 8, (const char *) src.p + a * 8, (b - a) * 8);
+                    } else {
+                        sink.fetch_add(sum_slice((const uint64_t *) src.p + a, b - a), std::memory_order_relaxed);
+                    }
+                });
+                return now_s() - t0;
+            };
+            for (int w = 0; w < std::max(1, o.warmup); ++w) pass();
+            std::vector<double> times;
+            double spent = 0;
+            for (int r = 0; r < o.reps; ++r) {
+                double t = pass();
+                times.push_back(t);
+                spent += t;
+                if (r >= 2 && spent > o.max_seconds) break;
+            }
+            double s = median(times);
+            double moved = copy ? 2.0 * bytes : (double) bytes;
+            printf("%s,mem,0,0,0,%d,%.9f,%.0f,%.3f,0\n", kind, nt, s, moved, moved / s / 1e9);
+            fflush(stdout);
+        }
+    }
+    if (sink.load() == 42) note("(sink %" PRIu64 ")", sink.load());  // keeps the sums alive
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// MUL_MAT on the CPU backend.
+
+struct Backend {
+    ggml_backend_t             cpu        = nullptr;
+    ggml_backend_dev_t         dev        = nullptr;
+    ggml_backend_buffer_type_t host_buft  = nullptr;
+    ggml_backend_buffer_type_t repack_buft = nullptr;
+};
+
+Backend init_backend() {
+    Backend b;
+    b.cpu = ggml_backend_cpu_init();
+    if (b.cpu == nullptr) die("ggml_backend_cpu_init failed");
+    b.dev = ggml_backend_get_device(b.cpu);
+    if (b.dev == nullptr) die("ggml_backend_get_device(CPU) returned NULL");
+    b.host_buft = ggml_backend_cpu_buffer_type();
+    if (b.host_buft == nullptr) die("ggml_backend_cpu_buffer_type returned NULL");
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(b.dev);
+    if (reg == nullptr) die("ggml_backend_dev_backend_reg(CPU) returned NULL");
+    auto get_extra = (ggml_backend_dev_get_extra_bufts_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
+    if (get_extra != nullptr) {
+        for (ggml_backend_buffer_type_t * p = get_extra(b.dev); p != nullptr && *p != nullptr; ++p) {
+            const char * name = ggml_backend_buft_name(*p);
+            note("CPU extra buffer type: %s", name ? name : "(null)");
+            if (name != nullptr && strcmp(name, "CPU_REPACK") == 0) b.repack_buft = *p;
+        }
+    }
+    if (b.repack_buft == nullptr) note("no CPU_REPACK buffer type: layout 'repack' gives no rows");
+    return b;
+}
+
+// Random weights quantized to `type`, rows x cols, row by row in parallel.
+std::vector<uint8_t> make_weights(ggml_type type, int64_t rows, int64_t cols, uint32_t seed) {
+    if (cols % ggml_blck_size(type) != 0) die("type %s needs cols divisible by %" PRId64 ", got %" PRId64, ggml_type_name(type), (int64_t) ggml_blck_size(type), cols);
+    if (ggml_quantize_requires_imatrix(type)) die("type %s needs an importance matrix; not supported here", ggml_type_name(type));
+    const size_t row_size = ggml_row_size(type, cols);
+    std::vector<uint8_t> q(row_size * rows);
+    int nt = (int) std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    std::vector<size_t> written(nt, 0);
+    run_threads(nt, [&](int t) {
+        int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
+        std::mt19937 rng(seed * 7919u + (uint32_t) t);
+        std::normal_distribution<float> nd(0.0f, 0.02f);
+        const int64_t chunk = 64;
+        std::vector<float> f(chunk * cols);
+        for (int64_t r = r0; r < r1; r += chunk) {
+            int64_t nr = std::min(chunk, r1 - r);
+            for (int64_t i = 0; i < nr * cols; ++i) f[i] = nd(rng);
+            // ggml_quantize_chunk indexes src from `start`: pass the chunk's own rows at offset 0, and the
+            // destination already advanced to row r.
+            written[t] += ggml_quantize_chunk(type, f.data(), q.data() + r * row_size, 0, nr, cols, nullptr);
+        }
+    });
+    size_t total = 0;
+    for (size_t w : written) total += w;
+    if (total != q.size()) die("ggml_quantize_chunk wrote %zu bytes for %s %" PRId64 "x%" PRId64 ", expected %zu", total, ggml_type_name(type), rows, cols, q.size());
+    return q;
+}
+
+// `copies` weight tensors, all holding the same quantized data, in one buffer of `buft`.
+struct WeightSet {
+    ggml_context *             ctx    = nullptr;
+    ggml_backend_buffer_t      buf    = nullptr;
+    std::vector<ggml_tensor *> w;
+    size_t                     bytes  = 0;  // one copy
+    ~WeightSet() {
+        if (buf) ggml_backend_buffer_free(buf);
+        if (ctx) ggml_free(ctx);
+    }
+};
+
+// Activations X (cols x batch), one output per weight copy, and one graph holding every product
+// out_i = W_i x X in turn: a pass streams every copy once, as a decode step streams its layers.
+struct ProductSet {
+    ggml_context *        ctx   = nullptr;
+    ggml_backend_buffer_t buf   = nullptr;
+    ggml_cgraph *         graph = nullptr;
+    ~ProductSet() {
+        if (buf) ggml_backend_buffer_free(buf);
+        if (ctx) ggml_free(ctx);
+    }
+};
+
+// Returns false where `buft` (the repack one) does not take this weight: nothing is measured then.
+bool build_weights(WeightSet & ws, const Backend & be, ggml_backend_buffer_type_t buft, ggml_type type,
+                   int64_t rows, int64_t cols, int copies, const std::vector<uint8_t> & q) {
+    ggml_init_params ip = {
+        /*.mem_size   =*/ ggml_tensor_overhead() * ((size_t) copies + 4),
+        /*.mem_buffer =*/ nullptr,
+        /*.no_alloc   =*/ true,
+    };
+    ws.ctx = ggml_init(ip);
+    if (ws.ctx == nullptr) die("ggml_init failed (weights)");
+    for (int i = 0; i < copies; ++i) {
+        ggml_tensor * t = ggml_new_tensor_2d(ws.ctx, type, cols, rows);
+        if (t == nullptr) die("ggml_new_tensor_2d(weights) failed");
+        ggml_format_name(t, "w%d", i);
+        ws.w.push_back(t);
+    }
+    ws.bytes = ggml_nbytes(ws.w[0]);
+    if (ws.bytes != q.size()) die("weight tensor is %zu bytes, quantized data %zu", ws.bytes, q.size());
+    ws.buf = ggml_backend_alloc_ctx_tensors_from_buft(ws.ctx, buft);
+    if (ws.buf == nullptr) die("cannot allocate %d x %zu bytes of weights in %s", copies, ws.bytes, ggml_backend_buft_name(buft));
+    ggml_backend_buffer_set_usage(ws.buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+
+    // the repack buffer type only takes weights it has a kernel for: ask the device, as llama.cpp does
+    // (a probe product in a scratch context; its activations need no memory for the question)
+    {
+        ggml_init_params pp = { ggml_tensor_overhead() * 4, nullptr, true };
+        ggml_context * pc = ggml_init(pp);
+        if (pc == nullptr) die("ggml_init failed (probe)");
+        ggml_tensor * x = ggml_new_tensor_2d(pc, GGML_TYPE_F32, cols, 1);
+        ggml_tensor * y = x ? ggml_mul_mat(pc, ws.w[0], x) : nullptr;
+        if (y == nullptr) die("ggml_mul_mat failed (probe)");
+        const bool ok = ggml_backend_dev_supports_op(be.dev, y);
+        ggml_free(pc);
+        if (!ok) return false;
+    }
+    for (auto * t : ws.w) ggml_backend_tensor_set(t, q.data(), 0, q.size());
+    return true;
+}
+
+void build_products(ProductSet & ps, const Backend & be, const WeightSet & ws, int64_t cols, int batch,
+                    const std::vector<float> & x) {
+    const size_t n = ws.w.size();
+    const size_t graph_size = 2 * n + 8;
+    ggml_init_params ip = {
+        /*.mem_size   =*/ ggml_tensor_overhead() * (n + 4) + ggml_graph_overhead_custom(graph_size, false),
+        /*.mem_buffer =*/ nullptr,
+        /*.no_alloc   =*/ true,
+    };
+    ps.ctx = ggml_init(ip);
+    if (ps.ctx == nullptr) die("ggml_init failed (products)");
+    ggml_tensor * X = ggml_new_tensor_2d(ps.ctx, GGML_TYPE_F32, cols, batch);
+    if (X == nullptr) die("ggml_new_tensor_2d(activations) failed");
+    ggml_set_name(X, "x");
+    ps.graph = ggml_new_graph_custom(ps.ctx, graph_size, false);
+    if (ps.graph == nullptr) die("ggml_new_graph_custom failed");
+    for (size_t i = 0; i < n; ++i) {
+        ggml_tensor * y = ggml_mul_mat(ps.ctx, ws.w[i], X);
+        if (y == nullptr) die("ggml_mul_mat failed");
+        ggml_build_forward_expand(ps.graph, y);
+    }
+    if (ggml_graph_n_nodes(ps.graph) != (int) n) die("graph has %d nodes, expected %zu", ggml_graph_n_nodes(ps.graph), n);
+    ps.buf = ggml_backend_alloc_ctx_tensors_from_buft(ps.ctx, be.host_buft);
+    if (ps.buf == nullptr) die("cannot allocate activations and outputs");
+    ggml_backend_tensor_set(X, x.data(), 0, x.size() * sizeof(float));
+}
+
+void matmuls(const Options & o, const Backend & be) {
+    std::mt19937 rng(o.seed);
+    std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+    for (const auto & tname : o.types) {
+        const ggml_type type = type_by_name(tname);
+        for (const auto & [rows, cols] : o.shapes) {
+            double tq = now_s();
+            std::vector<uint8_t> q = make_weights(type, rows, cols, o.seed);
+            note("%s %" PRId64 "x%" PRId64 ": %.1f MiB of weights, quantized in %.2f s", ggml_type_name(type), rows, cols,
+                 q.size() / 1048576.0, now_s() - tq);
+            const int copies = o.rotate_bytes > 0
+                ? (int) std::max<int64_t>(1, (o.rotate_bytes + (int64_t) q.size() - 1) / (int64_t) q.size()) : 1;
+            for (const auto & layout : o.layouts) {
+                ggml_backend_buffer_type_t buft = layout == "repack" ? be.repack_buft : be.host_buft;
+                if (buft == nullptr) continue;
+                const char * kind = layout == "repack" ? "matmul_repack" : "matmul";
+                WeightSet ws;
+                double tb = now_s();
+                if (!build_weights(ws, be, buft, type, rows, cols, copies, q)) {
+                    note("%s: %s %" PRId64 "x%" PRId64 " not taken by %s; skipped", kind, ggml_type_name(type), rows, cols,
+                         ggml_backend_buft_name(buft));
+                    continue;
+                }
+                note("%s %s %" PRId64 "x%" PRId64 ": %d weight copies (%.0f MiB), set in %.2f s", kind, ggml_type_name(type),
+                     rows, cols, copies, copies * (double) ws.bytes / 1048576.0, now_s() - tb);
+                for (int batch : o.batch) {
+                    std::vector<float> x((size_t) cols * batch);
+                    for (auto & v : x) v = ud(rng);
+                    ProductSet ps;
+                    build_products(ps, be, ws, cols, batch, x);
+                    const double moved = (double) ws.bytes + (double) cols * batch * 4 + (double) rows * batch * 4;
+                    const double flops = 2.0 * rows * cols * batch;
+                    for (int nt : o.threads) {
+                        ggml_backend_cpu_set_n_threads(be.cpu, nt);
+                        // one pass = every copy once; the time of one product = the pass / copies
+                        auto pass = [&]() {
+                            double t0 = now_s();
+                            ggml_status st = ggml_backend_graph_compute(be.cpu, ps.graph);
+                            double t = now_s() - t0;
+                            if (st != GGML_STATUS_SUCCESS) die("ggml_backend_graph_compute failed: %s", ggml_status_to_string(st));
+                            return t;
+                        };
+                        for (int i = 0; i < std::max(1, o.warmup); ++i) pass();
+                        std::vector<double> times;
+                        double spent = 0;
+                        for (int r = 0; r < o.reps; ++r) {
+                            double t = pass();
+                            times.push_back(t / copies);
+                            spent += t;
+                            if (r >= 2 && spent > o.max_seconds) break;
+                        }
+                        const double sec = median(times);
+                        printf("%s,%s,%" PRId64 ",%" PRId64 ",%d,%d,%.9f,%.0f,%.3f,%.3f\n", kind, ggml_type_name(type), rows,
+                               cols, batch, nt, sec, moved, moved / sec / 1e9, flops / sec / 1e9);
+                        fflush(stdout);
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+int main(int argc, char ** argv) {
+    Options o = parse_args(argc, argv);
+    ggml_cpu_init();
+    note("ggml %s (commit %s); hardware threads %u", ggml_version(), ggml_commit(), std::thread::hardware_concurrency());
+    note("cpu features: avx2 %d avx512 %d avx512_vnni %d avx512_bf16 %d amx_int8 %d f16c %d fma %d llamafile %d",
+         ggml_cpu_has_avx2(), ggml_cpu_has_avx512(), ggml_cpu_has_avx512_vnni(), ggml_cpu_has_avx512_bf16(),
+         ggml_cpu_has_amx_int8(), ggml_cpu_has_f16c(), ggml_cpu_has_fma(), ggml_cpu_has_llamafile());
+    printf("kind,type,rows,cols,batch,threads,seconds,bytes,gbps,gflops\n");
+    fflush(stdout);
+    if (o.bw_bytes > 0) bandwidth(o);
+    if (o.matmul) {
+        Backend be = init_backend();
+        matmuls(o, be);
+        ggml_backend_free(be.cpu);
+    }
+    return 0;
+}
