@@ -12,8 +12,9 @@
 // `output-first=off` is the older rule (the output layer only with N > n_layer). Layers on the CPU run
 // there (the preset's offload path is `execute`); the KV cache follows each layer's device. Options:
 // ngl=N (default: every layer, llama.cpp's -ngl 999), output-first=on|off (on), ts=P0,P1,... (-ts).
-// Not modelled here: --no-kv-offload, -ot tensor overrides, --fit, a tied output matrix (llama.cpp
-// duplicates it onto the output layer's device; tiersim refuses such a model under this rule).
+// Not modelled here: --no-kv-offload, -ot tensor overrides, --fit. A tied output matrix: llama.cpp loads
+// token_embd again for the output layer, and a GGUF trace has that copy as a tensor of its own
+// (model/trace_generator.cpp); a trace that ties them (a bf16 one) is refused under this rule.
 #include <algorithm>
 #include <cmath>
 #include <optional>

@@ -49,6 +49,8 @@ double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRa
   const double weight_rate = gemv == k.gemv.end() ? read : CpuKernelSpec::at(gemv->second, run.threads);
   const double other_bytes = std::max(0.0, static_cast<double>(trace::op_bytes(op)) - run.weight_bytes);
   const double memory = run.weight_bytes / weight_rate + other_bytes / read;
+  // A matrix-vector product's measured rate already holds its arithmetic (dequantisation, dot products).
+  if (op.kind == trace::OpKind::Gemv && gemv != k.gemv.end()) return memory + run.per_op;
   const double rate = op.dtype.empty() ? rates.host : hw.host_rate(op.dtype);
   const double share = std::min(1.0, static_cast<double>(run.threads) / k.cores);
   const double compute = static_cast<double>(op.flops) / (rate * hw.host.compute_efficiency * share);

@@ -35,7 +35,8 @@ double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRa
 // An op run on the CPU by a runtime with a thread pool (llama.cpp's ggml, -t threads): with the host's
 // measured CPU kernels (host.cpu_kernels) its weight bytes move at the gemv rate of the op's weight type
 // (op.dtype), its other bytes at the read bandwidth, both at `threads`; its FLOPs at the CPU's compute
-// scaled by threads / cores when that is longer; plus `per_op` (the runtime's cost of one graph node).
+// scaled by threads / cores when that is longer (not for a GEMV with a measured rate, which holds its
+// arithmetic); plus `per_op` (the runtime's cost of one graph node).
 // Without cpu_kernels, or with threads = 0, it is cpu_op_seconds above with `per_op` for op_overhead.
 struct CpuThreads {
   int threads = 0;

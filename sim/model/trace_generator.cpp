@@ -111,9 +111,17 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
     layers_.push_back(t);
   }
   final_norm_ = add_tensor(TensorKind::Weight, weight(Role::Norm, L, h), L, "model.norm");
-  lm_head_ = model_.tie_word_embeddings
-                 ? embed_
-                 : add_tensor(TensorKind::Weight, weight(Role::Output, L, model_.embedding_params()), L, "lm_head");
+  // A GGUF file of a tied model has no output matrix; llama.cpp loads token_embd a second time as the
+  // output layer's (llama_model_loader::create_tensor, TENSOR_DUPLICATED: a new tensor wherever the
+  // output layer's buffer differs from the embedding's), so the trace has it as a tensor of its own.
+  if (model_.tie_word_embeddings && d == WeightDtype::Gguf) {
+    pending_type_ = weight_type_[embed_];
+    lm_head_ = add_tensor(TensorKind::Weight, header_.tensors[embed_].bytes, L, "output (token_embd duplicated)");
+  } else {
+    lm_head_ = model_.tie_word_embeddings
+                   ? embed_
+                   : add_tensor(TensorKind::Weight, weight(Role::Output, L, model_.embedding_params()), L, "lm_head");
+  }
   const std::uint64_t kv_per_token = 2 * model_.num_key_value_heads * model_.head_dim * a;
   for (std::int32_t l = 0; l < L; ++l)
     layers_[static_cast<std::size_t>(l)].kv =

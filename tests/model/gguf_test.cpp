@@ -41,8 +41,9 @@ double gguf_weight_bytes(const std::string& model, const std::string& type) {
   g.decode_tokens = 1;
   LlmTraceGenerator gen(config, g);
   double bytes = 0;
+  // A tied model's output matrix is token_embd loaded twice by llama.cpp, not a tensor of the file.
   for (const auto& t : gen.header().tensors)
-    if (t.kind == trace::TensorKind::Weight) bytes += static_cast<double>(t.bytes);
+    if (t.kind == trace::TensorKind::Weight && t.name != "output (token_embd duplicated)") bytes += static_cast<double>(t.bytes);
   return bytes;
 }
 

@@ -1,0 +1,266 @@
+// llama.cpp's execution of host-resident layers (the execute offload path's threads and op offload,
+// the host's measured CPU kernels, micro-batched prompts): what runs where and what it costs.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "hardware/op_cost.hpp"
+#include "hardware/profile_loader.hpp"
+#include "model/model_config.hpp"
+#include "model/trace_generator.hpp"
+#include "policies/strategy/part_spec.hpp"
+#include "policies/strategy/strategy.hpp"
+#include "replay/step_plan.hpp"
+#include "runtime/runtime_loader.hpp"
+
+namespace tiersim {
+namespace {
+
+using replay::ActionKind;
+
+hw::CpuKernelSpec kernels() {
+  hw::CpuKernelSpec k;
+  k.cores = 16;
+  k.read_bandwidth = {{1, 10e9}, {8, 60e9}, {16, 80e9}};
+  k.gemv["q4_k"] = {{1, 5e9}, {4, 20e9}, {16, 50e9}};
+  return k;
+}
+
+TEST(CpuKernels, RatesAreInterpolatedByThreadsProportionalBelowAndHeldBeyond) {
+  const auto k = kernels();
+  EXPECT_DOUBLE_EQ(hw::CpuKernelSpec::at(k.gemv.at("q4_k"), 1), 5e9);
+  EXPECT_DOUBLE_EQ(hw::CpuKernelSpec::at(k.gemv.at("q4_k"), 2), 10e9);   // between 1 and 4
+  EXPECT_DOUBLE_EQ(hw::CpuKernelSpec::at(k.gemv.at("q4_k"), 10), 35e9);  // between 4 and 16
+  EXPECT_DOUBLE_EQ(hw::CpuKernelSpec::at(k.gemv.at("q4_k"), 64), 50e9);  // beyond: held
+  EXPECT_DOUBLE_EQ(hw::CpuKernelSpec::at({{4, 40e9}}, 2), 20e9);          // below the first: proportional
+}
+
+TEST(CpuKernels, AGemvCostsItsWeightAtItsTypesRateAndTheRestAtTheReadBandwidth) {
+  hw::HardwareProfile hw = hw::resolve_profile("rtx4090");
+  hw.host.kernels = kernels();
+  trace::Op op;
+  op.kind = trace::OpKind::Gemv;
+  op.flops = 2 * 4096 * 4096;
+  op.dtype = "q4_k";
+  op.reads = {{0, 9'437'184}, {1, 8192}};  // a 4096 x 4096 Q4_K matrix (4.5 bits) and the input
+  op.writes = {{1, 8192}};
+  hw::CpuThreads run;
+  run.threads = 4;
+  run.weight_bytes = 9'437'184;
+  run.per_op = 5e-6;
+  const auto rates = hw::OpRates::of(hw, "bf16");
+  EXPECT_NEAR(hw::cpu_op_seconds(hw, op, rates, run), 9'437'184 / 20e9 + 16384 / (10e9 + 3 * 50e9 / 7) + 5e-6, 1e-12);
+  // A type without a measured kernel moves at the read bandwidth, or takes its FLOPs at the CPU's
+  // compute scaled by threads / cores when that is longer.
+  op.dtype = "q5_k";
+  hw.host.compute = {{"bf16", 1e15}};
+  const auto fast = hw::OpRates::of(hw, "bf16");
+  EXPECT_NEAR(hw::cpu_op_seconds(hw, op, fast, run), (9'437'184 + 16384) / (10e9 + 3 * 50e9 / 7) + 5e-6, 1e-12);
+  hw.host.compute = {{"bf16", 1e9}};
+  const auto slow = hw::OpRates::of(hw, "bf16");
+  EXPECT_NEAR(hw::cpu_op_seconds(hw, op, slow, run), 2.0 * 4096 * 4096 / (1e9 * hw.host.compute_efficiency * 4 / 16) + 5e-6, 1e-12);
+  // No threads given and no kernels: the whole CPU's roofline, as before.
+  run.threads = 0;
+  EXPECT_DOUBLE_EQ(hw::cpu_op_seconds(hw, op, rates, run) - 5e-6 + hw.host.op_overhead, hw::cpu_op_seconds(hw, op, rates));
+}
+
+TEST(CpuKernels, AProfileReadsThemAndRejectsBadCurvesByKey) {
+  const std::string base = R"(tiersim_profile: 1
+name: t
+description: d
+gpu: {source: s, name: g, count: 1, memory: "8 GiB", reserved: "0 B", memory_bandwidth: "100 GB/s", memory_efficiency: 1, compute: {bf16: "1 TFLOP/s"}, compute_efficiency: 1, kernel_min_time: "1 us"}
+host_link: {source: s, type: pcie, generation: 4, width: 16, h2d_pinned: {bandwidth: "1 GB/s", latency: "1 us"}, d2h_pinned: {bandwidth: "1 GB/s", latency: "1 us"}, h2d_pageable: {bandwidth: "1 GB/s", latency: "1 us"}, d2h_pageable: {bandwidth: "1 GB/s", latency: "1 us"}, bidirectional: "2 GB/s"}
+host:
+  source: s
+  name: h
+  memory: "64 GiB"
+  memory_bandwidth: "50 GB/s"
+  memory_efficiency: 1
+  compute: {fp32: "1 TFLOP/s"}
+  compute_efficiency: 1
+  op_overhead: "1 us"
+)";
+  const auto p = hw::parse_profile(base + R"(  cpu_kernels:
+    source: measured
+    cores: 8
+    read_bandwidth: [[1, "10 GB/s"], [8, "40 GB/s"]]
+    gemv: {q4_k: [[1, "6 GB/s"], [8, "35 GB/s"]]}
+)", "p.yaml");
+  ASSERT_TRUE(p.host.kernels);
+  EXPECT_EQ(p.host.kernels->cores, 8);
+  EXPECT_DOUBLE_EQ(hw::CpuKernelSpec::at(p.host.kernels->gemv.at("q4_k"), 8), 35e9);
+  auto fails = [&](const std::string& kernels_text, const std::string& key) {
+    try {
+      hw::parse_profile(base + kernels_text, "p.yaml");
+      ADD_FAILURE() << "accepted: " << kernels_text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  fails("  cpu_kernels: {source: s, cores: 8, read_bandwidth: [[8, \"4 GB/s\"], [4, \"5 GB/s\"]], gemv: {}}\n",
+        "host.cpu_kernels.read_bandwidth");
+  fails("  cpu_kernels: {source: s, cores: 8, read_bandwidth: [[1.5, \"4 GB/s\"]], gemv: {}}\n",
+        "host.cpu_kernels.read_bandwidth");
+  fails("  cpu_kernels: {source: s, cores: 8, read_bandwidth: [[1, \"4 GB/s\"]], gemv: {Q4_K: [[1, \"1 GB/s\"]]}}\n",
+        "host.cpu_kernels.gemv.Q4_K");
+  fails("  cpu_kernels: {source: s, cores: 0, read_bandwidth: [[1, \"4 GB/s\"]], gemv: {}}\n", "host.cpu_kernels.cores");
+}
+
+// Qwen3-4B as a Q4_K_M file, -ngl 0 (everything but nothing on the GPU), under the execute path.
+struct NglZero {
+  model::ModelConfig config = model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-4b.json");
+  model::GenerationOptions options;
+  std::unique_ptr<model::LlmTraceGenerator> gen;
+  hw::HardwareProfile hw = hw::resolve_profile("rtx4090");
+  runtime::RuntimeProfile rt = runtime::resolve_runtime("llamacpp");
+  placement::Placement p;
+
+  explicit NglZero(const std::string& offload, std::uint32_t prompt = 512, std::uint32_t ubatch = 0) {
+    model::set_dtype(options, "Q4_K_M");
+    options.prompt_tokens = prompt;
+    options.decode_tokens = 2;
+    options.ubatch = ubatch;
+    gen = std::make_unique<model::LlmTraceGenerator>(config, options);
+    hw.host.kernels = kernels();
+    strategy::StrategySpec spec;
+    spec.placement = strategy::PartSpec::parse("llamacpp.ngl:ngl=0", "--placement");
+    spec.offload = strategy::PartSpec::parse(offload, "--offload");
+    spec.custom = true;
+    p = strategy::compose(gen->header(), hw, spec);
+  }
+  std::vector<replay::StepPlan> plans() {
+    replay::StepPlanner planner({hw, rt}, gen->header(), p);
+    std::vector<replay::StepPlan> out;
+    trace::Step step;
+    while (gen->next(step)) {
+      out.emplace_back();
+      planner.plan(step, out.back());
+    }
+    return out;
+  }
+};
+
+double bytes_of(const replay::StepPlan& plan, ActionKind kind) {
+  double b = 0;
+  for (const auto& a : plan.actions)
+    if (a.kind == kind) b += a.bytes;
+  return b;
+}
+int count_of(const replay::StepPlan& plan, ActionKind kind) {
+  int n = 0;
+  for (const auto& a : plan.actions) n += a.kind == kind;
+  return n;
+}
+
+TEST(OpOffload, APromptRunsTheCpuLayersOnTheGpuWithTheirWeightsCopiedAndDecodeRunsThemOnTheCpu) {
+  NglZero run("execute:op-offload=32");
+  const auto plans = run.plans();
+  ASSERT_EQ(plans.size(), 3u);
+  const auto& h = run.gen->header();
+  double layer_weights = 0, output_weights = 0;
+  for (const auto& t : h.tensors) {
+    if (t.kind != trace::TensorKind::Weight || t.layer < 0) continue;
+    (t.layer < static_cast<std::int32_t>(run.config.num_hidden_layers) ? layer_weights : output_weights) += t.bytes;
+  }
+  // The prompt: every repeating layer's weights copied once, on the compute stream, from pinned memory
+  // (the host goes on); the output layer sees one token (not offloaded) and the embedding lookup never is.
+  EXPECT_DOUBLE_EQ(bytes_of(plans[0], ActionKind::CopyOnStream), layer_weights);
+  for (const auto& a : plans[0].actions)
+    if (a.kind == ActionKind::CopyOnStream) { EXPECT_FALSE(a.host_waits); }
+  EXPECT_EQ(count_of(plans[0], ActionKind::CpuOp), 1 + 3);  // the lookup; final norm, LM head, sampling
+  EXPECT_GT(output_weights, 0);
+  // Decode: no copies, every op on the CPU.
+  EXPECT_EQ(count_of(plans[1], ActionKind::CopyOnStream), 0);
+  EXPECT_EQ(count_of(plans[1], ActionKind::Kernel), 0);
+  EXPECT_GT(count_of(plans[1], ActionKind::CpuOp), 100);
+}
+
+TEST(OpOffload, OffItRunsThePromptOnTheCpuAndBelowTheBatchToo) {
+  for (const auto& [offload, prompt] : {std::pair<std::string, std::uint32_t>{"execute", 512}, {"execute:op-offload=32", 31}}) {
+    NglZero run(offload, prompt);
+    const auto plans = run.plans();
+    EXPECT_EQ(count_of(plans[0], ActionKind::CopyOnStream), 0) << offload << " " << prompt;
+    EXPECT_EQ(count_of(plans[0], ActionKind::Kernel), 0) << offload << " " << prompt;
+  }
+}
+
+TEST(OpOffload, PageableHostMemoryHoldsTheHostForEachCopy) {
+  NglZero run("execute:op-offload=32,host=pageable");
+  const auto plans = run.plans();
+  int copies = 0;
+  for (const auto& a : plans[0].actions)
+    if (a.kind == ActionKind::CopyOnStream) { EXPECT_TRUE(a.host_waits); ++copies; }
+  EXPECT_GT(copies, 0);
+}
+
+TEST(OpOffload, EachMicroBatchCopiesTheWeightsAgain) {
+  NglZero one("execute:op-offload=32", 1000, 0);
+  NglZero two("execute:op-offload=32", 1000, 512);
+  const auto a = one.plans();
+  const auto b = two.plans();
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 4u);  // 512 + 488 tokens, then two decode steps
+  EXPECT_EQ(b[0].tokens, 512u);
+  EXPECT_EQ(b[1].tokens, 488u);
+  EXPECT_DOUBLE_EQ(bytes_of(b[0], ActionKind::CopyOnStream) + bytes_of(b[1], ActionKind::CopyOnStream),
+                   2 * bytes_of(a[0], ActionKind::CopyOnStream));
+}
+
+TEST(OpOffload, ThreadsSetTheCpuOpsCost) {
+  double decode_seconds[2] = {0, 0};
+  int i = 0;
+  for (const char* offload : {"execute:threads=2", "execute:threads=16"}) {
+    NglZero run(offload);
+    const auto plans = run.plans();
+    for (const auto& a : plans[1].actions)
+      if (a.kind == ActionKind::CpuOp) decode_seconds[i] += a.work_seconds;
+    ++i;
+  }
+  // 2 threads: the weights at 10 GB/s (q4_k) or less; 16: at 50 GB/s or so.
+  EXPECT_GT(decode_seconds[0], 3 * decode_seconds[1]);
+}
+
+TEST(Generator, MicroBatchesSplitThePromptAndOnlyTheLastComputesLogits) {
+  const auto config = model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-4b.json");
+  model::GenerationOptions g;
+  g.prompt_tokens = 1100;
+  g.decode_tokens = 1;
+  g.ubatch = 512;
+  EXPECT_EQ(g.prefill_steps(), 3u);
+  model::LlmTraceGenerator gen(config, g);
+  trace::Step step;
+  std::vector<std::uint32_t> tokens;
+  std::vector<bool> samples;
+  while (gen.next(step)) {
+    tokens.push_back(step.tokens);
+    bool sample = false;
+    for (const auto& op : step.ops) sample |= op.kind == trace::OpKind::Sample;
+    samples.push_back(sample);
+  }
+  EXPECT_EQ(tokens, (std::vector<std::uint32_t>{512, 512, 76, 1}));
+  EXPECT_EQ(samples, (std::vector<bool>{false, false, true, true}));
+}
+
+TEST(Generator, GgufMatricesCarryTheirTypeAsTheOpDtype) {
+  const auto config = model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-4b.json");
+  model::GenerationOptions g;
+  model::set_dtype(g, "Q4_K_M");
+  g.prompt_tokens = 0;
+  g.decode_tokens = 1;
+  model::LlmTraceGenerator gen(config, g);
+  trace::Step step;
+  ASSERT_TRUE(gen.next(step));
+  std::map<std::string, int> types;
+  for (const auto& op : step.ops)
+    if (op.kind == trace::OpKind::Gemv) ++types[op.dtype];
+  EXPECT_GT(types["q4_k"], 0);
+  EXPECT_GT(types["q6_k"], 0);  // some attn_v and ffn_down, and the tied output's token_embd (Q6_K)
+  EXPECT_EQ(types.count(""), 0u);
+  // Other weight formats leave the dtype to the trace's default.
+  model::set_dtype(g, "bf16");
+  model::LlmTraceGenerator plain(config, g);
+  ASSERT_TRUE(plain.next(step));
+  for (const auto& op : step.ops) EXPECT_TRUE(op.dtype.empty());
+}
+
+}  // namespace
+}  // namespace tiersim
