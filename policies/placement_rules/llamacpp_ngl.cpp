@@ -11,13 +11,19 @@
 // So `-ngl N` keeps the *last* layers on the GPU and, since PR #18148, offloads the output layer first;
 // `output-first=off` is the older rule (the output layer only with N > n_layer). Layers on the CPU run
 // there (the preset's offload path is `execute`); the KV cache follows each layer's device. Options:
-// ngl=N (default: every layer, llama.cpp's -ngl 999), output-first=on|off (on), ts=P0,P1,... (-ts).
-// Not modelled here: --no-kv-offload, -ot tensor overrides, --fit. A tied output matrix: llama.cpp loads
-// token_embd again for the output layer, and a GGUF trace has that copy as a tensor of its own
-// (model/trace_generator.cpp); a trace that ties them (a bf16 one) is refused under this rule.
+// ngl=N (default: every layer, llama.cpp's -ngl 999), output-first=on|off (on), ts=P0,P1,... (-ts),
+// kv-offload=on|off (on; off is --no-kv-offload: every layer's KV cache in host memory, its attention run
+// by the CPU), ot="REGEX=BUFT,..." (-ot/--override-tensor: llama_model_loader::create_tensor searches each
+// tensor's name with each std::regex in turn, the first match wins; BUFT is CPU or CUDA0, CUDA1, ...; a
+// tensor overridden to CPU goes to the CPU's buffer list, whose first entry is the GPU's pinned host
+// buffer). The KV cache stays on the layer's -ngl device whatever its tensors' overrides.
+// Not modelled here: --fit. A tied output matrix: llama.cpp loads token_embd again for the output layer,
+// and a GGUF trace has that copy as a tensor of its own (model/trace_generator.cpp); a trace that ties
+// them (a bf16 one) is refused under this rule.
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -36,6 +42,43 @@ class LlamaCppNgl final : public PlacementRule {
       const std::string v = o.text("output-first");
       if (v != "on" && v != "off") o.fail("output-first", "must be 'on' or 'off', not '" + v + "'");
       output_first_ = v == "on";
+    }
+    if (o.has("kv-offload")) {
+      const std::string v = o.text("kv-offload");
+      if (v != "on" && v != "off") o.fail("kv-offload", "must be 'on' or 'off' (--no-kv-offload), not '" + v + "'");
+      kv_offload_ = v == "on";
+    }
+    if (o.has("ot")) {
+      // As common/arg.cpp parse_tensor_buffer_overrides: split at ',', then at the first '='.
+      const std::string text = o.text("ot");
+      std::size_t start = 0;
+      while (true) {
+        const std::size_t sep = text.find(',', start);
+        const std::string item = text.substr(start, sep == std::string::npos ? std::string::npos : sep - start);
+        const std::size_t eq = item.find('=');
+        if (eq == std::string::npos) o.fail("ot", "each override is REGEX=BUFFER (blk\\.1[0-9]\\.ffn_.*=CPU), got '" + item + "'");
+        const std::string buffer = item.substr(eq + 1);
+        placement::DeviceId device = placement::kCpu;
+        if (buffer != "CPU") {
+          std::size_t used = 0;
+          int n = -1;
+          try {
+            if (buffer.rfind("CUDA", 0) == 0) n = std::stoi(buffer.substr(4), &used);
+          } catch (const std::exception&) {
+            n = -1;
+          }
+          if (n < 0 || n > 63 || used != buffer.size() - 4)
+            o.fail("ot", "unknown buffer type '" + buffer + "' in '" + item + "': CPU, CUDA0, CUDA1, ...");
+          device = n;
+        }
+        try {
+          overrides_.push_back({std::regex(item.substr(0, eq)), device});
+        } catch (const std::regex_error& e) {
+          o.fail("ot", "'" + item.substr(0, eq) + "' is not a regular expression: " + e.what());
+        }
+        if (sep == std::string::npos) break;
+        start = sep + 1;
+      }
     }
     if (o.has("ts")) {
       const std::string text = o.text("ts");
@@ -62,6 +105,58 @@ class LlamaCppNgl final : public PlacementRule {
 
   std::vector<placement::DeviceId> place(const trace::Header& header, const hw::HardwareProfile& hw, const Completion&,
                                          Resolved& resolved) const override {
+    std::vector<placement::DeviceId> homes = layer_homes(header, hw, &resolved);
+    // -ot: the first pattern that a weight's name matches decides its buffer.
+    std::size_t moved = 0;
+    double moved_bytes = 0;
+    for (const auto& t : header.tensors) {
+      if (t.kind != trace::TensorKind::Weight) continue;
+      const auto to = override_of(t.name);
+      if (!to || *to == homes[t.id]) continue;
+      if (*to >= hw.gpu.count)
+        throw InputError("", 0, "ot", "'" + placement::device_name(*to) + "' (CUDA" + std::to_string(*to) +
+                                          ") for " + t.name + ", but '" + hw.name + "' has " +
+                                          std::to_string(hw.gpu.count) + " GPU(s)");
+      homes[t.id] = *to;
+      ++moved;
+      moved_bytes += static_cast<double>(t.bytes);
+    }
+    if (!overrides_.empty())
+      resolved.emplace_back("-ot", std::to_string(moved) + " tensors (" + units::format_bytes(moved_bytes) +
+                                       ") placed by " + std::to_string(overrides_.size()) + " pattern(s)");
+    return homes;
+  }
+
+  void annotate(const trace::Header& header, const hw::HardwareProfile& hw, const std::string&, placement::Placement& p,
+                Resolved&) const override {
+    // The KV cache follows the layer's -ngl device (or the CPU with --no-kv-offload), not its overrides.
+    const std::vector<placement::DeviceId> layers = layer_homes(header, hw, nullptr);
+    for (const auto& t : header.tensors)
+      if (t.kind == trace::TensorKind::KvCache) p.kv_home[t.layer] = kv_offload_ ? layers[t.id] : placement::kCpu;
+    p.execute.attention_on_cpu = !kv_offload_;
+    if (overrides_.empty()) return;
+    // Overridden weights stay where the patterns put them (the execute path moved layers whole).
+    p.per_tensor = true;
+    for (const auto& t : header.tensors) {
+      if (t.kind != trace::TensorKind::Weight || p.path[t.id] == placement::Path::Managed) continue;
+      const auto to = override_of(t.name);
+      if (!to) continue;
+      p.device[t.id] = *to;
+      p.path[t.id] = *to == placement::kComputeGpu ? placement::Path::Local : placement::Path::Execute;
+    }
+  }
+
+ private:
+  // The device an -ot pattern gives this tensor name, if one matches (the first that does).
+  std::optional<placement::DeviceId> override_of(const std::string& name) const {
+    for (const auto& o : overrides_)
+      if (std::regex_search(name, o.pattern)) return o.device;
+    return std::nullopt;
+  }
+
+  // Every tensor's home by -ngl alone (KV cache: its layer's device); `resolved` gets the summary line.
+  std::vector<placement::DeviceId> layer_homes(const trace::Header& header, const hw::HardwareProfile& hw,
+                                               Resolved* resolved) const {
     std::int32_t n_layer = 0;
     double embedding = 0;
     for (const auto& t : header.tensors) {
@@ -103,19 +198,29 @@ class LlamaCppNgl final : public PlacementRule {
     int on_gpu = 0;
     for (int il = 0; il < n_layer; ++il) on_gpu += slot_device(il) != placement::kCpu;
     for (const auto& t : header.tensors) {
-      if (t.kind != trace::TensorKind::Weight) continue;
-      homes[t.id] = t.layer < 0 ? placement::kCpu : slot_device(t.layer);
+      if (t.kind == trace::TensorKind::Weight) homes[t.id] = t.layer < 0 ? placement::kCpu : slot_device(t.layer);
+      if (t.kind == trace::TensorKind::KvCache) homes[t.id] = slot_device(t.layer);
     }
-    resolved.emplace_back("-ngl", std::to_string(ngl) + ": " + std::to_string(on_gpu) + " of " + std::to_string(n_layer) +
-                                      " repeating layers on the GPU, the output layer on " +
-                                      placement::device_name(slot_device(n_layer)) +
-                                      ", the token embedding on the cpu" +
-                                      (output_first_ ? "" : " (before PR #18148: the output layer last)"));
+    if (resolved)
+      resolved->emplace_back("-ngl", std::to_string(ngl) + ": " + std::to_string(on_gpu) + " of " + std::to_string(n_layer) +
+                                         " repeating layers on the GPU, the output layer on " +
+                                         placement::device_name(slot_device(n_layer)) +
+                                         ", the token embedding on the cpu" +
+                                         (output_first_ ? "" : " (before PR #18148: the output layer last)") +
+                                         (kv_offload_ ? "" : "; KV cache on the cpu (--no-kv-offload)"));
     return homes;
   }
+
+ public:
   bool may_offload() const override { return true; }
 
  private:
+  struct Override {
+    std::regex pattern;
+    placement::DeviceId device;
+  };
+  std::vector<Override> overrides_;
+  bool kv_offload_ = true;
   std::optional<int> ngl_;
   bool output_first_ = true;
   std::vector<double> ts_;

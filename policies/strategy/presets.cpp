@@ -118,6 +118,12 @@ void apply_flags(StrategySpec& spec, const LegacyFlags& f) {
   if (f.allocator) spec.memory.set("allocator", *f.allocator, "--allocator");
   if (f.um_scope) spec.memory.set("scope", *f.um_scope, "--um-scope");
   if (f.threads) spec.offload.set("threads", std::to_string(*f.threads), "--threads");
+  if (!f.override_tensor.empty()) {
+    std::string joined;
+    for (const auto& o : f.override_tensor) joined += (joined.empty() ? "" : ",") + o;
+    spec.placement.set("ot", joined, "--override-tensor");
+  }
+  if (f.no_kv_offload) spec.placement.set("kv-offload", "off", "--no-kv-offload");
 }
 
 }  // namespace tiersim::strategy

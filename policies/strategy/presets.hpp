@@ -39,6 +39,8 @@ struct LegacyFlags {
   std::optional<std::string> allocator;     // managed memory
   std::optional<std::string> um_scope;      // managed memory
   std::optional<int> threads;               // the execute path's CPU threads (llama.cpp's -t)
+  std::vector<std::string> override_tensor; // llama.cpp's -ot REGEX=BUFT (each may hold several, ','-separated)
+  bool no_kv_offload = false;               // llama.cpp's --no-kv-offload
 };
 // Adds the flags to the parts that read them (a part that does not read one rejects it when composed).
 void apply_flags(StrategySpec& spec, const LegacyFlags& flags);

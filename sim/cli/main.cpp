@@ -56,6 +56,8 @@ struct CommonOptions {
   std::optional<std::string> um_scope;
   std::optional<int> threads;
   std::optional<std::uint32_t> ubatch;
+  std::vector<std::string> override_tensor;
+  bool no_kv_offload = false;
   std::string lengths = "warm";
   std::vector<std::string> sets;
 };
@@ -139,6 +141,11 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--threads", o.threads, "execute path: CPU threads running host-resident layers (llama.cpp's -t; "
                  "default: the host's physical cores, host.cpu_kernels.cores)")
       ->check(CLI::Range(1, 4096));
+  cmd.add_option("--override-tensor", o.override_tensor,
+                 "llamacpp: llama.cpp's -ot REGEX=BUFFER[,...] (CPU, CUDA0, ...): weights whose llama.cpp name the "
+                 "pattern finds go there, the first matching pattern wins (= llamacpp.ngl:ot=...)");
+  cmd.add_flag("--no-kv-offload", o.no_kv_offload,
+               "llamacpp: every layer's KV cache in host memory, attention run by the CPU (= llamacpp.ngl:kv-offload=off)");
   cmd.add_option("--ubatch", o.ubatch, "prompt processed in micro-batches of this many tokens, one prefill step each "
                  "(llama.cpp's -ub, 512 under the llamacpp preset; default 0: the whole prompt in one step)")
       ->check(CLI::Range(0u, 1u << 20));
@@ -199,6 +206,8 @@ strategy::StrategySpec strategy_spec(const CommonOptions& o) {
   f.allocator = o.allocator;
   f.um_scope = o.um_scope;
   f.threads = o.threads;
+  f.override_tensor = o.override_tensor;
+  f.no_kv_offload = o.no_kv_offload;
   strategy::apply_flags(spec, f);
   return spec;
 }

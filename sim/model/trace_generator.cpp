@@ -91,36 +91,44 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
       for (const char* c = type.name; *c; ++c) pending_type_ += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
     return gguf::tensor_bytes(type, params);
   };
-  embed_ = add_tensor(TensorKind::Weight, weight(Role::TokenEmbd, -1, model_.embedding_params()), -1, "model.embed_tokens");
+  // Tensor names: Hugging Face's module paths, or llama.cpp's (src/llama-arch.cpp LLM_TENSOR_NAMES) for a
+  // GGUF file type, as `-ot` regular expressions and llama.cpp's logs name them.
+  const bool gguf_names = d == WeightDtype::Gguf;
+  auto name = [&](std::int32_t l, const char* hf, const char* ll) {
+    if (gguf_names) return "blk." + std::to_string(l) + "." + ll + ".weight";
+    return "model.layers." + std::to_string(l) + "." + hf;
+  };
+  embed_ = add_tensor(TensorKind::Weight, weight(Role::TokenEmbd, -1, model_.embedding_params()), -1,
+                      gguf_names ? "token_embd.weight" : "model.embed_tokens");
   for (std::int32_t l = 0; l < L; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
     LayerTensors t{};
-    t.input_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, h), l, p + "input_layernorm");
-    t.q = add_tensor(TensorKind::Weight, weight(Role::AttnQ, l, model_.q_params()), l, p + "self_attn.q_proj");
-    t.k = add_tensor(TensorKind::Weight, weight(Role::AttnK, l, model_.kv_params()), l, p + "self_attn.k_proj");
-    t.v = add_tensor(TensorKind::Weight, weight(Role::AttnV, l, model_.kv_params()), l, p + "self_attn.v_proj");
+    t.input_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, h), l, name(l, "input_layernorm", "attn_norm"));
+    t.q = add_tensor(TensorKind::Weight, weight(Role::AttnQ, l, model_.q_params()), l, name(l, "self_attn.q_proj", "attn_q"));
+    t.k = add_tensor(TensorKind::Weight, weight(Role::AttnK, l, model_.kv_params()), l, name(l, "self_attn.k_proj", "attn_k"));
+    t.v = add_tensor(TensorKind::Weight, weight(Role::AttnV, l, model_.kv_params()), l, name(l, "self_attn.v_proj", "attn_v"));
     if (model_.qk_norm) {
-      t.q_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, model_.head_dim), l, p + "self_attn.q_norm");
-      t.k_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, model_.head_dim), l, p + "self_attn.k_norm");
+      t.q_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, model_.head_dim), l, name(l, "self_attn.q_norm", "attn_q_norm"));
+      t.k_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, model_.head_dim), l, name(l, "self_attn.k_norm", "attn_k_norm"));
     }
-    t.o = add_tensor(TensorKind::Weight, weight(Role::AttnOutput, l, model_.o_params()), l, p + "self_attn.o_proj");
-    t.post_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, h), l, p + "post_attention_layernorm");
-    t.gate = add_tensor(TensorKind::Weight, weight(Role::FfnGate, l, model_.mlp_matrix_params()), l, p + "mlp.gate_proj");
-    t.up = add_tensor(TensorKind::Weight, weight(Role::FfnUp, l, model_.mlp_matrix_params()), l, p + "mlp.up_proj");
-    t.down = add_tensor(TensorKind::Weight, weight(Role::FfnDown, l, model_.mlp_matrix_params()), l, p + "mlp.down_proj");
+    t.o = add_tensor(TensorKind::Weight, weight(Role::AttnOutput, l, model_.o_params()), l, name(l, "self_attn.o_proj", "attn_output"));
+    t.post_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, h), l, name(l, "post_attention_layernorm", "ffn_norm"));
+    t.gate = add_tensor(TensorKind::Weight, weight(Role::FfnGate, l, model_.mlp_matrix_params()), l, name(l, "mlp.gate_proj", "ffn_gate"));
+    t.up = add_tensor(TensorKind::Weight, weight(Role::FfnUp, l, model_.mlp_matrix_params()), l, name(l, "mlp.up_proj", "ffn_up"));
+    t.down = add_tensor(TensorKind::Weight, weight(Role::FfnDown, l, model_.mlp_matrix_params()), l, name(l, "mlp.down_proj", "ffn_down"));
     layers_.push_back(t);
   }
-  final_norm_ = add_tensor(TensorKind::Weight, weight(Role::Norm, L, h), L, "model.norm");
+  final_norm_ = add_tensor(TensorKind::Weight, weight(Role::Norm, L, h), L, gguf_names ? "output_norm.weight" : "model.norm");
   // A GGUF file of a tied model has no output matrix; llama.cpp loads token_embd a second time as the
   // output layer's (llama_model_loader::create_tensor, TENSOR_DUPLICATED: a new tensor wherever the
   // output layer's buffer differs from the embedding's), so the trace has it as a tensor of its own.
-  if (model_.tie_word_embeddings && d == WeightDtype::Gguf) {
+  if (model_.tie_word_embeddings && gguf_names) {
     pending_type_ = weight_type_[embed_];
-    lm_head_ = add_tensor(TensorKind::Weight, header_.tensors[embed_].bytes, L, "output (token_embd duplicated)");
+    lm_head_ = add_tensor(TensorKind::Weight, header_.tensors[embed_].bytes, L, "output.weight (token_embd duplicated)");
   } else {
     lm_head_ = model_.tie_word_embeddings
                    ? embed_
-                   : add_tensor(TensorKind::Weight, weight(Role::Output, L, model_.embedding_params()), L, "lm_head");
+                   : add_tensor(TensorKind::Weight, weight(Role::Output, L, model_.embedding_params()), L,
+                                gguf_names ? "output.weight" : "lm_head");
   }
   const std::uint64_t kv_per_token = 2 * model_.num_key_value_heads * model_.head_dim * a;
   for (std::int32_t l = 0; l < L; ++l)

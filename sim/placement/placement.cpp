@@ -172,9 +172,10 @@ void place_kv_and_activations(const trace::Header& header, Placement& p) {
   for (const auto& t : header.tensors) {
     if (p.path[t.id] == Path::Managed) continue;  // the driver decides where it lives
     if (t.kind == trace::TensorKind::KvCache) {
+      const auto home = p.kv_home.find(t.layer);
       const auto it = layer_device.find(t.layer);
-      p.device[t.id] = it == layer_device.end() ? kComputeGpu : it->second;
-      p.path[t.id] = it == layer_device.end() ? Path::Local : Path::Execute;
+      p.device[t.id] = home != p.kv_home.end() ? home->second : it == layer_device.end() ? kComputeGpu : it->second;
+      p.path[t.id] = p.device[t.id] == kComputeGpu ? Path::Local : Path::Execute;
     } else if (t.kind == trace::TensorKind::Activation) {
       p.device[t.id] = kComputeGpu;
       p.path[t.id] = Path::Local;

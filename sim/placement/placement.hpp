@@ -52,6 +52,9 @@ struct ExecuteOptions {
   // on the CPU runs on the compute GPU instead, its host weights (and KV cache) copied over for each
   // step. 0: off (llama.cpp --no-op-offload).
   int op_offload_batch = 0;
+  // Attention runs on the CPU whatever the step (llama.cpp --no-kv-offload: the KV cache is in host
+  // memory and the attention nodes are pinned to the CPU backend).
+  bool attention_on_cpu = false;
 };
 
 // cudaMemAdvise hints on a managed tensor (bit flags, as the driver combines them).
@@ -87,6 +90,13 @@ struct Placement {
   std::vector<Path> path;                     // by tensor id
   CopyOptions copy;
   ExecuteOptions execute;
+  // By layer: where its KV cache lives (and its attention runs) when the rule says so: llama.cpp keeps
+  // it on the layer's -ngl device, or on the CPU with --no-kv-offload. A layer not here keeps its KV
+  // cache where its Execute-path weights are (the compute GPU if none).
+  std::map<std::int32_t, DeviceId> kv_home;
+  // The rule placed some weights one by one (llama.cpp's -ot): a layer's ops then run where the weight
+  // each reads lives (a weightless op where the op before it ran), not the layer whole in one place.
+  bool per_tensor = false;
   // By tensor id, for copied weights in host memory: true where that weight is pageable although
   // copy.host_memory says pinned (ComfyUI pins offloaded weights only within its RAM budget). Empty:
   // every copy from host memory is copy.host_memory.

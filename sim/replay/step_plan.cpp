@@ -105,7 +105,18 @@ bool StepPlanner::copy_blocks_host(DeviceId source, std::uint32_t tensor) const 
   return source == kCpu && placement::host_memory_of(placement_, tensor) == placement::HostMemory::Pageable;
 }
 
-DeviceId StepPlanner::op_device(const trace::Op& op) const {
+DeviceId StepPlanner::op_device(const trace::Op& op, DeviceId previous) const {
+  if (placement_.per_tensor) {
+    // Weights placed one by one (llama.cpp's -ot): an op runs where the weight (or KV cache) it reads
+    // executes, on the compute GPU if it reads a weight there, and a weightless op where the op before
+    // it ran (ggml_backend_sched's passes give an unassigned node its neighbour's backend).
+    bool reads_weight = false;
+    for (const auto& a : op.reads) {
+      if (executes_on_[a.tensor] != kNoDevice) return executes_on_[a.tensor];
+      reads_weight |= header_.tensors[a.tensor].kind == trace::TensorKind::Weight;
+    }
+    return reads_weight ? placement::kComputeGpu : previous;
+  }
   // Every op of a layer that runs elsewhere runs there, weightless ones (rotary, elementwise) too: a
   // layer is executed whole, and only hidden states cross at its boundaries.
   const auto it = std::lower_bound(layer_devices_.begin(), layer_devices_.end(), std::make_pair(op.layer, kNoDevice));
@@ -127,6 +138,15 @@ double StepPlanner::activation_bytes(const trace::Op& op) const {
 bool StepPlanner::offloads_op(const trace::Op& op, const trace::Step& step) const {
   const int min_batch = placement_.execute.op_offload_batch;
   if (min_batch <= 0 || op.layer < 0) return false;
+  // --no-kv-offload pins the attention to the CPU (llm_graph_context::build_attn: set_tensor_backend).
+  if (op.kind == trace::OpKind::Attention && placement_.execute.attention_on_cpu) return false;
+  // Offloaded are ops reading host-resident weights, and every op of a layer homed on the CPU.
+  bool host_weights = false;
+  const auto it = std::lower_bound(layer_devices_.begin(), layer_devices_.end(), std::make_pair(op.layer, kNoDevice));
+  if (!placement_.per_tensor && it != layer_devices_.end() && it->first == op.layer) host_weights = it->second == kCpu;
+  for (const auto& a : op.reads)
+    host_weights |= header_.tensors[a.tensor].kind == trace::TensorKind::Weight && executes_on_[a.tensor] == kCpu;
+  if (!host_weights) return false;
   const std::uint32_t batch = op.layer == output_layer_ ? header_.batch() : step.tokens;
   return batch >= static_cast<std::uint32_t>(min_batch);
 }
@@ -267,7 +287,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           }
     }
     current_layer = op.layer;
-    DeviceId device = op_device(op);
+    DeviceId device = op_device(op, prev_device);
     // ggml's op offload: a prompt-sized op of a CPU-homed layer runs on the GPU with its weights copied.
     const bool offloaded = device == kCpu && offloads_op(op, step);
     if (offloaded) device = placement::kComputeGpu;

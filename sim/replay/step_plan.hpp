@@ -88,8 +88,9 @@ class StepPlanner {
   bool copy_blocks_host(placement::DeviceId source, std::uint32_t tensor) const;
 
  private:
-  // Where an op runs: the device of an Execute-path tensor it touches (kCpu or a GPU), else the compute GPU.
-  placement::DeviceId op_device(const trace::Op& op) const;
+  // Where an op runs: the device of an Execute-path tensor it touches (kCpu or a GPU), else the compute GPU
+  // (per-tensor placements: a weightless op runs where `previous` ran).
+  placement::DeviceId op_device(const trace::Op& op, placement::DeviceId previous) const;
   std::size_t layer_position(std::int32_t layer) const;
   void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch);
   // copy:stream: the host waits until the cast two back is released (two offload streams) when its

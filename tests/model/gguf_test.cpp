@@ -43,7 +43,7 @@ double gguf_weight_bytes(const std::string& model, const std::string& type) {
   double bytes = 0;
   // A tied model's output matrix is token_embd loaded twice by llama.cpp, not a tensor of the file.
   for (const auto& t : gen.header().tensors)
-    if (t.kind == trace::TensorKind::Weight && t.name != "output (token_embd duplicated)") bytes += static_cast<double>(t.bytes);
+    if (t.kind == trace::TensorKind::Weight && t.name != "output.weight (token_embd duplicated)") bytes += static_cast<double>(t.bytes);
   return bytes;
 }
 
