@@ -135,14 +135,14 @@ class LlamaCppNgl final : public PlacementRule {
       if (t.kind == trace::TensorKind::KvCache) p.kv_home[t.layer] = kv_offload_ ? layers[t.id] : placement::kCpu;
     p.execute.attention_on_cpu = !kv_offload_;
     if (overrides_.empty()) return;
-    // Overridden weights stay where the patterns put them (the execute path moved layers whole).
+    // Weights stay where -ngl and the patterns put them: the execute path moves layers whole, to the
+    // device holding most of their bytes, which is not what llama.cpp does with overrides.
     p.per_tensor = true;
     for (const auto& t : header.tensors) {
       if (t.kind != trace::TensorKind::Weight || p.path[t.id] == placement::Path::Managed) continue;
       const auto to = override_of(t.name);
-      if (!to) continue;
-      p.device[t.id] = *to;
-      p.path[t.id] = *to == placement::kComputeGpu ? placement::Path::Local : placement::Path::Execute;
+      p.device[t.id] = to ? *to : layers[t.id];
+      p.path[t.id] = p.device[t.id] == placement::kComputeGpu ? placement::Path::Local : placement::Path::Execute;
     }
   }
 

@@ -114,7 +114,8 @@ struct NglZero {
   runtime::RuntimeProfile rt = runtime::resolve_runtime("llamacpp");
   placement::Placement p;
 
-  explicit NglZero(const std::string& offload, std::uint32_t prompt = 512, std::uint32_t ubatch = 0) {
+  explicit NglZero(const std::string& offload, std::uint32_t prompt = 512, std::uint32_t ubatch = 0,
+                   const std::string& rule = "llamacpp.ngl:ngl=0") {
     model::set_dtype(options, "Q4_K_M");
     options.prompt_tokens = prompt;
     options.decode_tokens = 2;
@@ -122,7 +123,7 @@ struct NglZero {
     gen = std::make_unique<model::LlmTraceGenerator>(config, options);
     hw.host.kernels = kernels();
     strategy::StrategySpec spec;
-    spec.placement = strategy::PartSpec::parse("llamacpp.ngl:ngl=0", "--placement");
+    spec.placement = strategy::PartSpec::parse(rule, "--placement");
     spec.offload = strategy::PartSpec::parse(offload, "--offload");
     spec.custom = true;
     p = strategy::compose(gen->header(), hw, spec);
@@ -217,6 +218,41 @@ TEST(OpOffload, ThreadsSetTheCpuOpsCost) {
   }
   // 2 threads: the weights at 10 GB/s (q4_k) or less; 16: at 50 GB/s or so.
   EXPECT_GT(decode_seconds[0], 3 * decode_seconds[1]);
+}
+
+TEST(OpOffload, OverriddenFfnMatricesRunOnTheCpuInDecodeAndOnTheGpuInThePrompt) {
+  NglZero run("execute:op-offload=32", 512, 0, "llamacpp.ngl:ot=ffn_(up|down|gate)=CPU");
+  const auto plans = run.plans();
+  const auto& ops = [&]() {
+    trace::Step step;
+    model::LlmTraceGenerator gen(run.config, run.options);
+    gen.next(step);
+    gen.next(step);
+    return step.ops;
+  }();
+  std::map<std::string, int> cpu_kinds;
+  for (const auto& a : plans[1].actions)
+    if (a.kind == ActionKind::CpuOp) ++cpu_kinds[trace::to_string(ops[static_cast<std::size_t>(a.op)].kind)];
+  const int L = static_cast<int>(run.config.num_hidden_layers);
+  // Decode: gate, up, down and the activation between them on the CPU (the residual after down too),
+  // attention and its projections on the GPU; the embedding lookup on the CPU.
+  EXPECT_EQ(cpu_kinds["gemv"], 3 * L);
+  EXPECT_EQ(cpu_kinds["attention"], 0);
+  EXPECT_EQ(cpu_kinds["embedding"], 1);
+  // The prompt: the FFN matrices copied to the GPU (3 per layer), nothing else.
+  EXPECT_EQ(count_of(plans[0], ActionKind::CopyOnStream), 3 * L);
+}
+
+TEST(OpOffload, NoKvOffloadKeepsAttentionOnTheCpuInThePromptToo) {
+  NglZero run("execute:op-offload=32", 512, 0, "llamacpp.ngl:kv-offload=off");
+  const auto plans = run.plans();
+  const int L = static_cast<int>(run.config.num_hidden_layers);
+  for (std::size_t s : {0u, 1u}) {
+    EXPECT_EQ(count_of(plans[s], ActionKind::CpuOp), 1 + L) << s;  // the lookup, and attention in every layer
+    EXPECT_EQ(count_of(plans[s], ActionKind::CopyOnStream), 0) << s;
+    EXPECT_EQ(count_of(plans[s], ActionKind::ActivationToHost), L) << s;  // q, k, v down and the output back
+    EXPECT_EQ(count_of(plans[s], ActionKind::ActivationToDevice), L + 1) << s;
+  }
 }
 
 TEST(Generator, MicroBatchesSplitThePromptAndOnlyTheLastComputesLogits) {

@@ -4,6 +4,8 @@
 
 #include "core/error.hpp"
 #include "hardware/profile_loader.hpp"
+#include "model/model_config.hpp"
+#include "model/trace_generator.hpp"
 #include "policies/strategy/part_spec.hpp"
 #include "policies/strategy/strategy.hpp"
 #include "support/model_headers.hpp"
@@ -86,6 +88,75 @@ TEST(LlamaCppNgl, BadOptionsNameTheirKey) {
     }
   }
   EXPECT_THROW(ngl("ts=1/1/1", "rtx3090x2-nvlink"), InputError);  // three proportions, two GPUs
+}
+
+// -ot and --no-kv-offload on Qwen3-4B as a Q4_K_M file (llama.cpp's tensor names; 36 layers).
+struct Gguf4b {
+  model::ModelConfig config = model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-4b.json");
+  std::unique_ptr<model::LlmTraceGenerator> gen;
+  Gguf4b() {
+    model::GenerationOptions g;
+    model::set_dtype(g, "Q4_K_M");
+    g.prompt_tokens = 64;
+    g.decode_tokens = 1;
+    gen = std::make_unique<model::LlmTraceGenerator>(config, g);
+  }
+  placement::Placement place(const std::string& options) const {
+    StrategySpec spec;
+    spec.placement = PartSpec::parse("llamacpp.ngl", "--placement");
+    if (!options.empty()) spec.placement = PartSpec::parse("llamacpp.ngl:" + options, "--placement");
+    spec.offload = PartSpec::parse("execute:op-offload=32", "--offload");
+    spec.custom = true;
+    return compose(gen->header(), hw::resolve_profile("rtx4090"), spec);
+  }
+};
+
+TEST(LlamaCppOverrides, TheFirstMatchingPatternPlacesAWeightAndTheKvCacheStaysWithItsLayer) {
+  Gguf4b m;
+  PartSpec ot = PartSpec::parse("llamacpp.ngl", "--placement");
+  StrategySpec spec;
+  spec.placement = ot;
+  spec.placement.set("ot", "blk\\.0\\.=CUDA0,ffn_(up|down|gate)=CPU", "--override-tensor");
+  spec.offload = PartSpec::parse("execute", "--offload");
+  spec.custom = true;
+  const auto p = compose(m.gen->header(), hw::resolve_profile("rtx4090"), spec);
+  int on_cpu = 0;
+  for (const auto& t : m.gen->header().tensors) {
+    const bool ffn_matrix = t.name.find("ffn_up") != std::string::npos || t.name.find("ffn_down") != std::string::npos ||
+                            t.name.find("ffn_gate") != std::string::npos;
+    if (t.kind == trace::TensorKind::Weight && t.layer >= 0) {
+      const bool expect_cpu = ffn_matrix && t.name.rfind("blk.0.", 0) != 0;  // layer 0 matched CUDA0 first
+      EXPECT_EQ(p.device[t.id], expect_cpu ? placement::kCpu : 0) << t.name;
+      on_cpu += expect_cpu;
+    }
+    if (t.kind == trace::TensorKind::KvCache) { EXPECT_EQ(p.device[t.id], 0) << t.name; }
+  }
+  EXPECT_EQ(on_cpu, 3 * 35);
+  EXPECT_TRUE(p.per_tensor);
+}
+
+TEST(LlamaCppOverrides, NoKvOffloadPutsEveryKvCacheOnTheCpu) {
+  Gguf4b m;
+  const auto p = m.place("kv-offload=off");
+  for (const auto& t : m.gen->header().tensors) {
+    if (t.kind == trace::TensorKind::KvCache) { EXPECT_EQ(p.device[t.id], placement::kCpu) << t.name; }
+    if (t.kind == trace::TensorKind::Weight && t.layer >= 0) { EXPECT_EQ(p.device[t.id], 0) << t.name; }
+  }
+  EXPECT_TRUE(p.execute.attention_on_cpu);
+}
+
+TEST(LlamaCppOverrides, BadPatternsAndBuffersNameTheOption) {
+  Gguf4b m;
+  for (const std::string bad : {"ot=ffn_up", "ot=ffn_up=GPU", "ot=ffn_(up=CPU", "ot=ffn=CUDA", "ot=ffn=CUDAx",
+                                "kv-offload=maybe"}) {
+    try {
+      m.place(bad);
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad.substr(0, bad.find('='))), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(m.place("ot=ffn=CUDA1"), InputError);  // one GPU on the rtx4090
 }
 
 }  // namespace
