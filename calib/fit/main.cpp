@@ -2,14 +2,21 @@
 // side by side (repeatability).
 //   tiersim_fit --raw raw.csv --base h100-sxm --name h100-sxm-measured --out calib/profiles/h100-sxm-measured.yaml [--report r.md]
 //   tiersim_fit --compare a.csv b.csv
+//   tiersim_fit --cpu cpu.csv --cpu-cores 8 [--raw raw.csv | --base PRESET] --name NAME --out PROFILE.yaml
+//     adds host.cpu_kernels, fitted from experiments/llamacpp/cpu_matmul_bench's CSV (without --raw, to the
+//     base profile as it is)
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "core/error.hpp"
+#include "fit/cpu_fit.hpp"
 #include "fit/profile_fit.hpp"
+#include "config/embedded_files.hpp"
+#include "config/profile_source.hpp"
 #include "hardware/profile_loader.hpp"
 
 namespace {
@@ -34,7 +41,8 @@ int compare(const std::string& a_path, const std::string& b_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string raw, base = "h100-sxm", name, out, report;
+  std::string raw, base = "h100-sxm", name, out, report, cpu, cpu_source;
+  int cpu_cores = 0;
   std::vector<std::string> extras;  // rows of other runs: benchmarks the main run lacks
   try {
     for (int i = 1; i < argc; ++i) {
@@ -53,13 +61,53 @@ int main(int argc, char** argv) {
       else if (a == "--out") out = value();
       else if (a == "--report") report = value();
       else if (a == "--extra") extras.push_back(value());
-      else throw tiersim::InputError("", 0, a, "unknown option (--raw, --extra, --base, --name, --out, --report, --compare)");
+      else if (a == "--cpu") cpu = value();
+      else if (a == "--cpu-source") cpu_source = value();
+      else if (a == "--cpu-cores") {
+        const std::string v = value();
+        try {
+          std::size_t used = 0;
+          cpu_cores = std::stoi(v, &used);
+          if (used != v.size()) throw std::invalid_argument("");
+        } catch (const std::exception&) {
+          throw tiersim::InputError("", 0, "--cpu-cores", "expected a whole number, got '" + v + "'");
+        }
+      } else
+        throw tiersim::InputError("", 0, a,
+                                  "unknown option (--raw, --extra, --base, --name, --out, --report, --compare, --cpu, "
+                                  "--cpu-cores, --cpu-source)");
     }
-    if (raw.empty() || name.empty() || out.empty())
-      throw tiersim::InputError("", 0, "--raw", "usage: tiersim_fit --raw RAW.csv --name NAME --out PROFILE.yaml [--base PRESET] [--report R.md]");
-    auto measurements = tiersim::calib::read_raw_csv(raw);
-    tiersim::calib::add_rows_of(measurements, extras);
-    const auto fit = tiersim::calib::fit_profile(measurements, tiersim::hw::resolve_profile(base), name);
+    if ((raw.empty() && cpu.empty()) || name.empty() || out.empty())
+      throw tiersim::InputError("", 0, "--raw",
+                                "usage: tiersim_fit --raw RAW.csv --name NAME --out PROFILE.yaml [--base PRESET] "
+                                "[--report R.md] [--cpu CPU.csv --cpu-cores N]");
+    tiersim::calib::FitOutput fit;
+    if (!raw.empty()) {
+      auto measurements = tiersim::calib::read_raw_csv(raw);
+      tiersim::calib::add_rows_of(measurements, extras);
+      fit = tiersim::calib::fit_profile(measurements, tiersim::hw::resolve_profile(base), name);
+    } else {
+      // The base profile's own text, renamed: its sections stay as they were written.
+      const auto src = tiersim::config::find_profile(base, tiersim::config::embedded_profiles(), "--base", "hardware profile", "preset");
+      fit.yaml = src.text;
+      const auto at = fit.yaml.find("\nname: ");
+      if (at == std::string::npos) throw tiersim::InputError(src.origin, 0, "name", "no top-level name line to replace");
+      const auto end = fit.yaml.find('\n', at + 1);
+      fit.yaml.replace(at + 1, end - at - 1, "name: " + name);
+    }
+    if (!cpu.empty()) {
+      if (cpu_cores == 0) throw tiersim::InputError("", 0, "--cpu-cores", "give the host's physical core count with --cpu");
+      std::ifstream in(cpu);
+      if (!in) throw tiersim::InputError(cpu, 0, "--cpu", "cannot open");
+      std::stringstream text;
+      text << in.rdbuf();
+      const auto kernels = tiersim::calib::fit_cpu_kernels(text.str(), cpu, cpu_cores);
+      const std::string source =
+          cpu_source.empty() ? "measured: " + cpu + " (experiments/llamacpp/cpu_matmul_bench), fitted by tiersim_fit --cpu"
+                             : cpu_source;
+      fit.yaml = tiersim::calib::with_cpu_kernels(fit.yaml, out, kernels.kernels, source);
+      fit.report += "\n## Host CPU kernels (" + cpu + ")\n\n" + kernels.report;
+    }
     tiersim::hw::parse_profile(fit.yaml, out);  // what we write must load
     std::ofstream(out) << fit.yaml;
     if (!report.empty()) std::ofstream(report) << fit.report;

@@ -6,6 +6,9 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "config/embedded_files.hpp"
+#include "config/profile_source.hpp"
+#include "fit/cpu_fit.hpp"
 #include "fit/profile_fit.hpp"
 #include "fit/raw_csv.hpp"
 #include "hardware/profile_loader.hpp"
@@ -88,6 +91,65 @@ TEST(CalibBinary, RunsOnAGpuOrSaysThereIsNone) {
   if (code == 3) GTEST_SKIP() << "no CUDA device here: calibration runs on a GPU machine";
   ASSERT_EQ(code, 0);
   EXPECT_FALSE(read_raw_csv(out).find("h2d", "pinned_").empty());
+}
+
+}  // namespace
+}  // namespace tiersim::calib
+
+namespace tiersim::calib {
+namespace {
+
+const char* kCpuCsv =
+    "kind,type,rows,cols,batch,threads,seconds,bytes,gbps,gflops\n"
+    "read,,0,0,0,1,0.1,1e9,10,0\n"
+    "read,,0,0,0,8,0.02,1e9,50,0\n"
+    "gemv,q4_k,4096,4096,1,1,0.001,9437184,9.4,33\n"
+    "gemv,q4_k,4096,14336,1,1,0.003,33030144,11,39\n"
+    "gemv,q4_k,4096,4096,1,8,0.0002,9437184,47,160\n"
+    "gemv,q4_k,4096,4096,4,8,0.0003,9437184,30,400\n";
+
+TEST(CpuFit, ReadRowsGiveTheBandwidthAndBatchOneProductsEachTypesRateOverAllShapes) {
+  const auto fit = fit_cpu_kernels(kCpuCsv, "cpu.csv", 8);
+  EXPECT_EQ(fit.kernels.cores, 8);
+  ASSERT_EQ(fit.kernels.read_bandwidth.size(), 2u);
+  EXPECT_DOUBLE_EQ(fit.kernels.read_bandwidth[1].second, 50e9);
+  const auto& q4 = fit.kernels.gemv.at("q4_k");
+  ASSERT_EQ(q4.size(), 2u);  // the batch-4 row is not a GEMV rate
+  EXPECT_DOUBLE_EQ(q4[0].second, (9437184.0 + 33030144.0) / 0.004);
+  EXPECT_DOUBLE_EQ(q4[1].second, 9437184.0 / 0.0002);
+}
+
+TEST(CpuFit, BadRowsNameTheLineAndColumn) {
+  auto fails = [](const std::string& text, int line, const std::string& key) {
+    try {
+      fit_cpu_kernels(text, "cpu.csv", 8);
+      ADD_FAILURE() << text;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.line(), static_cast<std::size_t>(line)) << e.what();
+      EXPECT_EQ(e.key(), key) << e.what();
+    }
+  };
+  const std::string header = "kind,type,rows,cols,batch,threads,seconds,bytes,gbps,gflops\n";
+  fails("kind,type\n", 1, "header");
+  fails(header + "read,,0,0,0,1,0.1,1e9,10\n", 2, "row");
+  fails(header + "read,,0,0,0,1.5,0.1,1e9,10,0\n", 2, "threads");
+  fails(header + "read,,0,0,0,1,-1,1e9,10,0\n", 2, "seconds");
+  fails(header + "read,,0,0,0,1,0.1,1e9,10,0\ngemv,Q4_K,1,1,1,1,0.1,1e9,10,0\n", 3, "type");
+  fails(header + "gemv,q4_k,1,1,1,1,0.1,1e9,10,0\n", 2, "kind");  // no read rows
+}
+
+TEST(CpuFit, TheSectionGoesIntoTheHostSectionOfTheProfileTextAndReplacesAnOldOne) {
+  const auto fit = fit_cpu_kernels(kCpuCsv, "cpu.csv", 8);
+  const auto src = config::find_profile("h100-measured", config::embedded_profiles(), "--base", "hardware profile", "preset");
+  const std::string once = with_cpu_kernels(src.text, "p.yaml", fit.kernels, "measured");
+  const auto p = hw::parse_profile(once, "p.yaml");
+  ASSERT_TRUE(p.host.kernels);
+  EXPECT_EQ(p.host.kernels->cores, 8);
+  EXPECT_NEAR(hw::CpuKernelSpec::at(p.host.kernels->gemv.at("q4_k"), 8), 47.19e9, 0.01e9);
+  // Everything else as it was; a second fit replaces the section instead of adding another.
+  EXPECT_EQ(hw::parse_profile(src.text, "p.yaml").gpu.memory_bandwidth, p.gpu.memory_bandwidth);
+  EXPECT_EQ(with_cpu_kernels(once, "p.yaml", fit.kernels, "measured"), once);
+  EXPECT_THROW(with_cpu_kernels("tiersim_profile: 1\n", "p.yaml", fit.kernels, "m"), InputError);
 }
 
 }  // namespace
