@@ -55,8 +55,24 @@ using trace::StepKind;
 using trace::TensorAccess;
 using trace::TensorKind;
 
-LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationOptions& options, LaunchCounts launches)
-    : model_(model), options_(options), launches_(launches) {
+LaunchCounts llamacpp_launch_counts() {
+  LaunchCounts c;
+  c.norm = 1;
+  c.rope = 2;
+  c.attention = 3;
+  c.matmul = 2;
+  c.residual = 1;
+  c.mlp_activation = 1;
+  c.embedding = 1;
+  c.sample = 1;  // the logits' copy back to the host (llama-bench samples nothing)
+  return c;
+}
+
+LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationOptions& options,
+                                     std::optional<LaunchCounts> launches)
+    : model_(model),
+      options_(options),
+      launches_(launches ? *launches : options.dtype == WeightDtype::Gguf ? llamacpp_launch_counts() : LaunchCounts{}) {
   check_sizes(model_, options_);
   const auto d = options_.dtype;
   const std::uint64_t a = activation_bytes(d);

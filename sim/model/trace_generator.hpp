@@ -2,6 +2,7 @@
 // Builds the trace of a dense decoder LLM's inference (one prefill, then one decode step per new
 // token) from its ModelConfig. Steps are generated on demand, so a 10,000-step trace costs no memory.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,19 @@ struct LaunchCounts {
   std::uint32_t sample = 4;
 };
 
+// Kernels llama.cpp's CUDA backend runs per logical op of a decode graph (ggml-cuda.cu, ggml_cuda_graph_
+// evaluate_and_capture and the fusions it tries): RMS norm fused with its weight multiply, q and k roped
+// apart, the KV store (two set_rows) and flash attention, a quantised matrix-vector product quantises its
+// input first (quantize_q8_1, mul_mat_vec_q), SwiGLU one kernel. Read from the source, not measured;
+// a GGUF trace uses these unless counts are given.
+LaunchCounts llamacpp_launch_counts();
+
 class LlmTraceGenerator final : public trace::StepSource {
  public:
-  LlmTraceGenerator(const ModelConfig& model, const GenerationOptions& options, LaunchCounts launches = {});
+  // `launches`: the framework's kernels per op; without it, eager PyTorch's (LaunchCounts{}) or, for a
+  // GGUF file type, llama.cpp's.
+  LlmTraceGenerator(const ModelConfig& model, const GenerationOptions& options,
+                    std::optional<LaunchCounts> launches = std::nullopt);
   const trace::Header& header() const override { return header_; }
   bool next(trace::Step& out) override;
 
