@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The llama.cpp validation run on a GPU machine (the device tool), in phases that each pick up what an
+# earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
+#   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8
+#     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
+#     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
+#     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
+#                  two calibration models (models/calib-tiny-{2,16}.json) in Q8_0
+#     calib        the host CPU's kernels (cpu_matmul_bench -> $OUT/cpu.csv) and llama.cpp's fixed costs
+#                  (llama-bench on the calibration models -> $OUT/calib_bench.jsonl): calibration data,
+#                  never compared with tiersim's predictions
+#     validate-q4  llama-bench on the Q4_K_M models (-p 512 -n 128; -ngl all, half, 0; -t 16 and 4;
+#                  --no-kv-offload; -ot on the FFN matrices)                -> $OUT/bench_q4.jsonl
+#     validate-q8  the same rows on the Q8_0 models (no -t 4 row)           -> $OUT/bench_q8.jsonl
+# Everything a phase prints also goes to $OUT/<phase>.log.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-$here/carry/out}
+mkdir -p "$OUT"
+bin=$here/carry/build/bin
+models=$here/carry/models
+bench() { "$bin/llama-bench" -o jsonl "$@"; }
+
+phase_info() {
+  { date -u; nproc; lscpu; free -g; df -h /; nvidia-smi; cat "$here/carry/llama.cpp/COMMIT"; } 2>&1
+}
+
+phase_build() {
+  if [ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ] && [ -x "$bin/cpu_matmul_bench" ]; then
+    echo "build: already built"
+    return 0
+  fi
+  local t0=$SECONDS
+  "$here/build.sh" --no-tests || return 1
+  echo "build: $((SECONDS - t0)) s"
+}
+
+phase_models() {
+  local t0=$SECONDS
+  "$here/make_models.sh" --models "qwen3-4b llama-3.1-8b" --quants "Q4_K_M Q8_0" || return 1
+  for m in calib-tiny-2 calib-tiny-16; do
+    if [ ! -s "$models/$m-Q8_0.gguf" ]; then
+      python3 "$here/make_random_gguf.py" "$here/models/$m.json" -o "$models/$m-f16.gguf" || return 1
+      "$bin/llama-quantize" "$models/$m-f16.gguf" "$models/$m-Q8_0.gguf" Q8_0 > "$models/$m-Q8_0.log" 2>&1 || return 1
+    fi
+  done
+  # The F16 sources are not measured: free the disk.
+  rm -f "$models"/*-f16.gguf
+  ls -la "$models"
+  echo "models: $((SECONDS - t0)) s"
+}
+
+phase_calib() {
+  "$bin/cpu_matmul_bench" > "$OUT/cpu.csv" || return 1
+  : > "$OUT/calib_bench.jsonl"
+  for m in calib-tiny-2 calib-tiny-16; do
+    for t in 16 4; do
+      bench -m "$models/$m-Q8_0.gguf" -p 512 -n 128 -r 5 -ngl 99 -t "$t" >> "$OUT/calib_bench.jsonl" || return 1
+      bench -m "$models/$m-Q8_0.gguf" -p 512 -n 128 -r 5 -ngl 0 -t "$t" >> "$OUT/calib_bench.jsonl" || return 1
+    done
+  done
+}
+
+# The validation rows of one quantization; $2: also the 4-thread row.
+validate() {
+  local q=$1 four=$2 out=$OUT/bench_$3.jsonl
+  : > "$out"
+  for m in qwen3-4b:36 llama-3.1-8b:32; do
+    local name=${m%%:*} layers=${m##*:} file=$models/${m%%:*}-$q.gguf
+    [ -s "$file" ] || { echo "validate: no $file"; return 1; }
+    bench -m "$file" -p 512 -n 128 -r 3 -ngl 99 -t 16 >> "$out" || return 1
+    bench -m "$file" -p 512 -n 128 -r 3 -ngl 99 -t 16 -nkvo 1 >> "$out" || return 1
+    bench -m "$file" -p 512 -n 128 -r 2 -ngl 99 -t 16 -ot 'ffn_(up|down|gate)=CPU' >> "$out" || return 1
+    bench -m "$file" -p 512 -n 128 -r 2 -ngl $((layers / 2)) -t 16 >> "$out" || return 1
+    bench -m "$file" -p 512 -n 128 -r 2 -ngl 0 -t 16 >> "$out" || return 1
+    if [ "$four" = yes ]; then bench -m "$file" -p 512 -n 128 -r 2 -ngl 0 -t 4 >> "$out" || return 1; fi
+    echo "validate: $name $q done at $SECONDS s"
+  done
+}
+phase_validate-q4() { validate Q4_K_M yes q4; }
+phase_validate-q8() { validate Q8_0 no q8; }
+
+status=0
+for p in "$@"; do
+  echo "== $p ($(date -u +%H:%M:%S))"
+  if ! "phase_$p" 2>&1 | tee "$OUT/$p.log"; then status=1; echo "== $p FAILED"; break; fi
+done
+exit $status
