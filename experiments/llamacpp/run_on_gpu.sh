@@ -51,7 +51,10 @@ phase_models() {
 }
 
 phase_calib() {
-  "$bin/cpu_matmul_bench" > "$OUT/cpu.csv" || return 1
+  # The types the validation files hold (Q4_K_M: q4_k with q6_k for some attn_v, ffn_down and the output;
+  # Q8_0: q8_0), in the layout a CUDA build keeps CPU weights in (plain rows, pinned), by threads.
+  "$bin/cpu_matmul_bench" --types q4_K,q6_K,q8_0 --batch 1 --layouts plain --threads 1,2,4,8,12,16 \
+    --shapes 4096x4096,14336x4096,4096x14336,9728x2560,2560x9728 > "$OUT/cpu.csv" || return 1
   : > "$OUT/calib_bench.jsonl"
   for m in calib-tiny-2 calib-tiny-16; do
     for t in 16 4; do
