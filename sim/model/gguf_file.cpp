@@ -297,6 +297,7 @@ const FileTensor* FileHeader::find_tensor(const std::string& name) const {
 FileHeader read_header(std::istream& in, const std::string& file) {
   Reader r(in, file);
   FileHeader h;
+  h.alignment = kDefaultAlignment;
 
   char magic[4];
   r.bytes(magic, 4, "header", "the magic");
@@ -331,7 +332,7 @@ FileHeader read_header(std::istream& in, const std::string& file) {
     if (type == kArray) {
       const std::uint32_t elem = r.u32(key, "the array's element type");
       if (elem == kArray)
-        r.fail(key, "an array of arrays (gguf_init_from_reader refuses them; no model writes them)");
+        r.fail(key, "an array of arrays (llama.cpp's gguf_init_from_reader refuses them too)");
       if (elem >= kValueTypeCount) r.fail(key, "unknown array element type " + num(elem));
       const std::uint64_t n = r.u64(key, "the array's length");
       const std::string desc = "[array of " + num(n) + " " + kValueTypeNames[elem] + "]";
@@ -489,14 +490,8 @@ ModelConfig model_config(const FileHeader& h, const std::string& file) {
   j["intermediate_size"] = required(ffn_key);
   j["num_attention_heads"] = heads;
   if (const auto kv = hparam(h, kv_key, file)) j["num_key_value_heads"] = *kv;
-  const auto head_dim = hparam(h, head_dim_key, file);
-  if (head_dim) j["head_dim"] = *head_dim;
-  if (const auto value_dim = hparam(h, value_dim_key, file)) {
-    const std::uint64_t k = head_dim ? *head_dim : heads == 0 ? 0 : hidden / heads;
-    if (*value_dim != k)
-      throw InputError(file, 0, value_dim_key,
-                       num(*value_dim) + " differs from the key length " + num(k) + ": equal head sizes are modelled");
-  }
+  if (const auto head_dim = hparam(h, head_dim_key, file)) j["head_dim"] = *head_dim;
+  const auto value_dim = hparam(h, value_dim_key, file);
 
   // The vocabulary: the token list, else token_embd.weight (read_header), else {arch}.vocab_size.
   std::uint64_t vocab = h.vocab_size;
@@ -539,6 +534,9 @@ ModelConfig model_config(const FileHeader& h, const std::string& file) {
     const std::string key = it != json_to_gguf.end() ? arch + it->second : e.key() == "vocab_size" ? vocab_source : e.key();
     throw InputError(file, 0, key, e.message() + " (as config.json's " + e.key() + ")");
   }
+  if (value_dim && *value_dim != m.head_dim)
+    throw InputError(file, 0, value_dim_key,
+                     num(*value_dim) + " differs from the key length " + num(m.head_dim) + ": equal head sizes are modelled");
   const auto name = h.metadata.find("general.name");
   const auto name_type = h.metadata_type.find("general.name");
   m.name = name != h.metadata.end() && name_type != h.metadata_type.end() && name_type->second == "string" &&

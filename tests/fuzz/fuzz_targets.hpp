@@ -17,6 +17,7 @@
 #include "core/units.hpp"
 #include "fit/raw_csv.hpp"
 #include "hardware/profile_loader.hpp"
+#include "model/gguf_file.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
 // The split-string parser is moving under policies/placement_rules/ (the composition work).
@@ -134,12 +135,34 @@ inline int split_string(const std::uint8_t* data, std::size_t size) {
   return 0;
 }
 
+// A GGUF header that reads has whole, named tensors; one that gives a model config gives a model
+// whose trace can be generated (first steps only).
+inline int gguf_header(const std::uint8_t* data, std::size_t size) {
+  expect_clean_failure([&] {
+    std::istringstream in(text(data, size));
+    const model::gguf::FileHeader h = model::gguf::read_header(in, "fuzz.gguf");
+    check(h.version == 2 || h.version == 3);
+    check(h.data_offset % h.alignment == 0 && h.data_offset <= size + h.alignment);
+    for (const auto& t : h.tensors) check(!t.name.empty() && !t.type.empty() && t.shape.size() <= 4 && t.bytes > 0);
+    const model::ModelConfig m = model::gguf::model_config(h, "fuzz.gguf");
+    check(m.total_params() > 0);
+    model::GenerationOptions o;
+    o.prompt_tokens = 16;
+    o.decode_tokens = 2;
+    model::LlmTraceGenerator gen(m, o);
+    trace::Step step;
+    check(gen.next(step) && !step.ops.empty());
+  });
+  return 0;
+}
+
 struct Target {
   const char* name;
   int (*run)(const std::uint8_t*, std::size_t);
 };
 inline constexpr Target kTargets[] = {{"trace_reader", trace_reader}, {"model_config", model_config},
                                       {"units", units},               {"raw_csv", raw_csv},
-                                      {"profile", profile},           {"split_string", split_string}};
+                                      {"profile", profile},           {"split_string", split_string},
+                                      {"gguf_header", gguf_header}};
 
 }  // namespace tiersim::fuzz

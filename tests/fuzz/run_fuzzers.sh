@@ -13,7 +13,7 @@ ROOT=$PWD
 SECONDS_EACH=${1:?usage: tests/fuzz/run_fuzzers.sh SECONDS [FUZZER...]}
 shift
 FUZZERS=("$@")
-[ ${#FUZZERS[@]} -gt 0 ] || FUZZERS=(trace_reader model_config units raw_csv profile split_string)
+[ ${#FUZZERS[@]} -gt 0 ] || FUZZERS=(trace_reader model_config units raw_csv profile split_string gguf_header)
 BUILD=${FUZZ_BUILD:-build-fuzz}
 JOBS=${FUZZ_JOBS:-1}
 LOGS=${FUZZ_LOG:-$BUILD/fuzz-logs}
@@ -39,7 +39,7 @@ seed() {  # seed FUZZER: fills $BUILD/seeds/FUZZER
 }
 
 max_len() {
-  case $1 in trace_reader) echo 32768 ;; profile | model_config | raw_csv) echo 16384 ;; *) echo 1024 ;; esac
+  case $1 in trace_reader) echo 32768 ;; profile | model_config | raw_csv) echo 16384 ;; gguf_header) echo 4096 ;; *) echo 1024 ;; esac
 }
 
 run_one() {  # run_one FUZZER: 0 when it ran clean
