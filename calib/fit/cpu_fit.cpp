@@ -108,6 +108,11 @@ CpuFit fit_cpu_kernels(const std::string& csv_text, const std::string& file, int
   return out;
 }
 
+std::string default_cpu_source(const std::string& csv_path) {
+  return "measured: " + csv_path + " (experiments/llamacpp/cpu_matmul_bench: ggml's CPU kernels, batch 1, by threads), "
+         "fitted by tiersim_fit --cpu";
+}
+
 std::string with_cpu_kernels(const std::string& text, const std::string& file, const hw::CpuKernelSpec& k,
                              const std::string& source) {
   auto rate = [](double bps) {

@@ -19,6 +19,9 @@ struct CpuFit {
 // Bad input: InputError naming the file, line and column.
 CpuFit fit_cpu_kernels(const std::string& csv_text, const std::string& file, int cores);
 
+// The source line a fit from `csv_path` gets unless one is given.
+std::string default_cpu_source(const std::string& csv_path);
+
 // A profile's YAML text with a host.cpu_kernels section (replacing one it has) after the host section's
 // op_overhead line, in the schema's units; the rest of the text unchanged. InputError if the text has no
 // host section with an op_overhead line.

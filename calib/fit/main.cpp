@@ -102,9 +102,7 @@ int main(int argc, char** argv) {
       std::stringstream text;
       text << in.rdbuf();
       const auto kernels = tiersim::calib::fit_cpu_kernels(text.str(), cpu, cpu_cores);
-      const std::string source =
-          cpu_source.empty() ? "measured: " + cpu + " (experiments/llamacpp/cpu_matmul_bench), fitted by tiersim_fit --cpu"
-                             : cpu_source;
+      const std::string source = cpu_source.empty() ? tiersim::calib::default_cpu_source(cpu) : cpu_source;
       fit.yaml = tiersim::calib::with_cpu_kernels(fit.yaml, out, kernels.kernels, source);
       fit.report += "\n## Host CPU kernels (" + cpu + ")\n\n" + kernels.report;
     }

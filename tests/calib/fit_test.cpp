@@ -52,10 +52,12 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     const char* base;
     const char* name;
     const char* extra;  // rows of a later run (--extra), or ""
+    const char* cpu;    // the host CPU's kernels (--cpu), or ""
+    int cores;
   };
-  for (const Case c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", ""},
+  for (const Case c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", "", "", 0},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
-                            "results/calib/raw_h100_run3_input_gemv.csv"}}) {
+                            "results/calib/raw_h100_run3_input_gemv.csv", "results/validation/llamacpp/raw/cpu.csv", 16}}) {
     RawMeasurements named = read_raw_csv(dir + "/" + c.raw);
     // The fit names its input by the path it was given; the committed profile was made from this one.
     named.file = c.raw;
@@ -66,7 +68,14 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
       named.file = std::string(c.raw) + " + " + c.extra;
       EXPECT_THROW(add_rows_of(named, {dir + "/" + c.extra}), InputError);  // the same rows twice
     }
-    const FitOutput fit = fit_profile(named, hw::resolve_profile(c.base), c.name);
+    FitOutput fit = fit_profile(named, hw::resolve_profile(c.base), c.name);
+    if (*c.cpu) {
+      std::ifstream csv(dir + "/" + c.cpu);
+      std::stringstream text;
+      text << csv.rdbuf();
+      fit.yaml = with_cpu_kernels(fit.yaml, c.name, fit_cpu_kernels(text.str(), c.cpu, c.cores).kernels,
+                                  default_cpu_source(c.cpu));
+    }
     std::ifstream in(dir + "/calib/profiles/" + c.name + ".yaml");
     std::stringstream committed;
     committed << in.rdbuf();
