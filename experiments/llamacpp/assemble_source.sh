@@ -53,8 +53,8 @@ git --git-dir="$git_dir" log -1 --format='%an <%ae>, %ad: %s' --date=iso "$full"
 
 echo "assemble_source: $full ($(cat "$dest/COMMIT_SUBJECT"))"
 echo "assemble_source: build number b$(cat "$dest/BUILD_NUMBER")"
-echo "assemble_source: $(find "$dest" -type f | wc -l) files, $(du -sh "$dest" | cut -f1) in $dest"
 bytes=$(du -sb "$dest" | cut -f1)
+echo "assemble_source: $(find "$dest" -type f | wc -l) files, $(awk "BEGIN{printf \"%.1f\", $bytes / 1048576}") MiB ($(du -sh "$dest" | cut -f1) on disk) in $dest"
 if [ "$bytes" -gt $((40 * 1024 * 1024)) ]; then
   echo "assemble_source: WARNING: over 40 MiB; the device tool carries at most 64 MiB of ignored paths" >&2
 fi

@@ -55,7 +55,10 @@ if [ "$cuda" = on ]; then
          -DGGML_CUDA_FA_ALL_QUANTS=OFF
          -DGGML_CUDA_NCCL=OFF
          -DGGML_CUDA_COMPRESSION_MODE=none
-         -DGGML_CUDA_GRAPHS=ON)
+         -DGGML_CUDA_GRAPHS=ON
+         # libggml-cuda needs libcuda.so.1, the driver's: where ld cannot find it (a machine without the
+         # driver, or the driver outside ld's paths) the programs still link, as upstream's CUDA Dockerfile does
+         -DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined)
 else
   args+=(-DGGML_CUDA=OFF)
 fi

@@ -1,24 +1,32 @@
 // cpu_matmul_bench: times the ggml CPU backend's matrix-vector and small-batch matrix products, and the host's
 // streaming-read and copy bandwidth, to calibrate a host CPU independently of llama-bench.
 //
-// One MUL_MAT per graph: weights W (type T, ROWS x COLS: ROWS outputs, COLS the reduction length, as ggml's
-// ne01 x ne00) times activations X (f32, COLS x BATCH), computed by ggml_backend_graph_compute on the CPU
-// backend with N threads: the same code path llama.cpp takes for a weight on the CPU (llamafile sgemm for
-// batch > 1 where it applies, the quantization of X to the weight's vec_dot type included).
-// Weights are random values quantized with ggml_quantize_chunk. To read them from DRAM, as a decode step
-// does, the weight is copied until the copies fill --rotate-bytes (default 1 GiB); one graph holds one
-// product per copy (all with the same X), and a timed pass computes that graph: seconds = pass / copies, so
-// the thread start and the barrier between nodes are amortized as in a llama.cpp graph. Layout "plain" keeps ggml's row layout; "repack" puts the weights in the CPU backend's
-// CPU_REPACK buffer type (interleaved rows, what llama.cpp does for a CPU weight unless --no-host), only
-// where that buffer type takes the tensor (on x86 with AVX2: Q4_0, Q4_K, IQ4_NL, MXFP4; Q2_K with AVX512).
+// The product: weights W (type T, ROWS x COLS: ROWS outputs, COLS the reduction length, ggml's ne01 x ne00)
+// times activations X (f32, COLS x BATCH), computed by ggml_backend_graph_compute on the CPU backend with N
+// threads: the code path llama.cpp takes for a weight on the CPU (llamafile sgemm for batch > 1 where it
+// applies; the conversion of X to the weight's vec_dot type included). Weights are random values quantized
+// with ggml_quantize_chunk. So that they come from DRAM, as in a decode step, W is copied until the copies
+// fill --rotate-bytes (default 512 MiB, more than a host's last-level cache); one graph holds one product per
+// copy (all with the same X) and a timed pass computes that graph: seconds = pass / copies, so the thread
+// start and the barrier between nodes are amortized as in a llama.cpp graph.
+// Layout "plain" keeps ggml's row layout; "repack" puts the weights in the CPU backend's CPU_REPACK buffer
+// type (interleaved rows), only where that buffer type takes the tensor (x86 with AVX2: Q4_0, Q4_K, IQ4_NL,
+// MXFP4; Q2_K with AVX512). Which one llama.cpp uses for a weight it keeps on the CPU: its CPU buffer list
+// is GPU host buffer (CUDA_Host, pinned) -> CPU extra (CPU_REPACK) -> CPU (llama-model.cpp,
+// make_cpu_buft_list), so a CUDA build with a GPU puts them in pinned memory, plain; a CPU-only build, or
+// --no-host 1, repacks them.
+//
+// Each product's result is checked once (first thread count, up to 512 rows spread over W) against a
+// double-precision product of the dequantized weights; a relative error over 5% (or a NaN) stops the program.
 //
 // Output: CSV on stdout, one row per (kind, type, shape, batch, threads); notes on stderr.
-//   kind    matmul | matmul_repack | read_bw | copy_bw
-//   type    ggml type name (q4_K, f16, ...), or "mem" for the bandwidth rows
+//   kind    gemv (plain layout; every batch, not only 1) | gemv_repack | read | copy
+//   type    ggml type name in lower case (q4_k, q6_k, q8_0, f16, ...), or "mem" for the bandwidth rows
 //   rows, cols, batch   the product's shape (0 for the bandwidth rows)
-//   seconds the median of the timed repetitions
-//   bytes   the bytes one repetition moves: weights + activations + output (read_bw: the buffer;
-//           copy_bw: 2 x the buffer, read and written)
+//   seconds one product: the median over the timed passes of pass time / copies (read, copy: the
+//           median time of one pass over the buffer, the threads started and joined included)
+//   bytes   what one product moves: weights + activations + output (read: the buffer; copy: 2 x the
+//           buffer, read and written)
 //   gbps    bytes / seconds / 1e9
 //   gflops  2 x rows x cols x batch / seconds / 1e9 (0 for the bandwidth rows)
 //
@@ -28,10 +36,10 @@
 //   --batch LIST      1,4,8 (default)
 //   --shapes LIST     ROWSxCOLS,... default 4096x4096,14336x4096,4096x14336,9728x2560,2560x9728
 //   --layouts LIST    plain,repack (default)
-//   --reps N          timed passes (default 15); --warmup N untimed passes first (default 3, at least 1)
-//   --max-seconds S   stop a configuration's passes after S seconds of timing (default 2; at least 3 passes)
-//   --rotate-bytes B  weight copies to stream through, in bytes (default 1073741824; 0: one copy, cache-hot)
-//   --bw-bytes B      buffer for read_bw/copy_bw (default 1073741824; 0: no bandwidth rows)
+//   --reps N          timed passes (default 10); --warmup N untimed passes first (default 2, at least 1)
+//   --max-seconds S   stop a configuration's passes after S seconds of timing (default 1; at least 3 passes)
+//   --rotate-bytes B  weight copies to stream through, in bytes (default 536870912; 0: one copy, cache-hot)
+//   --bw-bytes B      buffer for the read/copy rows (default 1073741824; 0: no bandwidth rows)
 //   --no-matmul       only the bandwidth rows
 //   --seed N          (default 1)
 
@@ -43,6 +51,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -145,10 +154,10 @@ struct Options {
     std::vector<std::pair<int64_t, int64_t>> shapes = {
         {4096, 4096}, {14336, 4096}, {4096, 14336}, {9728, 2560}, {2560, 9728}};
     std::vector<std::string> layouts = {"plain", "repack"};
-    int     reps         = 15;
-    int     warmup       = 3;
-    double  max_seconds  = 2.0;
-    int64_t rotate_bytes = 1LL << 30;
+    int     reps         = 10;
+    int     warmup       = 2;
+    double  max_seconds  = 1.0;
+    int64_t rotate_bytes = 1LL << 29;
     int64_t bw_bytes     = 1LL << 30;
     bool    matmul       = true;
     uint32_t seed        = 1;
@@ -259,7 +268,7 @@ void bandwidth(const Options & o) {
         memset((char *) dst.p + a * 8, 0, (b - a) * 8);
     });
     std::atomic<uint64_t> sink{0};
-    for (const char * kind : {"read_bw", "copy_bw"}) {
+    for (const char * kind : {"read", "copy"}) {
         const bool copy = kind[0] == 'c';
         for (int nt : o.threads) {
             auto pass = [&]() {
@@ -370,6 +379,7 @@ struct ProductSet {
     ggml_context *        ctx   = nullptr;
     ggml_backend_buffer_t buf   = nullptr;
     ggml_cgraph *         graph = nullptr;
+    ggml_tensor *         out0  = nullptr;  // W_0 x X, checked against a reference
     ~ProductSet() {
         if (buf) ggml_backend_buffer_free(buf);
         if (ctx) ggml_free(ctx);
@@ -435,6 +445,7 @@ void build_products(ProductSet & ps, const Backend & be, const WeightSet & ws, i
         ggml_tensor * y = ggml_mul_mat(ps.ctx, ws.w[i], X);
         if (y == nullptr) die("ggml_mul_mat failed");
         ggml_build_forward_expand(ps.graph, y);
+        if (i == 0) ps.out0 = y;
     }
     if (ggml_graph_n_nodes(ps.graph) != (int) n) die("graph has %d nodes, expected %zu", ggml_graph_n_nodes(ps.graph), n);
     ps.buf = ggml_backend_alloc_ctx_tensors_from_buft(ps.ctx, be.host_buft);
@@ -442,11 +453,39 @@ void build_products(ProductSet & ps, const Backend & be, const WeightSet & ws, i
     ggml_backend_tensor_set(X, x.data(), 0, x.size() * sizeof(float));
 }
 
+// The relative error ||y - ref|| / ||ref|| of y = W x X against a double-precision product of the
+// dequantized weights: catches a broken kernel or layout (X's own quantization gives about 1e-2 or less).
+double check_product(ggml_type type, int64_t rows, int64_t cols, int batch, const std::vector<uint8_t> & q,
+                     const std::vector<float> & x, const ggml_tensor * out0) {
+    const ggml_type_traits * tt = ggml_get_type_traits(type);
+    if (tt == nullptr || tt->to_float == nullptr) die("no to_float for %s", ggml_type_name(type));
+    std::vector<float> y((size_t) rows * batch);
+    ggml_backend_tensor_get(out0, y.data(), 0, y.size() * sizeof(float));
+    const size_t row_size = ggml_row_size(type, cols);
+    std::vector<float> wrow(cols);
+    double num = 0, den = 0;
+    const int64_t step = std::max<int64_t>(1, rows / 512);
+    for (int64_t r = 0; r < rows; r += step) {
+        tt->to_float(q.data() + r * row_size, wrow.data(), cols);
+        for (int b = 0; b < batch; ++b) {
+            double acc = 0;
+            const float * xb = x.data() + (size_t) b * cols;
+            for (int64_t c = 0; c < cols; ++c) acc += (double) wrow[c] * xb[c];
+            const double d = (double) y[(size_t) b * rows + r] - acc;
+            num += d * d;
+            den += acc * acc;
+        }
+    }
+    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
 void matmuls(const Options & o, const Backend & be) {
     std::mt19937 rng(o.seed);
     std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
     for (const auto & tname : o.types) {
         const ggml_type type = type_by_name(tname);
+        std::string tlower = ggml_type_name(type);
+        for (auto & c : tlower) c = (char) tolower((unsigned char) c);
         for (const auto & [rows, cols] : o.shapes) {
             double tq = now_s();
             std::vector<uint8_t> q = make_weights(type, rows, cols, o.seed);
@@ -457,7 +496,7 @@ void matmuls(const Options & o, const Backend & be) {
             for (const auto & layout : o.layouts) {
                 ggml_backend_buffer_type_t buft = layout == "repack" ? be.repack_buft : be.host_buft;
                 if (buft == nullptr) continue;
-                const char * kind = layout == "repack" ? "matmul_repack" : "matmul";
+                const char * kind = layout == "repack" ? "gemv_repack" : "gemv";
                 WeightSet ws;
                 double tb = now_s();
                 if (!build_weights(ws, be, buft, type, rows, cols, copies, q)) {
@@ -485,6 +524,15 @@ void matmuls(const Options & o, const Backend & be) {
                             return t;
                         };
                         for (int i = 0; i < std::max(1, o.warmup); ++i) pass();
+                        if (nt == o.threads.front()) {
+                            const double err = check_product(type, rows, cols, batch, q, x, ps.out0);
+                            if (!std::isfinite(err) || err > 0.05) {
+                                die("%s %s %" PRId64 "x%" PRId64 " batch %d: result differs from the reference (relative error %.3g)",
+                                    kind, ggml_type_name(type), rows, cols, batch, err);
+                            }
+                            note("%s %s %" PRId64 "x%" PRId64 " batch %d: relative error vs reference %.2e", kind,
+                                 ggml_type_name(type), rows, cols, batch, err);
+                        }
                         std::vector<double> times;
                         double spent = 0;
                         for (int r = 0; r < o.reps; ++r) {
@@ -494,7 +542,7 @@ void matmuls(const Options & o, const Backend & be) {
                             if (r >= 2 && spent > o.max_seconds) break;
                         }
                         const double sec = median(times);
-                        printf("%s,%s,%" PRId64 ",%" PRId64 ",%d,%d,%.9f,%.0f,%.3f,%.3f\n", kind, ggml_type_name(type), rows,
+                        printf("%s,%s,%" PRId64 ",%" PRId64 ",%d,%d,%.9f,%.0f,%.3f,%.3f\n", kind, tlower.c_str(), rows,
                                cols, batch, nt, sec, moved, moved / sec / 1e9, flops / sec / 1e9);
                         fflush(stdout);
                     }
@@ -504,10 +552,19 @@ void matmuls(const Options & o, const Backend & be) {
     }
 }
 
+// ggml's own log: debug lines (one per repacked tensor) dropped, the rest to stderr as notes.
+void ggml_log(ggml_log_level level, const char * text, void * /*user_data*/) {
+    static ggml_log_level last = GGML_LOG_LEVEL_INFO;
+    if (level != GGML_LOG_LEVEL_CONT) last = level;
+    if (last == GGML_LOG_LEVEL_DEBUG) return;
+    fprintf(stderr, "%s%s", level == GGML_LOG_LEVEL_CONT ? "" : "# ggml: ", text);
+}
+
 }  // namespace
 
 int main(int argc, char ** argv) {
     Options o = parse_args(argc, argv);
+    ggml_log_set(ggml_log, nullptr);
     ggml_cpu_init();
     note("ggml %s (commit %s); hardware threads %u", ggml_version(), ggml_commit(), std::thread::hardware_concurrency());
     note("cpu features: avx2 %d avx512 %d avx512_vnni %d avx512_bf16 %d amx_int8 %d f16c %d fma %d llamafile %d",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The llama.cpp validation run on a GPU machine (the device tool), in phases that each pick up what an
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
-#   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8
+#   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -79,6 +79,34 @@ validate() {
     if [ "$four" = yes ]; then bench -m "$file" -p 512 -n 128 -r 2 -ngl 0 -t 4 >> "$out" || return 1; fi
     echo "validate: $name $q done at $SECONDS s"
   done
+}
+# Why a prompt through op offload runs at the pageable copy rate: where llama.cpp put the CPU weights (its
+# own log, -v), the same prompt with --no-host, with load mode none, without op offload, and whether this
+# machine pins multi-GiB host buffers at all (PyTorch).
+phase_diagnose() {
+  local f=$models/qwen3-4b-Q4_K_M.gguf
+  "$here/make_models.sh" --models qwen3-4b --quants Q4_K_M > /dev/null || return 1
+  rm -f "$models"/*-f16.gguf
+  bench -m "$f" -p 512 -n 0 -r 3 -ngl 0 -t 16 -v > "$OUT/diagnose_verbose.jsonl" 2> "$OUT/diagnose_verbose.log"
+  grep -iE "buffer size|pinned|load_mode|CUDA_Host|CPU_Mapped|CPU_REPACK|offload" "$OUT/diagnose_verbose.log" | sort | uniq -c | head -40
+  for opt in "--no-host 1" "-lm none" "-lm mmap" "-ub 2048 -b 2048"; do
+    echo "== $opt"; bench -m "$f" -p 512 -n 0 -r 3 -ngl 0 -t 16 $opt 2>/dev/null
+  done
+  echo "== GGML_OP_OFFLOAD_MIN_BATCH=100000"; GGML_OP_OFFLOAD_MIN_BATCH=100000 bench -m "$f" -p 512 -n 0 -r 2 -ngl 0 -t 16 2>/dev/null
+  python3 - <<'PY'
+import time, torch
+for gib in (1, 2.5, 4.5, 9):
+    n = int(gib * 2**30)
+    try:
+        h = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+    except Exception as e:
+        print(f"pinned {gib} GiB: failed: {e}"); continue
+    d = torch.empty(n, dtype=torch.uint8, device="cuda")
+    d.copy_(h, non_blocking=True); torch.cuda.synchronize()
+    t = time.perf_counter(); d.copy_(h, non_blocking=True); torch.cuda.synchronize(); dt = time.perf_counter() - t
+    print(f"pinned {gib} GiB: {n / dt / 1e9:.1f} GB/s H2D")
+    del h, d
+PY
 }
 phase_validate-q4() { validate Q4_K_M yes q4; }
 phase_validate-q8() { validate Q8_0 no q8; }

@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""Predicts every llama-bench row of the llama.cpp validation run with tiersim and writes the error table.
+
+  /usr/bin/python3 experiments/llamacpp/compare.py [--runtime NAME|FILE] [--out results/validation/llamacpp/README.md]
+
+Rows: results/validation/llamacpp/raw/bench_q4.jsonl and bench_q8.jsonl (experiments/llamacpp/run_on_gpu.sh
+validate-q4 validate-q8 on the lent H100: llama.cpp 34af94cd9, random-weight GGUFs of Qwen3-4B and
+Llama-3.1-8B in Q4_K_M and Q8_0). Each row becomes one `sim run` with the strategy the row ran:
+`--policy llamacpp --ngl N --threads T` plus --no-kv-offload or --override-tensor, on h100-measured (whose
+host.cpu_kernels were measured by cpu_matmul_bench, apart from these rows). pp512 is predicted as 512 /
+prefill seconds of a 512-token prompt from an empty cache (one micro-batch); tg128 as the decode tokens/s
+of 128 tokens from an empty cache (--prompt 0 --decode 128). Nothing here is fitted to the rows.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RAW = os.path.join(ROOT, "results", "validation", "llamacpp", "raw")
+SIM = os.path.join(ROOT, "build", "bin", "sim")
+MODELS = {"qwen3-4b": "traces/models/qwen3-4b.json", "llama-3.1-8b": "traces/models/llama-3.1-8b.json"}
+
+
+def rows():
+    for name in ("bench_q4.jsonl", "bench_q8.jsonl"):
+        with open(os.path.join(RAW, name)) as f:
+            for line in f:
+                yield json.loads(line)
+
+
+def describe(r):
+    base = os.path.basename(r["model_filename"])[: -len(".gguf")]
+    model, quant = base.rsplit("-", 1)
+    if quant in ("K_M", "0"):  # Q4_K_M / Q8_0 split at the last '-'
+        model, q2 = model.rsplit("-", 1)
+        quant = q2 + "_" + quant
+    ot = r.get("tensor_buft_overrides", "none")
+    return model, quant, ot
+
+
+def predict(r, runtime):
+    model, quant, ot = describe(r)
+    args = [SIM, "run", "--model", MODELS[model], "--dtype", quant, "--hw", "h100-measured", "--policy", "llamacpp",
+            "--ngl", str(r["n_gpu_layers"]), "--threads", str(r["n_threads"]), "--json"]
+    if runtime:
+        args += ["--runtime", runtime]
+    if r["no_kv_offload"]:
+        args.append("--no-kv-offload")
+    if ot and ot != "none":
+        # llama-bench writes the overrides as PATTERN=BUFT joined with ';'
+        for item in ot.split(";"):
+            args += ["--override-tensor", item]
+    pp = r["n_prompt"] > 0
+    args += ["--prompt", str(r["n_prompt"]), "--decode", "0"] if pp else ["--prompt", "0", "--decode", str(r["n_gen"])]
+    out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("compare.py: " + " ".join(args) + "\n" + out.stderr + out.stdout)
+    d = json.loads(out.stdout)
+    return (r["n_prompt"] / d["prefill_seconds"]) if pp else d["tps"], " ".join(args[1:]).replace(SIM, "sim")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runtime", default="")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    table = []
+    for r in rows():
+        model, quant, ot = describe(r)
+        pred, cmd = predict(r, a.runtime)
+        meas = r["avg_ts"]
+        test = f"pp{r['n_prompt']}" if r["n_prompt"] > 0 else f"tg{r['n_gen']}"
+        setup = f"-ngl {r['n_gpu_layers']} -t {r['n_threads']}"
+        if r["no_kv_offload"]:
+            setup += " -nkvo 1"
+        if ot and ot != "none":
+            setup += f" -ot {ot}"
+        table.append((model, quant, setup, test, meas, r["stddev_ts"] / meas, pred, (pred - meas) / meas))
+    lines = ["| model | file | llama-bench | test | measured t/s | ± | tiersim t/s | error |", "|---|---|---|---|---|---|---|---|"]
+    for m, q, s, t, meas, sd, pred, err in table:
+        lines.append(f"| {m} | {q} | `{s}` | {t} | {meas:.1f} | {100 * sd:.1f}% | {pred:.1f} | {100 * err:+.1f}% |")
+
+    def mape(sel):
+        e = [abs(x[7]) for x in table if sel(x)]
+        return (100 * sum(e) / len(e), len(e)) if e else (float("nan"), 0)
+
+    summary = ["", "| rows | n | mean abs error |", "|---|---|---|"]
+    for label, sel in [("all", lambda x: True), ("tg128 (decode)", lambda x: x[3].startswith("tg")),
+                       ("pp512 (prompt)", lambda x: x[3].startswith("pp")),
+                       ("-ngl all, GPU only", lambda x: x[2].startswith("-ngl 99") and "-ot" not in x[2] and "nkvo" not in x[2]),
+                       ("--no-kv-offload", lambda x: "nkvo" in x[2]),
+                       ("-ot FFN on the CPU", lambda x: "-ot" in x[2]),
+                       ("-ngl half", lambda x: x[2].startswith("-ngl 18") or x[2].startswith("-ngl 16")),
+                       ("-ngl 0 (CPU)", lambda x: x[2].startswith("-ngl 0"))]:
+        m, n = mape(sel)
+        summary.append(f"| {label} | {n} | {m:.1f}% |")
+    text = "\n".join(lines + summary) + "\n"
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
