@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The llama.cpp validation run on a GPU machine (the device tool), in phases that each pick up what an
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
-#   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose
+#   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -33,6 +33,13 @@ phase_build() {
   local t0=$SECONDS
   "$here/build.sh" --no-tests || return 1
   echo "build: $((SECONDS - t0)) s"
+}
+
+phase_build-tests() {
+  if [ -x "$bin/test-backend-ops" ] && [ -x "$bin/llama-bench" ]; then echo "build-tests: already built"; return 0; fi
+  local t0=$SECONDS
+  "$here/build.sh" || return 1
+  echo "build-tests: $((SECONDS - t0)) s"
 }
 
 phase_models() {
@@ -80,6 +87,26 @@ validate() {
     echo "validate: $name $q done at $SECONDS s"
   done
 }
+# llama.cpp's GPU kernels by weight type (ggml's own test-backend-ops perf: MUL_MAT 4096 x 14336 at batch 1
+# and 512 on CUDA0 -> $OUT/gpu_mul_mat.csv), and the cost of a CPU/GPU crossing per layer (the calibration
+# models with --no-kv-offload -> $OUT/calib_nkvo.jsonl): calibration data, apart from the validation rows.
+phase_calib-gpu() {
+  [ -x "$bin/test-backend-ops" ] || { echo "no test-backend-ops: build without --no-tests"; return 1; }
+  "$bin/test-backend-ops" perf -o MUL_MAT -b CUDA0 --output csv \
+    -p 'type_a=(q4_K|q6_K|q8_0|f16),type_b=f32,m=4096,n=(1|512),k=14336,' > "$OUT/gpu_mul_mat.csv" || return 1
+  for m in calib-tiny-2 calib-tiny-16; do
+    if [ ! -s "$models/$m-Q8_0.gguf" ]; then
+      mkdir -p "$models"
+      python3 "$here/make_random_gguf.py" "$here/models/$m.json" -o "$models/$m-f16.gguf" || return 1
+      "$bin/llama-quantize" "$models/$m-f16.gguf" "$models/$m-Q8_0.gguf" Q8_0 > "$models/$m-Q8_0.log" 2>&1 || return 1
+    fi
+  done
+  : > "$OUT/calib_nkvo.jsonl"
+  for m in calib-tiny-2 calib-tiny-16; do
+    bench -m "$models/$m-Q8_0.gguf" -p 512 -n 128 -r 5 -ngl 99 -t 16 -nkvo 1 >> "$OUT/calib_nkvo.jsonl" || return 1
+  done
+}
+
 # Why a prompt through op offload runs at the pageable copy rate: where llama.cpp put the CPU weights (its
 # own log, -v), the same prompt with --no-host, with load mode none, without op offload, and whether this
 # machine pins multi-GiB host buffers at all (PyTorch).

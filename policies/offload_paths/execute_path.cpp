@@ -7,8 +7,10 @@
 //   op-offload=N     steps of at least N tokens run CPU-homed layers on the compute GPU, their weights
 //                    copied over per step (ggml's op offload, GGML_OP_OFFLOAD_MIN_BATCH: llama.cpp's 32;
 //                    default 0 = off, as --no-op-offload)
-//   host=pinned|pageable   host memory those copies come from (llama.cpp keeps CPU weights in the CUDA
-//                    backend's pinned host buffer; --no-host: pageable). Default pinned.
+//   host=pinned|pageable   host memory those copies come from. llama.cpp's CPU buffer list starts with the
+//                    CUDA backend's pinned host buffer, but with mmap (its default load mode) the loader
+//                    avoids it ("avoid using a host buffer when using mmap": llama_model_loader::create_tensor)
+//                    and the weights stay in the mapped file, pageable; -lm none pins them. Default pinned.
 #include <map>
 
 #include "core/error.hpp"

@@ -42,9 +42,10 @@ const std::vector<Preset>& table() {
        "comfy.lowvram", "device", "copy:host=pinned,stream"},
       {{"llamacpp", "llama.cpp -ngl N (--placement llamacpp.ngl:ngl=N): the last layers and the output on the GPU, "
                     "the rest and the token embedding on the CPU, where they run with --threads N; prompt steps of "
-                    "32+ tokens run them on the GPU, their weights copied from pinned memory (ggml's op offload)",
+                    "32+ tokens run them on the GPU, their weights copied from the mapped file (ggml's op offload; "
+                    "llama.cpp's default load mode mmap keeps them pageable: --host-memory pinned is -lm none)",
         "llamacpp", 512},
-       "llamacpp.ngl", "device", "execute:op-offload=32"},
+       "llamacpp.ngl", "device", "execute:op-offload=32,host=pageable"},
   };
   return list;
 }

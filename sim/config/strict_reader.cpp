@@ -149,6 +149,8 @@ bool Section::flag(const std::string& key) {
   return false;
 }
 
+double Section::flop_rate(const std::string& key) { return quantity(key, units::parse_flop_rate, false); }
+
 std::map<std::string, double> Section::rates(const std::string& key) {
   Section s = child(key);
   std::map<std::string, double> out;

@@ -30,6 +30,7 @@ class Section {
   std::string text(const std::string& key);
   double bytes(const std::string& key, bool allow_zero = false);
   double bandwidth(const std::string& key);
+  double flop_rate(const std::string& key);   // "177 TFLOP/s"
   double duration(const std::string& key);
   double number(const std::string& key, double lo, double hi);
   int integer(const std::string& key, int lo, int hi);

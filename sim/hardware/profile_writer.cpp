@@ -152,6 +152,17 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
     j["per_op"] = per_op;
   }
   if (r.per_cpu_op >= 0) j["per_cpu_op"] = quantity(r.per_cpu_op, "s");
+  if (r.kernel_floor >= 0) j["kernel_floor"] = quantity(r.kernel_floor, "s");
+  if (!r.gpu_gemv.empty()) {
+    ordered_json g = ordered_json::object();
+    for (const auto& [type, rate] : r.gpu_gemv) g[type] = quantity(rate, "B/s");
+    j["gpu_gemv"] = g;
+  }
+  if (!r.gpu_gemm.empty()) {
+    ordered_json g = ordered_json::object();
+    for (const auto& [type, rate] : r.gpu_gemm) g[type] = quantity(rate, "FLOP/s");
+    j["gpu_gemm"] = g;
+  }
   return j;
 }
 

@@ -370,6 +370,22 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         new_length_charged = true;
       }
       a.cost = hw::gpu_op_cost(hw_, op, rates_);
+      if (runtime_.kernel_floor >= 0) a.cost.floor_seconds = runtime_.kernel_floor * op.launches;
+      if (!op.dtype.empty() && a.cost.measured_seconds < 0) {
+        // The runtime's own kernels for this weight type (llama.cpp's MMVQ / MMQ), as measured.
+        if (op.kind == trace::OpKind::Gemv) {
+          const auto it = runtime_.gpu_gemv.find(op.dtype);
+          if (it != runtime_.gpu_gemv.end()) {
+            double weight = 0;
+            for (const auto& r : op.reads)
+              if (header_.tensors[r.tensor].kind == trace::TensorKind::Weight) weight += static_cast<double>(r.bytes);
+            a.cost.compute_seconds = std::max(a.cost.compute_seconds, weight / it->second);
+          }
+        } else if (op.kind == trace::OpKind::Gemm) {
+          const auto it = runtime_.gpu_gemm.find(op.dtype);
+          if (it != runtime_.gpu_gemm.end()) a.cost.compute_seconds = static_cast<double>(op.flops) / it->second;
+        }
+      }
       a.work_seconds = a.cost.seconds();
       a.deps_begin = static_cast<std::uint32_t>(out.deps.size());
       a.frees_begin = static_cast<std::uint32_t>(out.frees.size());

@@ -34,6 +34,15 @@ struct RuntimeProfile {
   // Host time of one op run on the CPU (a ggml graph node: the thread pool's barrier and dispatch);
   // < 0: the hardware profile's host.op_overhead. Optional.
   double per_cpu_op = -1.0;
+  // GPU time floor of one kernel under this runtime (< 0: the hardware's gpu.kernel_min_time, measured
+  // for kernels launched one by one). llama.cpp replays its decode graph with CUDA graphs, where
+  // back-to-back small kernels take less. Optional.
+  double kernel_floor = -1.0;
+  // The framework's own GPU kernels for quantised weights, by weight type (lower case, as GGUF ops carry
+  // it in their dtype: q4_k, q8_0): a matrix-vector product's weight bytes per second, and a prompt-sized
+  // matrix product's FLOP/s. They bound those ops instead of the GPU's memory and dtype rates. Optional.
+  std::map<std::string, double> gpu_gemv;
+  std::map<std::string, double> gpu_gemm;
 };
 
 }  // namespace tiersim::runtime
