@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The llama.cpp validation run on a GPU machine (the device tool), in phases that each pick up what an
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
-#   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu
+#   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -105,6 +105,35 @@ phase_calib-gpu() {
   for m in calib-tiny-2 calib-tiny-16; do
     bench -m "$models/$m-Q8_0.gguf" -p 512 -n 128 -r 5 -ngl 99 -t 16 -nkvo 1 >> "$OUT/calib_nkvo.jsonl" || return 1
   done
+}
+
+# llama.cpp's own -ngl layer assignment, from its loader's log (-v: "layer N assigned to device D",
+# "offloading output layer to GPU") for made-up models of 16, 32 and 36 layers (hidden 256, F16) at several
+# -ngl -> $OUT/llamacpp_ngl.jsonl, the fixture tests/policies/llamacpp_test.cpp checks tiersim against.
+phase_ngl-fixtures() {
+  mkdir -p "$models"
+  : > "$OUT/llamacpp_ngl.jsonl"
+  for L in 16 32 36; do
+    local json=$models/fixture-$L.json file=$models/fixture-$L-f16.gguf
+    python3 -c "import json,sys; c=json.load(open('$here/models/calib-tiny-16.json')); c['name']='fixture-$L'; c['num_hidden_layers']=$L; json.dump(c, open('$json','w'))"
+    [ -s "$file" ] || python3 "$here/make_random_gguf.py" "$json" -o "$file" > /dev/null || return 1
+    for ngl in 0 1 2 5 $((L / 2)) $((L - 1)) $L $((L + 1)) 99; do
+      "$bin/llama-bench" -v -m "$file" -ngl "$ngl" -p 0 -n 1 -r 1 -o jsonl > /dev/null 2> "$OUT/ngl.log" || return 1
+      python3 - "$L" "$ngl" "$OUT/ngl.log" >> "$OUT/llamacpp_ngl.jsonl" <<'PY'
+import json, re, sys
+L, ngl, log = int(sys.argv[1]), int(sys.argv[2]), open(sys.argv[3]).read()
+layers = {}
+for m in re.finditer(r"layer +(\d+) assigned to device (\S+),", log):
+    layers.setdefault(int(m.group(1)), m.group(2))
+devices = [layers.get(i, "?") for i in range(L + 1)]
+print(json.dumps({"n_layer": L, "ngl": ngl, "layer_devices": devices,
+                  "output_on_gpu": "offloading output layer to GPU" in log,
+                  "source": "llama.cpp 34af94cd9 llama-bench -v load_tensors log"}))
+PY
+    done
+  done
+  rm -f "$OUT/ngl.log"
+  cat "$OUT/llamacpp_ngl.jsonl" | cut -c1-160
 }
 
 # Why a prompt through op offload runs at the pageable copy rate: where llama.cpp put the CPU weights (its

@@ -2,6 +2,9 @@
 // formula in llama_model::load_tensors: Qwen3-8B has 36 repeating layers, so 37 slots with the output.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 #include "hardware/profile_loader.hpp"
 #include "model/model_config.hpp"
@@ -88,6 +91,44 @@ TEST(LlamaCppNgl, BadOptionsNameTheirKey) {
     }
   }
   EXPECT_THROW(ngl("ts=1/1/1", "rtx3090x2-nvlink"), InputError);  // three proportions, two GPUs
+}
+
+// Fixtures from llama.cpp itself: its loader's "layer N assigned to device D" log for made-up models of 16,
+// 32 and 36 layers at several -ngl (experiments/llamacpp/run_on_gpu.sh ngl-fixtures, llama.cpp 34af94cd9 on
+// the H100). Slot n_layer is the output layer.
+TEST(LlamaCppNgl, EveryLayerIsWhereLlamaCppsOwnLoaderPutIt) {
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/llamacpp_ngl.jsonl");
+  ASSERT_TRUE(in);
+  std::string line;
+  int cases = 0;
+  while (std::getline(in, line)) {
+    const auto f = nlohmann::json::parse(line);
+    const int n_layer = f["n_layer"];
+    const int n_gpu = f["ngl"];
+    auto config = model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-4b.json");
+    config.num_hidden_layers = static_cast<std::uint64_t>(n_layer);
+    model::GenerationOptions g;
+    model::set_dtype(g, "F16");
+    g.prompt_tokens = 8;
+    g.decode_tokens = 1;
+    const model::LlmTraceGenerator gen(config, g);
+    StrategySpec spec;
+    spec.placement = PartSpec::parse("llamacpp.ngl:ngl=" + std::to_string(n_gpu), "--placement");
+    spec.offload = PartSpec::parse("execute", "--offload");
+    spec.custom = true;
+    const auto p = compose(gen.header(), hw::resolve_profile("h100-measured"), spec);
+    for (const auto& t : gen.header().tensors) {
+      if (t.kind != trace::TensorKind::Weight) continue;
+      if (t.layer < 0) {
+        EXPECT_EQ(p.device[t.id], placement::kCpu) << "token embedding, " << line;
+        continue;
+      }
+      const std::string want = f["layer_devices"][static_cast<std::size_t>(t.layer)];
+      EXPECT_EQ(p.device[t.id], want == "CPU" ? placement::kCpu : 0) << t.name << ", " << line;
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 27);
 }
 
 // -ot and --no-kv-offload on Qwen3-4B as a Q4_K_M file (llama.cpp's tensor names; 36 layers).
