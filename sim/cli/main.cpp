@@ -37,7 +37,7 @@ using namespace tiersim;
 struct CommonOptions {
   std::string trace;
   std::string model;
-  std::string dtype = "bf16";
+  std::optional<std::string> dtype;  // default bf16; a .gguf model's own types
   std::uint32_t batch = 1, prompt = 512, decode = 128;
   std::string hw = hw::kDefaultProfile;
   std::string runtime;  // empty: the preset's runtime, else runtime::kDefaultRuntime
@@ -80,7 +80,9 @@ CLI::Validator number_in(double lo, double hi, const std::string& what, bool who
 }
 
 void add_generation_options(CLI::App& cmd, CommonOptions& o) {
-  cmd.add_option("--dtype", o.dtype, "weight format when generating: fp32, bf16, fp16, fp8, int8, q4, or a GGUF file type (Q4_K_M, Q8_0, ...)")->capture_default_str();
+  cmd.add_option("--dtype", o.dtype,
+                 "weight format when generating: fp32, bf16 (default), fp16, fp8, int8, q4, or a GGUF file type "
+                 "(Q4_K_M, Q8_0, ...); a --model FILE.gguf has its own");
   cmd.add_option("--batch", o.batch, "sequences decoded together")
       ->capture_default_str()
       ->check(number_in(1, 65536, "sequences", true));
@@ -166,10 +168,15 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
   app::TraceSpec spec;
   spec.trace_path = o.trace;
   spec.model_path = o.model;
-  try {
-    model::set_dtype(spec.generation, o.dtype);
-  } catch (const std::invalid_argument& e) {
-    throw InputError("", 0, "--dtype", e.what());
+  if (app::is_gguf_path(o.model)) {
+    if (o.dtype) throw InputError("", 0, "--dtype", "a .gguf model has its own tensor types; drop --dtype");
+    app::use_gguf_file(spec);
+  } else {
+    try {
+      model::set_dtype(spec.generation, o.dtype.value_or("bf16"));
+    } catch (const std::invalid_argument& e) {
+      throw InputError("", 0, "--dtype", e.what());
+    }
   }
   spec.generation.batch = o.batch;
   spec.generation.prompt_tokens = o.prompt;

@@ -1,5 +1,6 @@
 #include "cli/run_inputs.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -36,16 +37,20 @@ strategy::PartSpec part_from(config::Section& parent, const std::string& key) {
 
 // FNV-1a 64 of a file's bytes, in hex: a re-run checks that the trace or model it reads is the one the
 // result was computed from (a path alone does not say so).
-std::string file_digest(const std::string& path) {
+// FNV-1a of a file's first `limit` bytes (all of it by default): a .gguf model is named by its header,
+// which holds every number tiersim reads from it, not by gigabytes of weights.
+std::string file_digest(const std::string& path, std::uint64_t limit = UINT64_MAX) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(path, 0, "", "cannot open to check it");
   std::uint64_t h = 1469598103934665603ull;
   char buf[65536];
-  while (f.read(buf, sizeof buf) || f.gcount() > 0) {
+  std::uint64_t left = limit;
+  while (left > 0 && (f.read(buf, static_cast<std::streamsize>(std::min<std::uint64_t>(sizeof buf, left))) || f.gcount() > 0)) {
     for (std::streamsize i = 0; i < f.gcount(); ++i) {
       h ^= static_cast<unsigned char>(buf[i]);
       h *= 1099511628211ull;
     }
+    left -= static_cast<std::uint64_t>(f.gcount());
     if (!f) break;
   }
   char hex[17];
@@ -62,7 +67,8 @@ ordered_json inputs_to_json(const RunInputs& in) {
     trace["fnv1a64"] = file_digest(in.trace.trace_path);
   } else {
     trace["model"] = in.trace.model_path;
-    trace["fnv1a64"] = file_digest(in.trace.model_path);
+    const auto& gguf = in.trace.generation.gguf_file;
+    trace["fnv1a64"] = gguf ? file_digest(in.trace.model_path, gguf->data_offset) : file_digest(in.trace.model_path);
     trace["dtype"] = model::dtype_name(in.trace.generation);
     trace["batch"] = in.trace.generation.batch;
     trace["prompt"] = in.trace.generation.prompt_tokens;
@@ -103,13 +109,19 @@ RunInputs inputs_from_config(const std::string& path) {
         t.fail("fnv1a64", "the trace '" + r.trace.trace_path + "' is not the file this result was computed from");
     } else {
       r.trace.model_path = t.text("model");
-      if (file_digest(r.trace.model_path) != t.text("fnv1a64"))
-        t.fail("fnv1a64", "the model '" + r.trace.model_path + "' is not the file this result was computed from");
-      try {
-        model::set_dtype(r.trace.generation, t.text("dtype"));
-      } catch (const std::invalid_argument& e) {
-        t.fail("dtype", e.what());
+      if (is_gguf_path(r.trace.model_path)) {
+        use_gguf_file(r.trace);
+        if (model::dtype_name(r.trace.generation) != t.text("dtype")) t.fail("dtype", "is not the .gguf file's type");
+      } else {
+        try {
+          model::set_dtype(r.trace.generation, t.text("dtype"));
+        } catch (const std::invalid_argument& e) {
+          t.fail("dtype", e.what());
+        }
       }
+      const auto& gguf = r.trace.generation.gguf_file;
+      if ((gguf ? file_digest(r.trace.model_path, gguf->data_offset) : file_digest(r.trace.model_path)) != t.text("fnv1a64"))
+        t.fail("fnv1a64", "the model '" + r.trace.model_path + "' is not the file this result was computed from");
       r.trace.generation.batch = static_cast<std::uint32_t>(t.integer("batch", 1, 1 << 20));
       r.trace.generation.prompt_tokens = static_cast<std::uint32_t>(t.integer("prompt", 0, 1 << 24));
       r.trace.generation.decode_tokens = static_cast<std::uint32_t>(t.integer("decode", 0, 1 << 24));

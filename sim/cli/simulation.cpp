@@ -1,9 +1,11 @@
 #include "cli/simulation.hpp"
 
+#include <cctype>
 #include <filesystem>
 
 #include "analytic/analytic_model.hpp"
 #include "core/error.hpp"
+#include "model/gguf_file.hpp"
 #include "model/model_config.hpp"
 #include "replay/event_replay.hpp"
 #include "trace/trace_reader.hpp"
@@ -65,7 +67,27 @@ std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec) {
       throw InputError(*path, 0, path == &spec.trace_path ? "--trace" : "--model", "is a directory; give a file");
   if (!spec.trace_path.empty()) return std::make_unique<trace::TraceReader>(spec.trace_path);
   if (spec.model_path.empty()) throw InputError("", 0, "--trace", "give a trace (--trace FILE) or a model (--model FILE)");
+  if (spec.generation.gguf_file)
+    return std::make_unique<GeneratedTrace>(model::gguf::model_config(*spec.generation.gguf_file, spec.model_path),
+                                            spec.generation);
   return std::make_unique<GeneratedTrace>(model::load_model_config(spec.model_path), spec.generation);
+}
+
+bool is_gguf_path(const std::string& path) {
+  if (path.size() < 5) return false;
+  std::string ext = path.substr(path.size() - 5);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".gguf";
+}
+
+void use_gguf_file(TraceSpec& spec) {
+  auto header = std::make_shared<model::gguf::FileHeader>(model::gguf::read_header_file(spec.model_path));
+  const std::string type = header->has_file_type ? model::gguf::ftype_name(header->file_type) : "";
+  spec.generation.dtype = model::WeightDtype::Gguf;
+  // Its own types decide every tensor's bytes; the file type names the file (and picks the launch counts).
+  spec.generation.gguf = type.empty() ? "GGUF" : type;
+  spec.generation.gguf_file = std::move(header);
+  spec.generation.gguf_path = spec.model_path;
 }
 
 Simulation simulate(const replay::RunSetup& setup, const strategy::StrategySpec& strategy, EngineKind engine, const TraceSpec& trace, report::Timeline* timeline) {

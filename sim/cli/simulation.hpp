@@ -32,6 +32,11 @@ struct TraceSpec {
   std::string name() const { return trace_path.empty() ? model_path : trace_path; }
 };
 std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec);
+// Whether a --model path names a GGUF file (by its extension, any case).
+bool is_gguf_path(const std::string& path);
+// Reads the .gguf model's header (never its weights) into the generation options: its tensors' types and
+// bytes, and its file type as the dtype (llama.cpp's name for general.file_type, else "GGUF").
+void use_gguf_file(TraceSpec& spec);
 // Reads the whole trace once (for a sweep: its file is not re-read per point).
 std::shared_ptr<const LoadedTrace> load_trace(const TraceSpec& spec);
 

@@ -1,5 +1,6 @@
 #include "model/trace_generator.hpp"
 
+#include "core/error.hpp"
 #include "model/gguf_quant.hpp"
 
 #include <algorithm>
@@ -114,26 +115,51 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
     if (gguf_names) return "blk." + std::to_string(l) + "." + ll + ".weight";
     return "model.layers." + std::to_string(l) + "." + hf;
   };
-  embed_ = add_tensor(TensorKind::Weight, weight(Role::TokenEmbd, -1, model_.embedding_params()), -1,
-                      gguf_names ? "token_embd.weight" : "model.embed_tokens");
+  // A weight: from the GGUF file's own tensor of that name when there is one (its type and bytes; its
+  // element count must be what the config gives), else from the weight format.
+  auto add_weight = [&](Role role, std::int32_t layer, std::uint64_t params, const std::string& tensor_name) {
+    if (options_.gguf_file) {
+      const std::string& file = options_.gguf_path;
+      const gguf::FileTensor* t = options_.gguf_file->find_tensor(tensor_name);
+      if (!t) throw InputError(file, 0, tensor_name, "the file has no such tensor, which its architecture needs");
+      auto elements = [](const gguf::FileTensor& x) {
+        std::uint64_t n = 1;
+        for (auto d : x.shape) n *= d;
+        return n;
+      };
+      std::uint64_t n = elements(*t), bytes = t->bytes;
+      // A bias is a tensor of its own in the file; the config counts it with its matrix.
+      const std::string bias_name = tensor_name.substr(0, tensor_name.size() - 7) + ".bias";
+      if (tensor_name.size() > 7 && tensor_name.compare(tensor_name.size() - 7, 7, ".weight") == 0)
+        if (const gguf::FileTensor* b = options_.gguf_file->find_tensor(bias_name)) n += elements(*b), bytes += b->bytes;
+      if (n != params)
+        throw InputError(file, 0, tensor_name,
+                         "has " + std::to_string(n) + " weights; the header's hyperparameters give " + std::to_string(params));
+      pending_type_ = role == Role::Norm ? std::string() : t->type;
+      return add_tensor(TensorKind::Weight, bytes, layer, tensor_name);
+    }
+    const std::uint64_t bytes = weight(role, layer, params);
+    return add_tensor(TensorKind::Weight, bytes, layer, tensor_name);
+  };
+  embed_ = add_weight(Role::TokenEmbd, -1, model_.embedding_params(), gguf_names ? "token_embd.weight" : "model.embed_tokens");
   for (std::int32_t l = 0; l < L; ++l) {
     LayerTensors t{};
-    t.input_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, h), l, name(l, "input_layernorm", "attn_norm"));
-    t.q = add_tensor(TensorKind::Weight, weight(Role::AttnQ, l, model_.q_params()), l, name(l, "self_attn.q_proj", "attn_q"));
-    t.k = add_tensor(TensorKind::Weight, weight(Role::AttnK, l, model_.kv_params()), l, name(l, "self_attn.k_proj", "attn_k"));
-    t.v = add_tensor(TensorKind::Weight, weight(Role::AttnV, l, model_.kv_params()), l, name(l, "self_attn.v_proj", "attn_v"));
+    t.input_norm = add_weight(Role::Norm, l, h, name(l, "input_layernorm", "attn_norm"));
+    t.q = add_weight(Role::AttnQ, l, model_.q_params(), name(l, "self_attn.q_proj", "attn_q"));
+    t.k = add_weight(Role::AttnK, l, model_.kv_params(), name(l, "self_attn.k_proj", "attn_k"));
+    t.v = add_weight(Role::AttnV, l, model_.kv_params(), name(l, "self_attn.v_proj", "attn_v"));
     if (model_.qk_norm) {
-      t.q_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, model_.head_dim), l, name(l, "self_attn.q_norm", "attn_q_norm"));
-      t.k_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, model_.head_dim), l, name(l, "self_attn.k_norm", "attn_k_norm"));
+      t.q_norm = add_weight(Role::Norm, l, model_.head_dim, name(l, "self_attn.q_norm", "attn_q_norm"));
+      t.k_norm = add_weight(Role::Norm, l, model_.head_dim, name(l, "self_attn.k_norm", "attn_k_norm"));
     }
-    t.o = add_tensor(TensorKind::Weight, weight(Role::AttnOutput, l, model_.o_params()), l, name(l, "self_attn.o_proj", "attn_output"));
-    t.post_norm = add_tensor(TensorKind::Weight, weight(Role::Norm, l, h), l, name(l, "post_attention_layernorm", "ffn_norm"));
-    t.gate = add_tensor(TensorKind::Weight, weight(Role::FfnGate, l, model_.mlp_matrix_params()), l, name(l, "mlp.gate_proj", "ffn_gate"));
-    t.up = add_tensor(TensorKind::Weight, weight(Role::FfnUp, l, model_.mlp_matrix_params()), l, name(l, "mlp.up_proj", "ffn_up"));
-    t.down = add_tensor(TensorKind::Weight, weight(Role::FfnDown, l, model_.mlp_matrix_params()), l, name(l, "mlp.down_proj", "ffn_down"));
+    t.o = add_weight(Role::AttnOutput, l, model_.o_params(), name(l, "self_attn.o_proj", "attn_output"));
+    t.post_norm = add_weight(Role::Norm, l, h, name(l, "post_attention_layernorm", "ffn_norm"));
+    t.gate = add_weight(Role::FfnGate, l, model_.mlp_matrix_params(), name(l, "mlp.gate_proj", "ffn_gate"));
+    t.up = add_weight(Role::FfnUp, l, model_.mlp_matrix_params(), name(l, "mlp.up_proj", "ffn_up"));
+    t.down = add_weight(Role::FfnDown, l, model_.mlp_matrix_params(), name(l, "mlp.down_proj", "ffn_down"));
     layers_.push_back(t);
   }
-  final_norm_ = add_tensor(TensorKind::Weight, weight(Role::Norm, L, h), L, gguf_names ? "output_norm.weight" : "model.norm");
+  final_norm_ = add_weight(Role::Norm, L, h, gguf_names ? "output_norm.weight" : "model.norm");
   // A GGUF file of a tied model has no output matrix; llama.cpp loads token_embd a second time as the
   // output layer's (llama_model_loader::create_tensor, TENSOR_DUPLICATED: a new tensor wherever the
   // output layer's buffer differs from the embedding's), so the trace has it as a tensor of its own.
@@ -143,8 +169,7 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
   } else {
     lm_head_ = model_.tie_word_embeddings
                    ? embed_
-                   : add_tensor(TensorKind::Weight, weight(Role::Output, L, model_.embedding_params()), L,
-                                gguf_names ? "output.weight" : "lm_head");
+                   : add_weight(Role::Output, L, model_.embedding_params(), gguf_names ? "output.weight" : "lm_head");
   }
   const std::uint64_t kv_per_token = 2 * model_.num_key_value_heads * model_.head_dim * a;
   for (std::int32_t l = 0; l < L; ++l)

@@ -2,10 +2,12 @@
 // Builds the trace of a dense decoder LLM's inference (one prefill, then one decode step per new
 // token) from its ModelConfig. Steps are generated on demand, so a 10,000-step trace costs no memory.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "model/gguf_file.hpp"
 #include "model/model_config.hpp"
 #include "trace/trace.hpp"
 
@@ -20,6 +22,10 @@ struct GenerationOptions {
   // The prompt in micro-batches of this many tokens, one prefill step each (llama.cpp's -ub: each
   // micro-batch is its own graph, and weights offloaded with it are copied again). 0: one step.
   std::uint32_t ubatch = 0;
+  // A .gguf file's header (sim --model file.gguf): every weight's type and bytes come from the file's own
+  // tensor of that llama.cpp name, not from the file type's mix (with dtype Gguf).
+  std::shared_ptr<const gguf::FileHeader> gguf_file;
+  std::string gguf_path;  // its path, for errors
   std::uint32_t prefill_steps() const;
 };
 

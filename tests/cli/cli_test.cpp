@@ -182,3 +182,28 @@ TEST(Cli, AnalyticEngineRunsFromTheSameCommand) {
 }
 
 }  // namespace
+
+namespace tiersim::testing {
+namespace {
+
+// sim --model FILE.gguf: the header's hyperparameters and every tensor's own type and bytes.
+TEST(CliGguf, AGgufModelRunsWithItsOwnTypesAndRefusesAnotherDtype) {
+  const std::string file = "tests/fuzz/corpus/gguf_header/qwen3-tiny.gguf";
+  const auto ok = run_sim("run --model " + file + " --policy llamacpp --hw rtx4090 --prompt 8 --decode 2 --json", false);
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  const auto j = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(j["inputs"]["trace"]["model"], file);
+  const auto dtype = run_sim("run --model " + file + " --dtype Q4_K_M --policy llamacpp --hw rtx4090");
+  EXPECT_EQ(dtype.code, 2);
+  EXPECT_NE(dtype.out.find("drop --dtype"), std::string::npos) << dtype.out;
+  // Cut inside its header: an error naming the file, not a crash.
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/" + file, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string cut = scratch_file("cut.gguf", bytes.substr(0, 300));
+  const auto bad = run_sim("run --model " + cut + " --policy llamacpp --hw rtx4090");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("cut.gguf"), std::string::npos) << bad.out;
+}
+
+}  // namespace
+}  // namespace tiersim::testing

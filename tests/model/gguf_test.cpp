@@ -2,6 +2,9 @@
 // of llama_tensor_get_type_impl, and whole-file sizes against files llama.cpp wrote and published.
 #include <gtest/gtest.h>
 
+#include <memory>
+
+#include "model/gguf_file.hpp"
 #include "model/gguf_quant.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
@@ -73,6 +76,52 @@ TEST(Gguf, ItsNamesAreWeightFormatsAndReadBack) {
   EXPECT_EQ(dtype_name(g), "bf16");
   EXPECT_THROW(set_dtype(g, "Q4_K_XL"), std::invalid_argument);
   EXPECT_THROW(set_dtype(g, "gguf"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tiersim::model
+
+namespace tiersim::model {
+namespace {
+
+// A trace from a .gguf header: each weight is the file's tensor of that llama.cpp name, with its type
+// and bytes (a bias counted with its matrix); a tied file gets token_embd again as the output.
+TEST(GgufModel, EveryWeightIsTheFilesOwnTensor) {
+  for (const char* name : {"qwen3-tiny", "llama-untied", "qwen2-bias-v2"}) {
+    const std::string path = std::string(TIERSIM_SOURCE_DIR) + "/tests/fuzz/corpus/gguf_header/" + name + ".gguf";
+    auto header = std::make_shared<gguf::FileHeader>(gguf::read_header_file(path));
+    GenerationOptions g;
+    g.dtype = WeightDtype::Gguf;
+    g.gguf = "GGUF";
+    g.gguf_file = header;
+    g.gguf_path = path;
+    g.prompt_tokens = 0;
+    g.decode_tokens = 1;
+    LlmTraceGenerator gen(gguf::model_config(*header, path), g);
+    std::uint64_t file_bytes = 0, trace_bytes = 0;
+    for (const auto& t : header->tensors) file_bytes += t.bytes;
+    int matched = 0;
+    for (const auto& t : gen.header().tensors) {
+      if (t.kind != trace::TensorKind::Weight) continue;
+      if (t.name == "output.weight (token_embd duplicated)") {
+        EXPECT_EQ(t.bytes, header->find_tensor("token_embd.weight")->bytes) << name;
+        continue;
+      }
+      const auto* f = header->find_tensor(t.name);
+      ASSERT_NE(f, nullptr) << name << " " << t.name;
+      const std::string bias = t.name.substr(0, t.name.size() - 7) + ".bias";
+      const auto* b = header->find_tensor(bias);
+      EXPECT_EQ(t.bytes, f->bytes + (b ? b->bytes : 0)) << name << " " << t.name;
+      trace_bytes += t.bytes;
+      ++matched;
+    }
+    EXPECT_EQ(trace_bytes, file_bytes) << name << ": every tensor of the file is in the trace once";
+    EXPECT_GT(matched, 10) << name;
+    trace::Step step;
+    ASSERT_TRUE(gen.next(step));
+    for (const auto& op : step.ops)
+      if (op.kind == trace::OpKind::Gemv) { EXPECT_FALSE(op.dtype.empty()) << name; }
+  }
 }
 
 }  // namespace
