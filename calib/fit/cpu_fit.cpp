@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "config/strict_reader.hpp"
 #include "core/error.hpp"
 
 namespace tiersim::calib {
@@ -68,8 +69,8 @@ CpuFit fit_cpu_kernels(const std::string& csv_text, const std::string& file, int
       auto& r = reads[static_cast<int>(threads)];
       r.first += bytes, r.second += seconds;
     } else if (kind == "gemv" && batch == 1) {
-      if (f[1].empty() || f[1].find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
-        throw InputError(file, n, "type", "a weight type in lower case (q4_k), got '" + f[1] + "'");
+      if (!config::is_ggml_type_name(f[1]))
+        throw InputError(file, n, "type", "a ggml weight type in lower case (q4_k), got '" + f[1] + "'");
       auto& r = gemv[f[1]][static_cast<int>(threads)];
       r.first += bytes, r.second += seconds;
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Predicts every llama-bench row of the llama.cpp validation run with tiersim and writes the error table.
 
-  /usr/bin/python3 experiments/llamacpp/compare.py [--runtime NAME|FILE] [--out results/validation/llamacpp/README.md]
+  /usr/bin/python3 experiments/llamacpp/compare.py [--runtime NAME|FILE] [--out results/validation/llamacpp/table.md]
 
 Rows: results/validation/llamacpp/raw/bench_q4.jsonl and bench_q8.jsonl (experiments/llamacpp/run_on_gpu.sh
 validate-q4 validate-q8 on the lent H100: llama.cpp 34af94cd9, random-weight GGUFs of Qwen3-4B and

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -68,8 +69,44 @@ def measured_nkvo(layers, nkvo):
     sys.exit(f"fit_runtime.py: no tg row for {layers} layers, nkvo {nkvo}")
 
 
+BASE_RUNTIME = None  # the runtime being calibrated, with its measured kernels: written once, then --set
+
+
+def base_runtime(gemv, gemm):
+    """The runtime file tiersim runs with while calibrating: every key as the written one will have it."""
+    fd, path = tempfile.mkstemp(suffix=".yaml")
+    with os.fdopen(fd, "w") as f:
+        f.write(runtime_text("calibrating", 0, 0, 0, 0, gemv, gemm))
+    return path
+
+
+def runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm):
+    us = 1e-6
+    return f"""# llama.cpp's host costs on the H100 validation host, calibrated by experiments/llamacpp/fit_runtime.py from
+# two made-up calibration models only (results/validation/llamacpp/raw/calib_bench.jsonl and calib_nkvo.jsonl)
+# and ggml's test-backend-ops (raw/gpu_mul_mat.txt), never from the validation rows.
+# Regenerate: /usr/bin/python3 experiments/llamacpp/fit_runtime.py --write
+tiersim_runtime: 1
+name: llamacpp-h100
+description: "llama.cpp 34af94cd9 (ggml CUDA + CPU), host costs calibrated on the H100 validation host"
+source: "{source}"
+per_launch: "0 us"
+per_copy: "{per_copy / us:.2f} us"
+per_prefetch: "0 us"
+per_step: "{per_step / us:.2f} us"
+new_length_attention: "0 us"
+peer_copy_sync: "0 us"
+peer_copy_overlaps_compute: true
+per_cpu_op: "{cpu_op / us:.3f} us"
+kernel_floor: "{floor / us:.3f} us"
+gpu_gemv: {{{", ".join(f'{t}: "{gemv[t] / 1e9:.0f} GB/s"' for t in sorted(gemv))}}}
+gpu_gemm: {{{", ".join(f'{t}: "{gemm[t] / 1e12:.1f} TFLOP/s"' for t in sorted(gemm))}}}
+"""
+
+
 def sim_step(layers, ngl, per_step, floor, cpu_op, per_copy=0.0, dtype="Q8_0", extra=()):
     args = [SIM, "run", "--model", MODELS[layers], "--dtype", dtype, "--hw", "h100-measured", "--policy", "llamacpp",
+            "--runtime", BASE_RUNTIME,
             "--ngl", str(ngl), "--threads", "16", "--prompt", "0", "--decode", "128", "--json",
             "--set", f'runtime.per_step={per_step * 1e6:.6f} us', "--set", f'runtime.kernel_floor={floor * 1e6:.6f} us',
             "--set", f'runtime.per_cpu_op={cpu_op * 1e6:.6f} us', "--set", 'runtime.per_launch=0 us',
@@ -88,15 +125,19 @@ def solve(t_a, t_b, base_a, base_b, slope_a, slope_b):
 
 
 def main():
+    global BASE_RUNTIME
     us = 1e-6
+    gemv, gemm = gpu_kernels()
+    BASE_RUNTIME = base_runtime(gemv, gemm)
     # GPU: every layer on the GPU (-ngl 99); the embedding lookup alone runs on the CPU.
     g = {L: (sim_step(L, 99, 0, 0, 0), (sim_step(L, 99, 0, us, 0) - sim_step(L, 99, 0, 0, 0)) / us) for L in (2, 16)}
     per_step, floor = solve(measured(2, 99, 16), measured(16, 99, 16), g[2][0], g[16][0], g[2][1], g[16][1])
     # CPU: nothing on the GPU (-ngl 0), 16 threads.
     c = {L: (sim_step(L, 0, 0, floor, 0), (sim_step(L, 0, 0, floor, us) - sim_step(L, 0, 0, floor, 0)) / us) for L in (2, 16)}
     cpu_fixed, cpu_op = solve(measured(2, 0, 16), measured(16, 0, 16), c[2][0], c[16][0], c[2][1], c[16][1])
-    # A CPU/GPU crossing: the calibration models (F16) with --no-kv-offload (attention on the CPU, two
-    # crossings a layer) against without, per layer (16 layers less 2), against tiersim's with per_copy 0.
+    # A CPU/GPU crossing: the calibration models (F16) with --no-kv-offload (attention on the CPU) against
+    # without, per layer (16 layers less 2), against tiersim's with per_copy 0; the slope is the host time
+    # per_copy adds per token on tiersim's critical path (one hand-over a layer: the other overlaps).
     nk = ["--no-kv-offload"]
     d_meas = (measured_nkvo(16, True) - measured_nkvo(16, False)) - (measured_nkvo(2, True) - measured_nkvo(2, False))
     def d_sim(pc):
@@ -104,7 +145,7 @@ def main():
                 - (sim_step(2, 99, per_step, floor, cpu_op, pc, "F16", nk) - sim_step(2, 99, per_step, floor, cpu_op, pc, "F16")))
     crossings = (d_sim(us) - d_sim(0)) / us
     per_copy = (d_meas - d_sim(0)) / crossings
-    gemv, gemm = gpu_kernels()
+    os.unlink(BASE_RUNTIME)
     report = (f"GPU rows: per-token {measured(2, 99, 16) / us:.1f} us (2 layers), {measured(16, 99, 16) / us:.1f} us (16); "
               f"kernels per token {g[2][1]:.0f} and {g[16][1]:.0f} -> kernel_floor {floor / us:.3f} us, per_step {per_step / us:.1f} us\n"
               f"CPU rows: per-token {measured(2, 0, 16) / us:.1f} us, {measured(16, 0, 16) / us:.1f} us; CPU ops per token "
@@ -118,25 +159,13 @@ def main():
     print(report)
     if min(per_step, floor, cpu_op, per_copy) < 0:
         sys.exit("fit_runtime.py: a negative cost: the model does not describe these rows")
-    text = f"""# llama.cpp's host costs on the H100 validation host, calibrated by experiments/llamacpp/fit_runtime.py from
-# two made-up calibration models only (results/validation/llamacpp/raw/calib_bench.jsonl), never from the
-# validation rows. Regenerate: /usr/bin/python3 experiments/llamacpp/fit_runtime.py --write
-tiersim_runtime: 1
-name: llamacpp-h100
-description: "llama.cpp 34af94cd9 (ggml CUDA + CPU), host costs calibrated on the H100 validation host"
-source: "per-token times of 2- and 16-layer models (hidden 256) under llama-bench tg128, -t 16: per_step and kernel_floor from -ngl 99 (Q8_0), per_cpu_op from -ngl 0 (Q8_0), per_copy (a CPU/GPU crossing: ggml_backend_sched's synchronous split copy) from --no-kv-offload against without (F16); per_launch 0 (decode graphs are replayed as CUDA graphs); gpu_gemv and gpu_gemm from ggml's test-backend-ops perf MUL_MAT 4096x14336 on the H100 (raw/gpu_mul_mat.txt). {report.splitlines()[2]}"
-per_launch: "0 us"
-per_copy: "{per_copy / us:.2f} us"
-per_prefetch: "0 us"
-per_step: "{per_step / us:.2f} us"
-new_length_attention: "0 us"
-peer_copy_sync: "0 us"
-peer_copy_overlaps_compute: true
-per_cpu_op: "{cpu_op / us:.3f} us"
-kernel_floor: "{floor / us:.3f} us"
-gpu_gemv: {{{", ".join(f'{t}: "{gemv[t] / 1e9:.0f} GB/s"' for t in sorted(gemv))}}}
-gpu_gemm: {{{", ".join(f'{t}: "{gemm[t] / 1e12:.1f} TFLOP/s"' for t in sorted(gemm))}}}
-"""
+    source = ("per-token times of 2- and 16-layer models (hidden 256) under llama-bench tg128, -t 16: per_step and "
+              "kernel_floor from -ngl 99 (Q8_0), per_cpu_op from -ngl 0 (Q8_0), per_copy (the host time tiersim charges "
+              "per CPU/GPU hand-over and per op-offload weight copy: ggml_backend_sched's synchronous split copies) from "
+              "--no-kv-offload against without (F16); per_launch 0 (decode graphs are replayed as CUDA graphs); gpu_gemv "
+              "and gpu_gemm from ggml's test-backend-ops perf MUL_MAT 4096x14336 on the H100 (raw/gpu_mul_mat.txt). "
+              + report.splitlines()[2])
+    text = runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm)
     if "--write" in sys.argv:
         with open(OUT, "w") as f:
             f.write(text)

@@ -60,14 +60,13 @@ class LlamaCppNgl final : public PlacementRule {
         const std::string buffer = item.substr(eq + 1);
         placement::DeviceId device = placement::kCpu;
         if (buffer != "CPU") {
-          std::size_t used = 0;
-          int n = -1;
-          try {
-            if (buffer.rfind("CUDA", 0) == 0) n = std::stoi(buffer.substr(4), &used);
-          } catch (const std::exception&) {
-            n = -1;
-          }
-          if (n < 0 || n > 63 || used != buffer.size() - 4)
+          // Exactly CUDA followed by a device number, as ggml names its buffer types.
+          const std::string digits = buffer.rfind("CUDA", 0) == 0 ? buffer.substr(4) : std::string();
+          const bool number = !digits.empty() && digits.size() <= 2 &&
+                              digits.find_first_not_of("0123456789") == std::string::npos &&
+                              (digits.size() == 1 || digits[0] != '0');
+          const int n = number ? std::stoi(digits) : -1;
+          if (n < 0 || n > 63)
             o.fail("ot", "unknown buffer type '" + buffer + "' in '" + item + "': CPU, CUDA0, CUDA1, ...");
           device = n;
         }
@@ -111,7 +110,7 @@ class LlamaCppNgl final : public PlacementRule {
     double moved_bytes = 0;
     for (const auto& t : header.tensors) {
       if (t.kind != trace::TensorKind::Weight) continue;
-      const auto to = override_of(t.name);
+      const auto to = override_of(llamacpp_name(t.name));
       if (!to || *to == homes[t.id]) continue;
       if (*to >= hw.gpu.count)
         throw InputError("", 0, "ot", "'" + placement::device_name(*to) + "' (CUDA" + std::to_string(*to) +
@@ -129,24 +128,41 @@ class LlamaCppNgl final : public PlacementRule {
 
   void annotate(const trace::Header& header, const hw::HardwareProfile& hw, const std::string&, placement::Placement& p,
                 Resolved&) const override {
-    // The KV cache follows the layer's -ngl device (or the CPU with --no-kv-offload), not its overrides.
     const std::vector<placement::DeviceId> layers = layer_homes(header, hw, nullptr);
-    for (const auto& t : header.tensors)
-      if (t.kind == trace::TensorKind::KvCache) p.kv_home[t.layer] = kv_offload_ ? layers[t.id] : placement::kCpu;
-    p.execute.attention_on_cpu = !kv_offload_;
-    if (overrides_.empty()) return;
-    // Weights stay where -ngl and the patterns put them: the execute path moves layers whole, to the
-    // device holding most of their bytes, which is not what llama.cpp does with overrides.
+    // --no-kv-offload: every KV cache in host memory, attention on the CPU.
+    if (!kv_offload_) {
+      for (const auto& t : header.tensors)
+        if (t.kind == trace::TensorKind::KvCache) p.kv_home[t.layer] = placement::kCpu;
+      p.execute.attention_on_cpu = true;
+    }
+    // Overrides that move a weight, under the execute path (layers run where their weights live): weights
+    // stay where -ngl and the patterns put them (the execute path moved layers whole, to the device with
+    // most of their bytes, which llama.cpp does not do), and the KV cache stays on the layer's -ngl device.
+    bool moved = false, executes = false;
+    for (const auto& t : header.tensors) {
+      if (t.kind != trace::TensorKind::Weight) continue;
+      const auto to = override_of(llamacpp_name(t.name));
+      moved |= to && *to != layers[t.id];
+      executes |= p.path[t.id] == placement::Path::Execute;
+    }
+    if (!moved || !executes) return;
     p.per_tensor = true;
     for (const auto& t : header.tensors) {
+      if (t.kind == trace::TensorKind::KvCache && kv_offload_) p.kv_home[t.layer] = layers[t.id];
       if (t.kind != trace::TensorKind::Weight || p.path[t.id] == placement::Path::Managed) continue;
-      const auto to = override_of(t.name);
+      const auto to = override_of(llamacpp_name(t.name));
       p.device[t.id] = to ? *to : layers[t.id];
       p.path[t.id] = p.device[t.id] == placement::kComputeGpu ? placement::Path::Local : placement::Path::Execute;
     }
   }
 
  private:
+  // The name llama.cpp matches overrides against: a tied model's output is token_embd loaded again, and
+  // create_tensor matches it as "token_embd.weight".
+  static std::string llamacpp_name(const std::string& trace_name) {
+    return trace_name == "output.weight (token_embd duplicated)" ? "token_embd.weight" : trace_name;
+  }
+
   // The device an -ot pattern gives this tensor name, if one matches (the first that does).
   std::optional<placement::DeviceId> override_of(const std::string& name) const {
     for (const auto& o : overrides_)

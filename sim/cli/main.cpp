@@ -148,9 +148,10 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "pattern finds go there, the first matching pattern wins (= llamacpp.ngl:ot=...)");
   cmd.add_flag("--no-kv-offload", o.no_kv_offload,
                "llamacpp: every layer's KV cache in host memory, attention run by the CPU (= llamacpp.ngl:kv-offload=off)");
-  cmd.add_option("--ubatch", o.ubatch, "prompt processed in micro-batches of this many tokens, one prefill step each "
-                 "(llama.cpp's -ub, 512 under the llamacpp preset; default 0: the whole prompt in one step)")
-      ->check(CLI::Range(0u, 1u << 20));
+  cmd.add_option("--ubatch", o.ubatch, "prompt processed in micro-batches of this many tokens of each sequence, one "
+                 "prefill step each (llama.cpp's -ub counts all sequences' tokens: with --batch B give -ub / B; 512 "
+                 "under the llamacpp preset; 0: the whole prompt in one step)")
+      ->check(CLI::Range(0u, 1u << 24));
   cmd.add_option("--lengths", o.lengths,
                  "warm: the process has run these sequence lengths before; fresh: every step is a new length, as "
                  "in a first generate (charges the runtime's new_length_attention once per step)")

@@ -81,6 +81,9 @@ bool is_gguf_path(const std::string& path) {
 }
 
 void use_gguf_file(TraceSpec& spec) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(spec.model_path, ec))
+    throw InputError(spec.model_path, 0, "--model", "is a directory; give a file");
   auto header = std::make_shared<model::gguf::FileHeader>(model::gguf::read_header_file(spec.model_path));
   const std::string type = header->has_file_type ? model::gguf::ftype_name(header->file_type) : "";
   spec.generation.dtype = model::WeightDtype::Gguf;

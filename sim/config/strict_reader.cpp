@@ -149,6 +149,26 @@ bool Section::flag(const std::string& key) {
   return false;
 }
 
+bool is_ggml_type_name(const std::string& name) {
+  static const std::set<std::string> names{
+      "f32",    "f16",     "q4_0",  "q4_1",   "q5_0",  "q5_1",  "q8_0",   "q8_1",   "q2_k",  "q3_k",   "q4_k",  "q5_k",
+      "q6_k",   "q8_k",    "iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s", "iq4_nl", "iq3_s", "iq2_s", "iq4_xs", "i8",    "i16",
+      "i32",    "i64",     "f64",   "iq1_m",  "bf16",  "tq1_0", "tq2_0",  "mxfp4"};
+  return names.count(name) > 0;
+}
+
+std::map<std::string, double> Section::weight_type_rates(const std::string& key, bool bandwidth) {
+  Section s = child(key);
+  std::map<std::string, double> out;
+  for (const std::string& type : s.keys()) {
+    if (!is_ggml_type_name(type))
+      s.fail(type, "not a ggml weight type (lower case: q4_k, q6_k, q8_0, f16, bf16, iq4_xs, mxfp4, ...)");
+    out[type] = bandwidth ? s.bandwidth(type) : s.flop_rate(type);
+  }
+  s.finish();
+  return out;
+}
+
 double Section::flop_rate(const std::string& key) { return quantity(key, units::parse_flop_rate, false); }
 
 std::map<std::string, double> Section::rates(const std::string& key) {

@@ -14,6 +14,10 @@
 
 namespace tiersim::config {
 
+// Whether a name is one of ggml's tensor types, lower case (ggml.c type_traits: f32, f16, bf16, q8_0,
+// q4_k, q6_k, iq4_xs, mxfp4, ...).
+bool is_ggml_type_name(const std::string& name);
+
 // Parses a YAML (or JSON) document; a syntax error is an InputError with its line.
 YAML::Node parse_document(const std::string& text, const std::string& file);
 
@@ -43,6 +47,10 @@ class Section {
   std::vector<std::pair<double, double>> size_rate_points(const std::string& key);
   // A list of [threads, "20 GB/s"] pairs with ascending whole thread counts (a rate by CPU threads).
   std::vector<std::pair<double, double>> thread_rate_points(const std::string& key);
+
+  // A mapping of ggml weight types (lower case: q4_k, q8_0, f16; ggml.c type_traits' names) to
+  // bandwidths or FLOP rates; an unknown type is an error naming it.
+  std::map<std::string, double> weight_type_rates(const std::string& key, bool bandwidth);
 
   // Rejects every key that was not read.
   void finish() const;

@@ -81,8 +81,8 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
       spec.read_bandwidth = k.thread_rate_points("read_bandwidth");
       Section g = k.child("gemv");
       for (const std::string& type : g.keys()) {
-        if (type.empty() || type.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
-          g.fail(type, "a weight type is written in lower case, as q4_k, q8_0, f16");
+        if (!config::is_ggml_type_name(type))
+          g.fail(type, "not a ggml weight type (lower case: q4_k, q6_k, q8_0, f16, bf16, ...)");
         spec.gemv[type] = g.thread_rate_points(type);
       }
       g.finish();

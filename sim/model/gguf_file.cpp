@@ -465,6 +465,34 @@ std::optional<std::uint64_t> hparam(const FileHeader& h, const std::string& key,
 
 }  // namespace
 
+namespace {
+// Whether a name from a file can be printed and written to JSON as it is: well-formed UTF-8 (no overlong
+// forms, surrogates or code points past U+10FFFF) without control characters, at most 256 bytes.
+bool printable_utf8(const std::string& s) {
+  if (s.size() > 256) return false;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) return false;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const int extra = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 ? 1 : -1;
+    if (extra < 0 || c > 0xf4 || i + static_cast<std::size_t>(extra) >= s.size()) return false;
+    std::uint32_t cp = c & (0x3f >> extra);
+    for (int k = 1; k <= extra; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if ((extra == 2 && cp < 0x800) || (extra == 3 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += static_cast<std::size_t>(extra) + 1;
+  }
+  return true;
+}
+}  // namespace
+
 ModelConfig model_config(const FileHeader& h, const std::string& file) {
   const std::string& arch = h.architecture;
   if (arch.empty()) throw InputError(file, 0, "general.architecture", "missing: the file does not name its architecture");
@@ -540,7 +568,7 @@ ModelConfig model_config(const FileHeader& h, const std::string& file) {
   const auto name = h.metadata.find("general.name");
   const auto name_type = h.metadata_type.find("general.name");
   m.name = name != h.metadata.end() && name_type != h.metadata_type.end() && name_type->second == "string" &&
-                   !name->second.empty()
+                   !name->second.empty() && printable_utf8(name->second)
                ? name->second
                : arch;
   return m;

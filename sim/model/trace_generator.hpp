@@ -19,8 +19,9 @@ struct GenerationOptions {
   std::uint32_t batch = 1;
   std::uint32_t prompt_tokens = 512;   // 0: no prefill step
   std::uint32_t decode_tokens = 128;
-  // The prompt in micro-batches of this many tokens, one prefill step each (llama.cpp's -ub: each
-  // micro-batch is its own graph, and weights offloaded with it are copied again). 0: one step.
+  // The prompt in micro-batches of this many tokens of each sequence, one prefill step each (llama.cpp's
+  // -ub, which counts all sequences' tokens: -ub / batch here; each micro-batch is its own graph, and
+  // weights offloaded with it are copied again). 0: one step.
   std::uint32_t ubatch = 0;
   // A .gguf file's header (sim --model file.gguf): every weight's type and bytes come from the file's own
   // tensor of that llama.cpp name, not from the file type's mix (with dtype Gguf).

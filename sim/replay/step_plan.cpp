@@ -43,6 +43,10 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
                  : hw_.host.kernels            ? hw_.host.kernels->cores
                                                : 0;
   cpu_.per_op = runtime_.per_cpu_op >= 0 ? runtime_.per_cpu_op : hw_.host.op_overhead;
+  for (const auto& t : header.tensors)
+    if (t.kind == trace::TensorKind::Weight && executes_on_[t.id] == kCpu) cpu_layers_.push_back(t.layer);
+  std::sort(cpu_layers_.begin(), cpu_layers_.end());
+  cpu_layers_.erase(std::unique(cpu_layers_.begin(), cpu_layers_.end()), cpu_layers_.end());
   has_pipeline_ = placement::has_pipeline(placement);
   // Layers that run off the compute GPU, by their Execute-path weights.
   for (const auto& t : header.tensors)
@@ -128,6 +132,13 @@ DeviceId StepPlanner::op_device(const trace::Op& op, DeviceId previous) const {
   return placement::kComputeGpu;
 }
 
+double StepPlanner::weight_read_bytes(const trace::Op& op) const {
+  double bytes = 0;
+  for (const auto& r : op.reads)
+    if (header_.tensors[r.tensor].kind == trace::TensorKind::Weight) bytes += static_cast<double>(r.bytes);
+  return bytes;
+}
+
 double StepPlanner::activation_bytes(const trace::Op& op) const {
   double bytes = 0;
   for (const auto& a : op.writes)
@@ -140,13 +151,9 @@ bool StepPlanner::offloads_op(const trace::Op& op, const trace::Step& step) cons
   if (min_batch <= 0 || op.layer < 0) return false;
   // --no-kv-offload pins the attention to the CPU (llm_graph_context::build_attn: set_tensor_backend).
   if (op.kind == trace::OpKind::Attention && placement_.execute.attention_on_cpu) return false;
-  // Offloaded are ops reading host-resident weights, and every op of a layer homed on the CPU.
-  bool host_weights = false;
-  const auto it = std::lower_bound(layer_devices_.begin(), layer_devices_.end(), std::make_pair(op.layer, kNoDevice));
-  if (!placement_.per_tensor && it != layer_devices_.end() && it->first == op.layer) host_weights = it->second == kCpu;
-  for (const auto& a : op.reads)
-    host_weights |= header_.tensors[a.tensor].kind == trace::TensorKind::Weight && executes_on_[a.tensor] == kCpu;
-  if (!host_weights) return false;
+  // Offloaded are the ops of a layer with weights homed on the CPU: those reading them, and the rest that
+  // run on the CPU beside them (ggml_backend_sched's expansion gives them the GPU's backend).
+  if (!std::binary_search(cpu_layers_.begin(), cpu_layers_.end(), op.layer)) return false;
   const std::uint32_t batch = op.layer == output_layer_ ? header_.batch() : step.tokens;
   return batch >= static_cast<std::uint32_t>(min_batch);
 }
@@ -312,8 +319,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       a.op = static_cast<std::int32_t>(i);
       if (cpu_.threads > 0 || runtime_.per_cpu_op >= 0) {
         hw::CpuThreads run = cpu_;
-        for (const auto& r : op.reads)
-          if (header_.tensors[r.tensor].kind == trace::TensorKind::Weight) run.weight_bytes += static_cast<double>(r.bytes);
+        run.weight_bytes = weight_read_bytes(op);
         a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_, run);
       } else {
         a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_);
@@ -342,7 +348,8 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       // staging released so far is free, so that the staged copies stay within prefetch + 1 layers.
       // Op offload: the op's host-resident weights are copied on the compute stream (ggml_backend_sched
       // copies a split's inputs before running it) and released after it. The KV cache it reads stays
-      // in host memory and is not charged (a prompt from an empty cache reads only its own keys).
+      // in host memory and is not charged: right for a prompt's first micro-batch (it reads only its own
+      // keys), short by the cached keys for later ones.
       if (offloaded)
         for (const auto& r : op.reads)
           if (header_.tensors[r.tensor].kind == trace::TensorKind::Weight && executes_on_[r.tensor] == kCpu &&
@@ -375,12 +382,8 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         // The runtime's own kernels for this weight type (llama.cpp's MMVQ / MMQ), as measured.
         if (op.kind == trace::OpKind::Gemv) {
           const auto it = runtime_.gpu_gemv.find(op.dtype);
-          if (it != runtime_.gpu_gemv.end()) {
-            double weight = 0;
-            for (const auto& r : op.reads)
-              if (header_.tensors[r.tensor].kind == trace::TensorKind::Weight) weight += static_cast<double>(r.bytes);
-            a.cost.compute_seconds = std::max(a.cost.compute_seconds, weight / it->second);
-          }
+          if (it != runtime_.gpu_gemv.end())
+            a.cost.compute_seconds = std::max(a.cost.compute_seconds, weight_read_bytes(op) / it->second);
         } else if (op.kind == trace::OpKind::Gemm) {
           const auto it = runtime_.gpu_gemm.find(op.dtype);
           if (it != runtime_.gpu_gemm.end()) a.cost.compute_seconds = static_cast<double>(op.flops) / it->second;

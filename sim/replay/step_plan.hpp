@@ -101,6 +101,7 @@ class StepPlanner {
   // An AwaitSlot for the releases of out.slot_waits[begin..end), if there are any.
   void await_releases(StepPlan& out, std::size_t begin);
   double activation_bytes(const trace::Op& op) const;
+  double weight_read_bytes(const trace::Op& op) const;  // bytes of the op's reads that are weights
   // Whether ggml's op offload runs this op, homed on the CPU, on the compute GPU in this step: a
   // transformer layer's op in a step of at least execute.op_offload_batch tokens (the output layer's
   // ops see only the last token of each sequence, the embedding lookup is never offloaded).
@@ -121,6 +122,7 @@ class StepPlanner {
   std::vector<std::pair<std::int32_t, placement::DeviceId>> layer_devices_;  // layers run off cuda:0, sorted
   std::vector<std::int32_t> layer_order_;   // distinct weight layers, ascending
   std::int32_t output_layer_ = INT32_MIN;   // the group after the last KV-cache layer (INT32_MIN: none)
+  std::vector<std::int32_t> cpu_layers_;    // layers with weights executing on the CPU, ascending
   std::vector<std::vector<std::uint32_t>> copied_by_position_;  // copied tensors of each layer position
   // Per-step scratch.
   std::vector<std::int32_t> last_reader_;   // by tensor: index of the last op reading it (-1 none)

@@ -5,6 +5,8 @@
 
 namespace tiersim::report {
 
+using namespace std::string_literals;
+
 void write_console(std::ostream& out, const Context& c) {
   const result::Summary s = result::summarize(*c.result);
   const auto& hw = *c.hw;
@@ -33,9 +35,10 @@ void write_console(std::ostream& out, const Context& c) {
     cpu_executes |= c.placement->path[t] == placement::Path::Execute && c.placement->device[t] == placement::kCpu;
   if (cpu_executes) {
     const auto& x = c.placement->execute;
-    std::string how = x.threads > 0              ? std::to_string(x.threads) + " threads"
-                      : hw.host.kernels          ? std::to_string(hw.host.kernels->cores) + " threads (the host's cores)"
-                                                 : "the whole CPU (no measured CPU kernels in the profile)";
+    std::string how = !hw.host.kernels ? "the whole CPU (no measured CPU kernels in the profile"s +
+                                             (x.threads > 0 ? ": --threads is ignored)" : ")")
+                      : x.threads > 0  ? std::to_string(x.threads) + " threads"
+                                       : std::to_string(hw.host.kernels->cores) + " threads (the host's cores)";
     if (x.op_offload_batch > 0)
       how += "; steps of " + std::to_string(x.op_offload_batch) + "+ tokens run them on cuda:0 (op offload)";
     line("cpu layers", how);

@@ -31,20 +31,8 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
   if (top.has("per_op")) r.per_op = top.op_durations("per_op");
   if (top.has("per_cpu_op")) r.per_cpu_op = top.duration("per_cpu_op");
   if (top.has("kernel_floor")) r.kernel_floor = top.duration("kernel_floor");
-  auto by_type = [&](const char* key, bool bandwidth) {
-    std::map<std::string, double> out;
-    if (!top.has(key)) return out;
-    config::Section s = top.child(key);
-    for (const std::string& type : s.keys()) {
-      if (type.empty() || type.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
-        s.fail(type, "a weight type is written in lower case, as q4_k, q8_0, f16");
-      out[type] = bandwidth ? s.bandwidth(type) : s.flop_rate(type);
-    }
-    s.finish();
-    return out;
-  };
-  r.gpu_gemv = by_type("gpu_gemv", true);
-  r.gpu_gemm = by_type("gpu_gemm", false);
+  if (top.has("gpu_gemv")) r.gpu_gemv = top.weight_type_rates("gpu_gemv", true);
+  if (top.has("gpu_gemm")) r.gpu_gemm = top.weight_type_rates("gpu_gemm", false);
   top.finish();
   return r;
 }

@@ -40,7 +40,8 @@ struct RuntimeProfile {
   double kernel_floor = -1.0;
   // The framework's own GPU kernels for quantised weights, by weight type (lower case, as GGUF ops carry
   // it in their dtype: q4_k, q8_0): a matrix-vector product's weight bytes per second, and a prompt-sized
-  // matrix product's FLOP/s. They bound those ops instead of the GPU's memory and dtype rates. Optional.
+  // matrix product's FLOP/s. A GEMV takes at least its weight bytes at the gemv rate (the GPU's memory
+  // rate still bounds it from below); a GEMM's FLOPs take the gemm rate instead of the dtype's. Optional.
   std::map<std::string, double> gpu_gemv;
   std::map<std::string, double> gpu_gemm;
 };

@@ -203,6 +203,17 @@ TEST(CliGguf, AGgufModelRunsWithItsOwnTypesAndRefusesAnotherDtype) {
   const auto bad = run_sim("run --model " + cut + " --policy llamacpp --hw rtx4090");
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("cut.gguf"), std::string::npos) << bad.out;
+  // A general.name that is not UTF-8 names the model by its architecture; the JSON stays JSON.
+  std::string renamed = bytes;
+  const auto at = renamed.find("Tiny Qwen3");
+  ASSERT_NE(at, std::string::npos);
+  renamed[at] = '\xff';
+  const std::string odd_file = scratch_file("odd.gguf", renamed);
+  const auto odd = run_sim("run --model " + odd_file + " --policy llamacpp --hw rtx4090 --json", false);
+  ASSERT_EQ(odd.code, 0) << odd.out;
+  EXPECT_TRUE(nlohmann::json::accept(odd.out)) << odd.out;
+  const auto console = run_sim("run --model " + odd_file + " --policy llamacpp --hw rtx4090");
+  EXPECT_NE(console.out.find("tiersim: qwen3 on rtx4090"), std::string::npos) << console.out;
 }
 
 }  // namespace

@@ -243,6 +243,22 @@ TEST(OpOffload, OverriddenFfnMatricesRunOnTheCpuInDecodeAndOnTheGpuInThePrompt) 
   EXPECT_EQ(count_of(plans[0], ActionKind::CopyOnStream), 3 * L);
 }
 
+TEST(OpOffload, APatternThatMovesNothingChangesNothing) {
+  NglZero plain("execute:op-offload=32", 512, 0, "llamacpp.ngl:ngl=18");
+  NglZero none("execute:op-offload=32", 512, 0, "llamacpp.ngl:ngl=18,ot=zzz=CPU");
+  EXPECT_FALSE(none.p.per_tensor);
+  const auto a = plain.plans();
+  const auto b = none.plans();
+  for (std::size_t s = 0; s < a.size(); ++s) {
+    EXPECT_EQ(count_of(a[s], ActionKind::CpuOp), count_of(b[s], ActionKind::CpuOp)) << s;
+    EXPECT_EQ(bytes_of(a[s], ActionKind::CopyOnStream), bytes_of(b[s], ActionKind::CopyOnStream)) << s;
+  }
+  // The CPU layers' attention runs on the GPU in the prompt, with their other ops.
+  int cpu_attention = 0;
+  for (const auto& x : a[0].actions) cpu_attention += x.kind == ActionKind::CpuOp;
+  EXPECT_EQ(cpu_attention, 1);  // the embedding lookup only
+}
+
 TEST(OpOffload, NoKvOffloadKeepsAttentionOnTheCpuInThePromptToo) {
   NglZero run("execute:op-offload=32", 512, 0, "llamacpp.ngl:kv-offload=off");
   const auto plans = run.plans();

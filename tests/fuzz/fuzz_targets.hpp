@@ -72,17 +72,21 @@ inline int trace_reader(const std::uint8_t* data, std::size_t size) {
   return 0;
 }
 
+// The first steps of a model's trace can be generated (a short prompt and two tokens).
+inline void generate_first_step(const model::ModelConfig& m, model::GenerationOptions o = {}) {
+  o.prompt_tokens = 16;
+  o.decode_tokens = 2;
+  model::LlmTraceGenerator gen(m, o);
+  trace::Step step;
+  check(gen.next(step) && !step.ops.empty());
+}
+
 // A config that parses must give a model whose trace can be generated (first steps only).
 inline int model_config(const std::uint8_t* data, std::size_t size) {
   expect_clean_failure([&] {
     const model::ModelConfig m = model::parse_model_config(text(data, size), "fuzz.json");
     check(m.total_params() > 0);
-    model::GenerationOptions o;
-    o.prompt_tokens = 16;
-    o.decode_tokens = 2;
-    model::LlmTraceGenerator gen(m, o);
-    trace::Step step;
-    check(gen.next(step) && !step.ops.empty());
+    generate_first_step(m);
   });
   return 0;
 }
@@ -146,12 +150,13 @@ inline int gguf_header(const std::uint8_t* data, std::size_t size) {
     for (const auto& t : h.tensors) check(!t.name.empty() && !t.type.empty() && t.shape.size() <= 4 && t.bytes > 0);
     const model::ModelConfig m = model::gguf::model_config(h, "fuzz.gguf");
     check(m.total_params() > 0);
+    // As sim --model FILE.gguf generates it: each weight the file's own tensor.
     model::GenerationOptions o;
-    o.prompt_tokens = 16;
-    o.decode_tokens = 2;
-    model::LlmTraceGenerator gen(m, o);
-    trace::Step step;
-    check(gen.next(step) && !step.ops.empty());
+    o.dtype = model::WeightDtype::Gguf;
+    o.gguf = "GGUF";
+    o.gguf_file = std::make_shared<model::gguf::FileHeader>(h);
+    o.gguf_path = "fuzz.gguf";
+    generate_first_step(m, o);
   });
   return 0;
 }

@@ -194,10 +194,12 @@ TEST(LlamaCppOverrides, BadPatternsAndBuffersNameTheOption) {
       m.place(bad);
       ADD_FAILURE() << bad;
     } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(bad.substr(0, bad.find('='))), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("'" + bad.substr(0, bad.find('=')) + "'"), std::string::npos) << e.what();
     }
   }
   EXPECT_THROW(m.place("ot=ffn=CUDA1"), InputError);  // one GPU on the rtx4090
+  EXPECT_THROW(m.place("ot=ffn=CUDA 0"), InputError);  // ggml's names exactly
+  EXPECT_THROW(m.place("ot=ffn=CUDA01"), InputError);
 }
 
 }  // namespace
