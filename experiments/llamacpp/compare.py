@@ -80,7 +80,8 @@ def main():
         table.append((model, quant, setup, test, meas, r["stddev_ts"] / meas, pred, (pred - meas) / meas))
     lines = ["| model | file | llama-bench | test | measured t/s | ± | tiersim t/s | error |", "|---|---|---|---|---|---|---|---|"]
     for m, q, s, t, meas, sd, pred, err in table:
-        lines.append(f"| {m} | {q} | `{s}` | {t} | {meas:.1f} | {100 * sd:.1f}% | {pred:.1f} | {100 * err:+.1f}% |")
+        cell = s.replace("|", "\\|")  # a pipe inside a table cell ends the cell, even in backticks
+        lines.append(f"| {m} | {q} | `{cell}` | {t} | {meas:.1f} | {100 * sd:.1f}% | {pred:.1f} | {100 * err:+.1f}% |")
 
     def mape(sel):
         e = [abs(x[7]) for x in table if sel(x)]
