@@ -8,6 +8,7 @@
 //   nvcc -O2 -o fresh_managed experiments/validate/fresh_managed.cu && ./fresh_managed > fresh_managed.jsonl
 #include <cuda_runtime.h>
 #include "../../calib/src/cuda_check.hpp"  // CUDA_CHECK, CUBLAS_CHECK: name the call, file and line, then stop
+#include "device_common.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -20,10 +21,6 @@ __global__ void write_range(float* p, size_t n) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) p[i] = 1.0f;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 int main() {
   int dev = 0;
@@ -33,11 +30,8 @@ int main() {
   cudaEvent_t a, b;
   CUDA_CHECK(cudaEventCreate(&a));
   CUDA_CHECK(cudaEventCreate(&b));
-  cudaMemLocation cpu{};
-  cpu.type = cudaMemLocationTypeHost;
-  cudaMemLocation gpu{};
-  gpu.type = cudaMemLocationTypeDevice;
-  gpu.id = dev;
+  const cudaMemLocation cpu = device_common::host_location();
+  const cudaMemLocation gpu = device_common::device_location(dev);
   const char* advice_name[] = {"none", "prefer-cpu", "prefer-cpu+accessed-by"};
   const size_t sizes[] = {8 << 10, 64 << 10, 2 << 20};
   const int repeats = 200;
@@ -78,6 +72,7 @@ int main() {
         alloc_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
         free_us.push_back(std::chrono::duration<double, std::micro>(t3 - t2).count());
       }
+      const auto median = device_common::upper_median;
       std::printf(
           "{\"gpu\": \"%s\", \"advice\": \"%s\", \"bytes\": %zu, \"repeats\": %d, \"first_touch_kernel_us\": %.3f, "
           "\"populated_kernel_us\": %.3f, \"fresh_extra_us\": %.3f, \"cudaMallocManaged_us\": %.3f, \"cudaFree_us\": %.3f}\n",

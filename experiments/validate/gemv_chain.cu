@@ -15,6 +15,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include "../../calib/src/cuda_check.hpp"  // CUDA_CHECK, CUBLAS_CHECK: name the call, file and line, then stop
+#include "device_common.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -123,11 +124,8 @@ int main(int argc, char** argv) {
       return 3;
     }
     std::vector<void*> w(n);
-    cudaMemLocation cpu{};
-    cpu.type = cudaMemLocationTypeHost;
-    cudaMemLocation gpu{};
-    gpu.type = cudaMemLocationTypeDevice;
-    gpu.id = 0;
+    const cudaMemLocation cpu = device_common::host_location();
+    const cudaMemLocation gpu = device_common::device_location(0);
     for (int i = 0; i < n; ++i) {
       const Matrix& m = per_layer[i % per_layer.size()];
       CUDA_CHECK(cudaMallocManaged(&w[i], m.bytes()));

@@ -5,6 +5,7 @@
 // Safety: it refuses (returns null, PyTorch raises OOM) any allocation that would take managed memory
 // past 80% of the GPU memory free when it was first called: managed memory is never oversubscribed.
 #include <cuda_runtime.h>
+#include "device_common.hpp"
 
 #include <cstdio>
 #include <mutex>
@@ -28,12 +29,8 @@ bool check(cudaError_t e, const char* what) {
 // Applies one advice (0 none, 1 PreferredLocation=CPU, 2 PreferredLocation=CPU + AccessedBy=GPU,
 // 3 ReadMostly) to a managed range. False if a call failed (and says which).
 bool apply_advice(void* p, size_t size, int advice, int device) {
-  cudaMemLocation cpu{};
-  cpu.type = cudaMemLocationTypeHost;
-  cpu.id = 0;
-  cudaMemLocation gpu{};
-  gpu.type = cudaMemLocationTypeDevice;
-  gpu.id = device;
+  const cudaMemLocation cpu = device_common::host_location();
+  const cudaMemLocation gpu = device_common::device_location(device);
   bool ok = true;
   if (advice == 1 || advice == 2)
     ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetPreferredLocation, cpu), "cudaMemAdvise(PreferredLocation=CPU)");
@@ -84,10 +81,7 @@ int tiersim_advise(void* p, size_t size, int advice, int device) { return apply_
 
 // Moves a managed range to host memory, as if freshly loaded from a checkpoint.
 int tiersim_prefetch_to_host(void* p, size_t size) {
-  cudaMemLocation cpu{};
-  cpu.type = cudaMemLocationTypeHost;
-  cpu.id = 0;
-  if (!check(cudaMemPrefetchAsync(p, size, cpu, 0, 0), "cudaMemPrefetchAsync")) return 1;
+  if (!check(cudaMemPrefetchAsync(p, size, device_common::host_location(), 0, 0), "cudaMemPrefetchAsync")) return 1;
   return check(cudaDeviceSynchronize(), "cudaDeviceSynchronize") ? 0 : 1;
 }
 

@@ -8,6 +8,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include "../../calib/src/cuda_check.hpp"  // CUDA_CHECK, CUBLAS_CHECK: name the call, file and line, then stop
+#include "device_common.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -15,10 +16,6 @@
 #include <vector>
 
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 int main() {
   CUDA_CHECK(cudaSetDevice(0));
@@ -29,11 +26,8 @@ int main() {
   cudaEvent_t a, b;
   CUDA_CHECK(cudaEventCreate(&a));
   CUDA_CHECK(cudaEventCreate(&b));
-  cudaMemLocation cpu{};
-  cpu.type = cudaMemLocationTypeHost;
-  cudaMemLocation gpu{};
-  gpu.type = cudaMemLocationTypeDevice;
-  gpu.id = 0;
+  const cudaMemLocation cpu = device_common::host_location();
+  const cudaMemLocation gpu = device_common::device_location(0);
   struct Shape { int n, k; };
   const Shape shapes[] = {{4096, 4096}, {1024, 4096}, {12288, 4096}, {4096, 12288}, {151936, 4096}};
   const char* where_name[] = {"device", "managed-prefer-cpu", "managed-prefer-cpu+accessed-by", "pinned-mapped"};
@@ -72,7 +66,7 @@ int main() {
         if (r >= 10) t.push_back(ms * 1e3);
       }
       std::printf("{\"gpu\": \"%s\", \"n\": %d, \"k\": %d, \"x\": \"%s\", \"x_bytes\": %zu, \"gemv_us\": %.3f}\n", prop.name,
-                  s.n, s.k, where_name[where], xb, median(t));
+                  s.n, s.k, where_name[where], xb, device_common::upper_median(t));
       std::fflush(stdout);
       if (where == 3) CUDA_CHECK(cudaFreeHost(x));
       else CUDA_CHECK(cudaFree(x));
