@@ -58,6 +58,12 @@ std::string file_digest(const std::string& path, std::uint64_t limit = UINT64_MA
   return hex;
 }
 
+// The digest a generated trace's model is named by: the whole description, or a .gguf file's header.
+std::string model_digest(const TraceSpec& spec) {
+  const auto& gguf = spec.generation.gguf_file;
+  return gguf ? file_digest(spec.model_path, gguf->data_offset) : file_digest(spec.model_path);
+}
+
 }  // namespace
 
 ordered_json inputs_to_json(const RunInputs& in) {
@@ -67,8 +73,7 @@ ordered_json inputs_to_json(const RunInputs& in) {
     trace["fnv1a64"] = file_digest(in.trace.trace_path);
   } else {
     trace["model"] = in.trace.model_path;
-    const auto& gguf = in.trace.generation.gguf_file;
-    trace["fnv1a64"] = gguf ? file_digest(in.trace.model_path, gguf->data_offset) : file_digest(in.trace.model_path);
+    trace["fnv1a64"] = model_digest(in.trace);
     trace["dtype"] = model::dtype_name(in.trace.generation);
     trace["batch"] = in.trace.generation.batch;
     trace["prompt"] = in.trace.generation.prompt_tokens;
@@ -119,8 +124,7 @@ RunInputs inputs_from_config(const std::string& path) {
           t.fail("dtype", e.what());
         }
       }
-      const auto& gguf = r.trace.generation.gguf_file;
-      if ((gguf ? file_digest(r.trace.model_path, gguf->data_offset) : file_digest(r.trace.model_path)) != t.text("fnv1a64"))
+      if (model_digest(r.trace) != t.text("fnv1a64"))
         t.fail("fnv1a64", "the model '" + r.trace.model_path + "' is not the file this result was computed from");
       r.trace.generation.batch = static_cast<std::uint32_t>(t.integer("batch", 1, 1 << 20));
       r.trace.generation.prompt_tokens = static_cast<std::uint32_t>(t.integer("prompt", 0, 1 << 24));

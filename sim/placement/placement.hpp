@@ -57,6 +57,12 @@ struct ExecuteOptions {
   bool attention_on_cpu = false;
 };
 
+// The CPU threads host-resident layers run with: the execute path's, else the host's physical cores where
+// the profile measured its CPU kernels (llama.cpp's default -t), else 0 (the whole CPU's roofline).
+inline int cpu_threads(const ExecuteOptions& x, const hw::HardwareProfile& hw) {
+  return x.threads > 0 ? x.threads : hw.host.kernels ? hw.host.kernels->cores : 0;
+}
+
 // cudaMemAdvise hints on a managed tensor (bit flags, as the driver combines them).
 enum ManagedAdvice : std::uint8_t {
   kAdviseNone = 0,

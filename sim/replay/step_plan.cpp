@@ -39,9 +39,7 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
   }
   // CPU threads: the execute path's, else the host's physical cores (llama.cpp's default -t) where the
   // profile measured its CPU kernels; the runtime's cost of one CPU op, else the hardware profile's.
-  cpu_.threads = placement.execute.threads > 0 ? placement.execute.threads
-                 : hw_.host.kernels            ? hw_.host.kernels->cores
-                                               : 0;
+  cpu_.threads = placement::cpu_threads(placement.execute, hw_);
   cpu_.per_op = runtime_.per_cpu_op >= 0 ? runtime_.per_cpu_op : hw_.host.op_overhead;
   for (const auto& t : header.tensors)
     if (t.kind == trace::TensorKind::Weight && executes_on_[t.id] == kCpu) cpu_layers_.push_back(t.layer);
@@ -317,13 +315,11 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       Action a;
       a.kind = ActionKind::CpuOp;
       a.op = static_cast<std::int32_t>(i);
-      if (cpu_.threads > 0 || runtime_.per_cpu_op >= 0) {
-        hw::CpuThreads run = cpu_;
-        run.weight_bytes = weight_read_bytes(op);
-        a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_, run);
-      } else {
-        a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_);
-      }
+      // Without threads or a runtime per-op cost this is the whole CPU's roofline plus the hardware's
+      // op_overhead, as cpu_op_seconds without them computes it.
+      hw::CpuThreads run = cpu_;
+      run.weight_bytes = weight_read_bytes(op);
+      a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_, run);
       out.actions.push_back(a);
     } else {
       // A weight that lives on another GPU than the one running this op (a tied embedding read by an

@@ -37,8 +37,8 @@ void write_console(std::ostream& out, const Context& c) {
     const auto& x = c.placement->execute;
     std::string how = !hw.host.kernels ? "the whole CPU (no measured CPU kernels in the profile"s +
                                              (x.threads > 0 ? ": --threads is ignored)" : ")")
-                      : x.threads > 0  ? std::to_string(x.threads) + " threads"
-                                       : std::to_string(hw.host.kernels->cores) + " threads (the host's cores)";
+                                       : std::to_string(placement::cpu_threads(x, hw)) + " threads" +
+                                             (x.threads > 0 ? "" : " (the host's cores)");
     if (x.op_offload_batch > 0)
       how += "; steps of " + std::to_string(x.op_offload_batch) + "+ tokens run them on cuda:0 (op offload)";
     line("cpu layers", how);
