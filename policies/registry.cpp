@@ -31,7 +31,7 @@ const std::vector<PartInfo<PlacementRule>>& placement_rules() {
        make_comfy_lowvram},
       {"llamacpp.ngl", "llama.cpp's -ngl N: the last N slots (the output layer first) on the GPU(s), the token "
                        "embedding on the cpu",
-       "ngl=N (all), output-first=on|off (on), ts=P0,P1,... (-ts; default: free memory); kv-offload=on|off (on; off = --no-kv-offload); ot=REGEX=CPU|CUDAn,... (-ot, --override-tensor)", make_llamacpp_ngl},
+       "ngl=N (all), output-first=on|off (on), ts=P0,P1,... (-ts; default: free memory); kv-offload=on|off (on; off = --no-kv-offload); ot=REGEX=CPU|CUDAn,... (-ot, --override-tensor); fit=on|off (on: llama.cpp's --fit), ctx=N (-c; 0: training context), fit-target=MiB[,MiB...] (1024), fit-ctx=N (4096)", make_llamacpp_ngl},
       {"device_map", "an explicit device map, module name -> device, as model.hf_device_map writes it",
        "file=PATH (JSON)", make_explicit_device_map},
   };

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Assembles the part of llama.cpp that the kit builds (llama-bench, llama-quantize, test-backend-ops,
+# Assembles the part of llama.cpp that the kit builds (llama-bench, llama-quantize, llama-fit-params, test-backend-ops,
 # the CPU and CUDA backends, gguf-py) into experiments/llamacpp/carry/llama.cpp/, from a local git mirror.
 # carry/ is ignored by git: llama.cpp's code is read and built here, never committed.
 #   assemble_source.sh [COMMIT]     (default: the pinned upstream commit below)
@@ -23,7 +23,7 @@ paths=(
   CMakeLists.txt LICENSE cmake
   ggml/CMakeLists.txt ggml/cmake ggml/include ggml/src
   src include common
-  tools/llama-bench tools/quantize
+  tools/llama-bench tools/quantize tools/fit-params
   tests/test-backend-ops.cpp
   vendor/cpp-httplib vendor/nlohmann vendor/sheredom
   gguf-py licenses

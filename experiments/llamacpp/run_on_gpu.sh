@@ -2,6 +2,7 @@
 # The llama.cpp validation run on a GPU machine (the device tool), in phases that each pick up what an
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
 #   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
+#          models-14b fit-fixtures
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -26,7 +27,7 @@ phase_info() {
 }
 
 phase_build() {
-  if [ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ] && [ -x "$bin/cpu_matmul_bench" ]; then
+  if [ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ] && [ -x "$bin/cpu_matmul_bench" ] && [ -x "$bin/llama-fit-params" ]; then
     echo "build: already built"
     return 0
   fi
@@ -132,6 +133,78 @@ PY
   done
   rm -f "$OUT/ngl.log"
   cat "$OUT/llamacpp_ngl.jsonl" | cut -c1-160
+}
+
+# llama.cpp's own memory projection and --fit (common/fit.cpp, through tools/fit-params) for the validation
+# models, and Qwen3-14B Q4_K_M when models/ has it -> $OUT/fit_print.jsonl (--fit-print: MiB of model,
+# context and compute per device at -ngl x -c x -ub) and $OUT/fit.jsonl (the -c and -ngl that --fit
+# chooses when the device may use BUDGET MiB: the margin -fitt is this run's free memory less BUDGET).
+# FIT_MODELS="FILE-STEM:LAYERS ..." picks the models, FIT_TAG a suffix for the two files.
+phase_fit-fixtures() {
+  [ -x "$bin/llama-fit-params" ] || { echo "no llama-fit-params: run build"; return 1; }
+  local tag=${FIT_TAG:-}
+  : > "$OUT/fit_print$tag.jsonl"; : > "$OUT/fit$tag.jsonl"
+  local fp=$bin/llama-fit-params
+  for spec in ${FIT_MODELS:-qwen3-4b-Q4_K_M:36 qwen3-4b-Q8_0:36 llama-3.1-8b-Q4_K_M:32 llama-3.1-8b-Q8_0:32 qwen3-14b-Q4_K_M:40}; do
+    local name=${spec%%:*} L=${spec##*:} file=$models/${spec%%:*}.gguf
+    [ -s "$file" ] || { echo "fit-fixtures: no $file, skipped"; continue; }
+    for ngl in 0 1 $((L / 2)) $L $((L + 1)); do
+      for c in 4096 16384; do
+        for ub in 512 256; do
+          [ "$ub" = 256 ] && [ "$c" != 4096 ] && continue
+          "$fp" -m "$file" --fit-print on -ngl "$ngl" -c "$c" -ub "$ub" 2> "$OUT/fp.err" > "$OUT/fp.out" || { cat "$OUT/fp.err" | tail; return 1; }
+          python3 - "$name" "$ngl" "$c" "$ub" "$OUT/fp.out" >> "$OUT/fit_print$tag.jsonl" <<'PY'
+import json, sys
+name, ngl, c, ub, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+mib = {}
+for line in open(path):
+    f = line.split()
+    if len(f) == 4 and all(x.isdigit() for x in f[1:]):
+        mib[f[0]] = dict(zip(("model", "context", "compute"), map(int, f[1:])))
+print(json.dumps({"model": name, "ngl": ngl, "ctx": c, "ubatch": ub, "mib": mib,
+                  "source": "llama.cpp 34af94cd9 llama-fit-params --fit-print on (MiB, floored)"}))
+PY
+        done
+      done
+    done
+    # The free memory llama.cpp sees (its fit log), then fits for budgets from 1.5 GiB up.
+    "$fp" -m "$file" -lv 4 > /dev/null 2> "$OUT/fp.err"
+    local free; free=$(grep -oE 'vs\. [0-9]+ MiB of free device memory' "$OUT/fp.err" | head -1 | grep -oE '[0-9]+')
+    [ -n "$free" ] || { tail "$OUT/fp.err"; return 1; }
+    for budget in 1536 2048 3072 4096 5120 6144 8192 10240 11264 12288 16384 24576; do
+      local margin=$((free - budget))
+      [ "$margin" -gt 0 ] || continue
+      "$fp" -m "$file" -lv 4 -fitt "$margin" 2> "$OUT/fp.err" > "$OUT/fp.out"
+      local rc=$?
+      python3 - "$name" "$budget" "$margin" "$rc" "$OUT/fp.out" "$OUT/fp.err" >> "$OUT/fit$tag.jsonl" <<'PY'
+import json, re, sys
+name, budget, margin, rc, out, err = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), open(sys.argv[5]).read(), open(sys.argv[6]).read()
+free = [int(x) for x in re.findall(r"vs\. (\d+) MiB of free device memory", err)]
+args = out.strip().splitlines()[-1] if rc == 0 and out.strip() else ""
+m_c, m_ngl = re.search(r"-c (\d+)", args), re.search(r"-ngl (-?\d+)", args)
+trace = [l.split(": ", 1)[1] for l in err.splitlines() if l.startswith(("llama_params_fit", "common_params_fit_impl", "common_fit_params")) and ": " in l]
+print(json.dumps({"model": name, "budget_mib": budget, "margin_mib": margin, "free_mib": free[0] if free else None,
+                  "status": rc, "ctx": int(m_c.group(1)) if m_c else None, "ngl": int(m_ngl.group(1)) if m_ngl else None,
+                  "args": args, "log": trace[:40],
+                  "source": "llama.cpp 34af94cd9 llama-fit-params -fitt MARGIN (margin = free - budget)"}))
+PY
+    done
+    echo "fit-fixtures: $name done at $SECONDS s"
+  done
+  rm -f "$OUT/fp.err" "$OUT/fp.out"
+  wc -l "$OUT/fit_print$tag.jsonl" "$OUT/fit$tag.jsonl"
+  python3 -c "
+import json
+for l in open('$OUT/fit$tag.jsonl'):
+    r = json.loads(l); print(r['model'], r['budget_mib'], r['status'], r['args'])"
+}
+
+# A 14B model for the 12 GB example (Q4_K_M only; its F16 source is removed once quantized).
+phase_models-14b() {
+  local t0=$SECONDS
+  "$here/make_models.sh" --models qwen3-14b --quants Q4_K_M || return 1
+  rm -f "$models"/*-f16.gguf
+  echo "models-14b: $((SECONDS - t0)) s"
 }
 
 # Why a prompt through op offload runs at the pageable copy rate: where llama.cpp put the CPU weights (its

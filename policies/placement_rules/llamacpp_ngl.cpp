@@ -17,11 +17,27 @@
 // tensor's name with each std::regex in turn, the first match wins; BUFT is CPU or CUDA0, CUDA1, ...; a
 // tensor overridden to CPU goes to the CPU's buffer list, whose first entry is the GPU's pinned host
 // buffer). The KV cache stays on the layer's -ngl device whatever its tensors' overrides.
-// Not modelled here: --fit. A tied output matrix: llama.cpp loads token_embd again for the output layer,
+// --fit (fit=on, llama-cli's and llama-server's default; llama-bench never fits): before placing,
+// llama.cpp's memory projection and common/fit.cpp's steps (llamacpp_fit.hpp) choose the context
+// (ctx=N is -c, 0 = the training context) and, when ngl is not given, -ngl (and -ts on several GPUs),
+// so that every GPU keeps fit-target MiB (1024) free; fit-ctx=N (4096) is the smallest context it sets.
+// The projection, per GPU (checked against llama-fit-params --fit-print in tests/policies):
+//   model   = the weights placed there (-ngl, -ts, -ot);
+//   context = the KV cache of its layers for the context rounded up to 256 tokens (f16 K and V);
+//   compute = on the GPU with the output layer, fp32 logits and hidden states for a micro-batch,
+//             4 x ubatch x (vocab + hidden); with the output layer on the CPU, the first GPU holds
+//             the same plus the output matrix that op offload copies in (llama.cpp's default);
+//             a GPU with layers but not the output, 4 x ubatch x (2 x ffn + hidden) (assumed: no
+//             several-GPU projection was measured).
+// The fit reads the model's sizes from the trace's meta (vocab_size, hidden_size, intermediate_size,
+// context_length, ubatch: written by the generator); a trace without them is placed without fitting,
+// and the report says so. The projected context is llama.cpp's allocation; the simulated run's KV cache
+// is the trace's own tokens. A tied output matrix: llama.cpp loads token_embd again for the output layer,
 // and a GGUF trace has that copy as a tensor of its own (model/trace_generator.cpp); a trace that ties
 // them (a bf16 one) is refused under this rule.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <regex>
 #include <string>
@@ -29,6 +45,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "policies/placement_rules/llamacpp_fit.hpp"
 #include "policies/placement_rules/rules.hpp"
 
 namespace tiersim::strategy {
@@ -79,6 +96,26 @@ class LlamaCppNgl final : public PlacementRule {
         start = sep + 1;
       }
     }
+    if (o.has("fit")) {
+      const std::string v = o.text("fit");
+      if (v != "on" && v != "off") o.fail("fit", "must be 'on' or 'off' (--fit), not '" + v + "'");
+      fit_ = v == "on";
+    }
+    if (o.has("ctx")) ctx_ = static_cast<std::uint32_t>(o.integer("ctx", 0, 1 << 24));
+    if (o.has("fit-ctx")) fit_ctx_ = static_cast<std::uint32_t>(o.integer("fit-ctx", 1, 1 << 24));
+    if (o.has("fit-target")) {
+      const std::string text = o.text("fit-target");
+      std::size_t start = 0;
+      while (true) {
+        const std::size_t sep = text.find_first_of(",/", start);
+        const std::string item = text.substr(start, sep == std::string::npos ? std::string::npos : sep - start);
+        const bool digits = !item.empty() && item.size() <= 9 && item.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits) o.fail("fit-target", "MiB to leave free per GPU, integers separated by ',' (1024 or 2048,1024), got '" + item + "'");
+        fit_target_mib_.push_back(std::stoll(item));
+        if (sep == std::string::npos) break;
+        start = sep + 1;
+      }
+    }
     if (o.has("ts")) {
       const std::string text = o.text("ts");
       std::size_t start = 0;
@@ -104,7 +141,8 @@ class LlamaCppNgl final : public PlacementRule {
 
   std::vector<placement::DeviceId> place(const trace::Header& header, const hw::HardwareProfile& hw, const Completion&,
                                          Resolved& resolved) const override {
-    std::vector<placement::DeviceId> homes = layer_homes(header, hw, &resolved);
+    const Effective e = effective(header, hw, &resolved);
+    std::vector<placement::DeviceId> homes = layer_homes(header, hw, e, &resolved);
     // -ot: the first pattern that a weight's name matches decides its buffer.
     std::size_t moved = 0;
     double moved_bytes = 0;
@@ -128,7 +166,7 @@ class LlamaCppNgl final : public PlacementRule {
 
   void annotate(const trace::Header& header, const hw::HardwareProfile& hw, const std::string&, placement::Placement& p,
                 Resolved&) const override {
-    const std::vector<placement::DeviceId> layers = layer_homes(header, hw, nullptr);
+    const std::vector<placement::DeviceId> layers = layer_homes(header, hw, effective(header, hw, nullptr), nullptr);
     // --no-kv-offload: every KV cache in host memory, attention on the CPU.
     if (!kv_offload_) {
       for (const auto& t : header.tensors)
@@ -170,16 +208,192 @@ class LlamaCppNgl final : public PlacementRule {
     return std::nullopt;
   }
 
+  // -ngl and -ts as applied: the user's, or the fit's.
+  struct Effective {
+    std::optional<int> ngl;
+    std::vector<double> ts;
+  };
+
+  // The model's sizes the projection needs, from the trace's meta; nullopt (with the reason) if absent.
+  struct Sizes {
+    std::int64_t vocab = 0, hidden = 0, ffn = 0, ubatch = 512;
+    std::uint32_t n_ctx_train = 0;
+    double tokens = 0;  // KV cache tokens of the trace (batch x (prompt + decode))
+  };
+  static std::optional<Sizes> sizes(const trace::Header& header, std::string& missing) {
+    auto number = [&](const char* key, std::int64_t lo, std::int64_t hi, bool required) -> std::optional<std::int64_t> {
+      const auto it = header.meta.find(key);
+      if (it == header.meta.end()) {
+        if (required && missing.empty()) missing = key;
+        return std::nullopt;
+      }
+      std::size_t used = 0;
+      long long v = -1;
+      try {
+        v = std::stoll(it->second, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != it->second.size() || v < lo || v > hi)
+        throw InputError("", 0, key, "trace meta '" + it->second + "': an integer from " + std::to_string(lo) + " to " +
+                                         std::to_string(hi) + " (llama.cpp's --fit reads it)");
+      return v;
+    };
+    Sizes z;
+    const auto vocab = number("vocab_size", 1, 1 << 24, true), hidden = number("hidden_size", 1, 1 << 20, true),
+               ffn = number("intermediate_size", 1, 1 << 22, true), ctx = number("context_length", 1, 1 << 24, true),
+               ub = number("ubatch", 1, 1 << 24, false), prompt = number("prompt_tokens", 0, 1 << 30, true),
+               decode = number("decode_tokens", 0, 1 << 30, true);
+    if (!missing.empty()) return std::nullopt;
+    z.vocab = *vocab;
+    z.hidden = *hidden;
+    z.ffn = *ffn;
+    z.n_ctx_train = static_cast<std::uint32_t>(*ctx);
+    if (ub) z.ubatch = *ub;
+    z.tokens = static_cast<double>(header.batch()) * static_cast<double>(*prompt + *decode);
+    if (z.tokens <= 0) {
+      missing = "prompt_tokens";
+      return std::nullopt;
+    }
+    return z;
+  }
+
+  // llama.cpp's memory projection of every GPU (llamacpp_fit.hpp), for -ngl/-ts and a padded context.
+  std::vector<llamacpp::DeviceProjection> project(const trace::Header& header, const hw::HardwareProfile& hw,
+                                                  const Sizes& z, const llamacpp::Assignment& a,
+                                                  std::uint32_t n_ctx) const {
+    const std::int32_t n_layer = layer_count(header);
+    const std::vector<placement::DeviceId> slots = slot_devices(n_layer, hw, a.ngl, a.tensor_split);
+    std::vector<llamacpp::DeviceProjection> out(static_cast<std::size_t>(hw.gpu.count));
+    auto at = [&](placement::DeviceId d) -> llamacpp::DeviceProjection* {
+      return d >= 0 && d < hw.gpu.count ? &out[static_cast<std::size_t>(d)] : nullptr;
+    };
+    std::int64_t output_matrix = 0;
+    for (const auto& t : header.tensors) {
+      if (t.kind == trace::TensorKind::Weight) {
+        const placement::DeviceId slot = t.layer < 0 ? placement::kCpu : slots[static_cast<std::size_t>(t.layer)];
+        const auto to = override_of(llamacpp_name(t.name));
+        if (auto* p = at(to ? *to : slot)) p->model += static_cast<std::int64_t>(t.bytes);
+        if (t.layer == n_layer) output_matrix = std::max(output_matrix, static_cast<std::int64_t>(t.bytes));
+      }
+      if (t.kind == trace::TensorKind::KvCache && kv_offload_)
+        if (auto* p = at(slots[static_cast<std::size_t>(t.layer)]))
+          p->context += static_cast<std::int64_t>(std::llround(static_cast<double>(t.bytes) / z.tokens * n_ctx));
+    }
+    const std::int64_t logits = 4 * z.ubatch * (z.vocab + z.hidden);
+    const placement::DeviceId output = slots[static_cast<std::size_t>(n_layer)];
+    for (int d = 0; d < hw.gpu.count; ++d) {
+      bool layers_here = false;
+      for (std::int32_t il = 0; il < n_layer; ++il) layers_here |= slots[static_cast<std::size_t>(il)] == d;
+      auto& p = out[static_cast<std::size_t>(d)];
+      if (output == d) p.compute = logits;
+      else if (output == placement::kCpu && d == placement::kComputeGpu) p.compute = logits + output_matrix;
+      else if (layers_here) p.compute = 4 * z.ubatch * (2 * z.ffn + z.hidden);
+    }
+    return out;
+  }
+
+  // -ngl/-ts as the user gave them, or as --fit sets them; `resolved` gets the fit's lines.
+  Effective effective(const trace::Header& header, const hw::HardwareProfile& hw, Resolved* resolved) const {
+    Effective e{ngl_, ts_};
+    if (!fit_) return e;
+    std::string missing;
+    const std::optional<Sizes> z = sizes(header, missing);
+    if (z && z->n_ctx_train == 0 && ctx_ == 0) missing = "context_length";
+    if (!z || !missing.empty()) {
+      if (resolved)
+        resolved->emplace_back("--fit", "not applied: the trace has no '" + missing +
+                                            "' meta (generate it with --model), so llama.cpp's projection cannot be made");
+      return e;
+    }
+    llamacpp::FitRequest rq;
+    rq.n_layer = layer_count(header);
+    rq.n_ctx_train = z->n_ctx_train;
+    rq.n_ctx = ctx_;
+    rq.n_ctx_min = fit_ctx_;
+    rq.ngl = ngl_;
+    rq.tensor_split_given = !ts_.empty();
+    rq.overrides_given = !overrides_.empty();
+    for (int d = 0; d < hw.gpu.count; ++d) {
+      rq.free.push_back(static_cast<std::int64_t>(hw.gpu.memory - hw.gpu.reserved));
+      const std::int64_t m = fit_target_mib_.empty() ? 1024
+                             : d < static_cast<int>(fit_target_mib_.size()) ? fit_target_mib_[d]
+                                                                             : fit_target_mib_.back();
+      rq.margin.push_back(m * 1024 * 1024);
+    }
+    const llamacpp::FitResult r = llamacpp::fit(rq, [&](const llamacpp::Assignment& a, std::uint32_t n_ctx) {
+      llamacpp::Assignment b = a;
+      if (b.tensor_split.empty()) b.tensor_split = ts_;
+      return project(header, hw, *z, b, n_ctx);
+    });
+    if (r.ngl) e.ngl = r.ngl;
+    if (!r.tensor_split.empty()) e.ts = r.tensor_split;
+    if (resolved) {
+      std::string args = "-c " + std::to_string(r.n_ctx) + " -ngl " + (r.ngl ? std::to_string(*r.ngl) : std::string("-1"));
+      if (!r.tensor_split.empty()) {
+        args += " -ts ";
+        for (std::size_t i = 0; i < r.tensor_split.size(); ++i)
+          args += (i ? "," : "") + std::to_string(static_cast<long long>(r.tensor_split[i]));
+      }
+      const std::uint32_t ctx = llamacpp::padded_context(r.n_ctx, z->n_ctx_train);
+      resolved->emplace_back("--fit", std::string(r.success ? "" : "failed; ") + "llama-fit-params would print: " + args +
+                                          " (context " + std::to_string(ctx) + " tokens, margin " +
+                                          std::to_string(rq.margin[0] / 1048576) + " MiB per GPU)");
+      for (std::size_t d = 0; d < r.projected.size(); ++d) {
+        const auto& p = r.projected[d];
+        constexpr double kMiB = 1048576.0;
+        char line[200];
+        std::snprintf(line, sizeof line, "%.0f MiB = model %.0f + context %.0f + compute %.0f, of %.0f MiB free",
+                      std::floor(p.total() / kMiB), std::floor(p.model / kMiB), std::floor(p.context / kMiB),
+                      std::floor(p.compute / kMiB), std::floor(rq.free[d] / kMiB));
+        resolved->emplace_back("--fit projection CUDA" + std::to_string(d), line);
+      }
+    }
+    return e;
+  }
+
+  static std::int32_t layer_count(const trace::Header& header) {
+    std::int32_t n_layer = 0;
+    for (const auto& t : header.tensors)
+      if (t.kind == trace::TensorKind::Weight) n_layer = std::max(n_layer, t.layer);
+    return n_layer;
+  }
+
+  // The device of every slot 0..n_layer (the output layer last) for -ngl and -ts (empty: free memory).
+  std::vector<placement::DeviceId> slot_devices(std::int32_t n_layer, const hw::HardwareProfile& hw,
+                                                std::optional<int> ngl_given, const std::vector<double>& ts) const {
+    if (!ts.empty() && static_cast<int>(ts.size()) > hw.gpu.count)
+      throw InputError("", 0, "ts", std::to_string(ts.size()) + " proportions for " + std::to_string(hw.gpu.count) +
+                                        " GPU(s) on '" + hw.name + "'");
+    // The split points: cumulative, normalised proportions per GPU.
+    std::vector<double> splits(static_cast<std::size_t>(hw.gpu.count), 0.0);
+    for (int d = 0; d < hw.gpu.count; ++d)
+      splits[d] = ts.empty() ? hw.gpu.memory - hw.gpu.reserved : (d < static_cast<int>(ts.size()) ? ts[d] : 0.0);
+    double sum = 0;
+    for (double& s : splits) s = (sum += s);
+    for (double& s : splits) s /= sum;
+
+    const int slots = n_layer + 1;  // the repeating layers and the output layer
+    const int ngl = std::min(ngl_given.value_or(slots), 100000);
+    const int gpu_start = std::max(output_first_ ? slots - ngl : n_layer - ngl, 0);
+    const int active = std::min(ngl, slots);
+    std::vector<placement::DeviceId> out(static_cast<std::size_t>(slots), placement::kCpu);
+    for (int il = 0; il < slots; ++il) {
+      if (il < gpu_start || il - gpu_start >= active) continue;
+      const float at = static_cast<float>(il - gpu_start) / static_cast<float>(active);  // as llama.cpp: float
+      const auto gpu = std::upper_bound(splits.begin(), splits.end(), static_cast<double>(at)) - splits.begin();
+      out[static_cast<std::size_t>(il)] = static_cast<placement::DeviceId>(std::min<std::ptrdiff_t>(gpu, hw.gpu.count - 1));
+    }
+    return out;
+  }
+
   // Every tensor's home by -ngl alone (KV cache: its layer's device); `resolved` gets the summary line.
   std::vector<placement::DeviceId> layer_homes(const trace::Header& header, const hw::HardwareProfile& hw,
-                                               Resolved* resolved) const {
-    std::int32_t n_layer = 0;
+                                               const Effective& e, Resolved* resolved) const {
+    const std::int32_t n_layer = layer_count(header);
     double embedding = 0;
-    for (const auto& t : header.tensors) {
-      if (t.kind != trace::TensorKind::Weight) continue;
-      n_layer = std::max(n_layer, t.layer);
-      if (t.layer < 0) embedding = std::max(embedding, static_cast<double>(t.bytes));
-    }
+    for (const auto& t : header.tensors)
+      if (t.kind == trace::TensorKind::Weight && t.layer < 0) embedding = std::max(embedding, static_cast<double>(t.bytes));
     // The output layer has its own matrix (vocabulary x hidden, as large as the embedding) unless tied.
     bool has_output_matrix = false;
     for (const auto& t : header.tensors)
@@ -189,41 +403,24 @@ class LlamaCppNgl final : public PlacementRule {
       throw InputError("", 0, "ngl",
                        "this model ties its output matrix to the token embedding; llama.cpp duplicates it onto the "
                        "output layer's device, which the llamacpp.ngl rule does not model");
-    if (!ts_.empty() && static_cast<int>(ts_.size()) > hw.gpu.count)
-      throw InputError("", 0, "ts", std::to_string(ts_.size()) + " proportions for " + std::to_string(hw.gpu.count) +
-                                        " GPU(s) on '" + hw.name + "'");
-    // The split points: cumulative, normalised proportions per GPU.
-    std::vector<double> splits(static_cast<std::size_t>(hw.gpu.count), 0.0);
-    for (int d = 0; d < hw.gpu.count; ++d)
-      splits[d] = ts_.empty() ? hw.gpu.memory - hw.gpu.reserved : (d < static_cast<int>(ts_.size()) ? ts_[d] : 0.0);
-    double sum = 0;
-    for (double& s : splits) s = (sum += s);
-    for (double& s : splits) s /= sum;
-
-    const int slots = n_layer + 1;  // the repeating layers and the output layer
-    const int ngl = std::min(ngl_.value_or(slots), 100000);
-    const int gpu_start = std::max(output_first_ ? slots - ngl : n_layer - ngl, 0);
-    const int active = std::min(ngl, slots);
-    auto slot_device = [&](int il) -> placement::DeviceId {
-      if (il < gpu_start || il - gpu_start >= active) return placement::kCpu;
-      const float at = static_cast<float>(il - gpu_start) / static_cast<float>(active);  // as llama.cpp: float
-      const auto gpu = std::upper_bound(splits.begin(), splits.end(), static_cast<double>(at)) - splits.begin();
-      return static_cast<placement::DeviceId>(std::min<std::ptrdiff_t>(gpu, hw.gpu.count - 1));
-    };
+    const std::vector<placement::DeviceId> slots = slot_devices(n_layer, hw, e.ngl, e.ts);
     std::vector<placement::DeviceId> homes(header.tensors.size(), placement::kComputeGpu);
     int on_gpu = 0;
-    for (int il = 0; il < n_layer; ++il) on_gpu += slot_device(il) != placement::kCpu;
+    for (int il = 0; il < n_layer; ++il) on_gpu += slots[static_cast<std::size_t>(il)] != placement::kCpu;
     for (const auto& t : header.tensors) {
-      if (t.kind == trace::TensorKind::Weight) homes[t.id] = t.layer < 0 ? placement::kCpu : slot_device(t.layer);
-      if (t.kind == trace::TensorKind::KvCache) homes[t.id] = slot_device(t.layer);
+      if (t.kind == trace::TensorKind::Weight) homes[t.id] = t.layer < 0 ? placement::kCpu : slots[static_cast<std::size_t>(t.layer)];
+      if (t.kind == trace::TensorKind::KvCache) homes[t.id] = slots[static_cast<std::size_t>(t.layer)];
     }
-    if (resolved)
+    if (resolved) {
+      const int slots_n = n_layer + 1;
+      const int ngl = std::min(e.ngl.value_or(slots_n), 100000);
       resolved->emplace_back("-ngl", std::to_string(ngl) + ": " + std::to_string(on_gpu) + " of " + std::to_string(n_layer) +
                                          " repeating layers on the GPU, the output layer on " +
-                                         placement::device_name(slot_device(n_layer)) +
+                                         placement::device_name(slots[static_cast<std::size_t>(n_layer)]) +
                                          ", the token embedding on the cpu" +
                                          (output_first_ ? "" : " (before PR #18148: the output layer last)") +
                                          (kv_offload_ ? "" : "; KV cache on the cpu (--no-kv-offload)"));
+    }
     return homes;
   }
 
@@ -240,6 +437,10 @@ class LlamaCppNgl final : public PlacementRule {
   std::optional<int> ngl_;
   bool output_first_ = true;
   std::vector<double> ts_;
+  bool fit_ = true;
+  std::uint32_t ctx_ = 0;
+  std::uint32_t fit_ctx_ = 4096;
+  std::vector<long long> fit_target_mib_;
 };
 
 }  // namespace

@@ -125,6 +125,10 @@ void apply_flags(StrategySpec& spec, const LegacyFlags& f) {
     spec.placement.set("ot", joined, "--override-tensor");
   }
   if (f.no_kv_offload) spec.placement.set("kv-offload", "off", "--no-kv-offload");
+  if (f.fit) spec.placement.set("fit", *f.fit, "--fit");
+  if (f.ctx_size) spec.placement.set("ctx", std::to_string(*f.ctx_size), "--ctx-size");
+  if (f.fit_target) spec.placement.set("fit-target", *f.fit_target, "--fit-target");
+  if (f.fit_ctx) spec.placement.set("fit-ctx", std::to_string(*f.fit_ctx), "--fit-ctx");
 }
 
 }  // namespace tiersim::strategy

@@ -41,6 +41,10 @@ struct LegacyFlags {
   std::optional<int> threads;               // the execute path's CPU threads (llama.cpp's -t)
   std::vector<std::string> override_tensor; // llama.cpp's -ot REGEX=BUFT (each may hold several, ','-separated)
   bool no_kv_offload = false;               // llama.cpp's --no-kv-offload
+  std::optional<std::string> fit;           // llama.cpp's --fit on|off
+  std::optional<std::uint32_t> ctx_size;    // llama.cpp's -c
+  std::optional<std::string> fit_target;    // llama.cpp's --fit-target (MiB per GPU)
+  std::optional<std::uint32_t> fit_ctx;     // llama.cpp's --fit-ctx
 };
 // Adds the flags to the parts that read them (a part that does not read one rejects it when composed).
 void apply_flags(StrategySpec& spec, const LegacyFlags& flags);

@@ -14,7 +14,9 @@ namespace {
 std::string hint(const std::string& key) {
   if (key == "split" || key == "offload") return "it is for the distorch.* placements (presets bytes, ratio, fraction)";
   if (key == "layers") return "it is for the layers placement";
-  if (key == "ngl" || key == "ts" || key == "output-first") return "it is for the llamacpp.ngl placement (preset llamacpp)";
+  if (key == "ngl" || key == "ts" || key == "output-first" || key == "fit" || key == "ctx" || key == "fit-target" ||
+      key == "fit-ctx")
+    return "it is for the llamacpp.ngl placement (preset llamacpp)";
   if (key == "donor") return "it is for placements that choose the donor (distorch.* without a split, layers)";
   if (key == "allocator" || key == "scope" || key == "prefer-cpu" || key == "accessed-by" || key == "read-mostly")
     return "it is for managed memory (--memory managed, the um* presets)";

@@ -58,6 +58,9 @@ struct CommonOptions {
   std::optional<std::uint32_t> ubatch;
   std::vector<std::string> override_tensor;
   bool no_kv_offload = false;
+  std::optional<std::string> fit;
+  std::optional<std::uint32_t> ctx_size, fit_ctx;
+  std::optional<std::string> fit_target;
   std::string lengths = "warm";
   std::vector<std::string> sets;
 };
@@ -148,6 +151,18 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "pattern finds go there, the first matching pattern wins (= llamacpp.ngl:ot=...)");
   cmd.add_flag("--no-kv-offload", o.no_kv_offload,
                "llamacpp: every layer's KV cache in host memory, attention run by the CPU (= llamacpp.ngl:kv-offload=off)");
+  cmd.add_option("--fit", o.fit,
+                 "llamacpp: llama.cpp's --fit (on by default, as llama-cli and llama-server; llama-bench never fits): "
+                 "reduce the context, then, without --ngl, choose -ngl so every GPU keeps --fit-target MiB free "
+                 "(= llamacpp.ngl:fit=on|off)")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd.add_option("--ctx-size", o.ctx_size, "llamacpp: llama.cpp's -c, the context it allocates KV cache for (0, the "
+                 "default: the model's training context; --fit may reduce it) (= llamacpp.ngl:ctx=N)")
+      ->check(CLI::Range(0u, 1u << 24));
+  cmd.add_option("--fit-target", o.fit_target, "llamacpp: --fit's margin, MiB left free per GPU (1024; a list per GPU: "
+                 "2048,1024) (= llamacpp.ngl:fit-target=...)");
+  cmd.add_option("--fit-ctx", o.fit_ctx, "llamacpp: the smallest context --fit sets (4096) (= llamacpp.ngl:fit-ctx=N)")
+      ->check(CLI::Range(1u, 1u << 24));
   cmd.add_option("--ubatch", o.ubatch, "prompt processed in micro-batches of this many tokens of each sequence, one "
                  "prefill step each (llama.cpp's -ub counts all sequences' tokens: with --batch B give -ub / B; 512 "
                  "under the llamacpp preset; 0: the whole prompt in one step)")
@@ -216,6 +231,10 @@ strategy::StrategySpec strategy_spec(const CommonOptions& o) {
   f.threads = o.threads;
   f.override_tensor = o.override_tensor;
   f.no_kv_offload = o.no_kv_offload;
+  f.fit = o.fit;
+  f.ctx_size = o.ctx_size;
+  f.fit_target = o.fit_target;
+  f.fit_ctx = o.fit_ctx;
   strategy::apply_flags(spec, f);
   return spec;
 }

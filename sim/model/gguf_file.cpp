@@ -519,6 +519,7 @@ ModelConfig model_config(const FileHeader& h, const std::string& file) {
   j["num_attention_heads"] = heads;
   if (const auto kv = hparam(h, kv_key, file)) j["num_key_value_heads"] = *kv;
   if (const auto head_dim = hparam(h, head_dim_key, file)) j["head_dim"] = *head_dim;
+  if (const auto context = hparam(h, arch + ".context_length", file)) j["max_position_embeddings"] = *context;
   const auto value_dim = hparam(h, value_dim_key, file);
 
   // The vocabulary: the token list, else token_embd.weight (read_header), else {arch}.vocab_size.
@@ -557,7 +558,8 @@ ModelConfig model_config(const FileHeader& h, const std::string& file) {
     static const std::map<std::string, std::string> json_to_gguf{
         {"num_hidden_layers", ".block_count"},        {"hidden_size", ".embedding_length"},
         {"intermediate_size", ".feed_forward_length"}, {"num_attention_heads", ".attention.head_count"},
-        {"num_key_value_heads", ".attention.head_count_kv"}, {"head_dim", ".attention.key_length"}};
+        {"num_key_value_heads", ".attention.head_count_kv"}, {"head_dim", ".attention.key_length"},
+        {"max_position_embeddings", ".context_length"}};
     const auto it = json_to_gguf.find(e.key());
     const std::string key = it != json_to_gguf.end() ? arch + it->second : e.key() == "vocab_size" ? vocab_source : e.key();
     throw InputError(file, 0, key, e.message() + " (as config.json's " + e.key() + ")");

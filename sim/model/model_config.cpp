@@ -47,7 +47,7 @@ namespace {
 const std::set<std::string>& ignored_hf_fields() {
   static const std::set<std::string> fields{
       "_name_or_path", "architectures", "attention_dropout", "bos_token_id", "eos_token_id", "pad_token_id",
-      "hidden_act", "initializer_range", "max_position_embeddings", "max_window_layers", "rms_norm_eps",
+      "hidden_act", "initializer_range", "max_window_layers", "rms_norm_eps",
       "rope_scaling", "rope_theta", "sliding_window", "use_sliding_window", "torch_dtype", "dtype",
       "transformers_version", "use_cache", "pretraining_tp", "layer_types", "description", "source"};
   return fields;
@@ -105,6 +105,7 @@ constexpr Bound kHeads{"num_attention_heads", 4096, "4,096"};
 constexpr Bound kKvHeads{"num_key_value_heads", 4096, "4,096"};
 constexpr Bound kHeadDim{"head_dim", 16384, "16,384"};
 constexpr Bound kVocab{"vocab_size", 1u << 24, "16,777,216"};
+constexpr Bound kContext{"max_position_embeddings", 1u << 24, "16,777,216"};
 constexpr std::uint64_t kMaxParams = 10'000'000'000'000u;  // 10^13: ten trillion parameters
 
 // Reads the parsed document, naming the file, the key and the key's line in every error.
@@ -178,7 +179,8 @@ ModelConfig read_config(const nlohmann::json& j, const std::string& text, const 
   const ConfigReader r(j, text, file);
   static const std::set<std::string> known{
       "name", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-      "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "attention_bias", "mlp_bias"};
+      "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "attention_bias", "mlp_bias",
+      "max_position_embeddings"};
   for (const auto& [key, value] : j.items()) {
     (void)value;
     if (!known.count(key) && !ignored_hf_fields().count(key))
@@ -201,6 +203,7 @@ ModelConfig read_config(const nlohmann::json& j, const std::string& text, const 
   m.num_attention_heads = r.count(kHeads);
   m.num_key_value_heads = r.has("num_key_value_heads") ? r.count(kKvHeads) : m.num_attention_heads;
   m.vocab_size = r.count(kVocab);
+  if (r.has(kContext.key)) m.max_position_embeddings = r.count(kContext);
   if (r.has("head_dim")) {
     m.head_dim = r.count(kHeadDim);
   } else {

@@ -20,6 +20,9 @@ struct ModelConfig {
   std::uint64_t num_key_value_heads = 0;
   std::uint64_t head_dim = 0;      // defaults to hidden_size / num_attention_heads
   std::uint64_t vocab_size = 0;
+  // The training context (config.json's max_position_embeddings, a GGUF file's {arch}.context_length;
+  // 0 when absent): llama.cpp's default context size, which its --fit may reduce.
+  std::uint64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
   bool attention_bias = false;
   bool mlp_bias = false;
