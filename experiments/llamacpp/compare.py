@@ -43,7 +43,9 @@ def describe(r):
 def predict(r, runtime):
     model, quant, ot = describe(r)
     args = [SIM, "run", "--model", MODELS[model], "--dtype", quant, "--hw", "h100-measured", "--policy", "llamacpp",
-            "--ngl", str(r["n_gpu_layers"]), "--threads", str(r["n_threads"]), "--json"]
+            "--ngl", str(r["n_gpu_layers"]), "--threads", str(r["n_threads"]), "--json",
+            # llama-bench never fits (no -fitt) and allocates n_prompt + n_gen tokens of context per test.
+            "--fit", "off", "--ctx-size", str(r["n_prompt"] + r["n_gen"])]
     if runtime:
         args += ["--runtime", runtime]
     if r["no_kv_offload"]:

@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-quantize=$here/carry/build/bin/llama-quantize
+quantize=${LLAMA_QUANTIZE:-$here/carry/build/bin/llama-quantize}  # run_on_gpu.sh: the CPU build's
 [ -x "$quantize" ] || { echo "make_models.sh: no $quantize: run build.sh first" >&2; exit 1; }
 mkdir -p "$dir"
 df -h "$dir" | tail -1 | awk '{print "make_models.sh: " $4 " free on " $6}'

@@ -165,8 +165,25 @@ class LlamaCppNgl final : public PlacementRule {
   }
 
   void annotate(const trace::Header& header, const hw::HardwareProfile& hw, const std::string&, placement::Placement& p,
-                Resolved&) const override {
-    const std::vector<placement::DeviceId> layers = layer_homes(header, hw, effective(header, hw, nullptr), nullptr);
+                Resolved& resolved) const override {
+    const Effective e = effective(header, hw, nullptr);
+    const std::vector<placement::DeviceId> layers = layer_homes(header, hw, e, nullptr);
+    // The KV cache llama.cpp allocates: the whole context (-c), not just the run's tokens.
+    std::string missing;
+    const std::optional<Sizes> z = sizes(header, missing);
+    if (e.kv_tokens > 0 && z) {
+      if (z->tokens > e.kv_tokens)
+        throw InputError("", 0, "ctx",
+                         "the run's " + std::to_string(static_cast<long long>(z->tokens)) +
+                             " tokens (batch x (prompt + decode)) do not fit a context of " + std::to_string(e.kv_tokens) +
+                             " (-c): llama.cpp would stop when its KV cache is full");
+      p.kv_allocation_scale = e.kv_tokens / z->tokens;
+      resolved.emplace_back("-c", std::to_string(e.kv_tokens) + " tokens of KV cache allocated (the run uses " +
+                                      std::to_string(static_cast<long long>(z->tokens)) + ")");
+    } else {
+      resolved.emplace_back("-c", "unknown (the trace has no context_length meta and no ctx= was given): the KV "
+                                  "cache counted is the run's own tokens");
+    }
     // --no-kv-offload: every KV cache in host memory, attention on the CPU.
     if (!kv_offload_) {
       for (const auto& t : header.tensors)
@@ -208,10 +225,12 @@ class LlamaCppNgl final : public PlacementRule {
     return std::nullopt;
   }
 
-  // -ngl and -ts as applied: the user's, or the fit's.
+  // -ngl, -ts and -c as applied: the user's, or the fit's; the KV cache tokens llama.cpp allocates for
+  // that context (rounded up to 256; 0: unknown, a trace without the training context and no -c).
   struct Effective {
     std::optional<int> ngl;
     std::vector<double> ts;
+    std::uint32_t kv_tokens = 0;
   };
 
   // The model's sizes the projection needs, from the trace's meta; nullopt (with the reason) if absent.
@@ -241,14 +260,14 @@ class LlamaCppNgl final : public PlacementRule {
     };
     Sizes z;
     const auto vocab = number("vocab_size", 1, 1 << 24, true), hidden = number("hidden_size", 1, 1 << 20, true),
-               ffn = number("intermediate_size", 1, 1 << 22, true), ctx = number("context_length", 1, 1 << 24, true),
+               ffn = number("intermediate_size", 1, 1 << 22, true), ctx = number("context_length", 1, 1 << 24, false),
                ub = number("ubatch", 1, 1 << 24, false), prompt = number("prompt_tokens", 0, 1 << 30, true),
                decode = number("decode_tokens", 0, 1 << 30, true);
     if (!missing.empty()) return std::nullopt;
     z.vocab = *vocab;
     z.hidden = *hidden;
     z.ffn = *ffn;
-    z.n_ctx_train = static_cast<std::uint32_t>(*ctx);
+    z.n_ctx_train = ctx ? static_cast<std::uint32_t>(*ctx) : 0;
     if (ub) z.ubatch = *ub;
     z.tokens = static_cast<double>(header.batch()) * static_cast<double>(*prompt + *decode);
     if (z.tokens <= 0) {
@@ -295,11 +314,12 @@ class LlamaCppNgl final : public PlacementRule {
 
   // -ngl/-ts as the user gave them, or as --fit sets them; `resolved` gets the fit's lines.
   Effective effective(const trace::Header& header, const hw::HardwareProfile& hw, Resolved* resolved) const {
-    Effective e{ngl_, ts_};
-    if (!fit_) return e;
+    Effective e{ngl_, ts_, 0};
     std::string missing;
     const std::optional<Sizes> z = sizes(header, missing);
     if (z && z->n_ctx_train == 0 && ctx_ == 0) missing = "context_length";
+    if (ctx_ > 0 || (z && missing.empty())) e.kv_tokens = llamacpp::padded_context(ctx_, z ? z->n_ctx_train : 0);
+    if (!fit_) return e;
     if (!z || !missing.empty()) {
       if (resolved)
         resolved->emplace_back("--fit", "not applied: the trace has no '" + missing +
@@ -328,8 +348,11 @@ class LlamaCppNgl final : public PlacementRule {
     });
     if (r.ngl) e.ngl = r.ngl;
     if (!r.tensor_split.empty()) e.ts = r.tensor_split;
+    e.kv_tokens = llamacpp::padded_context(r.n_ctx, z->n_ctx_train);
     if (resolved) {
-      std::string args = "-c " + std::to_string(r.n_ctx) + " -ngl " + (r.ngl ? std::to_string(*r.ngl) : std::string("-1"));
+      // As llama-fit-params prints them: -c 0 and -ngl -1 are "not set" (the training context, every slot).
+      const int ngl_printed = e.ngl ? *e.ngl : -1;
+      std::string args = "-c " + std::to_string(r.n_ctx) + " -ngl " + std::to_string(ngl_printed);
       if (!r.tensor_split.empty()) {
         args += " -ts ";
         for (std::size_t i = 0; i < r.tensor_split.size(); ++i)

@@ -45,7 +45,7 @@ DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d
     if ((p.device[t.id] != d || p.path[t.id] == Path::Managed) && prefix <= 0) continue;
     const double b = prefix > 0 ? prefix : static_cast<double>(t.bytes);
     if (t.kind == trace::TensorKind::Weight) u.weights += b;
-    else if (t.kind == trace::TensorKind::KvCache) u.kv += b;
+    else if (t.kind == trace::TensorKind::KvCache) u.kv += b * p.kv_allocation_scale;
     else u.activations += b;
   }
   return u;
@@ -64,7 +64,7 @@ DeviceUsage managed_bytes(const trace::Header& header, const Placement& p, Which
     if ((which == Which::Sysmem && !sysmem) || (which == Which::Paged && sysmem)) continue;
     const double b = static_cast<double>(t.bytes) - (which == Which::Sysmem ? vram_prefix_of(p, t.id) : 0.0);
     if (t.kind == trace::TensorKind::Weight) u.weights += b;
-    else if (t.kind == trace::TensorKind::KvCache) u.kv += b;
+    else if (t.kind == trace::TensorKind::KvCache) u.kv += b * p.kv_allocation_scale;
     else u.activations += b;
   }
   return u;

@@ -108,6 +108,10 @@ struct Placement {
   // every copy from host memory is copy.host_memory.
   std::vector<bool> pageable;
   ManagedSpec managed;
+  // The KV cache the framework allocates, as a multiple of the trace's KV tensors (which hold the run's
+  // own tokens): llama.cpp allocates its whole context (-c) when it loads. Memory and capacity only;
+  // attention reads what the trace's ops read.
+  double kv_allocation_scale = 1.0;
   std::vector<std::pair<std::string, std::string>> resolved;  // policy settings as applied, for reports
 };
 

@@ -220,6 +220,35 @@ TEST(LlamaCppFit, ATraceWithoutTheModelsSizesIsPlacedWithoutFittingAndSaysSo) {
   EXPECT_EQ(resolved(place(gen->header(), "fit=off", 80000), "--fit"), "");
 }
 
+// llama.cpp allocates the KV cache of its whole context when it loads: the placement counts that (576 MiB
+// for Qwen3-4B at -c 4096, as --fit-print says), not the run's 9 tokens; a run longer than -c is refused.
+TEST(LlamaCppFit, TheKvCacheCountedIsTheWholeContext) {
+  const auto gen = generate("qwen3-4b-Q4_K_M");
+  const auto p = place(gen->header(), "fit=off,ctx=4096", 80000);
+  EXPECT_NEAR(placement::usage_on(gen->header(), p, placement::kComputeGpu).kv / kMiB, 576.0, 1e-6);
+  EXPECT_NE(resolved(p, "-c").find("4096 tokens of KV cache allocated (the run uses 9)"), std::string::npos);
+  // -c 0: the training context (40960), as llama-cli without --fit.
+  const auto train = place(gen->header(), "fit=off", 80000);
+  EXPECT_NEAR(placement::usage_on(gen->header(), train, placement::kComputeGpu).kv / kMiB, 5760.0, 1e-6);
+  try {
+    place(gen->header(), "fit=off,ctx=8", 80000);  // padded to 256: still fits 9 tokens
+  } catch (const InputError& e) {
+    ADD_FAILURE() << e.what();
+  }
+  model::GenerationOptions g;
+  model::set_dtype(g, "Q4_K_M");
+  g.prompt_tokens = 300;
+  g.decode_tokens = 1;
+  const model::LlmTraceGenerator longer(
+      model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-4b.json"), g);
+  try {
+    place(longer.header(), "fit=off,ctx=8", 80000);
+    ADD_FAILURE() << "301 tokens in a 256-token context were accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "ctx");
+  }
+}
+
 TEST(LlamaCppFit, BadOptionsNameTheirKey) {
   const auto gen = generate("qwen3-4b-Q4_K_M");
   for (const auto& [options, key] : std::vector<std::pair<std::string, std::string>>{
