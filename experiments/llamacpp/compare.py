@@ -2,6 +2,11 @@
 """Predicts every llama-bench row of the llama.cpp validation run with tiersim and writes the error table.
 
   /usr/bin/python3 experiments/llamacpp/compare.py [--runtime NAME|FILE] [--out results/validation/llamacpp/table.md]
+  /usr/bin/python3 experiments/llamacpp/compare.py --graphs --runtime llamacpp-h100 \
+      --runtime-nographs llamacpp-h100-nographs --out results/validation/llamacpp/graphs.md
+
+--graphs: the rows of raw/graphs.jsonl instead (run_on_gpu.sh graphs: the Q4_K_M files at -ngl 99 and half,
+CUDA graphs on and off, measured the same day); a row without graphs is predicted with --runtime-nographs.
 
 Rows: results/validation/llamacpp/raw/bench_q4.jsonl and bench_q8.jsonl (experiments/llamacpp/run_on_gpu.sh
 validate-q4 validate-q8 on the lent H100: llama.cpp 34af94cd9, random-weight GGUFs of Qwen3-4B and
@@ -23,11 +28,14 @@ SIM = os.path.join(ROOT, "build", "bin", "sim")
 MODELS = {"qwen3-4b": "traces/models/qwen3-4b.json", "llama-3.1-8b": "traces/models/llama-3.1-8b.json"}
 
 
-def rows():
-    for name in ("bench_q4.jsonl", "bench_q8.jsonl"):
+def rows(graphs=False):
+    for name in ("graphs.jsonl",) if graphs else ("bench_q4.jsonl", "bench_q8.jsonl"):
         with open(os.path.join(RAW, name)) as f:
             for line in f:
-                yield json.loads(line)
+                r = json.loads(line)
+                if graphs and "calib-tiny" in r["model_filename"]:
+                    continue  # calibration rows (fit_runtime.py), not validation
+                yield r
 
 
 def describe(r):
@@ -67,11 +75,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runtime", default="")
     ap.add_argument("--out", default="")
+    ap.add_argument("--graphs", action="store_true")
+    ap.add_argument("--runtime-nographs", default="")
     a = ap.parse_args()
     table = []
-    for r in rows():
+    for r in rows(a.graphs):
         model, quant, ot = describe(r)
-        pred, cmd = predict(r, a.runtime)
+        off = a.graphs and not r["cuda_graphs"]
+        pred, cmd = predict(r, a.runtime_nographs if off else a.runtime)
         meas = r["avg_ts"]
         test = f"pp{r['n_prompt']}" if r["n_prompt"] > 0 else f"tg{r['n_gen']}"
         setup = f"-ngl {r['n_gpu_layers']} -t {r['n_threads']}"
@@ -79,6 +90,8 @@ def main():
             setup += " -nkvo 1"
         if ot and ot != "none":
             setup += f" -ot {ot}"
+        if a.graphs:
+            setup += " (CUDA graphs off)" if off else " (CUDA graphs on)"
         table.append((model, quant, setup, test, meas, r["stddev_ts"] / meas, pred, (pred - meas) / meas))
     lines = ["| model | file | llama-bench | test | measured t/s | ± | tiersim t/s | error |", "|---|---|---|---|---|---|---|---|"]
     for m, q, s, t, meas, sd, pred, err in table:
@@ -96,9 +109,23 @@ def main():
                        ("--no-kv-offload", lambda x: "nkvo" in x[2]),
                        ("-ot FFN on the CPU", lambda x: "-ot" in x[2]),
                        ("-ngl half", lambda x: x[2].startswith("-ngl 18") or x[2].startswith("-ngl 16")),
-                       ("-ngl 0 (CPU)", lambda x: x[2].startswith("-ngl 0"))]:
+                       ("-ngl 0 (CPU)", lambda x: x[2].startswith("-ngl 0")),
+                       ("CUDA graphs on", lambda x: "graphs on" in x[2]),
+                       ("CUDA graphs off", lambda x: "graphs off" in x[2])]:
         m, n = mape(sel)
+        if n == 0:
+            continue
         summary.append(f"| {label} | {n} | {m:.1f}% |")
+    if a.graphs:
+        # The effect itself: tokens/s without graphs over with, measured the same day, against tiersim's.
+        summary += ["", "| model | llama-bench | test | measured off/on | tiersim off/on |", "|---|---|---|---|---|"]
+        for m, q, s_, t, meas, sd, pred, err in table:
+            if "graphs on" not in s_:
+                continue
+            twin = [x for x in table if x[0] == m and x[1] == q and x[3] == t and x[2] == s_.replace("graphs on", "graphs off")]
+            if twin:
+                setup = s_.replace(" (CUDA graphs on)", "")
+                summary.append(f"| {m} {q} | `{setup}` | {t} | {twin[0][4] / meas:.3f} | {twin[0][6] / pred:.3f} |")
     text = "\n".join(lines + summary) + "\n"
     if a.out:
         with open(a.out, "w") as f:

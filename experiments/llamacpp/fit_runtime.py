@@ -6,6 +6,11 @@ validation rows.
 
   /usr/bin/python3 experiments/llamacpp/fit_runtime.py [--write]
 
+With --write it also writes calib/runtimes/llamacpp-h100-nographs.yaml: the same costs with CUDA graphs off
+(GGML_CUDA_DISABLE_GRAPHS), from the calibration models' -ngl 99 decode rows without graphs
+(raw/graphs.jsonl, run_on_gpu.sh graphs): with the kernel floor above fixed, per_step and per_launch (the host
+time of each kernel launch, which graph replay saves) from the two sizes.
+
 Also ggml's CUDA matrix kernels by weight type (raw/gpu_mul_mat.txt, test-backend-ops perf) and the cost of a
 CPU/GPU crossing (raw/calib_nkvo.jsonl: the calibration models with and without --no-kv-offload).
 
@@ -27,6 +32,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RAW = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "calib_bench.jsonl")
 SIM = os.path.join(ROOT, "build", "bin", "sim")
 OUT = os.path.join(ROOT, "calib", "runtimes", "llamacpp-h100.yaml")
+OUT_NOGRAPHS = os.path.join(ROOT, "calib", "runtimes", "llamacpp-h100-nographs.yaml")
+GRAPHS = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "graphs.jsonl")
+
+
+def graphs_row(layers, graphs):
+    """Seconds per decode token of a calibration model at -ngl 99 with CUDA graphs on or off."""
+    for line in open(GRAPHS):
+        r = json.loads(line)
+        if f"calib-tiny-{layers}-" in r["model_filename"] and r["cuda_graphs"] == graphs and r["n_gen"] > 0:
+            return 1.0 / r["avg_ts"]
+    sys.exit(f"fit_runtime.py: no tg row for {layers} layers with cuda_graphs {graphs} in {GRAPHS}")
 MODELS = {2: "experiments/llamacpp/models/calib-tiny-2.json", 16: "experiments/llamacpp/models/calib-tiny-16.json"}
 
 
@@ -80,17 +96,25 @@ def base_runtime(gemv, gemm):
     return path
 
 
-def runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm):
+def runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm, per_launch=0.0, graphs=True):
     us = 1e-6
-    return f"""# llama.cpp's host costs on the H100 validation host, calibrated by experiments/llamacpp/fit_runtime.py from
-# two made-up calibration models only (results/validation/llamacpp/raw/calib_bench.jsonl and calib_nkvo.jsonl)
-# and ggml's test-backend-ops (raw/gpu_mul_mat.txt), never from the validation rows.
-# Regenerate: /usr/bin/python3 experiments/llamacpp/fit_runtime.py --write
+    name = "llamacpp-h100" if graphs else "llamacpp-h100-nographs"
+    head = ("# llama.cpp's host costs on the H100 validation host, calibrated by experiments/llamacpp/fit_runtime.py from\n"
+            "# two made-up calibration models only (results/validation/llamacpp/raw/calib_bench.jsonl and calib_nkvo.jsonl)\n"
+            "# and ggml's test-backend-ops (raw/gpu_mul_mat.txt), never from the validation rows.\n")
+    if not graphs:
+        head = ("# llama.cpp's host costs on the H100 validation host with CUDA graphs off (GGML_CUDA_DISABLE_GRAPHS),\n"
+                "# calibrated by experiments/llamacpp/fit_runtime.py from two made-up calibration models only\n"
+                "# (results/validation/llamacpp/raw/calib_bench.jsonl, calib_nkvo.jsonl, graphs.jsonl) and ggml's\n"
+                "# test-backend-ops (raw/gpu_mul_mat.txt), never from the validation rows.\n")
+    what = "" if graphs else ", CUDA graphs off (GGML_CUDA_DISABLE_GRAPHS)"
+    launch_text = "0 us" if per_launch == 0 else f"{per_launch / us:.3f} us"
+    return f"""{head}# Regenerate: /usr/bin/python3 experiments/llamacpp/fit_runtime.py --write
 tiersim_runtime: 1
-name: llamacpp-h100
-description: "llama.cpp 34af94cd9 (ggml CUDA + CPU), host costs calibrated on the H100 validation host"
+name: {name}
+description: "llama.cpp 34af94cd9 (ggml CUDA + CPU){what}, host costs calibrated on the H100 validation host"
 source: "{source}"
-per_launch: "0 us"
+per_launch: "{launch_text}"
 per_copy: "{per_copy / us:.2f} us"
 per_prefetch: "0 us"
 per_step: "{per_step / us:.2f} us"
@@ -104,12 +128,12 @@ gpu_gemm: {{{", ".join(f'{t}: "{gemm[t] / 1e12:.1f} TFLOP/s"' for t in sorted(ge
 """
 
 
-def sim_step(layers, ngl, per_step, floor, cpu_op, per_copy=0.0, dtype="Q8_0", extra=()):
+def sim_step(layers, ngl, per_step, floor, cpu_op, per_copy=0.0, dtype="Q8_0", extra=(), per_launch=0.0):
     args = [SIM, "run", "--model", MODELS[layers], "--dtype", dtype, "--hw", "h100-measured", "--policy", "llamacpp",
             "--runtime", BASE_RUNTIME,
             "--ngl", str(ngl), "--threads", "16", "--prompt", "0", "--decode", "128", "--json",
             "--set", f'runtime.per_step={per_step * 1e6:.6f} us', "--set", f'runtime.kernel_floor={floor * 1e6:.6f} us',
-            "--set", f'runtime.per_cpu_op={cpu_op * 1e6:.6f} us', "--set", 'runtime.per_launch=0 us',
+            "--set", f'runtime.per_cpu_op={cpu_op * 1e6:.6f} us', "--set", f'runtime.per_launch={per_launch * 1e6:.6f} us',
             "--set", f'runtime.per_copy={per_copy * 1e6:.6f} us', *extra]
     out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
     if out.returncode != 0:
@@ -166,10 +190,47 @@ def main():
               "and gpu_gemm from ggml's test-backend-ops perf MUL_MAT 4096x14336 on the H100 (raw/gpu_mul_mat.txt). "
               + report.splitlines()[2])
     text = runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm)
+    # CUDA graphs off: every kernel launched by the host. Same kernel floor, CPU and copy costs; per_step and
+    # per_launch from the two calibration models' -ngl 99 decode rows without graphs (same-day rows with
+    # graphs are in graphs.jsonl too, for reference).
+    BASE_RUNTIME = base_runtime(gemv, gemm)
+    off = {L: graphs_row(L, False) for L in (2, 16)}
+    on = {L: graphs_row(L, True) for L in (2, 16)}
+    # Launch costs hide behind the GPU's kernels while the host keeps ahead, so the token time is not linear
+    # in per_launch: for each per_launch, per_step takes the 2-layer row exactly (it adds once per token);
+    # bisection finds the per_launch that then gives the 16-layer row.
+    def step_for(launch):
+        return max(0.0, off[2] - sim_step(2, 99, 0, floor, cpu_op, per_copy, per_launch=launch))
+    def miss(launch):
+        return sim_step(16, 99, step_for(launch), floor, cpu_op, per_copy, per_launch=launch) - off[16]
+    lo, hi = 0.0, 100 * us
+    if miss(lo) > 0 or miss(hi) < 0:
+        sys.exit(f"fit_runtime.py: no per_launch in 0-100 us gives both rows without graphs ({miss(lo) / us:+.1f}, {miss(hi) / us:+.1f} us)")
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if miss(mid) < 0 else (lo, mid)
+    launch = (lo + hi) / 2
+    step_off = step_for(launch)
+    n = {L: (sim_step(L, 99, 0, floor, cpu_op, per_copy, per_launch=launch + us) -
+             sim_step(L, 99, 0, floor, cpu_op, per_copy, per_launch=launch)) / us for L in (2, 16)}
+    os.unlink(BASE_RUNTIME)
+    report_off = (f"CUDA graphs off: per-token {off[2] / us:.1f} us (2 layers), {off[16] / us:.1f} us (16) "
+                  f"[with graphs the same day: {on[2] / us:.1f} and {on[16] / us:.1f}]; host-bound launches per token {n[2]:.0f} "
+                  f"and {n[16]:.0f} -> per_launch {launch / us:.3f} us, per_step {step_off / us:.1f} us")
+    print(report_off)
+    if min(step_off, launch) < 0:
+        sys.exit("fit_runtime.py: a negative cost without graphs: the model does not describe these rows")
+    source_off = ("per-token times of 2- and 16-layer models (hidden 256) under llama-bench tg128, -t 16, -ngl 99, "
+                  "GGML_CUDA_DISABLE_GRAPHS=1 (raw/graphs.jsonl): per_step and per_launch with kernel_floor, per_cpu_op, "
+                  "per_copy and the GPU kernels of llamacpp-h100. " + report_off)
+    text_off = runtime_text(source_off, step_off, per_copy, cpu_op, floor, gemv, gemm, launch, graphs=False)
     if "--write" in sys.argv:
         with open(OUT, "w") as f:
             f.write(text)
         print("wrote", os.path.relpath(OUT, ROOT))
+        with open(OUT_NOGRAPHS, "w") as f:
+            f.write(text_off)
+        print("wrote", os.path.relpath(OUT_NOGRAPHS, ROOT))
 
 
 if __name__ == "__main__":

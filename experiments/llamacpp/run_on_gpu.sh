@@ -2,7 +2,7 @@
 # The llama.cpp validation run on a GPU machine (the device tool), in phases that each pick up what an
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
 #   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
-#          models-14b fit-fixtures
+#          models-14b fit-fixtures graphs
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -202,6 +202,41 @@ PY
 import json
 for l in open('$OUT/fit$tag.jsonl'):
     r = json.loads(l); print(r['model'], r['budget_mib'], r['status'], r['args'])"
+}
+
+# CUDA graphs on and off (GGML_CUDA_DISABLE_GRAPHS, read by ggml-cuda's common.cuh is_enabled): the two
+# calibration models at -ngl 99 (the runtime without graphs is calibrated from these alone) and the
+# validation models' Q4_K_M files at -ngl 99 and half (validation rows) -> $OUT/graphs.jsonl, each llama-bench
+# line with "cuda_graphs": true|false added.
+phase_graphs() {
+  "$here/make_models.sh" --models "qwen3-4b llama-3.1-8b" --quants Q4_K_M > "$OUT/graphs_models.log" 2>&1 || { tail "$OUT/graphs_models.log"; return 1; }
+  for m in calib-tiny-2 calib-tiny-16; do
+    if [ ! -s "$models/$m-Q8_0.gguf" ]; then
+      python3 "$here/make_random_gguf.py" "$here/models/$m.json" -o "$models/$m-f16.gguf" > /dev/null || return 1
+      "$LLAMA_QUANTIZE" "$models/$m-f16.gguf" "$models/$m-Q8_0.gguf" Q8_0 > "$models/$m-Q8_0.log" 2>&1 || return 1
+    fi
+  done
+  rm -f "$models"/*-f16.gguf
+  : > "$OUT/graphs.jsonl"
+  tag() { python3 -c "import json,sys; [print(json.dumps(dict(json.loads(l), cuda_graphs=sys.argv[1]=='on'))) for l in sys.stdin if l.strip()]" "$1"; }
+  for g in on off; do
+    local env=()
+    [ "$g" = off ] && env=(env GGML_CUDA_DISABLE_GRAPHS=1)
+    for m in calib-tiny-2 calib-tiny-16; do
+      "${env[@]}" "$bin/llama-bench" -o jsonl -m "$models/$m-Q8_0.gguf" -p 512 -n 128 -r 5 -ngl 99 -t 16 | tag $g >> "$OUT/graphs.jsonl" || return 1
+    done
+    for spec in qwen3-4b:36 llama-3.1-8b:32; do
+      local file=$models/${spec%%:*}-Q4_K_M.gguf L=${spec##*:}
+      for ngl in 99 $((L / 2)); do
+        "${env[@]}" "$bin/llama-bench" -o jsonl -m "$file" -p 512 -n 128 -r 3 -ngl "$ngl" -t 16 | tag $g >> "$OUT/graphs.jsonl" || return 1
+      done
+    done
+    echo "graphs: $g done at $SECONDS s"
+  done
+  python3 -c "
+import json
+for l in open('$OUT/graphs.jsonl'):
+    r = json.loads(l); print(r['model_filename'].split('/')[-1], r['n_gpu_layers'], r['n_prompt'], r['n_gen'], 'graphs' if r['cuda_graphs'] else 'no graphs', round(r['avg_ts'], 1))"
 }
 
 # A 14B model for the 12 GB example (Q4_K_M only; its F16 source is removed once quantized).

@@ -1,0 +1,47 @@
+// llama.cpp's user-facing flags as a user runs them: --fit on a 12 GB card, --ctx-size, and the runtime
+// measured without CUDA graphs.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run_sim.hpp"
+
+namespace {
+
+using tiersim::testing::run_sim;
+
+const std::string kQwen14 = "run --model traces/models/qwen3-14b.json --dtype Q4_K_M --policy llamacpp --hw rtx4070 ";
+
+TEST(LlamaCppFlags, FitKeepsEveryLayerOnA12GbCardAtAShorterContextAndMovesLayersForALongOne) {
+  const auto fit = run_sim(kQwen14 + "--prompt 64 --decode 8");
+  ASSERT_EQ(fit.code, 0) << fit.out;
+  EXPECT_NE(fit.out.find("would print: -c 13824 -ngl -1"), std::string::npos) << fit.out;
+  const auto longer = run_sim(kQwen14 + "--prompt 64 --decode 8 --ctx-size 32768");
+  ASSERT_EQ(longer.code, 0) << longer.out;
+  EXPECT_NE(longer.out.find("would print: -c 32768 -ngl 31"), std::string::npos) << longer.out;
+  EXPECT_NE(longer.out.find("30 of 40 repeating layers on the GPU"), std::string::npos) << longer.out;
+  // Off: llama.cpp loads every layer with the training context (40960) and does not fit.
+  const auto off = run_sim(kQwen14 + "--prompt 64 --decode 8 --fit off --json", false);
+  EXPECT_EQ(off.code, 3) << off.out;
+  const auto bad = run_sim(kQwen14 + "--fit maybe");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  const auto bad_target = run_sim(kQwen14 + "--fit-target 1GiB");
+  EXPECT_EQ(bad_target.code, 2) << bad_target.out;
+  EXPECT_NE(bad_target.out.find("fit-target"), std::string::npos) << bad_target.out;
+}
+
+double tps(const std::string& args) {
+  const auto r = run_sim(args + " --json", false);
+  EXPECT_EQ(r.code, 0) << args << "\n" << r.out;
+  return r.code == 0 ? nlohmann::json::parse(r.out)["tps"].get<double>() : 0.0;
+}
+
+TEST(LlamaCppFlags, WithoutCudaGraphsEveryKernelLaunchCostsTheHost) {
+  const std::string run = "run --model traces/models/qwen3-4b.json --dtype Q4_K_M --policy llamacpp --hw h100-measured "
+                          "--ngl 99 --prompt 0 --decode 32 --fit off --runtime ";
+  const double with = tps(run + "llamacpp-h100"), without = tps(run + "llamacpp-h100-nographs");
+  EXPECT_LT(without, 0.9 * with);  // measured: 255 against 315 tokens/s (results/validation/llamacpp/graphs.md)
+  EXPECT_GT(without, 0.5 * with);
+}
+
+}  // namespace
