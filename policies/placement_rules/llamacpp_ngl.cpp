@@ -394,7 +394,7 @@ class LlamaCppNgl final : public PlacementRule {
       splits[d] = ts.empty() ? hw.gpu.memory - hw.gpu.reserved : (d < static_cast<int>(ts.size()) ? ts[d] : 0.0);
     double sum = 0;
     for (double& s : splits) s = (sum += s);
-    for (double& s : splits) s /= sum;
+    for (double& s : splits) s = sum > 0 ? s / sum : 1.0;  // all 0 (the fit's "no layers"): nothing is placed
 
     const int slots = n_layer + 1;  // the repeating layers and the output layer
     const int ngl = std::min(ngl_given.value_or(slots), 100000);

@@ -11,9 +11,11 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <unistd.h>
 
 #include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
+#include "cli/sweep_grid.hpp"
 #include "config/embedded_files.hpp"
 #include "config/profile_source.hpp"
 #include "hardware/profile_writer.hpp"
@@ -419,6 +421,84 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
   return 0;
 }
 
+// The sweep's own options, which a point's `sim run` command does not take.
+bool sweep_only(const std::string& a) { return a == "--gb" || a == "-o" || a == "--output" || a == "--format"; }
+std::vector<std::string> without_sweep_options(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string name = args[i].substr(0, args[i].find('='));
+    if (sweep_only(name)) {
+      if (name == args[i]) ++i;  // and its value
+      continue;
+    }
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
+// One grid point's options, parsed as `sim run` would (every check a run makes).
+CommonOptions parse_point(const std::vector<std::string>& args) {
+  CLI::App app{"point"};
+  CommonOptions o;
+  add_common_options(app, o);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw InputError("", 0, "sweep", std::string("a grid point does not parse: ") + e.what() + " (" +
+                                         app::point_command(args) + ")");
+  }
+  return o;
+}
+
+int grid_command(const app::Grid& grid, const std::string& format_text, const std::string& output) {
+  report::GridFormat format = report::GridFormat::Csv;
+  if (format_text == "jsonl") format = report::GridFormat::Jsonl;
+  else if (format_text == "md") format = report::GridFormat::Markdown;
+  else if (!format_text.empty() && format_text != "csv")
+    throw InputError("", 0, "--format", "csv, jsonl or md, not '" + format_text + "'");
+  // Every point parses before any is simulated: a bad value fails the sweep at once.
+  std::vector<CommonOptions> points;
+  for (const auto& p : grid.points) points.push_back(parse_point(without_sweep_options(p.args)));
+  report::OutputFile out(output.empty() ? "-" : output, "-o");
+  // Traces loaded once per model and workload, shared read-only by the points that use them.
+  std::map<std::string, std::shared_ptr<const app::LoadedTrace>> traces;
+  const bool progress = isatty(2) && points.size() >= 20;
+  std::vector<report::GridRow> rows;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const CommonOptions& o = points[i];
+    report::GridRow row;
+    row.values = grid.points[i].values;
+    row.command = app::point_command(without_sweep_options(grid.points[i].args));
+    app::RunInputs m;
+    resolve_machine(o, m);
+    app::TraceSpec spec = trace_spec(o);
+    const std::string key = o.trace + '\n' + o.model + '\n' + o.dtype.value_or("") + '\n' + std::to_string(o.batch) + '\n' +
+                            std::to_string(o.prompt) + '\n' + std::to_string(o.decode) + '\n' +
+                            std::to_string(spec.generation.ubatch);
+    auto& loaded = traces[key];
+    if (!loaded) loaded = app::load_trace(spec);
+    spec.loaded = loaded;
+    try {
+      const auto sim = app::simulate(m.setup(), strategy_spec(o), app::parse_engine(o.engine), spec);
+      row.ok = true;
+      row.summary = result::summarize(sim.result);
+      row.vram_peak = sim.result.peak_bytes.at("cuda:0");
+      row.offloaded = placement::offloaded_weight_bytes(sim.header, sim.placement);
+    } catch (const CapacityError& e) {
+      row.error = e.what();
+    }
+    rows.push_back(std::move(row));
+    if (progress) std::cerr << "\rsweep: " << i + 1 << " of " << points.size() << " points" << std::flush;
+  }
+  if (progress) std::cerr << "\n";
+  std::vector<std::string> axes;
+  for (const auto& a : grid.axes) axes.push_back(a.option);
+  report::write_grid(out.stream(), format, axes, rows);
+  out.commit();
+  return 0;
+}
+
 int gen_command(const CommonOptions& o, const std::string& output) {
   if (o.model.empty()) throw InputError("", 0, "--model", "sim gen needs --model FILE (a model description)");
   app::TraceSpec spec = trace_spec(o);
@@ -484,6 +564,18 @@ int main(int argc, char** argv) {
   if (args.size() > 1 && args[1].size() > 1 && args[1][0] == '-' && args[1] != "-h" && args[1] != "--help" &&
       args[1] != "--version")
     args.insert(args.begin() + 1, "run");
+  // A sweep with lists (--ngl 10,20,30) is a grid: parsed here with each list's first value, every point
+  // parsed again when it runs.
+  app::Grid grid;
+  if (args.size() > 1 && args[1] == "sweep") {
+    try {
+      grid = app::expand_grid(std::vector<std::string>(args.begin() + 2, args.end()));
+    } catch (const InputError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return 2;
+    }
+    std::copy(grid.points.front().args.begin(), grid.points.front().args.end(), args.begin() + 2);
+  }
 
   CLI::App app{"tiersim: predicts the speed and memory of ML inference spread over GPU memory tiers\n"
                "exit codes: 0 done, 2 bad input (a file, line and key named), 3 the model does not fit (the device and\n"
@@ -493,7 +585,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   CommonOptions run_o, sweep_o, gen_o;
   bool json = false;
-  std::string range, sweep_out, gen_out, timeline_path;
+  std::string range, sweep_out, sweep_format, gen_out, timeline_path;
   std::size_t timeline_steps = 3;
 
   auto* run = app.add_subcommand("run", "predict one configuration (the default subcommand)");
@@ -506,10 +598,15 @@ int main(int argc, char** argv) {
   run->add_option("--timeline", timeline_path, "write a Chrome trace (chrome://tracing, ui.perfetto.dev) of the first steps");
   run->add_option("--timeline-steps", timeline_steps, "steps the timeline covers")->capture_default_str()->check(number_in(1, 1000, "steps", true));
 
-  auto* sweep = app.add_subcommand("sweep", "CSV of predictions against GB moved off the compute GPU");
+  auto* sweep = app.add_subcommand(
+      "sweep", "a grid of predictions: options given lists (--ngl 10,20,30 --hw rtx4090,rtx5090) or ranges "
+               "(--ngl 0:40:10) are its axes (--ngl --layers --prefetch --threads --ubatch --batch --prompt --decode "
+               "--ctx-size --offload-gb --hw --policy --runtime --dtype --host-memory --engine --offload-exec --donor "
+               "--fit --model --trace); or, with --gb, the CSV of predictions against GB moved off the compute GPU");
   add_common_options(*sweep, sweep_o);
-  sweep->add_option("--gb", range, "FROM:TO:STEP in GB (1e9 bytes) moved off the compute GPU")->required();
-  sweep->add_option("-o,--output", sweep_out, "CSV file (default: standard output)");
+  sweep->add_option("--gb", range, "FROM:TO:STEP in GB (1e9 bytes) moved off the compute GPU (the offload sweep)");
+  sweep->add_option("--format", sweep_format, "a grid's output: csv (RFC 4180, the default), jsonl or md");
+  sweep->add_option("-o,--output", sweep_out, "output file (default: standard output)");
 
   auto* gen = app.add_subcommand("gen", "write the trace of a model description");
   gen->add_option("--model", gen_o.model, "model description (HF config.json fields)")->required();
@@ -572,6 +669,13 @@ int main(int argc, char** argv) {
       return run_command(app::inputs_from_config(config_path), true, timeline_path, timeline_steps);
     }
     if (*run) return run_command(run_inputs(run_o), json, timeline_path, timeline_steps);
+    if (*sweep && (!grid.axes.empty() || !sweep_format.empty())) {
+      if (!range.empty())
+        throw InputError("", 0, "--gb", "is the offload sweep; in a grid give --offload-gb FROM:TO:STEP as an axis");
+      return grid_command(grid, sweep_format, sweep_out);
+    }
+    if (*sweep && range.empty())
+      throw InputError("", 0, "--gb", "give --gb FROM:TO:STEP (the offload sweep), or lists to make a grid (--ngl 10,20,30)");
     if (*sweep) return sweep_command(sweep_o, range, sweep_out);
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();

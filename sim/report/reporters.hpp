@@ -47,4 +47,22 @@ struct SweepRow {
 };
 void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows);
 
+// One row per point of a grid sweep (sim sweep with lists): the axes' values, then the prediction.
+struct GridRow {
+  std::vector<std::string> values;  // by axis
+  bool ok = false;
+  std::string error;                // why the point has no prediction (it does not fit)
+  result::Summary summary;
+  double vram_peak = 0;
+  double offloaded = 0;
+  std::string command;              // the sim command that reproduces the point
+};
+enum class GridFormat { Csv, Jsonl, Markdown };
+// CSV as RFC 4180 (CRLF line ends; a field with a comma, quote or line break quoted, quotes doubled),
+// JSON lines, or a markdown table; the columns are the axes (by option name without dashes), then
+// tps, decode_step_seconds, prefill_seconds, vram_peak_bytes, offloaded_bytes, h2d_bytes_per_step,
+// peer_bytes_per_step, status (ok or error), error and command.
+void write_grid(std::ostream& out, GridFormat format, const std::vector<std::string>& axes,
+                const std::vector<GridRow>& rows);
+
 }  // namespace tiersim::report

@@ -121,7 +121,9 @@ llamacpp::Projector toy(int gpus) {
     for (double s : share) sum += s;
     int given = 0;
     for (int d = 0; d < gpus; ++d) {
-      const int n = d + 1 == gpus ? ngl - given : static_cast<int>(ngl * share[static_cast<std::size_t>(d)] / sum);
+      const int n = sum <= 0         ? 0
+                    : d + 1 == gpus ? ngl - given
+                                    : static_cast<int>(ngl * share[static_cast<std::size_t>(d)] / sum);
       given += n;
       auto& p = out[static_cast<std::size_t>(d)];
       p.model = static_cast<std::int64_t>(n) * 100 * (1 << 20);

@@ -1,0 +1,103 @@
+// Grid sweeps as CSV (RFC 4180), JSON lines or a markdown table (reporters.hpp write_grid).
+#include <cstdio>
+
+#include "report/reporters.hpp"
+
+namespace tiersim::report {
+namespace {
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+std::string whole(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+// RFC 4180 section 2: fields holding a comma, a double quote or a line break are enclosed in double
+// quotes, and a double quote inside is written twice.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// A markdown cell: pipes escaped, line breaks as spaces.
+std::string md_cell(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n' || c == '\r') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+void write_grid(std::ostream& out, GridFormat format, const std::vector<std::string>& axes,
+                const std::vector<GridRow>& rows) {
+  std::vector<std::string> header;
+  for (const auto& a : axes) header.push_back(a.substr(a.find_first_not_of('-')));
+  for (const char* c : {"tps", "decode_step_seconds", "prefill_seconds", "vram_peak_bytes", "offloaded_bytes",
+                        "h2d_bytes_per_step", "peer_bytes_per_step", "status", "error", "command"})
+    header.push_back(c);
+  auto cells = [&](const GridRow& r) {
+    std::vector<std::string> c = r.values;
+    if (r.ok) {
+      for (const std::string& v : {num(r.summary.tps), num(r.summary.decode_step_median), num(r.summary.prefill_seconds),
+                                   whole(r.vram_peak), whole(r.offloaded), whole(r.summary.h2d_bytes_per_step),
+                                   whole(r.summary.peer_bytes_per_step)})
+        c.push_back(v);
+    } else {
+      c.insert(c.end(), 7, "");
+    }
+    c.push_back(r.ok ? "ok" : "error");
+    c.push_back(r.error);
+    c.push_back(r.command);
+    return c;
+  };
+  if (format == GridFormat::Csv) {
+    auto line = [&](const std::vector<std::string>& c) {
+      for (std::size_t i = 0; i < c.size(); ++i) out << (i ? "," : "") << csv_field(c[i]);
+      out << "\r\n";
+    };
+    line(header);
+    for (const auto& r : rows) line(cells(r));
+  } else if (format == GridFormat::Markdown) {
+    auto line = [&](const std::vector<std::string>& c) {
+      out << '|';
+      for (const auto& x : c) out << ' ' << md_cell(x) << " |";
+      out << '\n';
+    };
+    line(header);
+    out << '|';
+    for (std::size_t i = 0; i < header.size(); ++i) out << "---|";
+    out << '\n';
+    for (const auto& r : rows) line(cells(r));
+  } else {
+    for (const auto& r : rows) {
+      nlohmann::ordered_json j;
+      for (std::size_t i = 0; i < axes.size(); ++i) j[header[i]] = r.values[i];
+      if (r.ok) {
+        j["tps"] = r.summary.tps;
+        j["decode_step_seconds"] = r.summary.decode_step_median;
+        j["prefill_seconds"] = r.summary.prefill_seconds;
+        j["vram_peak_bytes"] = r.vram_peak;
+        j["offloaded_bytes"] = r.offloaded;
+        j["h2d_bytes_per_step"] = r.summary.h2d_bytes_per_step;
+        j["peer_bytes_per_step"] = r.summary.peer_bytes_per_step;
+      }
+      j["status"] = r.ok ? "ok" : "error";
+      if (!r.ok) j["error"] = r.error;
+      j["command"] = r.command;
+      out << j.dump() << '\n';
+    }
+  }
+}
+
+}  // namespace tiersim::report
