@@ -132,6 +132,7 @@ def sim_step(layers, ngl, per_step, floor, cpu_op, per_copy=0.0, dtype="Q8_0", e
     args = [SIM, "run", "--model", MODELS[layers], "--dtype", dtype, "--hw", "h100-measured", "--policy", "llamacpp",
             "--runtime", BASE_RUNTIME,
             "--ngl", str(ngl), "--threads", "16", "--prompt", "0", "--decode", "128", "--json",
+            "--fit", "off", "--ctx-size", "128",  # llama-bench: no fit, n_prompt + n_gen tokens of context
             "--set", f'runtime.per_step={per_step * 1e6:.6f} us', "--set", f'runtime.kernel_floor={floor * 1e6:.6f} us',
             "--set", f'runtime.per_cpu_op={cpu_op * 1e6:.6f} us', "--set", f'runtime.per_launch={per_launch * 1e6:.6f} us',
             "--set", f'runtime.per_copy={per_copy * 1e6:.6f} us', *extra]
@@ -197,10 +198,12 @@ def main():
     off = {L: graphs_row(L, False) for L in (2, 16)}
     on = {L: graphs_row(L, True) for L in (2, 16)}
     # Launch costs hide behind the GPU's kernels while the host keeps ahead, so the token time is not linear
-    # in per_launch: for each per_launch, per_step takes the 2-layer row exactly (it adds once per token);
+    # in per_launch: for each per_launch, per_step takes the 2-layer row exactly (it adds once per token;
+    # held at 0 where the row is already exceeded, which only the bisection's upper probes reach);
     # bisection finds the per_launch that then gives the 16-layer row.
-    def step_for(launch):
-        return max(0.0, off[2] - sim_step(2, 99, 0, floor, cpu_op, per_copy, per_launch=launch))
+    def step_for(launch, clamp=True):
+        step = off[2] - sim_step(2, 99, 0, floor, cpu_op, per_copy, per_launch=launch)
+        return max(0.0, step) if clamp else step
     def miss(launch):
         return sim_step(16, 99, step_for(launch), floor, cpu_op, per_copy, per_launch=launch) - off[16]
     lo, hi = 0.0, 100 * us
@@ -210,7 +213,7 @@ def main():
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if miss(mid) < 0 else (lo, mid)
     launch = (lo + hi) / 2
-    step_off = step_for(launch)
+    step_off = step_for(launch, clamp=False)
     n = {L: (sim_step(L, 99, 0, floor, cpu_op, per_copy, per_launch=launch + us) -
              sim_step(L, 99, 0, floor, cpu_op, per_copy, per_launch=launch)) / us for L in (2, 16)}
     os.unlink(BASE_RUNTIME)

@@ -72,6 +72,7 @@ FitResult fit(const FitRequest& rq, const Projector& project) {
           // Whole layers per device waste about half a layer each: be conservative.
           const std::uint32_t ngl_param = rq.ngl ? static_cast<std::uint32_t>(*rq.ngl) : UINT32_MAX;
           const std::uint32_t layers = std::min(ngl_param, hp_ngl);
+          // fit.cpp divides by this even when it is 0 (-ngl 0 on several GPUs); here the term is skipped.
           if (layers > 0) sum_used_target -= static_cast<std::int64_t>(nd + 1) * (sum_model / layers) / 2;
         }
         n_ctx = rq.n_ctx_min;
@@ -134,7 +135,7 @@ FitResult fit(const FitRequest& rq, const Projector& project) {
       std::vector<std::int64_t> mem_high = memory(high);
       if (mem_high[id] > targets[id]) {
         std::uint32_t delta = high[id] - low[id];
-        while (delta > 1) {
+        while (delta > 1 && mem_high[id] != mem[id]) {  // (equal: fit.cpp would divide by zero; keep `low`)
           // As fit.cpp: an int64 quotient stored in a uint32_t (a negative one wraps to a large step).
           auto step = static_cast<std::uint32_t>(static_cast<std::int64_t>(delta) * (targets[id] - mem[id]) /
                                                  (mem_high[id] - mem[id]));

@@ -31,8 +31,9 @@
 //             several-GPU projection was measured).
 // The fit reads the model's sizes from the trace's meta (vocab_size, hidden_size, intermediate_size,
 // context_length, ubatch: written by the generator); a trace without them is placed without fitting,
-// and the report says so. The projected context is llama.cpp's allocation; the simulated run's KV cache
-// is the trace's own tokens. A tied output matrix: llama.cpp loads token_embd again for the output layer,
+// and the report says so. The KV cache a placement counts (memory per tier, capacity) is llama.cpp's
+// allocation for the context (Placement::kv_allocation_scale); attention reads the run's own tokens. A
+// tied output matrix: llama.cpp loads token_embd again for the output layer,
 // and a GGUF trace has that copy as a tensor of its own (model/trace_generator.cpp); a trace that ties
 // them (a bf16 one) is refused under this rule.
 #include <algorithm>
@@ -106,12 +107,17 @@ class LlamaCppNgl final : public PlacementRule {
     if (o.has("fit-target")) {
       const std::string text = o.text("fit-target");
       std::size_t start = 0;
+      if (text.find_first_not_of(",/") == std::string::npos) o.fail("fit-target", "no value in '" + text + "'");
       while (true) {
         const std::size_t sep = text.find_first_of(",/", start);
         const std::string item = text.substr(start, sep == std::string::npos ? std::string::npos : sep - start);
-        const bool digits = !item.empty() && item.size() <= 9 && item.find_first_not_of("0123456789") == std::string::npos;
-        if (!digits) o.fail("fit-target", "MiB to leave free per GPU, integers separated by ',' (1024 or 2048,1024), got '" + item + "'");
-        fit_target_mib_.push_back(std::stoll(item));
+        // As common/arg.cpp: split at runs of ',' and '/'.
+        if (!item.empty()) {
+          const bool digits = item.size() <= 9 && item.find_first_not_of("0123456789") == std::string::npos;
+          if (!digits)
+            o.fail("fit-target", "MiB to leave free per GPU, integers separated by ',' (1024 or 2048,1024), got '" + item + "'");
+          fit_target_mib_.push_back(std::stoll(item));
+        }
         if (sep == std::string::npos) break;
         start = sep + 1;
       }
@@ -181,8 +187,9 @@ class LlamaCppNgl final : public PlacementRule {
       resolved.emplace_back("-c", std::to_string(e.kv_tokens) + " tokens of KV cache allocated (the run uses " +
                                       std::to_string(static_cast<long long>(z->tokens)) + ")");
     } else {
-      resolved.emplace_back("-c", "unknown (the trace has no context_length meta and no ctx= was given): the KV "
-                                  "cache counted is the run's own tokens");
+      resolved.emplace_back("-c", "unknown (the trace has no '" + (missing.empty() ? std::string("context_length") : missing) +
+                                      "' meta" + (ctx_ > 0 ? "" : " and no ctx= was given") +
+                                      "): the KV cache counted is the run's own tokens");
     }
     // --no-kv-offload: every KV cache in host memory, attention on the CPU.
     if (!kv_offload_) {
@@ -271,7 +278,7 @@ class LlamaCppNgl final : public PlacementRule {
     if (ub) z.ubatch = *ub;
     z.tokens = static_cast<double>(header.batch()) * static_cast<double>(*prompt + *decode);
     if (z.tokens <= 0) {
-      missing = "prompt_tokens";
+      missing = "prompt_tokens";  // prompt + decode is 0: no tokens to size a KV cache by
       return std::nullopt;
     }
     return z;
@@ -334,12 +341,18 @@ class LlamaCppNgl final : public PlacementRule {
     rq.ngl = ngl_;
     rq.tensor_split_given = !ts_.empty();
     rq.overrides_given = !overrides_.empty();
+    if (static_cast<int>(fit_target_mib_.size()) > std::max(hw.gpu.count, 1) && fit_target_mib_.size() > 1)
+      throw InputError("", 0, "fit-target", std::to_string(fit_target_mib_.size()) + " margins for " +
+                                                std::to_string(hw.gpu.count) + " GPU(s) on '" + hw.name + "'");
+    std::string margins;
     for (int d = 0; d < hw.gpu.count; ++d) {
       rq.free.push_back(static_cast<std::int64_t>(hw.gpu.memory - hw.gpu.reserved));
-      const std::int64_t m = fit_target_mib_.empty() ? 1024
+      // As common/arg.cpp: one value is every GPU's; a list sets the GPUs it names, the rest keep 1024.
+      const std::int64_t m = fit_target_mib_.size() == 1                          ? fit_target_mib_[0]
                              : d < static_cast<int>(fit_target_mib_.size()) ? fit_target_mib_[d]
-                                                                             : fit_target_mib_.back();
+                                                                             : 1024;
       rq.margin.push_back(m * 1024 * 1024);
+      margins += (d ? "," : "") + std::to_string(m);
     }
     const llamacpp::FitResult r = llamacpp::fit(rq, [&](const llamacpp::Assignment& a, std::uint32_t n_ctx) {
       llamacpp::Assignment b = a;
@@ -353,15 +366,17 @@ class LlamaCppNgl final : public PlacementRule {
       // As llama-fit-params prints them: -c 0 and -ngl -1 are "not set" (the training context, every slot).
       const int ngl_printed = e.ngl ? *e.ngl : -1;
       std::string args = "-c " + std::to_string(r.n_ctx) + " -ngl " + std::to_string(ngl_printed);
-      if (!r.tensor_split.empty()) {
+      std::size_t shown = r.tensor_split.size();
+      while (shown > 1 && r.tensor_split[shown - 1] == 0) --shown;  // as fit-params.cpp: trailing zeros dropped
+      if (shown > 1) {
         args += " -ts ";
-        for (std::size_t i = 0; i < r.tensor_split.size(); ++i)
+        for (std::size_t i = 0; i < shown; ++i)
           args += (i ? "," : "") + std::to_string(static_cast<long long>(r.tensor_split[i]));
       }
       const std::uint32_t ctx = llamacpp::padded_context(r.n_ctx, z->n_ctx_train);
-      resolved->emplace_back("--fit", std::string(r.success ? "" : "failed; ") + "llama-fit-params would print: " + args +
-                                          " (context " + std::to_string(ctx) + " tokens, margin " +
-                                          std::to_string(rq.margin[0] / 1048576) + " MiB per GPU)");
+      resolved->emplace_back("--fit", std::string(r.success ? "llama-fit-params would print: " : "failed; llama-cli loads with: ") +
+                                          args + " (context " + std::to_string(ctx) + " tokens, margin " + margins +
+                                          " MiB" + (hw.gpu.count > 1 ? " by GPU)" : ")"));
       for (std::size_t d = 0; d < r.projected.size(); ++d) {
         const auto& p = r.projected[d];
         constexpr double kMiB = 1048576.0;
@@ -375,10 +390,21 @@ class LlamaCppNgl final : public PlacementRule {
     return e;
   }
 
+  // The repeating layers (the output layer is the last weight layer); every tensor's layer must be one
+  // of llama.cpp's slots: weights -1 (the embedding) to n_layer, KV caches 0 to n_layer - 1.
   static std::int32_t layer_count(const trace::Header& header) {
     std::int32_t n_layer = 0;
     for (const auto& t : header.tensors)
       if (t.kind == trace::TensorKind::Weight) n_layer = std::max(n_layer, t.layer);
+    if (n_layer > 100000)
+      throw InputError("", 0, "tensor", "a weight at layer " + std::to_string(n_layer) + ": llamacpp.ngl models at most 100,000 layers");
+    for (const auto& t : header.tensors) {
+      const bool weight_ok = t.kind != trace::TensorKind::Weight || t.layer >= -1;
+      const bool kv_ok = t.kind != trace::TensorKind::KvCache || (t.layer >= 0 && t.layer < n_layer);
+      if (!weight_ok || !kv_ok)
+        throw InputError("", 0, "tensor", "'" + t.name + "' is at layer " + std::to_string(t.layer) + ", outside the model's " +
+                                              std::to_string(n_layer) + " layers and its output layer");
+    }
     return n_layer;
   }
 
@@ -389,12 +415,16 @@ class LlamaCppNgl final : public PlacementRule {
       throw InputError("", 0, "ts", std::to_string(ts.size()) + " proportions for " + std::to_string(hw.gpu.count) +
                                         " GPU(s) on '" + hw.name + "'");
     // The split points: cumulative, normalised proportions per GPU.
-    std::vector<double> splits(static_cast<std::size_t>(hw.gpu.count), 0.0);
+    // As llama_model::load_tensors: float split points (the fit's -ts counts then give each GPU exactly its count).
+    std::vector<float> splits(static_cast<std::size_t>(hw.gpu.count), 0.0f);
+    bool all_zero = true;
+    for (const double v : ts) all_zero &= v == 0.0;
     for (int d = 0; d < hw.gpu.count; ++d)
-      splits[d] = ts.empty() ? hw.gpu.memory - hw.gpu.reserved : (d < static_cast<int>(ts.size()) ? ts[d] : 0.0);
-    double sum = 0;
-    for (double& s : splits) s = (sum += s);
-    for (double& s : splits) s = sum > 0 ? s / sum : 1.0;  // all 0 (the fit's "no layers"): nothing is placed
+      splits[d] = all_zero ? static_cast<float>(hw.gpu.memory - hw.gpu.reserved)
+                           : static_cast<float>(d < static_cast<int>(ts.size()) ? ts[d] : 0.0);
+    float sum = 0.0f;
+    for (float& s : splits) s = (sum += s);
+    for (float& s : splits) s /= sum;
 
     const int slots = n_layer + 1;  // the repeating layers and the output layer
     const int ngl = std::min(ngl_given.value_or(slots), 100000);
@@ -404,7 +434,7 @@ class LlamaCppNgl final : public PlacementRule {
     for (int il = 0; il < slots; ++il) {
       if (il < gpu_start || il - gpu_start >= active) continue;
       const float at = static_cast<float>(il - gpu_start) / static_cast<float>(active);  // as llama.cpp: float
-      const auto gpu = std::upper_bound(splits.begin(), splits.end(), static_cast<double>(at)) - splits.begin();
+      const auto gpu = std::upper_bound(splits.begin(), splits.end(), at) - splits.begin();
       out[static_cast<std::size_t>(il)] = static_cast<placement::DeviceId>(std::min<std::ptrdiff_t>(gpu, hw.gpu.count - 1));
     }
     return out;

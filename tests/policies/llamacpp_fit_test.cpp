@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "core/error.hpp"
 #include "hardware/profile_loader.hpp"
@@ -254,13 +255,78 @@ TEST(LlamaCppFit, TheKvCacheCountedIsTheWholeContext) {
 TEST(LlamaCppFit, BadOptionsNameTheirKey) {
   const auto gen = generate("qwen3-4b-Q4_K_M");
   for (const auto& [options, key] : std::vector<std::pair<std::string, std::string>>{
-           {"fit=maybe", "fit"}, {"fit-target=1g", "fit-target"}, {"fit-target=", "fit-target"},
+           {"fit=maybe", "fit"}, {"fit-target=1g", "fit-target"}, {"fit-target=//", "fit-target"},
            {"ctx=-1", "ctx"}, {"fit-ctx=0", "fit-ctx"}}) {
     try {
       place(gen->header(), options, 80000);
       ADD_FAILURE() << options << " was accepted";
     } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << options << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("option '" + key + "'"), std::string::npos) << options << ": " << e.what();
+    }
+  }
+}
+
+// On several GPUs the fit's -ts is the layers per GPU, and llama.cpp's float split points give each GPU
+// exactly that many slots (in double precision a boundary slot can fall to the GPU before).
+TEST(LlamaCppFit, OnTwoGpusEachGetsTheSlotsItsPrintedSplitSays) {
+  const auto config = model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/llama-3.1-70b.json");
+  model::GenerationOptions g;
+  model::set_dtype(g, "Q4_K_M");
+  g.prompt_tokens = 8;
+  g.decode_tokens = 1;
+  const model::LlmTraceGenerator gen(config, g);
+  const std::regex ts(R"(-ts (\d+),(\d+))");
+  int checked = 0;
+  for (const int margin : {4361, 4652, 7659, 9000, 12000}) {
+    StrategySpec spec;
+    spec.placement = PartSpec::parse("llamacpp.ngl:fit-target=" + std::to_string(margin), "--placement");
+    spec.offload = PartSpec::parse("execute:op-offload=32", "--offload");
+    spec.custom = true;
+    const auto p = compose(gen.header(), hw::resolve_profile("rtx3090x2-pcie"), spec);
+    const std::string line = resolved(p, "--fit");
+    std::smatch m;
+    if (!std::regex_search(line, m, ts)) continue;
+    std::vector<int> slots(2, 0);
+    std::set<std::int32_t> seen;
+    for (const auto& t : gen.header().tensors)
+      if (t.kind == trace::TensorKind::Weight && t.layer >= 0 && p.device[t.id] >= 0 && seen.insert(t.layer).second)
+        ++slots[static_cast<std::size_t>(p.device[t.id])];
+    EXPECT_EQ(slots[0], std::stoi(m[1])) << margin << ": " << line;
+    EXPECT_EQ(slots[1], std::stoi(m[2])) << margin << ": " << line;
+    ++checked;
+  }
+  EXPECT_GE(checked, 4);
+}
+
+TEST(LlamaCppFit, FitTargetListsAreLlamaCppsOneForAllOrOneEachTheRest1024) {
+  const auto gen = generate("qwen3-4b-Q4_K_M");
+  auto two = [&](const std::string& options) {
+    StrategySpec spec;
+    spec.placement = PartSpec::parse("llamacpp.ngl:" + options, "--placement");
+    spec.offload = PartSpec::parse("execute:op-offload=32", "--offload");
+    spec.custom = true;
+    return resolved(compose(gen->header(), hw::resolve_profile("rtx3090x2-pcie"), spec), "--fit");
+  };
+  EXPECT_NE(two("fit-target=2048").find("margin 2048,2048 MiB by GPU"), std::string::npos) << two("fit-target=2048");
+  EXPECT_NE(two("fit-target=2048//512").find("margin 2048,512 MiB"), std::string::npos);  // runs of separators
+  EXPECT_NE(two("fit-target=1024/2048").find("margin 1024,2048 MiB"), std::string::npos);
+  EXPECT_THROW(two("fit-target=1/2/3"), InputError);
+}
+
+TEST(LlamaCppFit, ATensorOutsideTheModelsLayersIsRefused) {
+  auto gen = generate("qwen3-4b-Q4_K_M");
+  for (const std::int32_t layer : {-7, 36, 5000}) {
+    trace::Header h = gen->header();
+    for (auto& t : h.tensors)
+      if (t.kind == trace::TensorKind::KvCache) {
+        t.layer = layer;
+        break;
+      }
+    try {
+      place(h, "ngl=10", 80000);
+      ADD_FAILURE() << "a KV cache at layer " << layer << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "tensor") << e.what();
     }
   }
 }
