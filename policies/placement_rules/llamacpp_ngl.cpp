@@ -327,6 +327,14 @@ class LlamaCppNgl final : public PlacementRule {
     if (z && z->n_ctx_train == 0 && ctx_ == 0) missing = "context_length";
     if (ctx_ > 0 || (z && missing.empty())) e.kv_tokens = llamacpp::padded_context(ctx_, z ? z->n_ctx_train : 0);
     if (!fit_) return e;
+    if (header.meta.count("num_experts")) {
+      // fit.cpp's mixture-of-experts steps (every expert tensor to system memory first, then whole layers
+      // back, partial layers) are not in llamacpp_fit.cpp: say so rather than fit as if dense.
+      if (resolved)
+        resolved->emplace_back("--fit", "not applied: llama.cpp's --fit for mixture-of-experts models is not modelled "
+                                        "yet; give --ngl and --n-cpu-moe (or --fit off)");
+      return e;
+    }
     if (!z || !missing.empty()) {
       if (resolved)
         resolved->emplace_back("--fit", "not applied: the trace has no '" + missing +

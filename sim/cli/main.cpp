@@ -61,6 +61,8 @@ struct CommonOptions {
   std::vector<std::string> override_tensor;
   bool no_kv_offload = false;
   std::optional<std::string> fit;
+  bool cpu_moe = false;
+  std::optional<int> n_cpu_moe;
   std::optional<std::uint32_t> ctx_size, fit_ctx;
   std::optional<std::string> fit_target;
   std::string lengths = "warm";
@@ -153,6 +155,12 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "pattern finds go there, the first matching pattern wins (= llamacpp.ngl:ot=...)");
   cmd.add_flag("--no-kv-offload", o.no_kv_offload,
                "llamacpp: every layer's KV cache in host memory, attention run by the CPU (= llamacpp.ngl:kv-offload=off)");
+  cmd.add_flag("--cpu-moe", o.cpu_moe,
+               "llamacpp: llama.cpp's --cpu-moe, every expert matrix in host memory (-ot \"\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU\")");
+  cmd.add_option("--n-cpu-moe", o.n_cpu_moe,
+                 "llamacpp: llama.cpp's --n-cpu-moe N, the expert matrices of the first N layers in host memory (an -ot "
+                 "pattern per layer, after any --override-tensor)")
+      ->check(CLI::Range(0, 100000));
   cmd.add_option("--fit", o.fit,
                  "llamacpp: llama.cpp's --fit (on by default, as llama-cli and llama-server; llama-bench never fits): "
                  "reduce the context, then, without --ngl, choose -ngl so every GPU keeps --fit-target MiB free "
@@ -232,6 +240,12 @@ strategy::StrategySpec strategy_spec(const CommonOptions& o) {
   f.um_scope = o.um_scope;
   f.threads = o.threads;
   f.override_tensor = o.override_tensor;
+  // common/arg.cpp --cpu-moe and --n-cpu-moe: overrides appended after -ot's (common.h LLM_FFN_EXPS_REGEX,
+  // llm_ffn_exps_block_regex).
+  if (o.cpu_moe) f.override_tensor.push_back("\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU");
+  if (o.n_cpu_moe)
+    for (int i = 0; i < *o.n_cpu_moe; ++i)
+      f.override_tensor.push_back("blk\\." + std::to_string(i) + "\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU");
   f.no_kv_offload = o.no_kv_offload;
   f.fit = o.fit;
   f.ctx_size = o.ctx_size;

@@ -30,11 +30,13 @@ std::uint64_t ModelConfig::o_params() const {
 std::uint64_t ModelConfig::mlp_matrix_params() const {
   return hidden_size * intermediate_size + (mlp_bias ? intermediate_size : 0);
 }
+std::uint64_t ModelConfig::expert_matrix_params() const { return hidden_size * moe_intermediate_size; }
+std::uint64_t ModelConfig::router_params() const { return hidden_size * num_experts; }
 std::uint64_t ModelConfig::layer_params() const {
   // gate and up carry an intermediate-size bias, down a hidden-size one; counted approximately the
   // same via mlp_matrix_params (mlp_bias is false for every shipped model).
-  return q_params() + 2 * kv_params() + o_params() + 3 * mlp_matrix_params() + 2 * hidden_size +
-         (qk_norm ? 2 * head_dim : 0);
+  const std::uint64_t mlp = is_moe() ? router_params() + 3 * num_experts * expert_matrix_params() : 3 * mlp_matrix_params();
+  return q_params() + 2 * kv_params() + o_params() + mlp + 2 * hidden_size + (qk_norm ? 2 * head_dim : 0);
 }
 std::uint64_t ModelConfig::embedding_params() const { return vocab_size * hidden_size; }
 std::uint64_t ModelConfig::total_params() const {
@@ -49,7 +51,9 @@ const std::set<std::string>& ignored_hf_fields() {
       "_name_or_path", "architectures", "attention_dropout", "bos_token_id", "eos_token_id", "pad_token_id",
       "hidden_act", "initializer_range", "max_window_layers", "rms_norm_eps",
       "rope_scaling", "rope_theta", "sliding_window", "use_sliding_window", "torch_dtype", "dtype",
-      "transformers_version", "use_cache", "pretraining_tp", "layer_types", "description", "source"};
+      "transformers_version", "use_cache", "pretraining_tp", "layer_types", "description", "source",
+      // qwen3_moe: the routing weights' normalisation and the training loss change neither sizes nor compute
+      "norm_topk_prob", "router_aux_loss_coef", "output_router_logits"};
   return fields;
 }
 
@@ -106,6 +110,9 @@ constexpr Bound kKvHeads{"num_key_value_heads", 4096, "4,096"};
 constexpr Bound kHeadDim{"head_dim", 16384, "16,384"};
 constexpr Bound kVocab{"vocab_size", 1u << 24, "16,777,216"};
 constexpr Bound kContext{"max_position_embeddings", 1u << 24, "16,777,216"};
+constexpr Bound kExperts{"num_experts", 4096, "4,096"};
+constexpr Bound kExpertsPerToken{"num_experts_per_tok", 4096, "4,096"};
+constexpr Bound kMoeIntermediate{"moe_intermediate_size", 1u << 22, "4,194,304"};
 constexpr std::uint64_t kMaxParams = 10'000'000'000'000u;  // 10^13: ten trillion parameters
 
 // Reads the parsed document, naming the file, the key and the key's line in every error.
@@ -168,8 +175,10 @@ std::optional<std::uint64_t> checked_total_params(const ModelConfig& m) {
   const U q = add(mul(mul(h, heads), hd), m.attention_bias ? mul(heads, hd) : U{0});
   const U kvp = add(mul(mul(h, kv), hd), m.attention_bias ? mul(kv, hd) : U{0});
   const U o = add(mul(mul(heads, hd), h), h);
-  const U mlp = add(mul(h, U{m.intermediate_size}), U{m.intermediate_size});
-  const U layer = add(add(add(add(q, mul(U{2}, kvp)), o), mul(U{3}, mlp)), add(mul(U{2}, h), mul(U{2}, hd)));
+  const U dense_mlp = mul(U{3}, add(mul(h, U{m.intermediate_size}), U{m.intermediate_size}));
+  const U moe_mlp = add(mul(h, U{m.num_experts}), mul(mul(U{3}, U{m.num_experts}), mul(h, U{m.moe_intermediate_size})));
+  const U mlp = m.is_moe() ? moe_mlp : dense_mlp;
+  const U layer = add(add(add(add(q, mul(U{2}, kvp)), o), mlp), add(mul(U{2}, h), mul(U{2}, hd)));
   const U embed = mul(U{m.vocab_size}, h);
   return add(add(mul(embed, U{2}), mul(U{m.num_hidden_layers}, layer)), h);
 }
@@ -180,7 +189,8 @@ ModelConfig read_config(const nlohmann::json& j, const std::string& text, const 
   static const std::set<std::string> known{
       "name", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
       "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "attention_bias", "mlp_bias",
-      "max_position_embeddings"};
+      "max_position_embeddings", "num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step",
+      "mlp_only_layers"};
   for (const auto& [key, value] : j.items()) {
     (void)value;
     if (!known.count(key) && !ignored_hf_fields().count(key))
@@ -188,10 +198,15 @@ ModelConfig read_config(const nlohmann::json& j, const std::string& text, const 
   }
   ModelConfig m;
   const auto model_type = r.optional_string("model_type");
-  if (!model_type) r.fail("model_type", "missing: one of qwen3, qwen2, llama, mistral");
+  if (!model_type) r.fail("model_type", "missing: one of qwen3, qwen2, llama, mistral, qwen3_moe");
   m.model_type = *model_type;
-  if (m.model_type != "qwen3" && m.model_type != "qwen2" && m.model_type != "llama" && m.model_type != "mistral")
-    r.fail("model_type", "unsupported '" + m.model_type + "': dense decoders qwen3, qwen2, llama, mistral are modelled");
+  if (m.model_type != "qwen3" && m.model_type != "qwen2" && m.model_type != "llama" && m.model_type != "mistral" &&
+      m.model_type != "qwen3_moe")
+    r.fail("model_type", "unsupported '" + m.model_type +
+                             "': dense decoders qwen3, qwen2, llama, mistral and the qwen3_moe mixture of experts are modelled");
+  const bool moe = m.model_type == "qwen3_moe";
+  for (const char* key : {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers"})
+    if (!moe && r.has(key)) r.fail(key, "is a mixture-of-experts field; model_type '" + m.model_type + "' is dense");
   if (j.contains("hidden_act") && j["hidden_act"] != "silu")
     r.fail("hidden_act", "only gated SiLU MLPs (hidden_act \"silu\") are modelled");
   const auto name = r.optional_string("name");
@@ -216,7 +231,18 @@ ModelConfig read_config(const nlohmann::json& j, const std::string& text, const 
   m.tie_word_embeddings = r.optional_bool("tie_word_embeddings", false);
   m.attention_bias = r.optional_bool("attention_bias", m.model_type == "qwen2");
   m.mlp_bias = r.optional_bool("mlp_bias", false);
-  m.qk_norm = m.model_type == "qwen3";
+  m.qk_norm = m.model_type == "qwen3" || moe;
+  if (moe) {
+    // transformers' Qwen3MoeSparseMoeBlock in every layer: decoder_sparse_step 1 and no mlp_only_layers.
+    m.num_experts = r.count(kExperts);
+    m.num_experts_per_tok = r.count(kExpertsPerToken);
+    if (m.num_experts_per_tok > m.num_experts) r.fail("num_experts_per_tok", "is more than num_experts");
+    m.moe_intermediate_size = r.count(kMoeIntermediate);
+    if (r.has("decoder_sparse_step") && j["decoder_sparse_step"] != 1)
+      r.fail("decoder_sparse_step", "only 1 (every layer a mixture of experts) is modelled, got " + j["decoder_sparse_step"].dump());
+    if (r.has("mlp_only_layers") && !(j["mlp_only_layers"].is_array() && j["mlp_only_layers"].empty()))
+      r.fail("mlp_only_layers", "only [] (no dense layers) is modelled, got " + j["mlp_only_layers"].dump());
+  }
   const auto params = checked_total_params(m);
   if (!params || *params > kMaxParams)
     r.fail("hidden_size",

@@ -1,5 +1,5 @@
 #pragma once
-// A dense decoder LLM described by the fields of its Hugging Face config.json, plus the weight
+// A decoder LLM (dense, or with routed experts) described by the fields of its Hugging Face config.json, plus the weight
 // format (dtype). Parameter and byte counts are derived here and nowhere else.
 #include <cstdint>
 #include <string>
@@ -27,12 +27,20 @@ struct ModelConfig {
   bool attention_bias = false;
   bool mlp_bias = false;
   bool qk_norm = false;            // Qwen3 normalises q and k per head
+  // Mixture of experts (qwen3_moe): every layer's MLP is num_experts routed experts of
+  // moe_intermediate_size, num_experts_per_tok of them per token, chosen by a router (hidden x experts).
+  std::uint64_t num_experts = 0;   // 0: a dense model
+  std::uint64_t num_experts_per_tok = 0;
+  std::uint64_t moe_intermediate_size = 0;
+  bool is_moe() const { return num_experts > 0; }
 
   // Parameter counts by module. Sums give the published totals (Qwen3-14B: 14.77 B).
   std::uint64_t q_params() const;
   std::uint64_t kv_params() const;   // one of k or v
   std::uint64_t o_params() const;
   std::uint64_t mlp_matrix_params() const;  // one of gate, up, down (with its bias if any)
+  std::uint64_t expert_matrix_params() const;  // MoE: one of an expert's gate, up, down
+  std::uint64_t router_params() const;         // MoE: the router (hidden x experts)
   std::uint64_t layer_params() const;
   std::uint64_t embedding_params() const;
   std::uint64_t total_params() const;

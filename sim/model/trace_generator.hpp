@@ -1,5 +1,5 @@
 #pragma once
-// Builds the trace of a dense decoder LLM's inference (one prefill, then one decode step per new
+// Builds the trace of a decoder LLM's inference (dense, or with routed experts) (one prefill, then one decode step per new
 // token) from its ModelConfig. Steps are generated on demand, so a 10,000-step trace costs no memory.
 #include <cstdint>
 #include <memory>
@@ -27,6 +27,9 @@ struct GenerationOptions {
   // tensor of that llama.cpp name, not from the file type's mix (with dtype Gguf).
   std::shared_ptr<const gguf::FileHeader> gguf_file;
   std::string gguf_path;  // its path, for errors
+  // Mixture of experts: the experts each token is routed to, uniform over the layer's experts and drawn
+  // from a counter-based hash of (seed, layer, sequence, token position), so every run is the same.
+  std::uint64_t routing_seed = 0;
   std::uint32_t prefill_steps() const;
 };
 
@@ -69,7 +72,12 @@ class LlmTraceGenerator final : public trace::StepSource {
  private:
   struct LayerTensors {
     std::uint32_t input_norm, q, k, v, q_norm, k_norm, o, post_norm, gate, up, down, kv;
+    std::uint32_t router = 0;                           // MoE: the router (ffn_gate_inp)
+    std::vector<std::uint32_t> expert_gate, expert_up, expert_down;  // MoE: by expert
   };
+  // MoE: the token rows each expert of `layer` gets in a step (tokens position..position+new_tokens-1 of
+  // every sequence), by expert.
+  std::vector<std::uint32_t> route(std::int32_t layer, std::uint32_t new_tokens, std::uint64_t position) const;
   std::uint32_t add_tensor(trace::TensorKind kind, std::uint64_t bytes, std::int32_t layer, std::string name);
   void build_step(trace::Step& out, std::uint32_t new_tokens, std::uint64_t context_before, trace::StepKind kind,
                   bool logits);

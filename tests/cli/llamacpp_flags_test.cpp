@@ -44,4 +44,19 @@ TEST(LlamaCppFlags, WithoutCudaGraphsEveryKernelLaunchCostsTheHost) {
   EXPECT_GT(without, 0.5 * with);
 }
 
+// --n-cpu-moe N: the expert matrices of the first N layers in host memory (one -ot pattern per layer), the
+// attention and the router on the GPU; decode slows as more experts are read by the CPU.
+TEST(LlamaCppFlags, NCpuMoeKeepsTheFirstLayersExpertsInHostMemory) {
+  const std::string run = "run --model traces/models/qwen3-30b-a3b.json --dtype Q4_K_M --policy llamacpp --hw rtx4090 "
+                          "--ngl 99 --prompt 32 --decode 8 --ctx-size 4096 ";
+  const auto half = run_sim(run + "--n-cpu-moe 24");
+  ASSERT_EQ(half.code, 0) << half.out;
+  EXPECT_NE(half.out.find("9216 tensors (8.17 GiB) placed by 24 pattern(s)"), std::string::npos) << half.out;
+  EXPECT_NE(half.out.find("--fit                  not applied"), std::string::npos) << half.out;
+  const double none = tps(run), some = tps(run + "--n-cpu-moe 24"), all = tps(run + "--cpu-moe");
+  EXPECT_GT(none, 2 * some);
+  EXPECT_GT(some, all);
+  EXPECT_EQ(run_sim(run + "--n-cpu-moe -1").code, 2);
+}
+
 }  // namespace

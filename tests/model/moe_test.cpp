@@ -1,0 +1,138 @@
+// Mixture-of-experts models (qwen3_moe): the published config read as is, its parameter count, the
+// generated trace's experts, and the seeded uniform routing.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "model/model_config.hpp"
+#include "model/trace_generator.hpp"
+
+namespace tiersim::model {
+namespace {
+
+ModelConfig qwen30() { return load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-30b-a3b.json"); }
+
+TEST(Moe, Qwen3_30B_A3BsPublishedConfigGivesItsPublishedSize) {
+  const ModelConfig m = qwen30();
+  EXPECT_TRUE(m.is_moe());
+  EXPECT_EQ(m.num_experts, 128u);
+  EXPECT_EQ(m.num_experts_per_tok, 8u);
+  EXPECT_NEAR(static_cast<double>(m.total_params()) / 1e9, 30.5, 0.05);  // "30.5B" on its model card
+  // "Non-Embedding: 29.9B" on the card: without the two vocabulary x hidden tables.
+  EXPECT_NEAR(static_cast<double>(m.total_params() - 2 * m.embedding_params()) / 1e9, 29.9, 0.05);
+  // Activated per token: attention, router, 8 of 128 experts, norms and both tables, 3.35B (the card: 3.3B).
+  const double active = static_cast<double>(m.total_params()) -
+                        static_cast<double>(m.num_hidden_layers * (m.num_experts - m.num_experts_per_tok) * 3 *
+                                            m.expert_matrix_params());
+  EXPECT_NEAR(active / 1e9, 3.35, 0.01);
+}
+
+TEST(Moe, FieldsThatChangeTheModelAreCheckedByName) {
+  const std::string base = R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "num_experts": 8,
+    "num_experts_per_tok": 2, "moe_intermediate_size": 32)";
+  EXPECT_NO_THROW(parse_model_config(base + "}", "moe.json"));
+  for (const auto& [extra, key] : std::vector<std::pair<std::string, std::string>>{
+           {R"(, "decoder_sparse_step": 2})", "decoder_sparse_step"},
+           {R"(, "mlp_only_layers": [0]})", "mlp_only_layers"},
+           {R"(, "num_experts_per_tok": 9})", "num_experts_per_tok"}}) {
+    std::string text = base + extra;
+    if (key == "num_experts_per_tok") text = std::string(base).replace(base.find("\"num_experts_per_tok\": 2"), 24, "\"num_experts_per_tok\": 9") + "}";
+    try {
+      parse_model_config(text, "moe.json");
+      ADD_FAILURE() << extra << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), key) << e.what();
+    }
+  }
+  try {
+    parse_model_config(R"({"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "vocab_size": 100, "num_experts": 8})", "dense.json");
+    ADD_FAILURE() << "a dense model with num_experts was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "num_experts");
+  }
+}
+
+// Expert rows per layer and the expert tensors a step reads, from a generated trace.
+struct Step {
+  std::map<std::int32_t, std::set<std::uint32_t>> experts;  // layer -> expert weight tensors read
+};
+
+TEST(Moe, DecodeReadsTheTopKExpertsOfEachLayerAndRoutingIsSeededAndUniform) {
+  GenerationOptions g;
+  set_dtype(g, "Q4_K_M");
+  g.prompt_tokens = 0;
+  g.decode_tokens = 200;
+  LlmTraceGenerator gen(qwen30(), g);
+  const auto& h = gen.header();
+  std::size_t experts = 0;
+  for (const auto& t : h.tensors) experts += t.name.find("_exps.weight (expert ") != std::string::npos;
+  EXPECT_EQ(experts, 48u * 128u * 3u);
+  EXPECT_EQ(h.meta.at("num_experts"), "128");
+  std::map<std::uint32_t, int> hits;  // expert gate tensor -> decode steps that read it
+  trace::Step s;
+  int steps = 0;
+  while (gen.next(s)) {
+    std::map<std::int32_t, int> gates;
+    for (const auto& op : s.ops)
+      for (const auto& r : op.reads)
+        if (h.tensors[r.tensor].name.find("ffn_gate_exps") != std::string::npos) {
+          ++gates[op.layer];
+          if (op.layer == 0) ++hits[r.tensor];
+          EXPECT_EQ(r.bytes, h.tensors[r.tensor].bytes);  // an expert's matrix is read whole
+        }
+    ASSERT_EQ(gates.size(), 48u);
+    for (const auto& [layer, n] : gates) EXPECT_EQ(n, 8) << "layer " << layer;
+    ++steps;
+  }
+  EXPECT_EQ(steps, 200);
+  // 200 tokens x 8 of 128 experts: 12.5 hits each on average; uniform routing leaves none far off.
+  EXPECT_GT(hits.size(), 120u);
+  for (const auto& [tensor, n] : hits) EXPECT_LT(n, 35) << h.tensors[tensor].name;
+  // The same seed gives the same trace; another seed another routing.
+  LlmTraceGenerator again(qwen30(), g);
+  g.routing_seed = 7;
+  LlmTraceGenerator other(qwen30(), g);
+  trace::Step a, b, c;
+  again.next(a);
+  other.next(c);
+  LlmTraceGenerator first(qwen30(), GenerationOptions{g.dtype, g.gguf, 1, 0, 200});
+  first.next(b);
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  bool same = true, differs = false;
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    same &= a.ops[i].reads.front().tensor == b.ops[i].reads.front().tensor;
+    if (i < c.ops.size()) differs |= a.ops[i].reads.front().tensor != c.ops[i].reads.front().tensor;
+  }
+  EXPECT_TRUE(same);
+  EXPECT_TRUE(differs);
+}
+
+TEST(Moe, APromptReadsEachExpertOnceWithTheRowsRoutedToIt) {
+  GenerationOptions g;
+  set_dtype(g, "bf16");
+  g.prompt_tokens = 512;
+  g.decode_tokens = 0;
+  LlmTraceGenerator gen(qwen30(), g);
+  trace::Step s;
+  ASSERT_TRUE(gen.next(s));
+  const auto& h = gen.header();
+  std::uint64_t flops = 0;
+  std::set<std::uint32_t> read;
+  for (const auto& op : s.ops)
+    for (const auto& r : op.reads)
+      if (op.layer == 3 && h.tensors[r.tensor].name.find(".mlp.experts.") != std::string::npos &&
+          h.tensors[r.tensor].name.find("gate_proj") != std::string::npos) {
+        EXPECT_TRUE(read.insert(r.tensor).second) << "an expert read twice in one step";
+        flops += op.flops;
+      }
+  EXPECT_GT(read.size(), 120u);  // 512 tokens x 8 experts: nearly all 128 are hit
+  // Every routed row through gate_proj: 512 tokens x 8 experts x 2 x 2048 x 768.
+  EXPECT_EQ(flops, 512ull * 8 * 2 * 2048 * 768);
+}
+
+}  // namespace
+}  // namespace tiersim::model
