@@ -25,11 +25,13 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RAW = os.path.join(ROOT, "results", "validation", "llamacpp", "raw")
 SIM = os.path.join(ROOT, "build", "bin", "sim")
-MODELS = {"qwen3-4b": "traces/models/qwen3-4b.json", "llama-3.1-8b": "traces/models/llama-3.1-8b.json"}
+MODELS = {"qwen3-4b": "traces/models/qwen3-4b.json", "llama-3.1-8b": "traces/models/llama-3.1-8b.json",
+          "qwen3-30b-a3b-L24": "experiments/llamacpp/models/qwen3-30b-a3b-L24.json"}
 
 
-def rows(graphs=False):
-    for name in ("graphs.jsonl",) if graphs else ("bench_q4.jsonl", "bench_q8.jsonl"):
+def rows(graphs=False, moe=False):
+    names = ("graphs.jsonl",) if graphs else ("bench_moe.jsonl",) if moe else ("bench_q4.jsonl", "bench_q8.jsonl")
+    for name in names:
         with open(os.path.join(RAW, name)) as f:
             for line in f:
                 r = json.loads(line)
@@ -58,6 +60,8 @@ def predict(r, runtime):
         args += ["--runtime", runtime]
     if r["no_kv_offload"]:
         args.append("--no-kv-offload")
+    if r.get("n_cpu_moe", 0) > 0:
+        args += ["--n-cpu-moe", str(r["n_cpu_moe"])]
     if ot and ot != "none":
         # llama-bench writes the overrides as PATTERN=BUFT joined with ';'
         for item in ot.split(";"):
@@ -77,9 +81,10 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--graphs", action="store_true")
     ap.add_argument("--runtime-nographs", default="")
+    ap.add_argument("--moe", action="store_true")
     a = ap.parse_args()
     table = []
-    for r in rows(a.graphs):
+    for r in rows(a.graphs, a.moe):
         model, quant, ot = describe(r)
         off = a.graphs and not r["cuda_graphs"]
         pred, cmd = predict(r, a.runtime_nographs if off else a.runtime)
@@ -88,6 +93,8 @@ def main():
         setup = f"-ngl {r['n_gpu_layers']} -t {r['n_threads']}"
         if r["no_kv_offload"]:
             setup += " -nkvo 1"
+        if r.get("n_cpu_moe", 0) > 0:
+            setup += f" -ncmoe {r['n_cpu_moe']}"
         if ot and ot != "none":
             setup += f" -ot {ot}"
         if a.graphs:
@@ -110,6 +117,7 @@ def main():
                        ("-ot FFN on the CPU", lambda x: "-ot" in x[2]),
                        ("-ngl half", lambda x: x[2].startswith("-ngl 18") or x[2].startswith("-ngl 16")),
                        ("-ngl 0 (CPU)", lambda x: x[2].startswith("-ngl 0")),
+                       ("-ncmoe (experts on the CPU)", lambda x: "-ncmoe" in x[2]),
                        ("CUDA graphs on", lambda x: "graphs on" in x[2]),
                        ("CUDA graphs off", lambda x: "graphs off" in x[2])]:
         m, n = mape(sel)

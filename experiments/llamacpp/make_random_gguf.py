@@ -6,7 +6,9 @@
                       [--llama3-rope-factor F] [--ctx N]
 
 MODEL is a path to a JSON file or a name in traces/models/ (qwen3-4b, llama-3.1-8b, ...). Architectures:
-'qwen3' (q_norm/k_norm) and 'llama'. Tensors and metadata follow what convert_hf_to_gguf.py writes for those
+'qwen3' (q_norm/k_norm), 'llama', and 'qwen3_moe' (written as llama.cpp's qwen3moe: the router
+ffn_gate_inp in F32 as convert_hf_to_gguf.py keeps it, each expert kind fused in one 3-D tensor
+ffn_{gate,up,down}_exps, src/models/qwen3moe.cpp's shapes). Tensors and metadata follow what convert_hf_to_gguf.py writes for those
 models; the vocabulary is SYNTHETIC: a GPT-2 style byte-level BPE one with vocab_size tokens (256 byte
 tokens, generated 2- and 3-character merges, control tokens at the end), tokenizer.ggml.pre 'qwen2' or
 'llama-bpe'. It loads and tokenizes but means nothing: for timing only.
@@ -218,8 +220,13 @@ def main() -> None:
 
     cfg, stem = load_config(args.model)
     arch = need(cfg, "model_type")
-    if arch not in ("qwen3", "llama"):
-        sys.exit(f"make_random_gguf: model_type '{arch}' not supported (qwen3, llama)")
+    if arch not in ("qwen3", "llama", "qwen3_moe"):
+        sys.exit(f"make_random_gguf: model_type '{arch}' not supported (qwen3, llama, qwen3_moe)")
+    moe = arch == "qwen3_moe"
+    n_expert = int(need(cfg, "num_experts")) if moe else 0
+    n_expert_used = int(need(cfg, "num_experts_per_tok")) if moe else 0
+    n_ff_exp = int(need(cfg, "moe_intermediate_size")) if moe else 0
+    gguf_arch = "qwen3moe" if moe else arch
     n_embd = int(need(cfg, "hidden_size"))
     n_ff = int(need(cfg, "intermediate_size"))
     n_layer = int(need(cfg, "num_hidden_layers"))
@@ -247,7 +254,7 @@ def main() -> None:
     t0 = time.time()
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    w = gguf.GGUFWriter(out, arch)
+    w = gguf.GGUFWriter(out, gguf_arch)
 
     # general
     name = cfg.get("name", stem) + " (random weights)"
@@ -269,6 +276,10 @@ def main() -> None:
     w.add_rope_dimension_count(head_dim)
     w.add_rope_freq_base(rope_theta)
     w.add_layer_norm_rms_eps(eps)
+    if moe:
+        w.add_expert_count(n_expert)
+        w.add_expert_used_count(n_expert_used)
+        w.add_expert_feed_forward_length(n_ff_exp)
     if arch == "llama":
         w.add_vocab_size(n_vocab)
     # tokenizer
@@ -301,14 +312,23 @@ def main() -> None:
             (b + "attn_v.weight", (n_head_kv * head_dim, n_embd), "w"),
             (b + "attn_output.weight", (n_embd, n_head * head_dim), "w"),
         ]
-        if arch == "qwen3":
+        if arch in ("qwen3", "qwen3_moe"):
             plan += [(b + "attn_q_norm.weight", (head_dim,), "norm"), (b + "attn_k_norm.weight", (head_dim,), "norm")]
-        plan += [
-            (b + "ffn_norm.weight", (n_embd,), "norm"),
-            (b + "ffn_gate.weight", (n_ff, n_embd), "w"),
-            (b + "ffn_up.weight", (n_ff, n_embd), "w"),
-            (b + "ffn_down.weight", (n_embd, n_ff), "w"),
-        ]
+        if moe:
+            plan += [
+                (b + "ffn_norm.weight", (n_embd,), "norm"),
+                (b + "ffn_gate_inp.weight", (n_expert, n_embd), "w32"),
+                (b + "ffn_gate_exps.weight", (n_expert, n_ff_exp, n_embd), "w"),
+                (b + "ffn_down_exps.weight", (n_expert, n_embd, n_ff_exp), "w"),
+                (b + "ffn_up_exps.weight", (n_expert, n_ff_exp, n_embd), "w"),
+            ]
+        else:
+            plan += [
+                (b + "ffn_norm.weight", (n_embd,), "norm"),
+                (b + "ffn_gate.weight", (n_ff, n_embd), "w"),
+                (b + "ffn_up.weight", (n_ff, n_embd), "w"),
+                (b + "ffn_down.weight", (n_embd, n_ff), "w"),
+            ]
     plan.append(("output_norm.weight", (n_embd,), "norm"))
     if not tied:
         plan.append(("output.weight", (n_vocab, n_embd), "w"))
@@ -338,6 +358,8 @@ def main() -> None:
         n = int(np.prod(shape))
         if kind == "w":
             arr = src.run(n, as_f32=args.dtype == "f32")
+        elif kind == "w32":  # the router: random F32 of the weights' magnitude
+            arr = src.run(n, as_f32=True)
         elif kind == "norm":
             arr = (1.0 + 0.02 * rng.standard_normal(n)).astype(np.float32).reshape(shape)
         else:

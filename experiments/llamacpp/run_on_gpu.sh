@@ -2,7 +2,7 @@
 # The llama.cpp validation run on a GPU machine (the device tool), in phases that each pick up what an
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
 #   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
-#          models-14b fit-fixtures graphs
+#          models-14b fit-fixtures graphs moe
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -237,6 +237,28 @@ phase_graphs() {
 import json
 for l in open('$OUT/graphs.jsonl'):
     r = json.loads(l); print(r['model_filename'].split('/')[-1], r['n_gpu_layers'], r['n_prompt'], r['n_gen'], 'graphs' if r['cuda_graphs'] else 'no graphs', round(r['avg_ts'], 1))"
+}
+
+# Mixture of experts: Qwen3-30B-A3B's first 24 of 48 layers (the whole model's F16 source would not fit the
+# disk beside its Q4_K_M), random weights, Q4_K_M; llama-bench -p 512 -n 128 with every layer on the GPU,
+# with the experts of the first 12 and of all 24 layers on the CPU (--n-cpu-moe), and with -ngl 13 ->
+# $OUT/bench_moe.jsonl, the quantize log -> $OUT/moe_quantize.log.
+phase_moe() {
+  local t0=$SECONDS
+  "$here/make_models.sh" --models qwen3-30b-a3b --layers 24 --quants Q4_K_M > "$OUT/moe_models.log" 2>&1 || { tail "$OUT/moe_models.log"; return 1; }
+  rm -f "$models"/*-f16.gguf
+  cp "$models/qwen3-30b-a3b-L24-Q4_K_M.gguf.log" "$OUT/moe_quantize.log"
+  echo "moe: model ready at $((SECONDS - t0)) s"
+  local file=$models/qwen3-30b-a3b-L24-Q4_K_M.gguf
+  : > "$OUT/bench_moe.jsonl"
+  for opt in "-ngl 99" "-ngl 99 -ncmoe 12" "-ngl 99 -ncmoe 24" "-ngl 13"; do
+    bench -m "$file" -p 512 -n 128 -r 2 -t 16 $opt >> "$OUT/bench_moe.jsonl" || return 1
+    echo "moe: $opt done at $((SECONDS - t0)) s"
+  done
+  python3 -c "
+import json
+for l in open('$OUT/bench_moe.jsonl'):
+    r = json.loads(l); print(r['n_gpu_layers'], r.get('n_cpu_moe'), r['n_prompt'], r['n_gen'], round(r['avg_ts'], 1))"
 }
 
 # A 14B model for the 12 GB example (Q4_K_M only; its F16 source is removed once quantized).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 
 #include "hardware/op_cost.hpp"
 
@@ -46,6 +47,17 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
   std::sort(cpu_layers_.begin(), cpu_layers_.end());
   cpu_layers_.erase(std::unique(cpu_layers_.begin(), cpu_layers_.end()), cpu_layers_.end());
   has_pipeline_ = placement::has_pipeline(placement);
+  fused_of_.assign(n, -1);
+  expert_of_.assign(n, -1);
+  std::map<std::string, std::int32_t> fused;
+  for (const auto& t : header.tensors) {
+    const std::size_t at = t.name.find(" (expert ");
+    if (t.kind != trace::TensorKind::Weight || at == std::string::npos || t.name.back() != ')') continue;
+    const std::string number = t.name.substr(at + 9, t.name.size() - at - 10);
+    if (number.empty() || number.size() > 9 || number.find_first_not_of("0123456789") != std::string::npos) continue;
+    fused_of_[t.id] = fused.emplace(t.name.substr(0, at), static_cast<std::int32_t>(fused.size())).first->second;
+    expert_of_[t.id] = std::stoll(number);
+  }
   // Layers that run off the compute GPU, by their Execute-path weights.
   for (const auto& t : header.tensors)
     if (t.kind == trace::TensorKind::Weight && executes_on_[t.id] != kNoDevice) layer_devices_.emplace_back(t.layer, executes_on_[t.id]);
@@ -224,6 +236,8 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
     last_reader_[t] = -1;
   }
   touched_.clear();
+  last_fused_ = -1;
+  last_expert_ = -1;
   const int managed_prefetch = placement_.managed.enabled ? placement_.managed.prefetch : 0;
   for (std::size_t i = 0; i < step.ops.size(); ++i)
     for (const auto& a : step.ops[i].reads)
@@ -349,8 +363,16 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       if (offloaded)
         for (const auto& r : op.reads)
           if (header_.tensors[r.tensor].kind == trace::TensorKind::Weight && executes_on_[r.tensor] == kCpu &&
-              !issued_[r.tensor])
+              !issued_[r.tensor]) {
             issue_copy(out, r.tensor, false);
+            // The next expert of the same fused tensor, if used, joins the previous copy (ggml-backend.cpp
+            // ggml_backend_sched_compute_splits, copy_experts: runs of consecutive used experts): no host
+            // cost of its own.
+            const std::int32_t f = fused_of_[r.tensor];
+            if (f >= 0 && f == last_fused_ && expert_of_[r.tensor] == last_expert_ + 1) out.actions.back().host_seconds = 0;
+            last_fused_ = f;
+            last_expert_ = expert_of_[r.tensor];
+          }
       for (const auto& r : op.reads) {
         if (!copied_[r.tensor] || issued_[r.tensor]) continue;
         if (prefetch > 0 && released_[r.tensor]) {  // copied and released earlier in this step

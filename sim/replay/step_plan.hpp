@@ -134,6 +134,13 @@ class StepPlanner {
   std::vector<std::uint8_t> group_last_;    // by read: the layer's last read of a copied weight (it is released)
   std::vector<std::uint32_t> touched_;
   std::vector<std::uint32_t> stream_copies_;  // copy:stream copies issued this step, in order
+  // Experts of one fused GGUF tensor ("blk.N.ffn_up_exps.weight (expert E)"): by tensor, its fused
+  // tensor's index (-1: not an expert) and its expert number. ggml_backend_sched's op offload copies a run
+  // of consecutive used experts as one copy, so only the run's first expert pays the copy's host cost.
+  std::vector<std::int32_t> fused_of_;
+  std::vector<std::int64_t> expert_of_;
+  std::int32_t last_fused_ = -1;            // per step: the fused tensor and expert of the last op-offload copy
+  std::int64_t last_expert_ = -1;
 };
 
 }  // namespace tiersim::replay

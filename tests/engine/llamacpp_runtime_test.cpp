@@ -316,3 +316,46 @@ TEST(Generator, GgufMatricesCarryTheirTypeAsTheOpDtype) {
 
 }  // namespace
 }  // namespace tiersim
+
+namespace tiersim {
+namespace {
+
+// A made-up mixture of experts with its experts in host memory (--cpu-moe): a prompt's op offload copies
+// each used expert, and a run of consecutive used experts of one fused tensor is one copy (ggml-backend.cpp
+// copy_experts): only the run's first expert pays the copy's host cost.
+TEST(OpOffload, ConsecutiveUsedExpertsOfOneFusedTensorAreOneCopy) {
+  const auto config = model::parse_model_config(
+      R"({"model_type": "qwen3_moe", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000, "num_experts": 16,
+          "num_experts_per_tok": 4, "moe_intermediate_size": 128, "max_position_embeddings": 4096})",
+      "tiny-moe.json");
+  model::GenerationOptions options;
+  model::set_dtype(options, "Q8_0");
+  options.prompt_tokens = 256;  // 256 tokens x 4 of 16 experts: every expert used
+  options.decode_tokens = 0;
+  model::LlmTraceGenerator gen(config, options);
+  strategy::StrategySpec spec;
+  spec.placement = strategy::PartSpec::parse("llamacpp.ngl", "--placement");
+  spec.placement.set("ot", "\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU", "--cpu-moe");
+  spec.offload = strategy::PartSpec::parse("execute:op-offload=32", "--offload");
+  spec.custom = true;
+  const auto hw = hw::resolve_profile("rtx4090");
+  const auto rt = runtime::resolve_runtime("llamacpp");
+  const auto p = strategy::compose(gen.header(), hw, spec);
+  replay::StepPlanner planner({hw, rt}, gen.header(), p);
+  trace::Step step;
+  ASSERT_TRUE(gen.next(step));
+  replay::StepPlan plan;
+  planner.plan(step, plan);
+  int copies = 0, charged = 0;
+  for (const auto& a : plan.actions)
+    if (a.kind == ActionKind::CopyOnStream) {
+      ++copies;
+      charged += a.host_seconds > 0;
+    }
+  EXPECT_EQ(copies, 2 * 16 * 3);  // every expert of both layers, gate, up and down
+  EXPECT_EQ(charged, 2 * 3);      // one copy per fused tensor
+}
+
+}  // namespace
+}  // namespace tiersim
