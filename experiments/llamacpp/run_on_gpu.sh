@@ -2,7 +2,7 @@
 # The llama.cpp validation run on a GPU machine (the device tool), in phases that each pick up what an
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
 #   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
-#          models-14b fit-fixtures graphs moe
+#          models-14b fit-fixtures graphs moe moe-diagnose
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -259,6 +259,24 @@ phase_moe() {
 import json
 for l in open('$OUT/bench_moe.jsonl'):
     r = json.loads(l); print(r['n_gpu_layers'], r.get('n_cpu_moe'), r['n_prompt'], r['n_gen'], round(r['avg_ts'], 1))"
+}
+
+# Why a MoE prompt with CPU experts runs faster than pageable copies allow: llama.cpp's own log (-v: the
+# buffer types the expert tensors went to, what the scheduler offloads), then the same prompt with load
+# mode none (no mmap), without op offload, and with CPU weight repacking off -> $OUT/moe_diagnose.log.
+phase_moe-diagnose() {
+  local file=$models/qwen3-30b-a3b-L24-Q4_K_M.gguf
+  if [ ! -s "$file" ]; then
+    "$here/make_models.sh" --models qwen3-30b-a3b --layers 24 --quants Q4_K_M > /dev/null 2>&1 || return 1
+    rm -f "$models"/*-f16.gguf
+  fi
+  bench -m "$file" -p 512 -n 0 -r 2 -t 16 -ngl 99 -ncmoe 24 -v > "$OUT/moe_verbose.jsonl" 2> "$OUT/moe_verbose.log"
+  grep -iE "buffer size|buffer type|CPU_Mapped|CPU_REPACK|AMX|CUDA_Host|repack|extra|offload|mmap|load_mode" "$OUT/moe_verbose.log" | sort | uniq -c | sort -rn | head -40
+  for opt in "-lm none" "-lm mmap" "--no-host 1"; do
+    echo "== $opt"; bench -m "$file" -p 512 -n 0 -r 2 -t 16 -ngl 99 -ncmoe 24 $opt 2>/dev/null | cut -c1-400
+  done
+  echo "== GGML_OP_OFFLOAD_MIN_BATCH=100000"
+  GGML_OP_OFFLOAD_MIN_BATCH=100000 bench -m "$file" -p 512 -n 0 -r 2 -t 16 -ngl 99 -ncmoe 24 2>/dev/null | cut -c1-400
 }
 
 # A 14B model for the 12 GB example (Q4_K_M only; its F16 source is removed once quantized).
