@@ -615,7 +615,7 @@ int main(int argc, char** argv) {
   auto* sweep = app.add_subcommand(
       "sweep", "a grid of predictions: options given lists (--ngl 10,20,30 --hw rtx4090,rtx5090) or ranges "
                "(--ngl 0:40:10) are its axes (--ngl --layers --prefetch --threads --ubatch --batch --prompt --decode "
-               "--ctx-size --offload-gb --hw --policy --runtime --dtype --host-memory --engine --offload-exec --donor "
+               "--ctx-size --n-cpu-moe --offload-gb --hw --policy --runtime --dtype --host-memory --engine --offload-exec --donor "
                "--fit --model --trace); or, with --gb, the CSV of predictions against GB moved off the compute GPU");
   add_common_options(*sweep, sweep_o);
   sweep->add_option("--gb", range, "FROM:TO:STEP in GB (1e9 bytes) moved off the compute GPU (the offload sweep)");

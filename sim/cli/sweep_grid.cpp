@@ -23,6 +23,7 @@ const std::map<std::string, Kind>& list_options() {
       {"--ngl", {true, true}},        {"--layers", {true, true}},      {"--prefetch", {true, true}},
       {"--threads", {true, true}},    {"--ubatch", {true, true}},      {"--batch", {true, true}},
       {"--prompt", {true, true}},     {"--decode", {true, true}},      {"--ctx-size", {true, true}},
+      {"--n-cpu-moe", {true, true}},
       {"--offload-gb", {true, false}}, {"--hw", {}},                   {"--policy", {}},
       {"--runtime", {}},              {"--dtype", {}},                 {"--host-memory", {}},
       {"--engine", {}},               {"--offload-exec", {}},          {"--donor", {}},
