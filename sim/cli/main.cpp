@@ -159,8 +159,8 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                "llamacpp: llama.cpp's --cpu-moe, every expert matrix in host memory (-ot \"\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU\")");
   cmd.add_option("--n-cpu-moe", o.n_cpu_moe,
                  "llamacpp: llama.cpp's --n-cpu-moe N, the expert matrices of the first N layers in host memory (an -ot "
-                 "pattern per layer, after any --override-tensor)")
-      ->check(CLI::Range(0, 100000));
+                 "pattern per layer, after any --override-tensor, as llama-bench orders them)")
+      ->check(CLI::Range(0, 1000));
   cmd.add_option("--fit", o.fit,
                  "llamacpp: llama.cpp's --fit (on by default, as llama-cli and llama-server; llama-bench never fits): "
                  "reduce the context, then, without --ngl, choose -ngl so every GPU keeps --fit-target MiB free "
@@ -240,8 +240,8 @@ strategy::StrategySpec strategy_spec(const CommonOptions& o) {
   f.um_scope = o.um_scope;
   f.threads = o.threads;
   f.override_tensor = o.override_tensor;
-  // common/arg.cpp --cpu-moe and --n-cpu-moe: overrides appended after -ot's (common.h LLM_FFN_EXPS_REGEX,
-  // llm_ffn_exps_block_regex).
+  // common/arg.cpp --cpu-moe and --n-cpu-moe: overrides appended after -ot's, as llama-bench orders them
+  // (llama-cli keeps the command line's order); common.h LLM_FFN_EXPS_REGEX, llm_ffn_exps_block_regex.
   if (o.cpu_moe) f.override_tensor.push_back("\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU");
   if (o.n_cpu_moe)
     for (int i = 0; i < *o.n_cpu_moe; ++i)
@@ -441,6 +441,7 @@ std::vector<std::string> without_sweep_options(const std::vector<std::string>& a
   std::vector<std::string> out;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string name = args[i].substr(0, args[i].find('='));
+    if (args[i].size() > 2 && args[i].rfind("-o", 0) == 0 && args[i][2] != '-') continue;  // -oFILE
     if (sweep_only(name)) {
       if (name == args[i]) ++i;  // and its value
       continue;
@@ -471,30 +472,45 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
   else if (format_text == "md") format = report::GridFormat::Markdown;
   else if (!format_text.empty() && format_text != "csv")
     throw InputError("", 0, "--format", "csv, jsonl or md, not '" + format_text + "'");
-  // Every point parses before any is simulated: a bad value fails the sweep at once.
-  std::vector<CommonOptions> points;
-  for (const auto& p : grid.points) points.push_back(parse_point(without_sweep_options(p.args)));
+  // Every point's options, hardware, runtime, workload and strategy are read before any point is simulated:
+  // a bad value fails the sweep at once (a placement that cannot be made for the model is found when its
+  // point runs).
+  struct Point {
+    CommonOptions o;
+    app::RunInputs machine;
+    app::TraceSpec spec;
+    strategy::StrategySpec strategy;
+    std::string key;  // the workload: points with the same key share one loaded trace
+  };
+  std::vector<Point> points;
+  for (const auto& p : grid.points) {
+    Point q;
+    q.o = parse_point(without_sweep_options(p.args));
+    resolve_machine(q.o, q.machine);
+    q.spec = trace_spec(q.o);
+    q.strategy = strategy_spec(q.o);
+    app::parse_engine(q.o.engine);
+    q.key = q.o.trace + '\n' + q.o.model + '\n' + q.o.dtype.value_or("") + '\n' + std::to_string(q.o.batch) + '\n' +
+            std::to_string(q.o.prompt) + '\n' + std::to_string(q.o.decode) + '\n' + std::to_string(q.spec.generation.ubatch);
+    points.push_back(std::move(q));
+  }
   report::OutputFile out(output.empty() ? "-" : output, "-o");
-  // Traces loaded once per model and workload, shared read-only by the points that use them.
+  // Traces loaded once per workload and freed after the last point that uses them.
+  std::map<std::string, std::size_t> last_use;
+  for (std::size_t i = 0; i < points.size(); ++i) last_use[points[i].key] = i;
   std::map<std::string, std::shared_ptr<const app::LoadedTrace>> traces;
   const bool progress = isatty(2) && points.size() >= 20;
   std::vector<report::GridRow> rows;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const CommonOptions& o = points[i];
+    Point& q = points[i];
     report::GridRow row;
     row.values = grid.points[i].values;
     row.command = app::point_command(without_sweep_options(grid.points[i].args));
-    app::RunInputs m;
-    resolve_machine(o, m);
-    app::TraceSpec spec = trace_spec(o);
-    const std::string key = o.trace + '\n' + o.model + '\n' + o.dtype.value_or("") + '\n' + std::to_string(o.batch) + '\n' +
-                            std::to_string(o.prompt) + '\n' + std::to_string(o.decode) + '\n' +
-                            std::to_string(spec.generation.ubatch);
-    auto& loaded = traces[key];
-    if (!loaded) loaded = app::load_trace(spec);
-    spec.loaded = loaded;
+    auto& loaded = traces[q.key];
+    if (!loaded) loaded = app::load_trace(q.spec);
+    q.spec.loaded = loaded;
     try {
-      const auto sim = app::simulate(m.setup(), strategy_spec(o), app::parse_engine(o.engine), spec);
+      const auto sim = app::simulate(q.machine.setup(), q.strategy, app::parse_engine(q.o.engine), q.spec);
       row.ok = true;
       row.summary = result::summarize(sim.result);
       row.vram_peak = sim.result.peak_bytes.at("cuda:0");
@@ -502,6 +518,8 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
     } catch (const CapacityError& e) {
       row.error = e.what();
     }
+    q.spec.loaded.reset();
+    if (last_use[q.key] == i) traces.erase(q.key);
     rows.push_back(std::move(row));
     if (progress) std::cerr << "\rsweep: " << i + 1 << " of " << points.size() << " points" << std::flush;
   }

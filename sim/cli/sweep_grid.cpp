@@ -55,6 +55,8 @@ bool parse_range(const std::string& option, const std::string& text, const Kind&
     start = end + 1;
   }
   if (v[2] <= 0 || v[1] < v[0]) throw InputError("", 0, option, "a range needs FROM <= TO and STEP > 0, got '" + text + "'");
+  if (std::fabs(v[0]) > 1e12 || std::fabs(v[1]) > 1e12)
+    throw InputError("", 0, option, "a range's ends must be within 10^12, got '" + text + "'");
   if (kind.whole && (v[0] != std::floor(v[0]) || v[1] != std::floor(v[1]) || v[2] != std::floor(v[2])))
     throw InputError("", 0, option, "takes whole numbers, got the range '" + text + "'");
   const double count = std::floor((v[1] - v[0]) / v[2] + 1e-9) + 1;

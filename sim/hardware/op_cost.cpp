@@ -37,12 +37,16 @@ double cpu_roofline(const HardwareProfile& hw, const trace::Op& op, const OpRate
 }
 }  // namespace
 
+// An op with no launches of its own is part of the op before it (llama.cpp's MUL_MAT_ID: one graph node
+// for every expert of a kind): it adds no dispatch cost on the CPU either.
+static double dispatch(const trace::Op& op, double per_op) { return op.launches > 0 ? per_op : 0.0; }
+
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates) {
-  return cpu_roofline(hw, op, rates) + hw.host.op_overhead;
+  return cpu_roofline(hw, op, rates) + dispatch(op, hw.host.op_overhead);
 }
 
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates, const CpuThreads& run) {
-  if (run.threads <= 0 || !hw.host.kernels) return cpu_roofline(hw, op, rates) + run.per_op;
+  if (run.threads <= 0 || !hw.host.kernels) return cpu_roofline(hw, op, rates) + dispatch(op, run.per_op);
   const CpuKernelSpec& k = *hw.host.kernels;
   const double read = CpuKernelSpec::at(k.read_bandwidth, run.threads);
   const auto gemv = op.dtype.empty() ? k.gemv.end() : k.gemv.find(op.dtype);
@@ -50,11 +54,11 @@ double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRa
   const double other_bytes = std::max(0.0, static_cast<double>(trace::op_bytes(op)) - run.weight_bytes);
   const double memory = run.weight_bytes / weight_rate + other_bytes / read;
   // A matrix-vector product's measured rate already holds its arithmetic (dequantisation, dot products).
-  if (op.kind == trace::OpKind::Gemv && gemv != k.gemv.end()) return memory + run.per_op;
+  if (op.kind == trace::OpKind::Gemv && gemv != k.gemv.end()) return memory + dispatch(op, run.per_op);
   const double rate = op.dtype.empty() ? rates.host : hw.host_rate(op.dtype);
   const double share = std::min(1.0, static_cast<double>(run.threads) / k.cores);
   const double compute = static_cast<double>(op.flops) / (rate * hw.host.compute_efficiency * share);
-  return std::max(memory, compute) + run.per_op;
+  return std::max(memory, compute) + dispatch(op, run.per_op);
 }
 
 double gpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype) {

@@ -238,6 +238,11 @@ ModelConfig read_config(const nlohmann::json& j, const std::string& text, const 
     m.num_experts_per_tok = r.count(kExpertsPerToken);
     if (m.num_experts_per_tok > m.num_experts) r.fail("num_experts_per_tok", "is more than num_experts");
     m.moe_intermediate_size = r.count(kMoeIntermediate);
+    // Each expert's three matrices are tensors of their own in a trace: bound their number.
+    if (m.num_experts * m.num_hidden_layers > (1u << 17))
+      r.fail("num_experts", "num_experts x num_hidden_layers is " + std::to_string(m.num_experts * m.num_hidden_layers) +
+                                "; at most 131,072 (experts are traced one by one)");
+    if (m.mlp_bias) r.fail("mlp_bias", "experts with biases are not modelled");
     if (r.has("decoder_sparse_step") && j["decoder_sparse_step"] != 1)
       r.fail("decoder_sparse_step", "only 1 (every layer a mixture of experts) is modelled, got " + j["decoder_sparse_step"].dump());
     if (r.has("mlp_only_layers") && !(j["mlp_only_layers"].is_array() && j["mlp_only_layers"].empty()))

@@ -35,9 +35,13 @@ void check_sizes(const ModelConfig& m, const GenerationOptions& o) {
   using L = long double;
   const L B = o.batch, P = o.prompt_tokens, C = static_cast<L>(context), h = static_cast<L>(m.hidden_size);
   const L qd = static_cast<L>(m.num_attention_heads * m.head_dim), kvd = static_cast<L>(m.num_key_value_heads * m.head_dim);
-  const L inter = static_cast<L>(m.intermediate_size), vocab = static_cast<L>(m.vocab_size), a = 4;
+  // A mixture of experts' MLP width per token (k experts' rows and the router's logits), as the activation
+  // workspace counts it; its widest matrices are an expert's and the router.
+  const L moe_width = static_cast<L>(m.num_experts_per_tok) * static_cast<L>(m.moe_intermediate_size) + static_cast<L>(m.num_experts);
+  const L inter = std::max(static_cast<L>(m.intermediate_size), moe_width), vocab = static_cast<L>(m.vocab_size), a = 4;
   const L T = B * std::max<L>(P, 1);
-  const L widest = std::max({h * qd, h * kvd, h * inter});
+  const L widest = std::max({h * qd, h * kvd, h * inter, h * static_cast<L>(m.moe_intermediate_size),
+                             h * static_cast<L>(m.num_experts)});
   const L keys = std::max(P * (P + 1) / 2, C);  // prefill's causal keys, or the last decode's context
   const L largest_op = std::max({2 * T * widest, 4 * B * qd * keys, 2 * B * h * vocab,
                                  6 * T * (qd + kvd), 5 * T * inter});
@@ -398,18 +402,30 @@ std::vector<std::uint32_t> LlmTraceGenerator::route(std::int32_t layer, std::uin
                                                     std::uint64_t position) const {
   const std::uint64_t E = model_.num_experts, k = model_.num_experts_per_tok;
   std::vector<std::uint32_t> rows(E, 0);
-  std::vector<std::uint64_t> chosen;
+  // k distinct experts per token, each uniform over those not yet chosen (rejection on a bitmap); when k
+  // is more than half the experts, the E - k left out are drawn instead, so a token costs O(min(k, E-k)).
+  const bool complement = 2 * k > E;
+  const std::uint64_t draws = complement ? E - k : k;
+  std::vector<char> marked(E, 0);
+  std::vector<std::uint64_t> picked;
   for (std::uint64_t b = 0; b < options_.batch; ++b)
     for (std::uint64_t i = 0; i < new_tokens; ++i) {
-      // k distinct experts, each uniform over those not yet chosen for this token.
       std::uint64_t state = mix(options_.routing_seed ^ mix(static_cast<std::uint64_t>(layer) ^ mix(b ^ mix(position + i))));
-      chosen.clear();
-      while (chosen.size() < k) {
+      picked.clear();
+      while (picked.size() < draws) {
         state = mix(state);
         const std::uint64_t e = state % E;
-        if (std::find(chosen.begin(), chosen.end(), e) == chosen.end()) chosen.push_back(e);
+        if (!marked[e]) {
+          marked[e] = 1;
+          picked.push_back(e);
+        }
       }
-      for (const std::uint64_t e : chosen) ++rows[e];
+      if (complement) {
+        for (std::uint64_t e = 0; e < E; ++e) rows[e] += marked[e] ? 0 : 1;
+      } else {
+        for (const std::uint64_t e : picked) ++rows[e];
+      }
+      for (const std::uint64_t e : picked) marked[e] = 0;
     }
   return rows;
 }

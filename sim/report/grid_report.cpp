@@ -1,4 +1,5 @@
 // Grid sweeps as CSV (RFC 4180), JSON lines or a markdown table (reporters.hpp write_grid).
+#include <cmath>
 #include <cstdio>
 
 #include "report/reporters.hpp"
@@ -87,10 +88,10 @@ void write_grid(std::ostream& out, GridFormat format, const std::vector<std::str
         j["tps"] = r.summary.tps;
         j["decode_step_seconds"] = r.summary.decode_step_median;
         j["prefill_seconds"] = r.summary.prefill_seconds;
-        j["vram_peak_bytes"] = r.vram_peak;
-        j["offloaded_bytes"] = r.offloaded;
-        j["h2d_bytes_per_step"] = r.summary.h2d_bytes_per_step;
-        j["peer_bytes_per_step"] = r.summary.peer_bytes_per_step;
+        j["vram_peak_bytes"] = std::llround(r.vram_peak);  // whole bytes, as in CSV and markdown
+        j["offloaded_bytes"] = std::llround(r.offloaded);
+        j["h2d_bytes_per_step"] = std::llround(r.summary.h2d_bytes_per_step);
+        j["peer_bytes_per_step"] = std::llround(r.summary.peer_bytes_per_step);
       }
       j["status"] = r.ok ? "ok" : "error";
       if (!r.ok) j["error"] = r.error;

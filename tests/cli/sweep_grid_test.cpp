@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cstdio>
 #include <sstream>
 
 #include "cli/sweep_grid.hpp"
@@ -110,6 +111,15 @@ TEST(SweepGrid, TheCommandRunsEveryPointAndRefusesABadOneBeforeAny) {
   EXPECT_EQ(both.code, 2) << both.out;
   const auto none = testing::run_sim("sweep --trace traces/qwen.trace --policy bytes");
   EXPECT_EQ(none.code, 2) << none.out;
+  // An unknown profile in the last point is found before the first runs, and -oFILE is the sweep's.
+  const auto hw = testing::run_sim("sweep --trace traces/qwen.trace --policy layers --layers 10 --hw rtx4090,nosuch");
+  EXPECT_EQ(hw.code, 2) << hw.out;
+  EXPECT_NE(hw.out.find("nosuch"), std::string::npos) << hw.out;
+  const std::string file = std::string(TIERSIM_BINARY_DIR) + "/grid-o.csv";
+  const auto attached = testing::run_sim("sweep --trace traces/qwen.trace --policy layers --layers 10,20 --decode 2 "
+                                         "--engine analytic -o" + file);
+  EXPECT_EQ(attached.code, 0) << attached.out;
+  EXPECT_EQ(std::remove(file.c_str()), 0);
 }
 
 }  // namespace

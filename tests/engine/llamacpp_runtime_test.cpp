@@ -2,6 +2,9 @@
 // the host's measured CPU kernels, micro-batched prompts): what runs where and what it costs.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "core/error.hpp"
 #include "hardware/op_cost.hpp"
 #include "hardware/profile_loader.hpp"
@@ -355,6 +358,61 @@ TEST(OpOffload, ConsecutiveUsedExpertsOfOneFusedTensorAreOneCopy) {
     }
   EXPECT_EQ(copies, 2 * 16 * 3);  // every expert of both layers, gate, up and down
   EXPECT_EQ(charged, 2 * 3);      // one copy per fused tensor
+}
+
+// With gaps between the used experts (64 experts, 2 per token, 32 tokens: about a third unused), one
+// charged copy per run of consecutive used experts, counted from the step's own reads.
+TEST(OpOffload, EachRunOfConsecutiveUsedExpertsIsOneCopy) {
+  const auto config = model::parse_model_config(
+      R"({"model_type": "qwen3_moe", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 1,
+          "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64, "vocab_size": 1000, "num_experts": 64,
+          "num_experts_per_tok": 2, "moe_intermediate_size": 64, "max_position_embeddings": 4096})",
+      "tiny-moe.json");
+  model::GenerationOptions options;
+  model::set_dtype(options, "Q8_0");
+  options.prompt_tokens = 32;
+  options.decode_tokens = 0;
+  model::LlmTraceGenerator gen(config, options);
+  strategy::StrategySpec spec;
+  spec.placement = strategy::PartSpec::parse("llamacpp.ngl", "--placement");
+  spec.placement.set("ot", "\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU", "--cpu-moe");
+  spec.offload = strategy::PartSpec::parse("execute:op-offload=32", "--offload");
+  spec.custom = true;
+  const auto hw = hw::resolve_profile("rtx4090");
+  const auto rt = runtime::resolve_runtime("llamacpp");
+  const auto p = strategy::compose(gen.header(), hw, spec);
+  replay::StepPlanner planner({hw, rt}, gen.header(), p);
+  trace::Step step;
+  ASSERT_TRUE(gen.next(step));
+  // The experts each kind's ops read, and the runs they make.
+  std::map<std::string, std::set<int>> used;
+  for (const auto& op : step.ops)
+    for (const auto& r : op.reads) {
+      const std::string& name = gen.header().tensors[r.tensor].name;
+      const auto at = name.find(" (expert ");
+      if (at != std::string::npos) used[name.substr(0, at)].insert(std::stoi(name.substr(at + 9)));
+    }
+  int runs = 0, experts = 0;
+  for (const auto& [kind, ids] : used) {
+    experts += static_cast<int>(ids.size());
+    int last = -2;
+    for (const int e : ids) {
+      runs += e != last + 1;
+      last = e;
+    }
+  }
+  ASSERT_LT(experts, 3 * 64);  // there are gaps
+  ASSERT_GT(runs, 3);
+  replay::StepPlan plan;
+  planner.plan(step, plan);
+  int copies = 0, charged = 0;
+  for (const auto& a : plan.actions)
+    if (a.kind == ActionKind::CopyOnStream) {
+      ++copies;
+      charged += a.host_seconds > 0;
+    }
+  EXPECT_EQ(copies, experts);
+  EXPECT_EQ(charged, runs);
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ TEST(Moe, FieldsThatChangeTheModelAreCheckedByName) {
   for (const auto& [extra, key] : std::vector<std::pair<std::string, std::string>>{
            {R"(, "decoder_sparse_step": 2})", "decoder_sparse_step"},
            {R"(, "mlp_only_layers": [0]})", "mlp_only_layers"},
+           {R"(, "mlp_bias": true})", "mlp_bias"},
            {R"(, "num_experts_per_tok": 9})", "num_experts_per_tok"}}) {
     std::string text = base + extra;
     if (key == "num_experts_per_tok") text = std::string(base).replace(base.find("\"num_experts_per_tok\": 2"), 24, "\"num_experts_per_tok\": 9") + "}";
@@ -53,6 +54,38 @@ TEST(Moe, FieldsThatChangeTheModelAreCheckedByName) {
     ADD_FAILURE() << "a dense model with num_experts was accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.key(), "num_experts");
+  }
+  // Experts are traced one by one: their number is bounded.
+  try {
+    parse_model_config(R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 9000,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "num_experts": 4096,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 32})", "huge.json");
+    ADD_FAILURE() << "4096 experts x 9000 layers were accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "num_experts");
+  }
+}
+
+// k close to the number of experts: every token still gets k distinct experts (drawn as the E - k left out).
+TEST(Moe, NearlyEveryExpertPerTokenStillRoutesToDistinctOnes) {
+  const auto m = parse_model_config(
+      R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "num_experts": 16,
+          "num_experts_per_tok": 15, "moe_intermediate_size": 32})",
+      "k15.json");
+  GenerationOptions g;
+  g.prompt_tokens = 0;
+  g.decode_tokens = 20;
+  LlmTraceGenerator gen(m, g);
+  trace::Step s;
+  while (gen.next(s)) {
+    std::map<std::int32_t, std::set<std::uint32_t>> gates;
+    for (const auto& op : s.ops)
+      for (const auto& r : op.reads)
+        if (gen.header().tensors[r.tensor].name.find("gate_proj") != std::string::npos &&
+            gen.header().tensors[r.tensor].name.find(".experts.") != std::string::npos)
+          EXPECT_TRUE(gates[op.layer].insert(r.tensor).second);
+    for (const auto& [layer, ids] : gates) EXPECT_EQ(ids.size(), 15u);
   }
 }
 
