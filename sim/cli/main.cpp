@@ -401,6 +401,22 @@ int run_command(const app::RunInputs& in, bool json, const std::string& timeline
   return 0;
 }
 
+// Simulates one point of a sweep into its row (an offload-sweep or grid row): the summary, the peak on
+// cuda:0 and the bytes offloaded, or the reason it does not fit.
+template <typename Row>
+void simulate_point(Row& row, const app::RunInputs& machine, const strategy::StrategySpec& strategy,
+                    app::EngineKind engine, const app::TraceSpec& spec) {
+  try {
+    const auto sim = app::simulate(machine.setup(), strategy, engine, spec);
+    row.ok = true;
+    row.summary = result::summarize(sim.result);
+    row.vram_peak = sim.result.peak_bytes.at("cuda:0");
+    row.offloaded = placement::offloaded_weight_bytes(sim.header, sim.placement);
+  } catch (const CapacityError& e) {
+    row.error = e.what();
+  }
+}
+
 int sweep_command(const CommonOptions& o, const std::string& range_text, const std::string& output) {
   app::RunInputs m;
   resolve_machine(o, m);
@@ -419,15 +435,7 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
     row.donor = o.donor.value_or("cpu");
     CommonOptions point = o;
     point.offload_gb = row.offload_gb;
-    try {
-      const auto sim = app::simulate(m.setup(), strategy_spec(point), engine, spec);
-      row.ok = true;
-      row.summary = result::summarize(sim.result);
-      row.vram_peak = sim.result.peak_bytes.at("cuda:0");
-      row.offloaded = placement::offloaded_weight_bytes(sim.header, sim.placement);
-    } catch (const CapacityError& e) {
-      row.error = e.what();
-    }
+    simulate_point(row, m, strategy_spec(point), engine, spec);
     rows.push_back(row);
   }
   report::write_sweep_csv(out.stream(), rows);
@@ -509,15 +517,7 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
     auto& loaded = traces[q.key];
     if (!loaded) loaded = app::load_trace(q.spec);
     q.spec.loaded = loaded;
-    try {
-      const auto sim = app::simulate(q.machine.setup(), q.strategy, app::parse_engine(q.o.engine), q.spec);
-      row.ok = true;
-      row.summary = result::summarize(sim.result);
-      row.vram_peak = sim.result.peak_bytes.at("cuda:0");
-      row.offloaded = placement::offloaded_weight_bytes(sim.header, sim.placement);
-    } catch (const CapacityError& e) {
-      row.error = e.what();
-    }
+    simulate_point(row, q.machine, q.strategy, app::parse_engine(q.o.engine), q.spec);
     q.spec.loaded.reset();
     if (last_use[q.key] == i) traces.erase(q.key);
     rows.push_back(std::move(row));

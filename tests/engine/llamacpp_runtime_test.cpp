@@ -323,39 +323,53 @@ TEST(Generator, GgufMatricesCarryTheirTypeAsTheOpDtype) {
 namespace tiersim {
 namespace {
 
-// A made-up mixture of experts with its experts in host memory (--cpu-moe): a prompt's op offload copies
-// each used expert, and a run of consecutive used experts of one fused tensor is one copy (ggml-backend.cpp
-// copy_experts): only the run's first expert pays the copy's host cost.
+// A made-up mixture of experts (CONFIG's sizes) with its experts in host memory (--cpu-moe), as a
+// Q8_0 file: the plan of its first step (a prompt of `prompt` tokens), and that step.
+struct CpuMoePrompt {
+  model::LlmTraceGenerator gen;
+  trace::Step step;
+  replay::StepPlan plan;
+  CpuMoePrompt(const std::string& config, std::uint32_t prompt) : gen(model::parse_model_config(config, "tiny-moe.json"), options(prompt)) {
+    strategy::StrategySpec spec;
+    spec.placement = strategy::PartSpec::parse("llamacpp.ngl", "--placement");
+    spec.placement.set("ot", "\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU", "--cpu-moe");
+    spec.offload = strategy::PartSpec::parse("execute:op-offload=32", "--offload");
+    spec.custom = true;
+    const auto hw = hw::resolve_profile("rtx4090");
+    const auto rt = runtime::resolve_runtime("llamacpp");
+    const auto p = strategy::compose(gen.header(), hw, spec);
+    replay::StepPlanner planner({hw, rt}, gen.header(), p);
+    EXPECT_TRUE(gen.next(step));
+    planner.plan(step, plan);
+  }
+  static model::GenerationOptions options(std::uint32_t prompt) {
+    model::GenerationOptions o;
+    model::set_dtype(o, "Q8_0");
+    o.prompt_tokens = prompt;
+    o.decode_tokens = 0;
+    return o;
+  }
+  // Op-offload copies, and those that pay the copy's host cost.
+  std::pair<int, int> copies() const {
+    int n = 0, charged = 0;
+    for (const auto& a : plan.actions)
+      if (a.kind == ActionKind::CopyOnStream) {
+        ++n;
+        charged += a.host_seconds > 0;
+      }
+    return {n, charged};
+  }
+};
+
+// Every expert used (256 tokens x 4 of 16): each fused tensor is one copy (ggml-backend.cpp copy_experts),
+// so only its first expert pays the copy's host cost.
 TEST(OpOffload, ConsecutiveUsedExpertsOfOneFusedTensorAreOneCopy) {
-  const auto config = model::parse_model_config(
+  const CpuMoePrompt run(
       R"({"model_type": "qwen3_moe", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000, "num_experts": 16,
           "num_experts_per_tok": 4, "moe_intermediate_size": 128, "max_position_embeddings": 4096})",
-      "tiny-moe.json");
-  model::GenerationOptions options;
-  model::set_dtype(options, "Q8_0");
-  options.prompt_tokens = 256;  // 256 tokens x 4 of 16 experts: every expert used
-  options.decode_tokens = 0;
-  model::LlmTraceGenerator gen(config, options);
-  strategy::StrategySpec spec;
-  spec.placement = strategy::PartSpec::parse("llamacpp.ngl", "--placement");
-  spec.placement.set("ot", "\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU", "--cpu-moe");
-  spec.offload = strategy::PartSpec::parse("execute:op-offload=32", "--offload");
-  spec.custom = true;
-  const auto hw = hw::resolve_profile("rtx4090");
-  const auto rt = runtime::resolve_runtime("llamacpp");
-  const auto p = strategy::compose(gen.header(), hw, spec);
-  replay::StepPlanner planner({hw, rt}, gen.header(), p);
-  trace::Step step;
-  ASSERT_TRUE(gen.next(step));
-  replay::StepPlan plan;
-  planner.plan(step, plan);
-  int copies = 0, charged = 0;
-  for (const auto& a : plan.actions)
-    if (a.kind == ActionKind::CopyOnStream) {
-      ++copies;
-      charged += a.host_seconds > 0;
-    }
+      256);
+  const auto [copies, charged] = run.copies();
   EXPECT_EQ(copies, 2 * 16 * 3);  // every expert of both layers, gate, up and down
   EXPECT_EQ(charged, 2 * 3);      // one copy per fused tensor
 }
@@ -363,32 +377,16 @@ TEST(OpOffload, ConsecutiveUsedExpertsOfOneFusedTensorAreOneCopy) {
 // With gaps between the used experts (64 experts, 2 per token, 32 tokens: about a third unused), one
 // charged copy per run of consecutive used experts, counted from the step's own reads.
 TEST(OpOffload, EachRunOfConsecutiveUsedExpertsIsOneCopy) {
-  const auto config = model::parse_model_config(
+  const CpuMoePrompt run(
       R"({"model_type": "qwen3_moe", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 1,
           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64, "vocab_size": 1000, "num_experts": 64,
           "num_experts_per_tok": 2, "moe_intermediate_size": 64, "max_position_embeddings": 4096})",
-      "tiny-moe.json");
-  model::GenerationOptions options;
-  model::set_dtype(options, "Q8_0");
-  options.prompt_tokens = 32;
-  options.decode_tokens = 0;
-  model::LlmTraceGenerator gen(config, options);
-  strategy::StrategySpec spec;
-  spec.placement = strategy::PartSpec::parse("llamacpp.ngl", "--placement");
-  spec.placement.set("ot", "\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU", "--cpu-moe");
-  spec.offload = strategy::PartSpec::parse("execute:op-offload=32", "--offload");
-  spec.custom = true;
-  const auto hw = hw::resolve_profile("rtx4090");
-  const auto rt = runtime::resolve_runtime("llamacpp");
-  const auto p = strategy::compose(gen.header(), hw, spec);
-  replay::StepPlanner planner({hw, rt}, gen.header(), p);
-  trace::Step step;
-  ASSERT_TRUE(gen.next(step));
+      32);
   // The experts each kind's ops read, and the runs they make.
   std::map<std::string, std::set<int>> used;
-  for (const auto& op : step.ops)
+  for (const auto& op : run.step.ops)
     for (const auto& r : op.reads) {
-      const std::string& name = gen.header().tensors[r.tensor].name;
+      const std::string& name = run.gen.header().tensors[r.tensor].name;
       const auto at = name.find(" (expert ");
       if (at != std::string::npos) used[name.substr(0, at)].insert(std::stoi(name.substr(at + 9)));
     }
@@ -403,14 +401,7 @@ TEST(OpOffload, EachRunOfConsecutiveUsedExpertsIsOneCopy) {
   }
   ASSERT_LT(experts, 3 * 64);  // there are gaps
   ASSERT_GT(runs, 3);
-  replay::StepPlan plan;
-  planner.plan(step, plan);
-  int copies = 0, charged = 0;
-  for (const auto& a : plan.actions)
-    if (a.kind == ActionKind::CopyOnStream) {
-      ++copies;
-      charged += a.host_seconds > 0;
-    }
+  const auto [copies, charged] = run.copies();
   EXPECT_EQ(copies, experts);
   EXPECT_EQ(charged, runs);
 }
