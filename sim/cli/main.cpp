@@ -41,6 +41,8 @@ struct CommonOptions {
   std::string model;
   std::optional<std::string> dtype;  // default bf16; a .gguf model's own types
   std::uint32_t batch = 1, prompt = 512, decode = 128;
+  std::string routing = "uniform";
+  std::uint64_t routing_seed = 0;
   std::string hw = hw::kDefaultProfile;
   std::string runtime;  // empty: the preset's runtime, else runtime::kDefaultRuntime
   std::string policy;
@@ -99,6 +101,12 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--decode", o.decode, "tokens to decode")
       ->capture_default_str()
       ->check(number_in(0, 16777216, "tokens", true));
+  cmd.add_option("--routing", o.routing,
+                 "mixture of experts: which experts tokens are routed to, uniform (default) or zipf:S (the layer's "
+                 "experts in a seeded order, the r-th with weight 1/r^S, S from 0.1 to 4)")
+      ->capture_default_str();
+  cmd.add_option("--routing-seed", o.routing_seed, "mixture of experts: the routing's seed (default 0)")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 62));
 }
 
 void add_common_options(CLI::App& cmd, CommonOptions& o) {
@@ -205,6 +213,14 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
     }
   }
   spec.generation.batch = o.batch;
+  spec.generation.routing_seed = o.routing_seed;
+  if (o.routing != "uniform") {
+    double zipf = 0;
+    char extra = 0;
+    if (std::sscanf(o.routing.c_str(), "zipf:%lf%c", &zipf, &extra) != 1 || !(zipf >= 0.1 && zipf <= 4))
+      throw InputError("", 0, "--routing", "uniform or zipf:S with S from 0.1 to 4 (zipf:1.2), got '" + o.routing + "'");
+    spec.generation.routing_zipf = zipf;
+  }
   spec.generation.prompt_tokens = o.prompt;
   spec.generation.decode_tokens = o.decode;
   if (o.ubatch) spec.generation.ubatch = *o.ubatch;

@@ -4,6 +4,8 @@
 #include "model/gguf_quant.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cctype>
 #include <cstdint>
 #include <stdexcept>
@@ -79,6 +81,8 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
       options_(options),
       launches_(launches ? *launches : options.dtype == WeightDtype::Gguf ? llamacpp_launch_counts() : LaunchCounts{}) {
   check_sizes(model_, options_);
+  if (options_.routing_zipf > 0 && !model_.is_moe())
+    throw InputError("", 0, "--routing", "is for mixture-of-experts models; '" + model_.name + "' is dense");
   const auto d = options_.dtype;
   const std::uint64_t a = activation_bytes(d);
   const std::uint64_t h = model_.hidden_size;
@@ -98,7 +102,10 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
   if (model_.is_moe()) {
     header_.meta["num_experts"] = std::to_string(model_.num_experts);
     header_.meta["num_experts_per_tok"] = std::to_string(model_.num_experts_per_tok);
-    header_.meta["routing"] = "uniform, seed " + std::to_string(options_.routing_seed);
+    char zipf[64];
+    std::snprintf(zipf, sizeof zipf, "zipf s=%g", options_.routing_zipf);
+    header_.meta["routing"] = std::string(options_.routing_zipf > 0 ? zipf : "uniform") + ", seed " +
+                              std::to_string(options_.routing_seed);
   }
   if (model_.max_position_embeddings > 0) header_.meta["context_length"] = std::to_string(model_.max_position_embeddings);
   if (options_.ubatch > 0) header_.meta["ubatch"] = std::to_string(options_.ubatch);
@@ -402,12 +409,53 @@ std::vector<std::uint32_t> LlmTraceGenerator::route(std::int32_t layer, std::uin
                                                     std::uint64_t position) const {
   const std::uint64_t E = model_.num_experts, k = model_.num_experts_per_tok;
   std::vector<std::uint32_t> rows(E, 0);
-  // k distinct experts per token, each uniform over those not yet chosen (rejection on a bitmap); when k
-  // is more than half the experts, the E - k left out are drawn instead, so a token costs O(min(k, E-k)).
-  const bool complement = 2 * k > E;
-  const std::uint64_t draws = complement ? E - k : k;
   std::vector<char> marked(E, 0);
   std::vector<std::uint64_t> picked;
+  if (options_.routing_zipf > 0) {
+    // Skewed: the layer's experts in a seeded order (Fisher-Yates on the hash), the r-th (from 1) with
+    // weight 1 / r^s; k distinct per token by drawing on the cumulative weights and redrawing a repeat.
+    std::vector<std::uint64_t> order(E);
+    for (std::uint64_t e = 0; e < E; ++e) order[e] = e;
+    std::uint64_t shuffle = mix(options_.routing_seed ^ mix(0x5eedULL ^ static_cast<std::uint64_t>(layer)));
+    for (std::uint64_t e = E; e > 1; --e) {
+      shuffle = mix(shuffle);
+      std::swap(order[e - 1], order[shuffle % e]);
+    }
+    std::vector<double> cumulative(E);
+    double total = 0;
+    for (std::uint64_t r = 0; r < E; ++r)
+      cumulative[r] = (total += std::pow(static_cast<double>(r + 1), -options_.routing_zipf));
+    for (std::uint64_t b = 0; b < options_.batch; ++b)
+      for (std::uint64_t i = 0; i < new_tokens; ++i) {
+        std::uint64_t state = mix(options_.routing_seed ^ mix(static_cast<std::uint64_t>(layer) ^ mix(b ^ mix(position + i))));
+        picked.clear();
+        std::uint64_t tries = 0;
+        while (picked.size() < k) {
+          state = mix(state);
+          const double u = static_cast<double>(state >> 11) * 0x1.0p-53 * total;
+          auto r = static_cast<std::uint64_t>(std::upper_bound(cumulative.begin(), cumulative.end(), u) - cumulative.begin());
+          r = std::min(r, E - 1);
+          // After many repeats (the popular experts taken, little weight left), the most popular left.
+          if (marked[order[r]] && ++tries > 64 * E)
+            for (r = 0; marked[order[r]]; ++r) {
+            }
+          if (!marked[order[r]]) {
+            marked[order[r]] = 1;
+            picked.push_back(order[r]);
+          }
+        }
+        for (const std::uint64_t e : picked) {
+          ++rows[e];
+          marked[e] = 0;
+        }
+      }
+    return rows;
+  }
+  // Uniform: k distinct experts per token, each uniform over those not yet chosen (rejection on a bitmap);
+  // when k is more than half the experts, the E - k left out are drawn instead, so a token costs
+  // O(min(k, E-k)).
+  const bool complement = 2 * k > E;
+  const std::uint64_t draws = complement ? E - k : k;
   for (std::uint64_t b = 0; b < options_.batch; ++b)
     for (std::uint64_t i = 0; i < new_tokens; ++i) {
       std::uint64_t state = mix(options_.routing_seed ^ mix(static_cast<std::uint64_t>(layer) ^ mix(b ^ mix(position + i))));

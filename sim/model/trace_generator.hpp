@@ -27,9 +27,12 @@ struct GenerationOptions {
   // tensor of that llama.cpp name, not from the file type's mix (with dtype Gguf).
   std::shared_ptr<const gguf::FileHeader> gguf_file;
   std::string gguf_path;  // its path, for errors
-  // Mixture of experts: the experts each token is routed to, uniform over the layer's experts and drawn
-  // from a counter-based hash of (seed, layer, sequence, token position), so every run is the same.
+  // Mixture of experts: the experts each token is routed to, drawn from a counter-based hash of (seed,
+  // layer, sequence, token position), so every run is the same: uniform over the layer's experts, or, with
+  // routing_zipf = s > 0, skewed: the layer's experts in a seeded order, the r-th chosen with weight
+  // 1 / r^s (a few popular experts, as real routers have).
   std::uint64_t routing_seed = 0;
+  double routing_zipf = 0;
   std::uint32_t prefill_steps() const;
 };
 

@@ -66,6 +66,44 @@ TEST(Moe, FieldsThatChangeTheModelAreCheckedByName) {
   }
 }
 
+// Zipf routing: a few experts take most tokens (the most popular far above the uniform share), the
+// same seed gives the same routing, and every token still gets k distinct experts.
+TEST(Moe, ZipfRoutingConcentratesTokensOnAFewExperts) {
+  auto hits_at_layer0 = [](double zipf) {
+    GenerationOptions g;
+    g.prompt_tokens = 0;
+    g.decode_tokens = 100;
+    g.routing_zipf = zipf;
+    LlmTraceGenerator gen(qwen30(), g);
+    std::map<std::uint32_t, int> hits;
+    trace::Step s;
+    while (gen.next(s)) {
+      std::set<std::uint32_t> step;
+      for (const auto& op : s.ops)
+        for (const auto& r : op.reads)
+          if (op.layer == 0 && gen.header().tensors[r.tensor].name.find("experts.") != std::string::npos &&
+              gen.header().tensors[r.tensor].name.find("gate_proj") != std::string::npos) {
+            EXPECT_TRUE(step.insert(r.tensor).second);
+            ++hits[r.tensor];
+          }
+      EXPECT_EQ(step.size(), 8u);
+    }
+    int top = 0;
+    for (const auto& [t, n] : hits) top = std::max(top, n);
+    return std::make_pair(top, hits);
+  };
+  const auto [uniform_top, uniform] = hits_at_layer0(0);
+  const auto [zipf_top, zipf] = hits_at_layer0(1.2);
+  EXPECT_LT(uniform_top, 20);  // 100 tokens x 8 / 128 experts: 6.25 on average
+  EXPECT_GT(zipf_top, 60);     // rank 1 of 128 at s = 1.2: about a quarter of the draws
+  EXPECT_LT(zipf.size(), uniform.size());
+  EXPECT_EQ(hits_at_layer0(1.2).second, zipf);
+  GenerationOptions dense;
+  dense.routing_zipf = 1;
+  EXPECT_THROW(LlmTraceGenerator(load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-4b.json"), dense),
+               InputError);
+}
+
 // k close to the number of experts: every token still gets k distinct experts (drawn as the E - k left out).
 TEST(Moe, NearlyEveryExpertPerTokenStillRoutesToDistinctOnes) {
   const auto m = parse_model_config(
