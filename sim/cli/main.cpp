@@ -106,7 +106,7 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
                  "experts in a seeded order, the r-th with weight 1/r^S, S from 0.1 to 4)")
       ->capture_default_str();
   cmd.add_option("--routing-seed", o.routing_seed, "mixture of experts: the routing's seed (default 0)")
-      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 62));
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{2147483647}));
 }
 
 void add_common_options(CLI::App& cmd, CommonOptions& o) {

@@ -79,6 +79,8 @@ ordered_json inputs_to_json(const RunInputs& in) {
     trace["prompt"] = in.trace.generation.prompt_tokens;
     trace["decode"] = in.trace.generation.decode_tokens;
     if (in.trace.generation.ubatch > 0) trace["ubatch"] = in.trace.generation.ubatch;
+    if (in.trace.generation.routing_zipf > 0) trace["routing_zipf"] = in.trace.generation.routing_zipf;
+    if (in.trace.generation.routing_seed != 0) trace["routing_seed"] = in.trace.generation.routing_seed;
   }
   ordered_json strategy = {{"preset", in.strategy.preset},
                            {"custom", in.strategy.custom},
@@ -130,6 +132,9 @@ RunInputs inputs_from_config(const std::string& path) {
       r.trace.generation.prompt_tokens = static_cast<std::uint32_t>(t.integer("prompt", 0, 1 << 24));
       r.trace.generation.decode_tokens = static_cast<std::uint32_t>(t.integer("decode", 0, 1 << 24));
       if (t.has("ubatch")) r.trace.generation.ubatch = static_cast<std::uint32_t>(t.integer("ubatch", 1, 1 << 24));
+      if (t.has("routing_zipf")) r.trace.generation.routing_zipf = t.number("routing_zipf", 0.1, 4);
+      if (t.has("routing_seed"))
+        r.trace.generation.routing_seed = static_cast<std::uint64_t>(t.integer("routing_seed", 0, 2147483647));
     }
     t.finish();
   }

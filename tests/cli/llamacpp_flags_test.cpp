@@ -2,6 +2,8 @@
 // measured without CUDA graphs.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "support/run_sim.hpp"
@@ -57,6 +59,22 @@ TEST(LlamaCppFlags, NCpuMoeKeepsTheFirstLayersExpertsInHostMemory) {
   EXPECT_GT(none, 2 * some);
   EXPECT_GT(some, all);
   EXPECT_EQ(run_sim(run + "--n-cpu-moe -1").code, 2);
+}
+
+// A skewed routing and its seed are inputs of the result: re-running its JSON gives the same bytes.
+TEST(LlamaCppFlags, ARoutingIsReRunFromItsResult) {
+  const std::string file = std::string(TIERSIM_BINARY_DIR) + "/zipf-result.json";
+  const auto first = run_sim("run --model traces/models/qwen3-30b-a3b.json --dtype Q4_K_M --policy llamacpp --hw h200 "
+                             "--ngl 99 --prompt 64 --decode 4 --ctx-size 4096 --routing zipf:1.5 --routing-seed 9 --json",
+                             false);
+  ASSERT_EQ(first.code, 0) << first.out;
+  { std::ofstream(file) << first.out; }
+  const auto again = run_sim("run --config " + file, false);
+  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(again.out, first.out);
+  EXPECT_NE(first.out.find("\"routing_zipf\": 1.5"), std::string::npos);
+  EXPECT_EQ(run_sim("run --model traces/models/qwen3-30b-a3b.json --routing zipf:0").code, 2);
+  std::remove(file.c_str());
 }
 
 }  // namespace
