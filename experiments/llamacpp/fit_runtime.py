@@ -36,23 +36,27 @@ OUT_NOGRAPHS = os.path.join(ROOT, "calib", "runtimes", "llamacpp-h100-nographs.y
 GRAPHS = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "graphs.jsonl")
 
 
-def graphs_row(layers, graphs):
-    """Seconds per decode token of a calibration model at -ngl 99 with CUDA graphs on or off."""
-    for line in open(GRAPHS):
+def tg_seconds(path, layers, **fields):
+    """Seconds per decode token (tg128) of the `layers`-layer calibration model in a llama-bench JSONL file,
+    the row whose other fields equal `fields`."""
+    for line in open(path):
         r = json.loads(line)
-        if f"calib-tiny-{layers}-" in r["model_filename"] and r["cuda_graphs"] == graphs and r["n_gen"] > 0:
+        if (f"calib-tiny-{layers}-" in r["model_filename"] and r["n_gen"] > 0
+                and all(r[k] == v for k, v in fields.items())):
             return 1.0 / r["avg_ts"]
-    sys.exit(f"fit_runtime.py: no tg row for {layers} layers with cuda_graphs {graphs} in {GRAPHS}")
+    sys.exit(f"fit_runtime.py: no tg row for {layers} layers with {fields} in {os.path.relpath(path, ROOT)}")
+
+
+def graphs_row(layers, graphs):
+    """A calibration model at -ngl 99 with CUDA graphs on or off (raw/graphs.jsonl)."""
+    return tg_seconds(GRAPHS, layers, cuda_graphs=graphs)
+
+
 MODELS = {2: "experiments/llamacpp/models/calib-tiny-2.json", 16: "experiments/llamacpp/models/calib-tiny-16.json"}
 
 
 def measured(layers, ngl, threads):
-    for line in open(RAW):
-        r = json.loads(line)
-        if (f"calib-tiny-{layers}-" in r["model_filename"] and r["n_gpu_layers"] == ngl and r["n_threads"] == threads
-                and r["n_gen"] > 0):
-            return 1.0 / r["avg_ts"]
-    sys.exit(f"fit_runtime.py: no tg row for {layers} layers, -ngl {ngl}, -t {threads}")
+    return tg_seconds(RAW, layers, n_gpu_layers=ngl, n_threads=threads)
 
 
 NKVO = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "calib_nkvo.jsonl")
@@ -78,11 +82,7 @@ def gpu_kernels():
 
 
 def measured_nkvo(layers, nkvo):
-    for line in open(NKVO):
-        r = json.loads(line)
-        if f"calib-tiny-{layers}-" in r["model_filename"] and r["no_kv_offload"] == nkvo and r["n_gen"] > 0:
-            return 1.0 / r["avg_ts"]
-    sys.exit(f"fit_runtime.py: no tg row for {layers} layers, nkvo {nkvo}")
+    return tg_seconds(NKVO, layers, no_kv_offload=nkvo)
 
 
 BASE_RUNTIME = None  # the runtime being calibrated, with its measured kernels: written once, then --set
