@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "model/config_json.hpp"
 
 namespace tiersim::model {
 
@@ -57,51 +58,8 @@ const std::set<std::string>& ignored_hf_fields() {
   return fields;
 }
 
-// Where each top-level key of the JSON text starts: nlohmann reports byte offsets for syntax errors
-// only, so the lines that errors name come from this scan (valid JSON only; a key written with
-// escapes is not found and its errors carry line 0).
-struct KeyPosition {
-  std::size_t line = 0;
-  std::size_t offset = 0;
-};
-
-std::size_t line_at(const std::string& text, std::size_t offset) {
-  offset = std::min(offset, text.size());
-  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
-}
-
-std::map<std::string, KeyPosition> top_level_keys(const std::string& text) {
-  std::map<std::string, KeyPosition> out;
-  int depth = 0;
-  std::size_t line = 1;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') ++line;
-    if (c == '{' || c == '[') ++depth;
-    else if (c == '}' || c == ']') --depth;
-    else if (c == '"') {
-      const std::size_t begin = i + 1;
-      std::size_t j = begin;
-      while (j < text.size() && text[j] != '"') j += text[j] == '\\' ? 2 : 1;
-      if (j >= text.size()) break;
-      const std::string str = text.substr(begin, j - begin);
-      std::size_t k = j + 1;
-      while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
-      if (depth == 1 && k < text.size() && text[k] == ':' && !out.count(str)) out[str] = {line, i};
-      for (std::size_t m = begin; m < j; ++m) line += text[m] == '\n';
-      i = j;
-    }
-  }
-  return out;
-}
-
 // Bounds on what a config may say: far above any published dense decoder (Llama-3.1-405B: 126 layers,
 // hidden 16384, vocab 128256), low enough that every product the simulator forms fits 64 bits.
-struct Bound {
-  const char* key;
-  std::uint64_t max;
-  const char* max_text;
-};
 constexpr Bound kHiddenSize{"hidden_size", 1u << 20, "1,048,576"};
 constexpr Bound kIntermediateSize{"intermediate_size", 1u << 22, "4,194,304"};
 constexpr Bound kLayers{"num_hidden_layers", 10'000, "10,000"};
@@ -114,46 +72,6 @@ constexpr Bound kExperts{"num_experts", 4096, "4,096"};
 constexpr Bound kExpertsPerToken{"num_experts_per_tok", 4096, "4,096"};
 constexpr Bound kMoeIntermediate{"moe_intermediate_size", 1u << 22, "4,194,304"};
 constexpr std::uint64_t kMaxParams = 10'000'000'000'000u;  // 10^13: ten trillion parameters
-
-// Reads the parsed document, naming the file, the key and the key's line in every error.
-class ConfigReader {
- public:
-  ConfigReader(const nlohmann::json& j, const std::string& text, const std::string& file)
-      : j_(j), file_(file), keys_(top_level_keys(text)) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
-    auto it = keys_.find(key);
-    throw InputError(file_, it == keys_.end() ? 0 : it->second.line, key, message);
-  }
-  bool has(const std::string& key) const { return j_.contains(key); }
-
-  std::uint64_t count(const Bound& b) const {
-    if (!j_.contains(b.key)) fail(b.key, "missing required field");
-    const auto& v = j_.at(b.key);
-    const std::string range = std::string("must be an integer from 1 to ") + b.max_text;
-    if (!v.is_number_integer()) fail(b.key, range + ", got " + v.dump());
-    if (v.is_number_unsigned()) {
-      const auto u = v.get<std::uint64_t>();
-      if (u >= 1 && u <= b.max) return u;
-    }
-    fail(b.key, range + ", got " + v.dump());
-  }
-  bool optional_bool(const std::string& key, bool fallback) const {
-    if (!j_.contains(key)) return fallback;
-    if (!j_.at(key).is_boolean()) fail(key, "must be true or false, got " + j_.at(key).dump());
-    return j_.at(key).get<bool>();
-  }
-  std::optional<std::string> optional_string(const std::string& key) const {
-    if (!j_.contains(key)) return std::nullopt;
-    if (!j_.at(key).is_string()) fail(key, "must be a string, got " + j_.at(key).dump());
-    return j_.at(key).get<std::string>();
-  }
-
- private:
-  const nlohmann::json& j_;
-  const std::string& file_;
-  std::map<std::string, KeyPosition> keys_;
-};
 
 // a * b and a + b, or nullopt when they overflow 64 bits.
 std::optional<std::uint64_t> mul(std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
@@ -183,19 +101,16 @@ std::optional<std::uint64_t> checked_total_params(const ModelConfig& m) {
   return add(add(mul(embed, U{2}), mul(U{m.num_hidden_layers}, layer)), h);
 }
 
-ModelConfig read_config(const nlohmann::json& j, const std::string& text, const std::string& file) {
-  if (!j.is_object()) throw InputError(file, 1, "", "expected a JSON object of config.json fields");
-  const ConfigReader r(j, text, file);
+ModelConfig read_config(const ConfigJson& doc) {
+  const nlohmann::json& j = doc.json;
+  if (!j.is_object()) throw InputError(doc.file, 1, "", "expected a JSON object of config.json fields");
+  const ConfigReader r(doc);
   static const std::set<std::string> known{
       "name", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
       "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "attention_bias", "mlp_bias",
       "max_position_embeddings", "num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step",
       "mlp_only_layers"};
-  for (const auto& [key, value] : j.items()) {
-    (void)value;
-    if (!known.count(key) && !ignored_hf_fields().count(key))
-      r.fail(key, "unknown model field (not a config.json field tiersim reads or ignores)");
-  }
+  r.refuse_unknown(known, ignored_hf_fields(), "a config.json");
   ModelConfig m;
   const auto model_type = r.optional_string("model_type");
   if (!model_type) r.fail("model_type", "missing: one of qwen3, qwen2, llama, mistral, qwen3_moe");
@@ -259,54 +174,12 @@ ModelConfig read_config(const nlohmann::json& j, const std::string& text, const 
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& text, const std::string& file) {
-  nlohmann::json j;
-  // Keys by depth as the parser meets them: a number that overflows a double is reported by nlohmann
-  // without a position, so the key being read names it (and duplicate keys, which JSON leaves
-  // undefined and nlohmann resolves silently, are refused).
-  std::vector<std::string> path;
-  std::set<std::string> top_keys;
-  std::string duplicate;
-  auto track = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (event == E::key && depth >= 1) {
-      path.resize(static_cast<std::size_t>(depth));
-      path.back() = parsed.is_string() ? parsed.get<std::string>() : std::string();
-      if (depth == 1 && !top_keys.insert(path.back()).second && duplicate.empty()) duplicate = path.back();
-    }
-    return true;
-  };
-  auto dotted = [&] {
-    std::string out;
-    for (const auto& k : path) out += (out.empty() ? "" : ".") + k;
-    return out;
-  };
+  const ConfigJson doc = parse_config_json(text, file);
   try {
-    j = nlohmann::json::parse(text, track);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file, line_at(text, e.byte == 0 ? 0 : e.byte - 1), dotted(), std::string("not valid JSON: ") + e.what());
+    return read_config(doc);
   } catch (const nlohmann::json::exception& e) {
-    // out_of_range 406: a number beyond a double (1e400), even in a field tiersim ignores.
-    const auto keys = top_level_keys(text);
-    const auto it = path.empty() ? keys.end() : keys.find(path.front());
-    throw InputError(file, it == keys.end() ? 0 : it->second.line, dotted(),
-                     std::string("not a usable JSON value (numbers must fit a double): ") + e.what());
-  }
-  if (!duplicate.empty()) {
-    // The second occurrence is the one at fault: find it after the first.
-    const auto keys = top_level_keys(text);
-    const auto first = keys.find(duplicate);
-    std::size_t line = 0;
-    if (first != keys.end()) {
-      const auto again = text.find("\"" + duplicate + "\"", first->second.offset + duplicate.size() + 2);
-      if (again != std::string::npos) line = line_at(text, again);
-    }
-    throw InputError(file, line, duplicate, "appears twice");
-  }
-  try {
-    return read_config(j, text, file);
-  } catch (const nlohmann::json::exception& e) {
-    // Every access above is type-checked first; this is the backstop that keeps a library exception
-    // from escaping as an abort.
+    // Every access is type-checked first; this is the backstop that keeps a library exception from
+    // escaping as an abort.
     throw InputError(file, 0, "", std::string("unexpected JSON value: ") + e.what());
   }
 }

@@ -1,0 +1,162 @@
+#include "model/config_json.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace tiersim::model {
+namespace {
+
+// Where each top-level key of the JSON text starts: nlohmann reports byte offsets for syntax errors
+// only, so the lines that errors name come from this scan (valid JSON only; a key written with
+// escapes is not found and its errors carry line 0).
+struct KeyPosition {
+  std::size_t line = 0;
+  std::size_t offset = 0;
+};
+
+std::size_t line_at(const std::string& text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+}
+
+std::map<std::string, KeyPosition> top_level_keys(const std::string& text) {
+  std::map<std::string, KeyPosition> out;
+  int depth = 0;
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (c == '{' || c == '[') ++depth;
+    else if (c == '}' || c == ']') --depth;
+    else if (c == '"') {
+      const std::size_t begin = i + 1;
+      std::size_t j = begin;
+      while (j < text.size() && text[j] != '"') j += text[j] == '\\' ? 2 : 1;
+      if (j >= text.size()) break;
+      const std::string str = text.substr(begin, j - begin);
+      std::size_t k = j + 1;
+      while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
+      if (depth == 1 && k < text.size() && text[k] == ':' && !out.count(str)) out[str] = {line, i};
+      for (std::size_t m = begin; m < j; ++m) line += text[m] == '\n';
+      i = j;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ConfigJson parse_config_json(const std::string& text, const std::string& file) {
+  nlohmann::json j;
+  // Keys by depth as the parser meets them: a number that overflows a double is reported by nlohmann
+  // without a position, so the key being read names it (and duplicate keys, which JSON leaves
+  // undefined and nlohmann resolves silently, are refused).
+  std::vector<std::string> path;
+  std::set<std::string> top_keys;
+  std::string duplicate;
+  auto track = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::key && depth >= 1) {
+      path.resize(static_cast<std::size_t>(depth));
+      path.back() = parsed.is_string() ? parsed.get<std::string>() : std::string();
+      if (depth == 1 && !top_keys.insert(path.back()).second && duplicate.empty()) duplicate = path.back();
+    }
+    return true;
+  };
+  auto dotted = [&] {
+    std::string out;
+    for (const auto& k : path) out += (out.empty() ? "" : ".") + k;
+    return out;
+  };
+  try {
+    j = nlohmann::json::parse(text, track);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(file, line_at(text, e.byte == 0 ? 0 : e.byte - 1), dotted(), std::string("not valid JSON: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range 406: a number beyond a double (1e400), even in a field tiersim ignores.
+    const auto keys = top_level_keys(text);
+    const auto it = path.empty() ? keys.end() : keys.find(path.front());
+    throw InputError(file, it == keys.end() ? 0 : it->second.line, dotted(),
+                     std::string("not a usable JSON value (numbers must fit a double): ") + e.what());
+  }
+  if (!duplicate.empty()) {
+    // The second occurrence is the one at fault: find it after the first.
+    const auto keys = top_level_keys(text);
+    const auto first = keys.find(duplicate);
+    std::size_t line = 0;
+    if (first != keys.end()) {
+      const auto again = text.find("\"" + duplicate + "\"", first->second.offset + duplicate.size() + 2);
+      if (again != std::string::npos) line = line_at(text, again);
+    }
+    throw InputError(file, line, duplicate, "appears twice");
+  }
+  return {std::move(j), text, file};
+}
+
+
+ConfigJson load_config_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, 0, "", "cannot open model description");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_config_json(ss.str(), path);
+}
+
+ConfigReader::ConfigReader(const ConfigJson& doc) : j_(doc.json), file_(doc.file) {
+  for (const auto& [key, pos] : top_level_keys(doc.text)) lines_[key] = pos.line;
+}
+
+void ConfigReader::fail(const std::string& key, const std::string& message) const {
+  auto it = lines_.find(key);
+  throw InputError(file_, it == lines_.end() ? 0 : it->second, key, message);
+}
+
+void ConfigReader::refuse_unknown(const std::set<std::string>& known, const std::set<std::string>& ignored,
+                                  const std::string& what) const {
+  std::vector<std::string> unknown;
+  for (const auto& [key, value] : j_.items()) {
+    (void)value;
+    if (!known.count(key) && !ignored.count(key)) unknown.push_back(key);
+  }
+  if (unknown.empty()) return;
+  // The first in the file is the one the error points at.
+  std::sort(unknown.begin(), unknown.end(), [&](const std::string& a, const std::string& b) {
+    const auto la = lines_.count(a) ? lines_.at(a) : 0, lb = lines_.count(b) ? lines_.at(b) : 0;
+    return std::make_pair(la, a) < std::make_pair(lb, b);
+  });
+  std::string all;
+  for (const auto& k : unknown) all += (all.empty() ? "" : ", ") + k;
+  fail(unknown.front(), "unknown field" + std::string(unknown.size() > 1 ? "s " : " ") + all + " (not " + what +
+                            " field" + (unknown.size() > 1 ? "s" : "") + " tiersim reads or ignores)");
+}
+
+std::uint64_t ConfigReader::count(const Bound& b) const {
+  if (!j_.contains(b.key)) fail(b.key, "missing required field");
+  const auto& v = j_.at(b.key);
+  const std::string range = std::string("must be an integer from 1 to ") + b.max_text;
+  if (!v.is_number_integer()) fail(b.key, range + ", got " + v.dump());
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u >= 1 && u <= b.max) return u;
+  }
+  fail(b.key, range + ", got " + v.dump());
+}
+
+bool ConfigReader::optional_bool(const std::string& key, bool fallback) const {
+  if (!j_.contains(key)) return fallback;
+  if (!j_.at(key).is_boolean()) fail(key, "must be true or false, got " + j_.at(key).dump());
+  return j_.at(key).get<bool>();
+}
+
+std::optional<std::string> ConfigReader::optional_string(const std::string& key) const {
+  if (!j_.contains(key)) return std::nullopt;
+  if (!j_.at(key).is_string()) fail(key, "must be a string, got " + j_.at(key).dump());
+  return j_.at(key).get<std::string>();
+}
+
+}  // namespace tiersim::model

@@ -1,0 +1,55 @@
+#pragma once
+// A model description read as JSON (a Hugging Face config.json, a diffusers config): parsed with every
+// error naming the file, the line and the key (duplicate keys and numbers beyond a double refused), and a
+// reader of its top-level fields with range checks. Shared by every model family's config reader.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace tiersim::model {
+
+// The parsed document with the text and file name its errors are reported against.
+struct ConfigJson {
+  nlohmann::json json;
+  std::string text;
+  std::string file;
+};
+
+// Parses `text` (errors: InputError naming `file`, the line and the key being read).
+ConfigJson parse_config_json(const std::string& text, const std::string& file);
+// Reads and parses the file at `path`.
+ConfigJson load_config_json(const std::string& path);
+
+// An integer field's upper bound, with the bound as it is printed in errors.
+struct Bound {
+  const char* key;
+  std::uint64_t max;
+  const char* max_text;
+};
+
+// Reads top-level fields; every error names the file and the line where the key is.
+class ConfigReader {
+ public:
+  explicit ConfigReader(const ConfigJson& doc);
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+  bool has(const std::string& key) const { return j_.contains(key); }
+  // Every key that is neither read (`known`) nor ignored by name (`ignored`), reported at once: the error
+  // names the first such key's line and lists them all.
+  void refuse_unknown(const std::set<std::string>& known, const std::set<std::string>& ignored,
+                      const std::string& what) const;
+
+  std::uint64_t count(const Bound& b) const;  // required, 1..b.max
+  bool optional_bool(const std::string& key, bool fallback) const;
+  std::optional<std::string> optional_string(const std::string& key) const;
+
+ private:
+  const nlohmann::json& j_;
+  const std::string& file_;
+  std::map<std::string, std::size_t> lines_;  // top-level key -> line
+};
+
+}  // namespace tiersim::model
