@@ -26,6 +26,7 @@
 #include "hardware/profile_loader.hpp"
 #include "runtime/runtime_loader.hpp"
 #include "model/model_config.hpp"
+#include "model/model_family.hpp"
 #include "model/trace_generator.hpp"
 #include "policies/strategy/parts.hpp"
 #include "policies/strategy/presets.hpp"
@@ -40,7 +41,10 @@ struct CommonOptions {
   std::string trace;
   std::string model;
   std::optional<std::string> dtype;  // default bf16; a .gguf model's own types
-  std::uint32_t batch = 1, prompt = 512, decode = 128;
+  std::uint32_t batch = 1;
+  std::optional<std::uint32_t> prompt, decode;  // a decoder model's; defaults 512 and 128
+  std::optional<std::string> resolution;        // a diffusion model's: WxH, steps, T5 tokens
+  std::optional<std::uint32_t> steps, text_tokens;
   std::string routing = "uniform";
   std::uint64_t routing_seed = 0;
   std::string hw = hw::kDefaultProfile;
@@ -92,15 +96,20 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--dtype", o.dtype,
                  "weight format when generating: fp32, bf16 (default), fp16, fp8, int8, q4, or a GGUF file type "
                  "(Q4_K_M, Q8_0, ...); a --model FILE.gguf has its own");
-  cmd.add_option("--batch", o.batch, "sequences decoded together")
+  cmd.add_option("--batch", o.batch, "sequences decoded together (a diffusion model: images per iteration)")
       ->capture_default_str()
       ->check(number_in(1, 65536, "sequences", true));
-  cmd.add_option("--prompt", o.prompt, "prompt tokens (prefill)")
-      ->capture_default_str()
+  cmd.add_option("--prompt", o.prompt, "prompt tokens (prefill; default 512)")
       ->check(number_in(0, 16777216, "tokens", true));
-  cmd.add_option("--decode", o.decode, "tokens to decode")
-      ->capture_default_str()
+  cmd.add_option("--decode", o.decode, "tokens to decode (default 128)")
       ->check(number_in(0, 16777216, "tokens", true));
+  cmd.add_option("--resolution", o.resolution,
+                 "diffusion model: image size WIDTHxHEIGHT in pixels, multiples of 16 (default 1024x1024)");
+  cmd.add_option("--steps", o.steps, "diffusion model: denoising iterations (default 28)")
+      ->check(number_in(1, 100000, "iterations", true));
+  cmd.add_option("--text-tokens", o.text_tokens,
+                 "diffusion model: the prompt's T5 tokens (default 512, FLUX.1-dev's max_sequence_length)")
+      ->check(number_in(1, 4096, "tokens", true));
   cmd.add_option("--routing", o.routing,
                  "mixture of experts: which experts tokens are routed to, uniform (default) or zipf:S (the layer's "
                  "experts in a seeded order, the r-th with weight 1/r^S, S from 0.1 to 4)")
@@ -221,8 +230,32 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
       throw InputError("", 0, "--routing", "uniform or zipf:S with S from 0.1 to 4 (zipf:1.2), got '" + o.routing + "'");
     spec.generation.routing_zipf = zipf;
   }
-  spec.generation.prompt_tokens = o.prompt;
-  spec.generation.decode_tokens = o.decode;
+  const bool diffusion = !o.model.empty() && !app::is_gguf_path(o.model) &&
+                         model::model_family(o.model) == model::ModelFamily::Flux;
+  if (diffusion) {
+    // The options of the other kind of model are refused, not ignored.
+    for (const auto& [given, name] : {std::pair{o.prompt.has_value(), "--prompt"}, {o.decode.has_value(), "--decode"},
+                                      {o.ubatch.has_value(), "--ubatch"}, {o.routing != "uniform", "--routing"}})
+      if (given) throw InputError("", 0, name, "is for a language model; '" + o.model + "' is a diffusion transformer "
+                                               "(--resolution, --steps, --text-tokens, --batch)");
+    if (o.resolution) {
+      unsigned w = 0, h = 0;
+      char extra = 0;
+      if (std::sscanf(o.resolution->c_str(), "%ux%u%c", &w, &h, &extra) != 2 || w > 16384 || h > 16384)
+        throw InputError("", 0, "--resolution", "expected WIDTHxHEIGHT in pixels (1024x1024), got '" + *o.resolution + "'");
+      spec.generation.image.width = w;
+      spec.generation.image.height = h;
+    }
+    if (o.steps) spec.generation.image.steps = *o.steps;
+    if (o.text_tokens) spec.generation.image.text_tokens = *o.text_tokens;
+    spec.generation.prompt_tokens = spec.generation.decode_tokens = 0;
+    return spec;
+  }
+  for (const auto& [given, name] : {std::pair{o.resolution.has_value(), "--resolution"}, {o.steps.has_value(), "--steps"},
+                                    {o.text_tokens.has_value(), "--text-tokens"}})
+    if (given) throw InputError("", 0, name, "is for a diffusion model (a FLUX config); this is a language model");
+  spec.generation.prompt_tokens = o.prompt.value_or(512);
+  spec.generation.decode_tokens = o.decode.value_or(128);
   if (o.ubatch) spec.generation.ubatch = *o.ubatch;
   else
     for (const auto& p : strategy::presets())
@@ -515,7 +548,11 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
     q.strategy = strategy_spec(q.o);
     app::parse_engine(q.o.engine);
     q.key = q.o.trace + '\n' + q.o.model + '\n' + q.o.dtype.value_or("") + '\n' + std::to_string(q.o.batch) + '\n' +
-            std::to_string(q.o.prompt) + '\n' + std::to_string(q.o.decode) + '\n' + std::to_string(q.spec.generation.ubatch);
+            std::to_string(q.spec.generation.prompt_tokens) + '\n' + std::to_string(q.spec.generation.decode_tokens) +
+            '\n' + std::to_string(q.spec.generation.ubatch) + '\n' + q.o.routing + '\n' +
+            std::to_string(q.o.routing_seed) + '\n' + std::to_string(q.spec.generation.image.width) + 'x' +
+            std::to_string(q.spec.generation.image.height) + '\n' + std::to_string(q.spec.generation.image.steps) + '\n' +
+            std::to_string(q.spec.generation.image.text_tokens);
     points.push_back(std::move(q));
   }
   report::OutputFile out(output.empty() ? "-" : output, "-o");

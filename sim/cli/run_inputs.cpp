@@ -10,6 +10,7 @@
 #include "config/strict_reader.hpp"
 #include "core/error.hpp"
 #include "hardware/profile_loader.hpp"
+#include "model/model_family.hpp"
 #include "policies/strategy/presets.hpp"
 #include "runtime/runtime_loader.hpp"
 
@@ -64,6 +65,12 @@ std::string model_digest(const TraceSpec& spec) {
   return gguf ? file_digest(spec.model_path, gguf->data_offset) : file_digest(spec.model_path);
 }
 
+// Whether the generated trace is a diffusion transformer's (its options differ from a decoder's).
+bool is_diffusion(const TraceSpec& spec) {
+  return !spec.model_path.empty() && !is_gguf_path(spec.model_path) &&
+         model::model_family(spec.model_path) == model::ModelFamily::Flux;
+}
+
 }  // namespace
 
 ordered_json inputs_to_json(const RunInputs& in) {
@@ -76,8 +83,15 @@ ordered_json inputs_to_json(const RunInputs& in) {
     trace["fnv1a64"] = model_digest(in.trace);
     trace["dtype"] = model::dtype_name(in.trace.generation);
     trace["batch"] = in.trace.generation.batch;
-    trace["prompt"] = in.trace.generation.prompt_tokens;
-    trace["decode"] = in.trace.generation.decode_tokens;
+    if (is_diffusion(in.trace)) {
+      const auto& im = in.trace.generation.image;
+      trace["resolution"] = std::to_string(im.width) + "x" + std::to_string(im.height);
+      trace["steps"] = im.steps;
+      trace["text_tokens"] = im.text_tokens;
+    } else {
+      trace["prompt"] = in.trace.generation.prompt_tokens;
+      trace["decode"] = in.trace.generation.decode_tokens;
+    }
     if (in.trace.generation.ubatch > 0) trace["ubatch"] = in.trace.generation.ubatch;
     if (in.trace.generation.routing_zipf > 0) trace["routing_zipf"] = in.trace.generation.routing_zipf;
     if (in.trace.generation.routing_seed != 0) trace["routing_seed"] = in.trace.generation.routing_seed;
@@ -129,8 +143,19 @@ RunInputs inputs_from_config(const std::string& path) {
       if (model_digest(r.trace) != t.text("fnv1a64"))
         t.fail("fnv1a64", "the model '" + r.trace.model_path + "' is not the file this result was computed from");
       r.trace.generation.batch = static_cast<std::uint32_t>(t.integer("batch", 1, 1 << 20));
-      r.trace.generation.prompt_tokens = static_cast<std::uint32_t>(t.integer("prompt", 0, 1 << 24));
-      r.trace.generation.decode_tokens = static_cast<std::uint32_t>(t.integer("decode", 0, 1 << 24));
+      if (is_diffusion(r.trace)) {
+        auto& im = r.trace.generation.image;
+        const std::string res = t.text("resolution");
+        char extra = 0;
+        if (std::sscanf(res.c_str(), "%ux%u%c", &im.width, &im.height, &extra) != 2)
+          t.fail("resolution", "expected WIDTHxHEIGHT, got '" + res + "'");
+        im.steps = static_cast<std::uint32_t>(t.integer("steps", 1, 100000));
+        im.text_tokens = static_cast<std::uint32_t>(t.integer("text_tokens", 1, 4096));
+        r.trace.generation.prompt_tokens = r.trace.generation.decode_tokens = 0;
+      } else {
+        r.trace.generation.prompt_tokens = static_cast<std::uint32_t>(t.integer("prompt", 0, 1 << 24));
+        r.trace.generation.decode_tokens = static_cast<std::uint32_t>(t.integer("decode", 0, 1 << 24));
+      }
       if (t.has("ubatch")) r.trace.generation.ubatch = static_cast<std::uint32_t>(t.integer("ubatch", 1, 1 << 24));
       if (t.has("routing_zipf")) r.trace.generation.routing_zipf = t.number("routing_zipf", 0.1, 4);
       if (t.has("routing_seed"))

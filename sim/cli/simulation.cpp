@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "model/gguf_file.hpp"
 #include "model/model_config.hpp"
+#include "model/model_family.hpp"
 #include "replay/event_replay.hpp"
 #include "trace/trace_reader.hpp"
 
@@ -17,21 +18,6 @@ EngineKind parse_engine(const std::string& name) {
   if (name == "analytic") return EngineKind::Analytic;
   throw InputError("", 0, "--engine", "unknown engine '" + name + "' (event, analytic)");
 }
-
-namespace {
-// The generator needs its model config to outlive it; this keeps both together.
-class GeneratedTrace final : public trace::StepSource {
- public:
-  GeneratedTrace(model::ModelConfig config, const model::GenerationOptions& options)
-      : config_(std::move(config)), generator_(config_, options) {}
-  const trace::Header& header() const override { return generator_.header(); }
-  bool next(trace::Step& out) override { return generator_.next(out); }
-
- private:
-  model::ModelConfig config_;
-  model::LlmTraceGenerator generator_;
-};
-}  // namespace
 
 namespace {
 class MemoryTrace final : public trace::StepSource {
@@ -68,9 +54,9 @@ std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec) {
   if (!spec.trace_path.empty()) return std::make_unique<trace::TraceReader>(spec.trace_path);
   if (spec.model_path.empty()) throw InputError("", 0, "--trace", "give a trace (--trace FILE) or a model (--model FILE)");
   if (spec.generation.gguf_file)
-    return std::make_unique<GeneratedTrace>(model::gguf::model_config(*spec.generation.gguf_file, spec.model_path),
-                                            spec.generation);
-  return std::make_unique<GeneratedTrace>(model::load_model_config(spec.model_path), spec.generation);
+    return std::make_unique<model::LlmTraceGenerator>(
+        model::gguf::model_config(*spec.generation.gguf_file, spec.model_path), spec.generation);
+  return model::generate_trace(spec.model_path, spec.generation);
 }
 
 bool is_gguf_path(const std::string& path) {

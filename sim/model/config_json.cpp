@@ -131,8 +131,8 @@ void ConfigReader::refuse_unknown(const std::set<std::string>& known, const std:
   });
   std::string all;
   for (const auto& k : unknown) all += (all.empty() ? "" : ", ") + k;
-  fail(unknown.front(), "unknown field" + std::string(unknown.size() > 1 ? "s " : " ") + all + " (not " + what +
-                            " field" + (unknown.size() > 1 ? "s" : "") + " tiersim reads or ignores)");
+  fail(unknown.front(), "unknown field" + std::string(unknown.size() > 1 ? "s " : " ") + all + " (" + what +
+                            " fields tiersim neither reads nor ignores)");
 }
 
 std::uint64_t ConfigReader::count(const Bound& b) const {

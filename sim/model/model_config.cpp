@@ -110,7 +110,7 @@ ModelConfig read_config(const ConfigJson& doc) {
       "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "attention_bias", "mlp_bias",
       "max_position_embeddings", "num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step",
       "mlp_only_layers"};
-  r.refuse_unknown(known, ignored_hf_fields(), "a config.json");
+  r.refuse_unknown(known, ignored_hf_fields(), "config.json");
   ModelConfig m;
   const auto model_type = r.optional_string("model_type");
   if (!model_type) r.fail("model_type", "missing: one of qwen3, qwen2, llama, mistral, qwen3_moe");

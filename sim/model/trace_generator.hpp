@@ -34,6 +34,13 @@ struct GenerationOptions {
   std::uint64_t routing_seed = 0;
   double routing_zipf = 0;
   std::uint32_t prefill_steps() const;
+  // A diffusion transformer (a FLUX config): the image, its denoising iterations and the text encoder's
+  // tokens; `batch` is images per iteration. Decoder models ignore these, diffusion models the LLM fields.
+  struct Image {
+    std::uint32_t width = 1024, height = 1024;  // pixels, multiples of 16 (VAE /8, then 2x2 patches)
+    std::uint32_t steps = 28;                   // FLUX.1-dev's usual step count
+    std::uint32_t text_tokens = 512;            // T5 tokens: FLUX.1-dev's max_sequence_length (schnell: 256)
+  } image;
 };
 
 // Sets the weight format from its name: fp32, bf16, fp16, fp8, int8, q4, or a GGUF file type (Q4_K_M,

@@ -42,20 +42,25 @@ std::string md_cell(const std::string& s) {
 
 void write_grid(std::ostream& out, GridFormat format, const std::vector<std::string>& axes,
                 const std::vector<GridRow>& rows) {
+  // A grid with diffusion iterations gets their median as a column of its own (LLM grids keep theirs).
+  bool iterations = false;
+  for (const auto& r : rows) iterations |= r.ok && r.summary.iteration_steps > 0;
   std::vector<std::string> header;
   for (const auto& a : axes) header.push_back(a.substr(a.find_first_not_of('-')));
-  for (const char* c : {"tps", "decode_step_seconds", "prefill_seconds", "vram_peak_bytes", "offloaded_bytes",
-                        "h2d_bytes_per_step", "peer_bytes_per_step", "status", "error", "command"})
-    header.push_back(c);
+  for (const char* c : {"tps", "decode_step_seconds", "iteration_seconds", "prefill_seconds", "vram_peak_bytes",
+                        "offloaded_bytes", "h2d_bytes_per_step", "peer_bytes_per_step", "status", "error", "command"})
+    if (iterations || std::string(c) != "iteration_seconds") header.push_back(c);
   auto cells = [&](const GridRow& r) {
     std::vector<std::string> c = r.values;
     if (r.ok) {
-      for (const std::string& v : {num(r.summary.tps), num(r.summary.decode_step_median), num(r.summary.prefill_seconds),
-                                   whole(r.vram_peak), whole(r.offloaded), whole(r.summary.h2d_bytes_per_step),
-                                   whole(r.summary.peer_bytes_per_step)})
+      c.push_back(num(r.summary.tps));
+      c.push_back(num(r.summary.decode_step_median));
+      if (iterations) c.push_back(num(r.summary.iteration_median));
+      for (const std::string& v : {num(r.summary.prefill_seconds), whole(r.vram_peak), whole(r.offloaded),
+                                   whole(r.summary.h2d_bytes_per_step), whole(r.summary.peer_bytes_per_step)})
         c.push_back(v);
     } else {
-      c.insert(c.end(), 7, "");
+      c.insert(c.end(), iterations ? 8 : 7, "");
     }
     c.push_back(r.ok ? "ok" : "error");
     c.push_back(r.error);
@@ -87,6 +92,7 @@ void write_grid(std::ostream& out, GridFormat format, const std::vector<std::str
       if (r.ok) {
         j["tps"] = r.summary.tps;
         j["decode_step_seconds"] = r.summary.decode_step_median;
+        if (iterations) j["iteration_seconds"] = r.summary.iteration_median;
         j["prefill_seconds"] = r.summary.prefill_seconds;
         j["vram_peak_bytes"] = std::llround(r.vram_peak);  // whole bytes, as in CSV and markdown
         j["offloaded_bytes"] = std::llround(r.offloaded);

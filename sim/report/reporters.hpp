@@ -60,7 +60,8 @@ struct GridRow {
 enum class GridFormat { Csv, Jsonl, Markdown };
 // CSV as RFC 4180 (CRLF line ends; a field with a comma, quote or line break quoted, quotes doubled),
 // JSON lines, or a markdown table; the columns are the axes (by option name without dashes), then
-// tps, decode_step_seconds, prefill_seconds, vram_peak_bytes, offloaded_bytes, h2d_bytes_per_step,
+// tps, decode_step_seconds, iteration_seconds (only when some point has diffusion iterations),
+// prefill_seconds, vram_peak_bytes, offloaded_bytes, h2d_bytes_per_step,
 // peer_bytes_per_step, status (ok or error), error and command.
 void write_grid(std::ostream& out, GridFormat format, const std::vector<std::string>& axes,
                 const std::vector<GridRow>& rows);

@@ -1,0 +1,293 @@
+#include "model/flux/flux_trace_generator.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace tiersim::model {
+
+using trace::OpKind;
+using trace::StepKind;
+using trace::TensorAccess;
+using trace::TensorKind;
+
+std::uint64_t flux_image_tokens(const GenerationOptions::Image& image) {
+  return static_cast<std::uint64_t>(image.height / 16) * (image.width / 16);
+}
+
+namespace {
+
+// Kernel launches ComfyUI's eager forward issues per logical op (read from comfy/ldm/flux/layers.py and
+// math.py, not measured): a Linear is one cuBLAS call with its bias; a modulation is silu(vec) and its
+// Linear; LayerNorm + apply_mod is layer_norm, 1 + scale, addcmul; a gated residual is gate * y and the add;
+// the q/k RMSNorm is torch's rms_norm; rotary embedding per q or k is the fp32 cast, a multiply, an
+// addcmul_ and the cast back (apply_rope1); attention is SDPA and the transpose-reshape of its output.
+struct Launches {
+  std::uint32_t linear = 1, silu = 1, modulated_norm = 3, gated_residual = 2, rms_norm = 1, rope = 8,
+                attention = 2, gelu = 1, concat = 1;
+};
+constexpr Launches kLaunches{};
+
+std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, const char* key, const char* what) {
+  std::uint64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r) || r > (std::uint64_t{1} << 62))
+    throw InputError("", 0, key, std::string(what) + " is beyond 2^62: a smaller image or batch");
+  return r;
+}
+
+}  // namespace
+
+FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const GenerationOptions& options)
+    : model_(model), options_(options) {
+  const auto& im = options_.image;
+  const WeightDtype d = options_.dtype;
+  if (d != WeightDtype::Bf16 && d != WeightDtype::Fp16 && d != WeightDtype::Fp8 && d != WeightDtype::Fp32)
+    throw InputError("", 0, "--dtype",
+                     std::string("'") + dtype_name(options_) + "' is not modelled for a FLUX transformer: bf16, fp16, "
+                     "fp32, or fp8 (ComfyUI's fp8_e4m3fn weights, cast to bf16 before each Linear); GGUF diffusion "
+                     "models (ComfyUI-GGUF) are not modelled yet");
+  for (const std::uint32_t side : {im.width, im.height})
+    if (side < 16 || side > 16384 || side % 16 != 0)
+      throw InputError("", 0, "--resolution",
+                       "width and height must be multiples of 16 from 16 to 16384 (the VAE's /8 and 2x2 patches), got " +
+                           std::to_string(im.width) + "x" + std::to_string(im.height));
+  if (im.steps < 1 || im.steps > 100000) throw InputError("", 0, "--steps", "must be from 1 to 100000");
+  if (im.text_tokens < 1 || im.text_tokens > 4096) throw InputError("", 0, "--text-tokens", "must be from 1 to 4096");
+  if (options_.batch < 1 || options_.batch > 4096) throw InputError("", 0, "--batch", "images per iteration: 1 to 4096");
+  // The largest products the steps form: attention FLOPs and the activation workspace.
+  const std::uint64_t S = flux_image_tokens(im) + im.text_tokens, h = model_.hidden();
+  checked_mul(checked_mul(checked_mul(4 * options_.batch, S, "--resolution", "the attention's FLOPs"), S,
+                          "--resolution", "the attention's FLOPs"),
+              h, "--resolution", "the attention's FLOPs");
+
+  header_.meta["model"] = model_.name;
+  header_.meta["family"] = "flux";
+  header_.meta["dtype"] = d == WeightDtype::Fp32 ? "fp32" : d == WeightDtype::Fp16 ? "fp16" : "bf16";
+  header_.meta["weight_dtype"] = dtype_name(options_);
+  header_.meta["batch"] = std::to_string(options_.batch);
+  header_.meta["parameters"] = std::to_string(model_.total_params());
+  header_.meta["resolution"] = std::to_string(im.width) + "x" + std::to_string(im.height);
+  header_.meta["steps"] = std::to_string(im.steps);
+  header_.meta["image_tokens"] = std::to_string(flux_image_tokens(im));
+  header_.meta["text_tokens"] = std::to_string(im.text_tokens);
+  header_.meta["hidden_size"] = std::to_string(h);
+  header_.meta["source"] = "tiersim FLUX generator (ComfyUI's Flux modules; comfy/ldm/flux at a125cd84)";
+
+  // Leaf modules in ComfyUI's registration order (Flux.__init__): groups -1 (inputs), 0..D-1 (double
+  // blocks), D..D+S-1 (single blocks), D+S (final layer).
+  const std::uint64_t m = model_.mlp_hidden(), hd = model_.head_dim;
+  const auto D = static_cast<std::int32_t>(model_.double_blocks);
+  const auto Sg = static_cast<std::int32_t>(model_.single_blocks);
+  img_in_ = add_linear(-1, "img_in", model_.in_channels, h);
+  time_in_[0] = add_linear(-1, "time_in.in_layer", FluxConfig::kTimestepChannels, h);
+  time_in_[1] = add_linear(-1, "time_in.out_layer", h, h);
+  vector_in_[0] = add_linear(-1, "vector_in.in_layer", model_.pooled_dim, h);
+  vector_in_[1] = add_linear(-1, "vector_in.out_layer", h, h);
+  if (model_.guidance_embeds) {
+    guidance_in_[0] = add_linear(-1, "guidance_in.in_layer", FluxConfig::kTimestepChannels, h);
+    guidance_in_[1] = add_linear(-1, "guidance_in.out_layer", h, h);
+  }
+  txt_in_ = add_linear(-1, "txt_in", model_.context_dim, h);
+  const std::uint64_t norm_bytes = hd * norm_bytes_per_param(d);
+  for (std::int32_t b = 0; b < D; ++b) {
+    const std::string p = "double_blocks." + std::to_string(b) + ".";
+    DoubleBlock blk{};
+    for (const char* side : {"img", "txt"}) {
+      Stream& s = side[0] == 'i' ? blk.img : blk.txt;
+      const std::string q = p + side;
+      s.mod = add_linear(b, q + "_mod.lin", h, 6 * h);
+      s.qkv = add_linear(b, q + "_attn.qkv", h, 3 * h);
+      s.q_norm = add_tensor(TensorKind::Weight, norm_bytes, b, q + "_attn.norm.query_norm");
+      s.k_norm = add_tensor(TensorKind::Weight, norm_bytes, b, q + "_attn.norm.key_norm");
+      s.proj = add_linear(b, q + "_attn.proj", h, h);
+      s.mlp_in = add_linear(b, q + "_mlp.0", h, m);
+      s.mlp_out = add_linear(b, q + "_mlp.2", m, h);
+    }
+    double_.push_back(blk);
+  }
+  for (std::int32_t b = 0; b < Sg; ++b) {
+    const std::string p = "single_blocks." + std::to_string(b) + ".";
+    SingleBlock blk{};
+    blk.linear1 = add_linear(D + b, p + "linear1", h, 3 * h + m);
+    blk.linear2 = add_linear(D + b, p + "linear2", h + m, h);
+    blk.q_norm = add_tensor(TensorKind::Weight, norm_bytes, D + b, p + "norm.query_norm");
+    blk.k_norm = add_tensor(TensorKind::Weight, norm_bytes, D + b, p + "norm.key_norm");
+    blk.modulation = add_linear(D + b, p + "modulation.lin", h, 3 * h);
+    single_.push_back(blk);
+  }
+  final_linear_ = add_linear(D + Sg, "final_layer.linear", h, model_.out_channels);
+  final_modulation_ = add_linear(D + Sg, "final_layer.adaLN_modulation.1", h, 2 * h);
+
+  // Live activations of a single block, the widest point of the forward: the stream x, its modulated norm,
+  // linear1's output (3d + 4d), q and k in fp32 for the rotary embedding, the attention output, GELU's
+  // output, their concatenation (5d) and linear2's output; plus the rotary table and, for fp8 weights, the
+  // bf16 copy of the largest Linear. An estimate of PyTorch's working set, not its allocator's peak.
+  const std::uint64_t a = activation_bytes(d);
+  const std::uint64_t rows = checked_mul(options_.batch, S, "--resolution", "the activation workspace");
+  std::uint64_t widest_linear = 0;
+  for (const auto& t : header_.tensors) widest_linear = std::max(widest_linear, t.bytes);
+  const std::uint64_t cast_copy = d == WeightDtype::Fp8 ? 2 * widest_linear : 0;
+  act_ = add_tensor(TensorKind::Activation,
+                    checked_mul(rows, h * (20 * a + 16) + hd * 8, "--resolution", "the activation workspace") + cast_copy,
+                    -1, "activations");
+}
+
+std::uint32_t FluxTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name) {
+  trace::Tensor t;
+  t.id = static_cast<std::uint32_t>(header_.tensors.size());
+  t.kind = kind;
+  t.bytes = bytes;
+  t.layer = group;
+  t.name = std::move(name);
+  header_.tensors.push_back(std::move(t));
+  return header_.tensors.back().id;
+}
+
+std::uint32_t FluxTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in,
+                                             std::uint64_t out) {
+  // The weight in the model's format; the bias in 16 bits (fp8 checkpoints keep biases in bf16), 32 for fp32.
+  const WeightDtype d = options_.dtype;
+  return add_tensor(TensorKind::Weight, matrix_bytes(in * out, d) + out * norm_bytes_per_param(d), group, name);
+}
+
+bool FluxTraceGenerator::next(trace::Step& out) {
+  if (steps_done_ >= options_.image.steps) return false;
+  build_iteration(out);
+  ++steps_done_;
+  return true;
+}
+
+void FluxTraceGenerator::build_iteration(trace::Step& out) const {
+  const WeightDtype d = options_.dtype;
+  const std::uint64_t a = activation_bytes(d);
+  const std::uint64_t B = options_.batch, Si = B * flux_image_tokens(options_.image), St = B * options_.image.text_tokens;
+  const std::uint64_t S = Si + St;  // rows of the joint sequence, all images
+  const std::uint64_t h = model_.hidden(), m = model_.mlp_hidden(), heads = model_.heads, hd = model_.head_dim;
+  const std::uint64_t per_image = S / B;
+  const auto& tensors = header_.tensors;
+  const auto D = static_cast<std::int32_t>(model_.double_blocks);
+  const auto Sg = static_cast<std::int32_t>(model_.single_blocks);
+
+  out.kind = StepKind::Iteration;
+  out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(S, 0xffffffffu));
+  out.ops.clear();
+  auto act = [&](std::uint64_t elems) { return TensorAccess{act_, elems * a}; };
+  auto raw = [&](std::uint64_t bytes) { return TensorAccess{act_, bytes}; };
+  auto whole = [&](std::uint32_t id) { return TensorAccess{id, tensors[id].bytes}; };
+  auto add = [&](OpKind k, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,
+                 std::vector<TensorAccess> writes, std::uint32_t launches) {
+    trace::Op op;
+    op.kind = k;
+    op.layer = group;
+    op.flops = flops;
+    op.reads = std::move(reads);
+    op.writes = std::move(writes);
+    op.launches = launches;
+    out.ops.push_back(std::move(op));
+  };
+  // A Linear over `rows` rows. fp8 weights are cast to bf16 first (comfy/ops.py cast_bias_weight: a copy
+  // of the whole weight per forward), and the matrix product reads that copy.
+  auto linear = [&](std::int32_t g, std::uint32_t w, std::uint64_t rows, std::uint64_t in, std::uint64_t outd) {
+    const OpKind kind = rows <= 8 ? OpKind::Gemv : OpKind::Gemm;
+    if (d == WeightDtype::Fp8) {
+      add(OpKind::Elementwise, g, in * outd, {whole(w)}, {raw(2 * (in * outd + outd))}, 1);
+      add(kind, g, 2 * rows * in * outd, {raw(2 * (in * outd + outd)), act(rows * in)}, {act(rows * outd)},
+          kLaunches.linear);
+    } else {
+      add(kind, g, 2 * rows * in * outd, {whole(w), act(rows * in)}, {act(rows * outd)}, kLaunches.linear);
+    }
+  };
+  auto modulation = [&](std::int32_t g, std::uint32_t w, std::uint64_t outd) {
+    add(OpKind::Elementwise, g, 4 * B * h, {act(B * h)}, {act(B * h)}, kLaunches.silu);
+    linear(g, w, B, h, outd);
+  };
+  // LayerNorm without weights, then x * (1 + scale) + shift.
+  auto modulated_norm = [&](std::int32_t g, std::uint64_t rows) {
+    add(OpKind::Norm, g, 10 * rows * h, {act(2 * rows * h)}, {act(2 * rows * h)}, kLaunches.modulated_norm);
+  };
+  auto gated_residual = [&](std::int32_t g, std::uint64_t rows) {
+    add(OpKind::Elementwise, g, 2 * rows * h, {act(3 * rows * h)}, {act(2 * rows * h)}, kLaunches.gated_residual);
+  };
+  auto qk_norm = [&](std::int32_t g, std::uint32_t q_norm, std::uint32_t k_norm, std::uint64_t rows) {
+    for (const std::uint32_t w : {q_norm, k_norm})
+      add(OpKind::Norm, g, 4 * rows * h, {whole(w), act(rows * h)}, {act(rows * h)}, kLaunches.rms_norm);
+  };
+  // Rotary embedding of q and k in fp32 (math.py apply_rope1), then SDPA over each image's joint sequence
+  // (no mask: every token attends to all), and its output made [rows, heads x head_dim] again.
+  auto attention = [&](std::int32_t g) {
+    add(OpKind::Rope, g, 6 * S * h, {raw(S * 2 * h * (a + 24))}, {raw(S * 2 * h * (a + 12))}, kLaunches.rope);
+    add(OpKind::Attention, g, 4 * B * heads * per_image * per_image * hd, {act(3 * S * h)}, {act(2 * S * h)},
+        kLaunches.attention);
+  };
+
+  // Inputs (forward_orig): img_in, the timestep (and guidance) embedders, vector_in, txt_in, the rotary
+  // table over the position ids (EmbedND: per axis linspace, pow, einsum, cos/sin, stack; about 30 kernels).
+  linear(-1, img_in_, Si, model_.in_channels, h);
+  add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {act(B)}, {act(B * FluxConfig::kTimestepChannels)}, 6);
+  linear(-1, time_in_[0], B, FluxConfig::kTimestepChannels, h);
+  add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, kLaunches.silu);
+  linear(-1, time_in_[1], B, h, h);
+  if (model_.guidance_embeds) {
+    add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {act(B)}, {act(B * FluxConfig::kTimestepChannels)}, 6);
+    linear(-1, guidance_in_[0], B, FluxConfig::kTimestepChannels, h);
+    add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, kLaunches.silu);
+    linear(-1, guidance_in_[1], B, h, h);
+  }
+  linear(-1, vector_in_[0], B, model_.pooled_dim, h);
+  add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, kLaunches.silu);
+  linear(-1, vector_in_[1], B, h, h);
+  add(OpKind::Elementwise, -1, 2 * B * h, {act(3 * B * h)}, {act(B * h)}, 2);  // vec sums
+  linear(-1, txt_in_, St, model_.context_dim, h);
+  add(OpKind::Other, -1, 8 * S * hd, {act(S * 3)}, {raw(S * hd * 8)}, 30);
+
+  for (std::int32_t b = 0; b < D; ++b) {
+    const DoubleBlock& blk = double_[static_cast<std::size_t>(b)];
+    modulation(b, blk.img.mod, 6 * h);
+    modulation(b, blk.txt.mod, 6 * h);
+    modulated_norm(b, Si);
+    linear(b, blk.img.qkv, Si, h, 3 * h);
+    qk_norm(b, blk.img.q_norm, blk.img.k_norm, Si);
+    modulated_norm(b, St);
+    linear(b, blk.txt.qkv, St, h, 3 * h);
+    qk_norm(b, blk.txt.q_norm, blk.txt.k_norm, St);
+    add(OpKind::Elementwise, b, 0, {act(3 * S * h)}, {act(3 * S * h)}, 3 * kLaunches.concat);  // cat(txt, img) q, k, v
+    attention(b);
+    for (const auto& [s, rows] : {std::pair<const Stream&, std::uint64_t>{blk.img, Si}, {blk.txt, St}}) {
+      linear(b, s.proj, rows, h, h);
+      gated_residual(b, rows);
+      modulated_norm(b, rows);
+      linear(b, s.mlp_in, rows, h, m);
+      add(OpKind::Elementwise, b, 8 * rows * m, {act(rows * m)}, {act(rows * m)}, kLaunches.gelu);
+      linear(b, s.mlp_out, rows, m, h);
+      gated_residual(b, rows);
+    }
+    if (d == WeightDtype::Fp16)  // layers.py: txt = nan_to_num(txt) in fp16
+      add(OpKind::Elementwise, b, St * h, {act(St * h)}, {act(St * h)}, 1);
+  }
+  // img = cat(txt, img), then the single blocks over the joint sequence.
+  add(OpKind::Elementwise, D, 0, {act(S * h)}, {act(S * h)}, kLaunches.concat);
+  for (std::int32_t b = 0; b < Sg; ++b) {
+    const SingleBlock& blk = single_[static_cast<std::size_t>(b)];
+    const std::int32_t g = D + b;
+    modulation(g, blk.modulation, 3 * h);
+    modulated_norm(g, S);
+    linear(g, blk.linear1, S, h, 3 * h + m);
+    qk_norm(g, blk.q_norm, blk.k_norm, S);
+    attention(g);
+    add(OpKind::Elementwise, g, 8 * S * m, {act(S * m)}, {act(S * m)}, kLaunches.gelu);
+    add(OpKind::Elementwise, g, 0, {act(S * (h + m))}, {act(S * (h + m))}, kLaunches.concat);
+    linear(g, blk.linear2, S, h + m, h);
+    gated_residual(g, S);
+    if (d == WeightDtype::Fp16) add(OpKind::Elementwise, g, S * h, {act(S * h)}, {act(S * h)}, 1);
+  }
+  // Final layer on the image rows, then the sampler's update of the latent (ComfyUI's model wrapper and an
+  // Euler step: about ten small kernels over the latent).
+  const std::int32_t last = D + Sg;
+  modulation(last, final_modulation_, 2 * h);
+  modulated_norm(last, Si);
+  linear(last, final_linear_, Si, h, model_.out_channels);
+  add(OpKind::Elementwise, last, 10 * Si * model_.out_channels, {act(3 * Si * model_.out_channels)},
+      {act(2 * Si * model_.out_channels)}, 10);
+}
+
+}  // namespace tiersim::model

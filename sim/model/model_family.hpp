@@ -1,0 +1,26 @@
+#pragma once
+// The model families tiersim generates traces for, keyed as their published configs name them: a
+// diffusers config by its class (_class_name), a Hugging Face config.json by its model_type. One place
+// decides which reader and generator a model description gets.
+#include <memory>
+#include <string>
+
+#include "model/trace_generator.hpp"
+#include "trace/trace.hpp"
+
+namespace tiersim::model {
+
+enum class ModelFamily {
+  Decoder,  // config.json model_type qwen3, qwen2, llama, mistral, qwen3_moe (model_config.hpp)
+  Flux,     // diffusers FluxTransformer2DModel (flux/flux_config.hpp)
+};
+const char* to_string(ModelFamily f);
+
+// The family of the JSON model description at `path` (errors name the file and the key: an unknown
+// diffusers class is refused here, an unknown model_type by the decoder reader).
+ModelFamily model_family(const std::string& path);
+
+// The trace of the model at `path` (a JSON description) with these options, generated step by step.
+std::unique_ptr<trace::StepSource> generate_trace(const std::string& path, const GenerationOptions& options);
+
+}  // namespace tiersim::model

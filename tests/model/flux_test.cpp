@@ -1,0 +1,176 @@
+// The FLUX.1 family: its published diffusers configs, the parameter counts they give, the trace of one
+// denoising iteration, and the errors a bad config or option gets.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "model/flux/flux_config.hpp"
+#include "model/flux/flux_trace_generator.hpp"
+#include "model/model_family.hpp"
+#include "support/run_sim.hpp"
+
+namespace tiersim::model {
+namespace {
+
+std::string model_path(const std::string& name) {
+  return std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + name + ".json";
+}
+
+const std::string kBase =
+    R"("_class_name":"FluxTransformer2DModel","attention_head_dim":128,"num_attention_heads":24,"num_layers":19,)"
+    R"("num_single_layers":38,"in_channels":64,"joint_attention_dim":4096,"pooled_projection_dim":768)";
+
+TEST(Flux, ParameterCountsMatchThePublishedModels) {
+  // FLUX.1-dev's transformer: 11.9 B (black-forest-labs model card "12 billion parameter"; the safetensors
+  // hold 11,901,408,320); schnell has no guidance embedder: 10,229,760 fewer.
+  const FluxConfig dev = load_flux_config(model_path("flux.1-dev"));
+  EXPECT_EQ(dev.total_params(), 11901408320u);
+  EXPECT_EQ(dev.hidden(), 3072u);
+  EXPECT_TRUE(dev.guidance_embeds);
+  EXPECT_EQ(load_flux_config(model_path("flux.1-schnell")).total_params(), 11891178560u);
+  EXPECT_EQ(model_family(model_path("flux.1-dev")), ModelFamily::Flux);
+  EXPECT_EQ(model_family(model_path("qwen3-8b")), ModelFamily::Decoder);
+}
+
+TEST(Flux, RefusesWhatIsNotAFluxConfigNamingTheKey) {
+  EXPECT_NO_THROW(parse_flux_config("{" + kBase + "}", "f.json"));
+  EXPECT_EQ(parse_flux_config("{" + kBase + R"(,"out_channels":null})", "f.json").out_channels, 64u);
+  auto key_of = [](const std::string& text) {
+    try {
+      parse_flux_config(text, "f.json");
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), "f.json");
+      return e.key() + ": " + e.message();
+    }
+    return std::string("no error");
+  };
+  // Every unknown field at once, the first in the file named as the key.
+  const std::string unknown = key_of("{" + kBase + ",\n\"foo\":1,\n\"bar\":2}");
+  EXPECT_EQ(unknown.substr(0, 5), "foo: ");
+  EXPECT_NE(unknown.find("foo, bar"), std::string::npos) << unknown;
+  EXPECT_EQ(key_of(R"({"_class_name":"FluxTransformer2DModel"})").substr(0, 19), "num_attention_heads");
+  EXPECT_EQ(key_of("{" + kBase + R"(,"patch_size":2})").substr(0, 10), "patch_size");
+  EXPECT_EQ(key_of("{" + kBase + R"(,"axes_dims_rope":[16,56,50]})").substr(0, 14), "axes_dims_rope");
+  EXPECT_EQ(key_of("{" + kBase + R"(,"num_layers":0})").substr(0, 10), "num_layers");
+  EXPECT_EQ(key_of(R"({"_class_name":"SD3Transformer2DModel"})").substr(0, 11), "_class_name");
+}
+
+TEST(Flux, AnUnknownDiffusersClassIsRefusedByTheRegistry) {
+  const std::string path = testing::scratch_file("sd3.json", R"({"_class_name": "SD3Transformer2DModel"})");
+  try {
+    model_family(path);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "_class_name");
+    EXPECT_EQ(e.line(), 1u);
+  }
+}
+
+GenerationOptions image(std::uint32_t w, std::uint32_t h, std::uint32_t steps, WeightDtype d = WeightDtype::Bf16) {
+  GenerationOptions o;
+  o.dtype = d;
+  o.image.width = w;
+  o.image.height = h;
+  o.image.steps = steps;
+  return o;
+}
+
+TEST(Flux, TraceHasComfyUIsModulesAndOneIterationPerStep) {
+  const FluxConfig dev = load_flux_config(model_path("flux.1-dev"));
+  FluxTraceGenerator g(dev, image(1024, 1024, 3));
+  const auto& h = g.header();
+  EXPECT_EQ(h.meta.at("image_tokens"), "4096");
+  EXPECT_EQ(h.meta.at("resolution"), "1024x1024");
+  std::uint64_t weights = 0;
+  std::set<std::string> names;
+  for (const auto& t : h.tensors)
+    if (t.kind == trace::TensorKind::Weight) weights += t.bytes, names.insert(t.name);
+  EXPECT_EQ(weights, 2 * dev.total_params());  // bf16 throughout
+  // ComfyUI's names (comfy/ldm/flux/layers.py), groups: inputs -1, double blocks 0-18, single 19-56, final 57.
+  for (const char* n : {"img_in", "guidance_in.out_layer", "double_blocks.0.img_attn.qkv", "double_blocks.18.txt_mlp.2",
+                        "single_blocks.37.linear2", "single_blocks.0.norm.key_norm", "final_layer.adaLN_modulation.1"})
+    EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_EQ(h.tensors.front().layer, -1);
+  std::map<std::string, std::int32_t> group;
+  for (const auto& t : h.tensors) group[t.name] = t.layer;
+  EXPECT_EQ(group["double_blocks.18.txt_mlp.2"], 18);
+  EXPECT_EQ(group["single_blocks.0.linear1"], 19);
+  EXPECT_EQ(group["final_layer.linear"], 57);
+  trace::Step s;
+  int steps = 0;
+  std::uint64_t flops = 0, attention = 0;
+  while (g.next(s)) {
+    ++steps;
+    EXPECT_EQ(s.kind, trace::StepKind::Iteration);
+    flops = attention = 0;
+    for (const auto& op : s.ops) {
+      flops += op.flops;
+      if (op.kind == trace::OpKind::Attention) attention += op.flops;
+    }
+  }
+  EXPECT_EQ(steps, 3);
+  // Attention over 4608 tokens in 57 blocks: 4 x 4608^2 x 3072 each.
+  EXPECT_EQ(attention, 57ull * 4 * 4608 * 4608 * 3072);
+  // The Linears: 2 x weights x rows: image-stream weights over 4096 rows, text-stream over 512, single blocks
+  // over 4608, modulations over one row. About 7.4e13 FLOPs an iteration in all.
+  EXPECT_NEAR(static_cast<double>(flops), 7.44e13, 0.01e13);
+}
+
+TEST(Flux, Fp8WeightsAreCastBeforeEachLinear) {
+  const FluxConfig dev = load_flux_config(model_path("flux.1-dev"));
+  FluxTraceGenerator bf16(dev, image(512, 512, 1)), fp8(dev, image(512, 512, 1, WeightDtype::Fp8));
+  std::uint64_t w16 = 0, w8 = 0;
+  for (const auto& t : bf16.header().tensors) w16 += t.kind == trace::TensorKind::Weight ? t.bytes : 0;
+  for (const auto& t : fp8.header().tensors) w8 += t.kind == trace::TensorKind::Weight ? t.bytes : 0;
+  EXPECT_LT(w8, w16 * 51 / 100);  // matrices at one byte, biases and norms at two
+  EXPECT_GT(w8, w16 * 49 / 100);
+  trace::Step a, b;
+  ASSERT_TRUE(bf16.next(a));
+  ASSERT_TRUE(fp8.next(b));
+  std::size_t gemms = 0;
+  for (const auto& op : a.ops) gemms += op.kind == trace::OpKind::Gemm || op.kind == trace::OpKind::Gemv;
+  EXPECT_EQ(b.ops.size(), a.ops.size() + gemms);  // one cast per Linear
+  EXPECT_EQ(fp8.header().meta.at("dtype"), "bf16");
+}
+
+TEST(Flux, RefusesOptionsItCannotModel) {
+  const FluxConfig dev = load_flux_config(model_path("flux.1-dev"));
+  auto key_of = [&](const GenerationOptions& o) {
+    try {
+      FluxTraceGenerator g(dev, o);
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(key_of(image(1000, 1024, 1)), "--resolution");
+  EXPECT_EQ(key_of(image(0, 1024, 1)), "--resolution");
+  EXPECT_EQ(key_of(image(1024, 1024, 0)), "--steps");
+  EXPECT_EQ(key_of(image(1024, 1024, 1, WeightDtype::Q4)), "--dtype");
+  GenerationOptions big = image(16384, 16384, 1);
+  big.batch = 4096;
+  EXPECT_EQ(key_of(big), "--resolution");  // beyond 2^62 FLOPs
+  EXPECT_EQ(key_of(image(16384, 16384, 1)), "no error");
+}
+
+TEST(Flux, CommandLineReportsSecondsPerIterationAndRefusesDecoderOptions) {
+  const auto ok = testing::run_sim("--model traces/models/flux.1-dev.json --resolution 512x512 --steps 2 --hw rtx3090 "
+                                   "--policy bytes --offload-gb 4");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("s/iteration (median)"), std::string::npos) << ok.out;
+  EXPECT_EQ(ok.out.find("tokens/s"), std::string::npos) << ok.out;
+  const auto prompt = testing::run_sim("--model traces/models/flux.1-dev.json --prompt 10 --hw rtx3090 --policy resident");
+  EXPECT_EQ(prompt.code, 2);
+  EXPECT_NE(prompt.out.find("'--prompt'"), std::string::npos) << prompt.out;
+  const auto res = testing::run_sim("--model traces/models/qwen3-8b.json --resolution 512x512 --policy resident");
+  EXPECT_EQ(res.code, 2);
+  EXPECT_NE(res.out.find("'--resolution'"), std::string::npos) << res.out;
+  const auto bad = testing::run_sim("--model traces/models/flux.1-dev.json --resolution 512 --policy resident");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("WIDTHxHEIGHT"), std::string::npos) << bad.out;
+}
+
+}  // namespace
+}  // namespace tiersim::model
