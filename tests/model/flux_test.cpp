@@ -2,7 +2,9 @@
 // denoising iteration, and the errors a bad config or option gets.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/error.hpp"
@@ -116,6 +118,30 @@ TEST(Flux, TraceHasComfyUIsModulesAndOneIterationPerStep) {
   // The Linears: 2 x weights x rows: image-stream weights over 4096 rows, text-stream over 512, single blocks
   // over 4608, modulations over one row. About 7.4e13 FLOPs an iteration in all.
   EXPECT_NEAR(static_cast<double>(flops), 7.44e13, 0.01e13);
+}
+
+// tests/fixtures/flux_modules.jsonl: ComfyUI's own Flux class built on the meta device and its model
+// patcher's _load_list (experiments/frameworks/flux_fixtures.py): every leaf module with weights, in
+// ComfyUI's order, is a tensor of the trace with its bf16 bytes. The load list's weightless LayerNorms
+// (0 parameters) have no tensor.
+TEST(Flux, TensorsAreComfyUIsLoadListInOrder) {
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/flux_modules.jsonl");
+  ASSERT_TRUE(in);
+  std::string line;
+  int models = 0;
+  while (std::getline(in, line)) {
+    const auto row = nlohmann::json::parse(line);
+    const std::string name = row["model"];
+    FluxTraceGenerator g(load_flux_config(model_path(name)), image(512, 512, 1));
+    std::vector<std::pair<std::string, std::uint64_t>> ours, comfy;
+    for (const auto& t : g.header().tensors)
+      if (t.kind == trace::TensorKind::Weight) ours.emplace_back(t.name, t.bytes);
+    for (const auto& m : row["modules"])
+      if (m[1].get<std::uint64_t>() > 0) comfy.emplace_back(m[0].get<std::string>(), 2 * m[1].get<std::uint64_t>());
+    EXPECT_EQ(ours, comfy) << name;
+    ++models;
+  }
+  EXPECT_EQ(models, 2);
 }
 
 TEST(Flux, Fp8WeightsAreCastBeforeEachLinear) {
