@@ -27,6 +27,9 @@ void write_console(std::ostream& out, const Context& c) {
   line("hardware", hw.gpu.name + " x" + std::to_string(hw.gpu.count) + ", " + hw.host.name + " [" + hw.origin + "]");
   line("trace", c.trace_name + " (batch " + std::to_string(h.batch()) + ", " + std::to_string(c.result->steps.size()) +
                     " steps)");
+  if (h.meta.count("resolution") && h.meta.count("image_tokens") && h.meta.count("text_tokens"))
+    line("image", h.meta.at("resolution") + " (" + h.meta.at("image_tokens") + " latent + " + h.meta.at("text_tokens") +
+                      " text tokens), weights " + (h.meta.count("weight_dtype") ? h.meta.at("weight_dtype") : "?"));
   for (const auto& [k, v] : c.placement->resolved) line(k.c_str(), v);
   if (!c.strategy.empty()) line("strategy", c.strategy);
   if (c.runtime->name != "pytorch-eager") line("runtime", c.runtime->name + " [" + c.runtime->origin + "]");
