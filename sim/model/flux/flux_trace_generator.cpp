@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "model/diffusion/dit_ops.hpp"
 
 namespace tiersim::model {
 
@@ -14,28 +15,6 @@ using trace::TensorKind;
 std::uint64_t flux_image_tokens(const GenerationOptions::Image& image) {
   return static_cast<std::uint64_t>(image.height / 16) * (image.width / 16);
 }
-
-namespace {
-
-// Kernel launches ComfyUI's eager forward issues per logical op (read from comfy/ldm/flux/layers.py and
-// math.py, not measured): a Linear is one cuBLAS call with its bias; a modulation is silu(vec) and its
-// Linear; LayerNorm + apply_mod is layer_norm, 1 + scale, addcmul; a gated residual is gate * y and the add;
-// the q/k RMSNorm is torch's rms_norm; rotary embedding per q or k is the fp32 cast, a multiply, an
-// addcmul_ and the cast back (apply_rope1); attention is SDPA and the transpose-reshape of its output.
-struct Launches {
-  std::uint32_t linear = 1, silu = 1, modulated_norm = 3, gated_residual = 2, rms_norm = 1, rope = 8,
-                attention = 2, gelu = 1, concat = 1;
-};
-constexpr Launches kLaunches{};
-
-std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, const char* key, const char* what) {
-  std::uint64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r) || r > (std::uint64_t{1} << 62))
-    throw InputError("", 0, key, std::string(what) + " is beyond 2^62: a smaller image or batch");
-  return r;
-}
-
-}  // namespace
 
 FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const GenerationOptions& options)
     : model_(model), options_(options) {
@@ -56,7 +35,7 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   if (options_.batch < 1 || options_.batch > 4096) throw InputError("", 0, "--batch", "images per iteration: 1 to 4096");
   // The largest products the steps form: attention FLOPs and the activation workspace.
   const std::uint64_t S = flux_image_tokens(im) + im.text_tokens, h = model_.hidden();
-  checked_mul(checked_mul(checked_mul(4 * options_.batch, S, "--resolution", "the attention's FLOPs"), S,
+  checked_product(checked_product(checked_product(4 * options_.batch, S, "--resolution", "the attention's FLOPs"), S,
                           "--resolution", "the attention's FLOPs"),
               h, "--resolution", "the attention's FLOPs");
 
@@ -123,12 +102,12 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   // output, their concatenation (5d) and linear2's output; plus the rotary table and, for fp8 weights, the
   // bf16 copy of the largest Linear. An estimate of PyTorch's working set, not its allocator's peak.
   const std::uint64_t a = activation_bytes(d);
-  const std::uint64_t rows = checked_mul(options_.batch, S, "--resolution", "the activation workspace");
+  const std::uint64_t rows = checked_product(options_.batch, S, "--resolution", "the activation workspace");
   std::uint64_t widest_linear = 0;
   for (const auto& t : header_.tensors) widest_linear = std::max(widest_linear, t.bytes);
   const std::uint64_t cast_copy = d == WeightDtype::Fp8 ? 2 * widest_linear : 0;
   act_ = add_tensor(TensorKind::Activation,
-                    checked_mul(rows, h * (20 * a + 16) + hd * 8, "--resolution", "the activation workspace") + cast_copy,
+                    checked_product(rows, h * (20 * a + 16) + hd * 8, "--resolution", "the activation workspace") + cast_copy,
                     -1, "activations");
 }
 
@@ -159,65 +138,45 @@ bool FluxTraceGenerator::next(trace::Step& out) {
 
 void FluxTraceGenerator::build_iteration(trace::Step& out) const {
   const WeightDtype d = options_.dtype;
-  const std::uint64_t a = activation_bytes(d);
   const std::uint64_t B = options_.batch, Si = B * flux_image_tokens(options_.image), St = B * options_.image.text_tokens;
   const std::uint64_t S = Si + St;  // rows of the joint sequence, all images
   const std::uint64_t h = model_.hidden(), m = model_.mlp_hidden(), heads = model_.heads, hd = model_.head_dim;
   const std::uint64_t per_image = S / B;
-  const auto& tensors = header_.tensors;
   const auto D = static_cast<std::int32_t>(model_.double_blocks);
   const auto Sg = static_cast<std::int32_t>(model_.single_blocks);
 
   out.kind = StepKind::Iteration;
   out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(S, 0xffffffffu));
   out.ops.clear();
-  auto act = [&](std::uint64_t elems) { return TensorAccess{act_, elems * a}; };
-  auto raw = [&](std::uint64_t bytes) { return TensorAccess{act_, bytes}; };
-  auto whole = [&](std::uint32_t id) { return TensorAccess{id, tensors[id].bytes}; };
+  DitOps ops(out, header_, act_, d);
+  auto act = [&](std::uint64_t elems) { return ops.act(elems); };
+  auto raw = [&](std::uint64_t bytes) { return ops.raw(bytes); };
   auto add = [&](OpKind k, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,
                  std::vector<TensorAccess> writes, std::uint32_t launches) {
-    trace::Op op;
-    op.kind = k;
-    op.layer = group;
-    op.flops = flops;
-    op.reads = std::move(reads);
-    op.writes = std::move(writes);
-    op.launches = launches;
-    out.ops.push_back(std::move(op));
+    ops.add(k, group, flops, std::move(reads), std::move(writes), launches);
   };
-  // A Linear over `rows` rows. fp8 weights are cast to bf16 first (comfy/ops.py cast_bias_weight: a copy
-  // of the whole weight per forward), and the matrix product reads that copy.
   auto linear = [&](std::int32_t g, std::uint32_t w, std::uint64_t rows, std::uint64_t in, std::uint64_t outd) {
-    const OpKind kind = rows <= 8 ? OpKind::Gemv : OpKind::Gemm;
-    if (d == WeightDtype::Fp8) {
-      add(OpKind::Elementwise, g, in * outd, {whole(w)}, {raw(2 * (in * outd + outd))}, 1);
-      add(kind, g, 2 * rows * in * outd, {raw(2 * (in * outd + outd)), act(rows * in)}, {act(rows * outd)},
-          kLaunches.linear);
-    } else {
-      add(kind, g, 2 * rows * in * outd, {whole(w), act(rows * in)}, {act(rows * outd)}, kLaunches.linear);
-    }
+    ops.linear(g, w, rows, in, outd);
   };
   auto modulation = [&](std::int32_t g, std::uint32_t w, std::uint64_t outd) {
-    add(OpKind::Elementwise, g, 4 * B * h, {act(B * h)}, {act(B * h)}, kLaunches.silu);
+    add(OpKind::Elementwise, g, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
     linear(g, w, B, h, outd);
   };
   // LayerNorm without weights, then x * (1 + scale) + shift.
   auto modulated_norm = [&](std::int32_t g, std::uint64_t rows) {
-    add(OpKind::Norm, g, 10 * rows * h, {act(2 * rows * h)}, {act(2 * rows * h)}, kLaunches.modulated_norm);
+    ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
   };
   auto gated_residual = [&](std::int32_t g, std::uint64_t rows) {
-    add(OpKind::Elementwise, g, 2 * rows * h, {act(3 * rows * h)}, {act(2 * rows * h)}, kLaunches.gated_residual);
+    add(OpKind::Elementwise, g, 2 * rows * h, {act(3 * rows * h)}, {act(2 * rows * h)}, DitLaunches::gated_residual);
   };
   auto qk_norm = [&](std::int32_t g, std::uint32_t q_norm, std::uint32_t k_norm, std::uint64_t rows) {
-    for (const std::uint32_t w : {q_norm, k_norm})
-      add(OpKind::Norm, g, 4 * rows * h, {whole(w), act(rows * h)}, {act(rows * h)}, kLaunches.rms_norm);
+    for (const std::uint32_t w : {q_norm, k_norm}) ops.rms_norm(g, w, rows, h);
   };
   // Rotary embedding of q and k in fp32 (math.py apply_rope1), then SDPA over each image's joint sequence
   // (no mask: every token attends to all), and its output made [rows, heads x head_dim] again.
   auto attention = [&](std::int32_t g) {
-    add(OpKind::Rope, g, 6 * S * h, {raw(S * 2 * h * (a + 24))}, {raw(S * 2 * h * (a + 12))}, kLaunches.rope);
-    add(OpKind::Attention, g, 4 * B * heads * per_image * per_image * hd, {act(3 * S * h)}, {act(2 * S * h)},
-        kLaunches.attention);
+    ops.rope(g, 2 * S * h, 2 * DitLaunches::rope);
+    ops.attention(g, B, heads, per_image, per_image, hd);
   };
 
   // Inputs (forward_orig): img_in, the timestep (and guidance) embedders, vector_in, txt_in, the rotary
@@ -225,16 +184,16 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
   linear(-1, img_in_, Si, model_.in_channels, h);
   add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {act(B)}, {act(B * FluxConfig::kTimestepChannels)}, 6);
   linear(-1, time_in_[0], B, FluxConfig::kTimestepChannels, h);
-  add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, kLaunches.silu);
+  add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
   linear(-1, time_in_[1], B, h, h);
   if (model_.guidance_embeds) {
     add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {act(B)}, {act(B * FluxConfig::kTimestepChannels)}, 6);
     linear(-1, guidance_in_[0], B, FluxConfig::kTimestepChannels, h);
-    add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, kLaunches.silu);
+    add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
     linear(-1, guidance_in_[1], B, h, h);
   }
   linear(-1, vector_in_[0], B, model_.pooled_dim, h);
-  add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, kLaunches.silu);
+  add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
   linear(-1, vector_in_[1], B, h, h);
   add(OpKind::Elementwise, -1, 2 * B * h, {act(3 * B * h)}, {act(B * h)}, 2);  // vec sums
   linear(-1, txt_in_, St, model_.context_dim, h);
@@ -250,14 +209,14 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
     modulated_norm(b, St);
     linear(b, blk.txt.qkv, St, h, 3 * h);
     qk_norm(b, blk.txt.q_norm, blk.txt.k_norm, St);
-    add(OpKind::Elementwise, b, 0, {act(3 * S * h)}, {act(3 * S * h)}, 3 * kLaunches.concat);  // cat(txt, img) q, k, v
+    add(OpKind::Elementwise, b, 0, {act(3 * S * h)}, {act(3 * S * h)}, 3 * DitLaunches::concat);  // cat(txt, img) q, k, v
     attention(b);
     for (const auto& [s, rows] : {std::pair<const Stream&, std::uint64_t>{blk.img, Si}, {blk.txt, St}}) {
       linear(b, s.proj, rows, h, h);
       gated_residual(b, rows);
       modulated_norm(b, rows);
       linear(b, s.mlp_in, rows, h, m);
-      add(OpKind::Elementwise, b, 8 * rows * m, {act(rows * m)}, {act(rows * m)}, kLaunches.gelu);
+      add(OpKind::Elementwise, b, 8 * rows * m, {act(rows * m)}, {act(rows * m)}, DitLaunches::gelu);
       linear(b, s.mlp_out, rows, m, h);
       gated_residual(b, rows);
     }
@@ -265,7 +224,7 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
       add(OpKind::Elementwise, b, St * h, {act(St * h)}, {act(St * h)}, 1);
   }
   // img = cat(txt, img), then the single blocks over the joint sequence.
-  add(OpKind::Elementwise, D, 0, {act(S * h)}, {act(S * h)}, kLaunches.concat);
+  add(OpKind::Elementwise, D, 0, {act(S * h)}, {act(S * h)}, DitLaunches::concat);
   for (std::int32_t b = 0; b < Sg; ++b) {
     const SingleBlock& blk = single_[static_cast<std::size_t>(b)];
     const std::int32_t g = D + b;
@@ -274,8 +233,8 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
     linear(g, blk.linear1, S, h, 3 * h + m);
     qk_norm(g, blk.q_norm, blk.k_norm, S);
     attention(g);
-    add(OpKind::Elementwise, g, 8 * S * m, {act(S * m)}, {act(S * m)}, kLaunches.gelu);
-    add(OpKind::Elementwise, g, 0, {act(S * (h + m))}, {act(S * (h + m))}, kLaunches.concat);
+    add(OpKind::Elementwise, g, 8 * S * m, {act(S * m)}, {act(S * m)}, DitLaunches::gelu);
+    add(OpKind::Elementwise, g, 0, {act(S * (h + m))}, {act(S * (h + m))}, DitLaunches::concat);
     linear(g, blk.linear2, S, h + m, h);
     gated_residual(g, S);
     if (d == WeightDtype::Fp16) add(OpKind::Elementwise, g, S * h, {act(S * h)}, {act(S * h)}, 1);

@@ -1,0 +1,73 @@
+#include "model/diffusion/dit_ops.hpp"
+
+#include "core/error.hpp"
+
+namespace tiersim::model {
+
+using trace::OpKind;
+using trace::TensorAccess;
+
+DitOps::DitOps(trace::Step& out, const trace::Header& header, std::uint32_t act, WeightDtype dtype)
+    : out_(out), header_(header), act_(act), dtype_(dtype), a_(activation_bytes(dtype)) {}
+
+TensorAccess DitOps::whole(std::uint32_t tensor) const { return {tensor, header_.tensors[tensor].bytes}; }
+
+void DitOps::add(OpKind kind, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,
+                 std::vector<TensorAccess> writes, std::uint32_t launches, const char* dtype) {
+  trace::Op op;
+  op.kind = kind;
+  op.layer = group;
+  op.flops = flops;
+  op.reads = std::move(reads);
+  op.writes = std::move(writes);
+  op.launches = launches;
+  if (dtype) op.dtype = dtype;
+  out_.ops.push_back(std::move(op));
+}
+
+void DitOps::linear(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t in, std::uint64_t out) {
+  const OpKind kind = rows <= 8 ? OpKind::Gemv : OpKind::Gemm;
+  if (dtype_ == WeightDtype::Fp8) {
+    // The whole weight and bias cast to a bf16 copy per forward; the product reads the copy.
+    const std::uint64_t copy = 2 * (in * out + out);
+    add(OpKind::Elementwise, group, in * out, {whole(weight)}, {raw(copy)}, 1);
+    add(kind, group, 2 * rows * in * out, {raw(copy), act(rows * in)}, {act(rows * out)}, DitLaunches::linear);
+  } else {
+    add(kind, group, 2 * rows * in * out, {whole(weight), act(rows * in)}, {act(rows * out)}, DitLaunches::linear);
+  }
+}
+
+void DitOps::elementwise(std::int32_t group, std::uint64_t read, std::uint64_t written, std::uint64_t flops_per,
+                         std::uint32_t launches) {
+  add(OpKind::Elementwise, group, flops_per * written, {act(read)}, {act(written)}, launches);
+}
+
+void DitOps::modulated_norm(std::int32_t group, std::uint64_t rows, std::uint64_t width, std::uint32_t launches) {
+  add(OpKind::Norm, group, 10 * rows * width, {act(2 * rows * width)}, {act(2 * rows * width)}, launches);
+}
+
+void DitOps::rms_norm(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t width) {
+  add(OpKind::Norm, group, 4 * rows * width, {whole(weight), act(rows * width)}, {act(rows * width)},
+      DitLaunches::rms_norm);
+}
+
+void DitOps::rope(std::int32_t group, std::uint64_t elems, std::uint32_t launches) {
+  // x.to(fp32), freqs[0] * x0, addcmul_(freqs[1], x1), type_as(x): reads a + 24, writes a + 12 bytes per element.
+  add(OpKind::Rope, group, 6 * elems, {raw(elems * (a_ + 24))}, {raw(elems * (a_ + 12))}, launches);
+}
+
+void DitOps::attention(std::int32_t group, std::uint64_t batch, std::uint64_t heads, std::uint64_t queries,
+                       std::uint64_t keys, std::uint64_t head_dim) {
+  const std::uint64_t width = heads * head_dim;
+  add(OpKind::Attention, group, 4 * batch * heads * queries * keys * head_dim,
+      {act(batch * (queries + 2 * keys) * width)}, {act(2 * batch * queries * width)}, DitLaunches::attention);
+}
+
+std::uint64_t checked_product(std::uint64_t a, std::uint64_t b, const char* key, const char* what) {
+  std::uint64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r) || r > (std::uint64_t{1} << 62))
+    throw InputError("", 0, key, std::string(what) + " is beyond 2^62: a smaller image, video or batch");
+  return r;
+}
+
+}  // namespace tiersim::model

@@ -1,0 +1,60 @@
+#pragma once
+// The ops of a diffusion transformer's forward as ComfyUI's eager PyTorch runs them (comfy/ldm/flux,
+// comfy/ldm/wan at Comfy-Org/ComfyUI a125cd84), appended to one step: the building blocks the FLUX and Wan
+// generators share. Kernel launches per op are read from the source, not measured.
+#include <cstdint>
+#include <vector>
+
+#include "model/model_config.hpp"
+#include "trace/trace.hpp"
+
+namespace tiersim::model {
+
+// Kernel launches per logical op: a Linear is one cuBLAS call with its bias; silu one; LayerNorm then
+// x * (1 + scale) + shift three (layer_norm, 1 + scale, addcmul); a gated residual two (multiply, add) or one
+// (addcmul); torch's rms_norm one; the rotary embedding of q or k four (math.py apply_rope1: the fp32 cast,
+// a multiply, addcmul_, the cast back); SDPA and its output's transpose-reshape two; GELU one; a cat one.
+struct DitLaunches {
+  static constexpr std::uint32_t linear = 1, silu = 1, modulated_norm = 3, gated_residual = 2, rms_norm = 1,
+                                 rope = 4, attention = 2, gelu = 1, concat = 1;
+};
+
+class DitOps {
+ public:
+  // `act`: the trace's activation workspace tensor; `dtype`: the weights' format (fp8 weights are cast to
+  // bf16 before each Linear, comfy/ops.py cast_bias_weight).
+  DitOps(trace::Step& out, const trace::Header& header, std::uint32_t act, WeightDtype dtype);
+
+  std::uint64_t act_bytes() const { return a_; }  // bytes per activation element
+  trace::TensorAccess act(std::uint64_t elems) const { return {act_, elems * a_}; }
+  trace::TensorAccess raw(std::uint64_t bytes) const { return {act_, bytes}; }
+  trace::TensorAccess whole(std::uint32_t tensor) const;
+
+  void add(trace::OpKind kind, std::int32_t group, std::uint64_t flops, std::vector<trace::TensorAccess> reads,
+           std::vector<trace::TensorAccess> writes, std::uint32_t launches, const char* dtype = nullptr);
+  // A Linear with its bias over `rows` rows (a matrix-vector product up to 8 rows).
+  void linear(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t in, std::uint64_t out);
+  // An elementwise pass: `read` and `written` elements, `flops_per` per element written.
+  void elementwise(std::int32_t group, std::uint64_t read, std::uint64_t written, std::uint64_t flops_per,
+                   std::uint32_t launches);
+  // LayerNorm (weights `norm` when it has some, else none) then x * (1 + scale) + shift.
+  void modulated_norm(std::int32_t group, std::uint64_t rows, std::uint64_t width, std::uint32_t launches);
+  void rms_norm(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t width);
+  // The rotary embedding of `elems` elements (of q, k or both: `launches` = DitLaunches::rope each) in fp32.
+  void rope(std::int32_t group, std::uint64_t elems, std::uint32_t launches);
+  // SDPA without a mask: `batch` x `heads` x `queries` x `keys`, head_dim wide; q, k, v and the output.
+  void attention(std::int32_t group, std::uint64_t batch, std::uint64_t heads, std::uint64_t queries,
+                 std::uint64_t keys, std::uint64_t head_dim);
+
+ private:
+  trace::Step& out_;
+  const trace::Header& header_;
+  std::uint32_t act_;
+  WeightDtype dtype_;
+  std::uint64_t a_;
+};
+
+// a * b, or an InputError under `key` saying `what` is too large, beyond 2^62.
+std::uint64_t checked_product(std::uint64_t a, std::uint64_t b, const char* key, const char* what);
+
+}  // namespace tiersim::model
