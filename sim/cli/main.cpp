@@ -44,7 +44,8 @@ struct CommonOptions {
   std::uint32_t batch = 1;
   std::optional<std::uint32_t> prompt, decode;  // a decoder model's; defaults 512 and 128
   std::optional<std::string> resolution;        // a diffusion model's: WxH, steps, T5 tokens
-  std::optional<std::uint32_t> steps, text_tokens;
+  std::optional<std::uint32_t> steps, text_tokens, frames;
+  std::optional<double> cfg;
   std::string routing = "uniform";
   std::uint64_t routing_seed = 0;
   std::string hw = hw::kDefaultProfile;
@@ -110,6 +111,12 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--text-tokens", o.text_tokens,
                  "diffusion model: the prompt's T5 tokens (default 512, FLUX.1-dev's max_sequence_length)")
       ->check(number_in(1, 4096, "tokens", true));
+  cmd.add_option("--frames", o.frames, "video model: frames, 4k + 1 (Wan default 81)")
+      ->check(number_in(1, 100001, "frames", true));
+  cmd.add_option("--cfg", o.cfg,
+                 "diffusion model: classifier-free guidance scale; above 1 the negative prompt runs in the same batch "
+                 "(FLUX default 1, Wan 6)")
+      ->check(number_in(0, 100, "guidance scale", false));
   cmd.add_option("--routing", o.routing,
                  "mixture of experts: which experts tokens are routed to, uniform (default) or zipf:S (the layer's "
                  "experts in a seeded order, the r-th with weight 1/r^S, S from 0.1 to 4)")
@@ -230,14 +237,15 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
       throw InputError("", 0, "--routing", "uniform or zipf:S with S from 0.1 to 4 (zipf:1.2), got '" + o.routing + "'");
     spec.generation.routing_zipf = zipf;
   }
-  const bool diffusion = !o.model.empty() && !app::is_gguf_path(o.model) &&
-                         model::model_family(o.model) == model::ModelFamily::Flux;
-  if (diffusion) {
+  const model::ModelFamily family = !o.model.empty() && !app::is_gguf_path(o.model) ? model::model_family(o.model)
+                                                                                    : model::ModelFamily::Decoder;
+  if (model::is_diffusion(family)) {
+    spec.generation.image = model::default_image(family);
     // The options of the other kind of model are refused, not ignored.
     for (const auto& [given, name] : {std::pair{o.prompt.has_value(), "--prompt"}, {o.decode.has_value(), "--decode"},
                                       {o.ubatch.has_value(), "--ubatch"}, {o.routing != "uniform", "--routing"}})
       if (given) throw InputError("", 0, name, "is for a language model; '" + o.model + "' is a diffusion transformer "
-                                               "(--resolution, --steps, --text-tokens, --batch)");
+                                               "(--resolution, --steps, --text-tokens, --frames, --cfg, --batch)");
     if (o.resolution) {
       unsigned w = 0, h = 0;
       char extra = 0;
@@ -248,12 +256,15 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
     }
     if (o.steps) spec.generation.image.steps = *o.steps;
     if (o.text_tokens) spec.generation.image.text_tokens = *o.text_tokens;
+    if (o.frames) spec.generation.image.frames = *o.frames;
+    if (o.cfg) spec.generation.image.cfg = *o.cfg;
     spec.generation.prompt_tokens = spec.generation.decode_tokens = 0;
     return spec;
   }
   for (const auto& [given, name] : {std::pair{o.resolution.has_value(), "--resolution"}, {o.steps.has_value(), "--steps"},
-                                    {o.text_tokens.has_value(), "--text-tokens"}})
-    if (given) throw InputError("", 0, name, "is for a diffusion model (a FLUX config); this is a language model");
+                                    {o.text_tokens.has_value(), "--text-tokens"}, {o.frames.has_value(), "--frames"},
+                                    {o.cfg.has_value(), "--cfg"}})
+    if (given) throw InputError("", 0, name, "is for a diffusion model (a FLUX or Wan config); this is a language model");
   spec.generation.prompt_tokens = o.prompt.value_or(512);
   spec.generation.decode_tokens = o.decode.value_or(128);
   if (o.ubatch) spec.generation.ubatch = *o.ubatch;
@@ -552,7 +563,8 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
             '\n' + std::to_string(q.spec.generation.ubatch) + '\n' + q.o.routing + '\n' +
             std::to_string(q.o.routing_seed) + '\n' + std::to_string(q.spec.generation.image.width) + 'x' +
             std::to_string(q.spec.generation.image.height) + '\n' + std::to_string(q.spec.generation.image.steps) + '\n' +
-            std::to_string(q.spec.generation.image.text_tokens);
+            std::to_string(q.spec.generation.image.text_tokens) + '\n' +
+            std::to_string(q.spec.generation.image.frames) + '\n' + std::to_string(q.spec.generation.image.cfg);
     points.push_back(std::move(q));
   }
   report::OutputFile out(output.empty() ? "-" : output, "-o");

@@ -68,7 +68,7 @@ std::string model_digest(const TraceSpec& spec) {
 // Whether the generated trace is a diffusion transformer's (its options differ from a decoder's).
 bool is_diffusion(const TraceSpec& spec) {
   return !spec.model_path.empty() && !is_gguf_path(spec.model_path) &&
-         model::model_family(spec.model_path) == model::ModelFamily::Flux;
+         model::is_diffusion(model::model_family(spec.model_path));
 }
 
 }  // namespace
@@ -88,6 +88,8 @@ ordered_json inputs_to_json(const RunInputs& in) {
       trace["resolution"] = std::to_string(im.width) + "x" + std::to_string(im.height);
       trace["steps"] = im.steps;
       trace["text_tokens"] = im.text_tokens;
+      if (im.frames != 1) trace["frames"] = im.frames;
+      trace["cfg"] = im.cfg;
     } else {
       trace["prompt"] = in.trace.generation.prompt_tokens;
       trace["decode"] = in.trace.generation.decode_tokens;
@@ -151,6 +153,8 @@ RunInputs inputs_from_config(const std::string& path) {
           t.fail("resolution", "expected WIDTHxHEIGHT, got '" + res + "'");
         im.steps = static_cast<std::uint32_t>(t.integer("steps", 1, 100000));
         im.text_tokens = static_cast<std::uint32_t>(t.integer("text_tokens", 1, 4096));
+        im.frames = t.has("frames") ? static_cast<std::uint32_t>(t.integer("frames", 1, 100001)) : 1;
+        im.cfg = t.number("cfg", 0, 100);
         r.trace.generation.prompt_tokens = r.trace.generation.decode_tokens = 0;
       } else {
         r.trace.generation.prompt_tokens = static_cast<std::uint32_t>(t.integer("prompt", 0, 1 << 24));

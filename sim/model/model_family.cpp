@@ -4,10 +4,30 @@
 #include "model/config_json.hpp"
 #include "model/flux/flux_trace_generator.hpp"
 #include "model/model_config.hpp"
+#include "model/wan/wan_trace_generator.hpp"
 
 namespace tiersim::model {
 
-const char* to_string(ModelFamily f) { return f == ModelFamily::Flux ? "flux" : "decoder"; }
+const char* to_string(ModelFamily f) {
+  switch (f) {
+    case ModelFamily::Flux: return "flux";
+    case ModelFamily::Wan: return "wan";
+    case ModelFamily::Decoder: break;
+  }
+  return "decoder";
+}
+
+GenerationOptions::Image default_image(ModelFamily f) {
+  GenerationOptions::Image im;
+  if (f == ModelFamily::Wan) {
+    im.width = 832;
+    im.height = 480;
+    im.frames = 81;
+    im.steps = 30;
+    im.cfg = 6.0;
+  }
+  return im;
+}
 
 ModelFamily model_family(const std::string& path) {
   const ConfigJson doc = load_config_json(path);
@@ -15,13 +35,17 @@ ModelFamily model_family(const std::string& path) {
   const ConfigReader r(doc);
   const auto cls = r.optional_string("_class_name");
   if (*cls == kFluxClass) return ModelFamily::Flux;
-  r.fail("_class_name", "unsupported diffusers class '" + *cls + "': " + kFluxClass +
-                            " (FLUX.1) is modelled; decoder LLMs are read from their config.json (model_type)");
+  if (*cls == kWanClass) return ModelFamily::Wan;
+  r.fail("_class_name", "unsupported diffusers class '" + *cls + "': " + kFluxClass + " (FLUX.1) and " + kWanClass +
+                            " (Wan 2.1 text-to-video) are modelled; decoder LLMs are read from their config.json (model_type)");
 }
 
 std::unique_ptr<trace::StepSource> generate_trace(const std::string& path, const GenerationOptions& options) {
-  if (model_family(path) == ModelFamily::Flux)
-    return std::make_unique<FluxTraceGenerator>(load_flux_config(path), options);
+  switch (model_family(path)) {
+    case ModelFamily::Flux: return std::make_unique<FluxTraceGenerator>(load_flux_config(path), options);
+    case ModelFamily::Wan: return std::make_unique<WanTraceGenerator>(load_wan_config(path), options);
+    case ModelFamily::Decoder: break;
+  }
   return std::make_unique<LlmTraceGenerator>(load_model_config(path), options);
 }
 

@@ -13,12 +13,19 @@ namespace tiersim::model {
 enum class ModelFamily {
   Decoder,  // config.json model_type qwen3, qwen2, llama, mistral, qwen3_moe (model_config.hpp)
   Flux,     // diffusers FluxTransformer2DModel (flux/flux_config.hpp)
+  Wan,      // diffusers WanTransformer3DModel, text-to-video (wan/wan_config.hpp)
 };
+inline bool is_diffusion(ModelFamily f) { return f != ModelFamily::Decoder; }
 const char* to_string(ModelFamily f);
 
 // The family of the JSON model description at `path` (errors name the file and the key: an unknown
 // diffusers class is refused here, an unknown model_type by the decoder reader).
 ModelFamily model_family(const std::string& path);
+
+// A diffusion family's usual run, as its reference workflows set it: FLUX.1-dev 1024x1024, 28 steps, cfg 1
+// (guidance-distilled), 512 T5 tokens; Wan 2.1 832x480, 81 frames, 30 steps, cfg 6, 512 umT5 tokens
+// (Wan-AI's generate.py defaults for t2v at 480p: sample_steps 50 for its own sampler, 30 in ComfyUI's example).
+GenerationOptions::Image default_image(ModelFamily f);
 
 // The trace of the model at `path` (a JSON description) with these options, generated step by step.
 std::unique_ptr<trace::StepSource> generate_trace(const std::string& path, const GenerationOptions& options);

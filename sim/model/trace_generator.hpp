@@ -36,10 +36,16 @@ struct GenerationOptions {
   std::uint32_t prefill_steps() const;
   // A diffusion transformer (a FLUX config): the image, its denoising iterations and the text encoder's
   // tokens; `batch` is images per iteration. Decoder models ignore these, diffusion models the LLM fields.
+  // The defaults are FLUX.1-dev's; model_family.hpp's default_image gives each family's.
   struct Image {
     std::uint32_t width = 1024, height = 1024;  // pixels, multiples of 16 (VAE /8, then 2x2 patches)
     std::uint32_t steps = 28;                   // FLUX.1-dev's usual step count
     std::uint32_t text_tokens = 512;            // T5 tokens: FLUX.1-dev's max_sequence_length (schnell: 256)
+    std::uint32_t frames = 1;                   // a video's frames (Wan: 4k + 1); 1 for an image
+    // Classifier-free guidance scale: above 1 ComfyUI runs the negative prompt too, in the same batch as
+    // the positive one when memory allows (comfy/samplers.py calc_cond_batch), doubling the batch; 1 skips it.
+    double cfg = 1.0;
+    std::uint32_t guided_batch(std::uint32_t batch) const { return cfg > 1.0 ? 2 * batch : batch; }
   } image;
 };
 

@@ -28,8 +28,12 @@ void write_console(std::ostream& out, const Context& c) {
   line("trace", c.trace_name + " (batch " + std::to_string(h.batch()) + ", " + std::to_string(c.result->steps.size()) +
                     " steps)");
   if (h.meta.count("resolution") && h.meta.count("image_tokens") && h.meta.count("text_tokens"))
-    line("image", h.meta.at("resolution") + " (" + h.meta.at("image_tokens") + " latent + " + h.meta.at("text_tokens") +
-                      " text tokens), weights " + (h.meta.count("weight_dtype") ? h.meta.at("weight_dtype") : "?"));
+    line(h.meta.count("frames") ? "video" : "image",
+         h.meta.at("resolution") + (h.meta.count("frames") ? ", " + h.meta.at("frames") + " frames" : std::string()) +
+             " (" + h.meta.at("image_tokens") + " latent + " + h.meta.at("text_tokens") + " text tokens), weights " +
+             (h.meta.count("weight_dtype") ? h.meta.at("weight_dtype") : "?") +
+             (h.meta.count("cfg") ? ", cfg " + h.meta.at("cfg") + " (negative prompt in the batch)"
+                                  : std::string()));
   for (const auto& [k, v] : c.placement->resolved) line(k.c_str(), v);
   if (!c.strategy.empty()) line("strategy", c.strategy);
   if (c.runtime->name != "pytorch-eager") line("runtime", c.runtime->name + " [" + c.runtime->origin + "]");

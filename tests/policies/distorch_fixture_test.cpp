@@ -86,7 +86,10 @@ int check_cases(const std::string& file) {
     for (const auto& t : header.tensors) {
       if (t.kind != trace::TensorKind::Weight) continue;
       if (!row["assignments"].contains(t.name)) {
-        ADD_FAILURE() << t.name << " is not in DisTorch's load list";
+        // A parameter outside ComfyUI's load list (Wan's modulations): DisTorch never places it; tiersim keeps
+        // it, tiny, on the compute GPU (ComfyUI leaves it where the model was built and casts it per use).
+        EXPECT_EQ(homes[t.id], placement::kComputeGpu) << t.name;
+        EXPECT_NE(t.name.find("modulation"), std::string::npos) << t.name << " is not in DisTorch's load list";
         continue;
       }
       const placement::DeviceId want = placement::parse_device(row["assignments"][t.name].get<std::string>());
@@ -108,6 +111,12 @@ TEST(DisTorchFixtures, EveryAllocationEqualsDisTorchsOwnBlockForBlock) {
 // q/k RMSNorms (no bias attribute) and the blocks under 0.01% of the model on the compute GPU.
 TEST(DisTorchFixtures, FluxAllocationsEqualDisTorchsOwnOnComfyUIsLoadList) {
   EXPECT_EQ(check_cases("distorch_flux.jsonl"), 9);
+}
+
+// Wan2.1-T2V-14B (experiments/frameworks/wan_fixtures.py): the blocks' modulation parameters are not in
+// ComfyUI's load list; tiersim keeps them on the compute GPU (tiny) as DisTorch never sees them.
+TEST(DisTorchFixtures, WanAllocationsEqualDisTorchsOwnOnComfyUIsLoadList) {
+  EXPECT_EQ(check_cases("distorch_wan.jsonl"), 5);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "model/diffusion/dit_ops.hpp"
 
+#include <cstdio>
+
 #include "core/error.hpp"
 
 namespace tiersim::model {
@@ -61,6 +63,12 @@ void DitOps::attention(std::int32_t group, std::uint64_t batch, std::uint64_t he
   const std::uint64_t width = heads * head_dim;
   add(OpKind::Attention, group, 4 * batch * heads * queries * keys * head_dim,
       {act(batch * (queries + 2 * keys) * width)}, {act(2 * batch * queries * width)}, DitLaunches::attention);
+}
+
+std::string format_scale(double scale) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", scale);
+  return buf;
 }
 
 std::uint64_t checked_product(std::uint64_t a, std::uint64_t b, const char* key, const char* what) {

@@ -3,6 +3,7 @@
 // comfy/ldm/wan at Comfy-Org/ComfyUI a125cd84), appended to one step: the building blocks the FLUX and Wan
 // generators share. Kernel launches per op are read from the source, not measured.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/model_config.hpp"
@@ -53,6 +54,9 @@ class DitOps {
   WeightDtype dtype_;
   std::uint64_t a_;
 };
+
+// A guidance scale as people write it (6, 3.5).
+std::string format_scale(double scale);
 
 // a * b, or an InputError under `key` saying `what` is too large, beyond 2^62.
 std::uint64_t checked_product(std::uint64_t a, std::uint64_t b, const char* key, const char* what);

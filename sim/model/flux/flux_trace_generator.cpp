@@ -33,9 +33,10 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   if (im.steps < 1 || im.steps > 100000) throw InputError("", 0, "--steps", "must be from 1 to 100000");
   if (im.text_tokens < 1 || im.text_tokens > 4096) throw InputError("", 0, "--text-tokens", "must be from 1 to 4096");
   if (options_.batch < 1 || options_.batch > 4096) throw InputError("", 0, "--batch", "images per iteration: 1 to 4096");
+  if (im.frames != 1) throw InputError("", 0, "--frames", "is for a video model; FLUX makes images");
   // The largest products the steps form: attention FLOPs and the activation workspace.
   const std::uint64_t S = flux_image_tokens(im) + im.text_tokens, h = model_.hidden();
-  checked_product(checked_product(checked_product(4 * options_.batch, S, "--resolution", "the attention's FLOPs"), S,
+  checked_product(checked_product(checked_product(4 * im.guided_batch(options_.batch), S, "--resolution", "the attention's FLOPs"), S,
                           "--resolution", "the attention's FLOPs"),
               h, "--resolution", "the attention's FLOPs");
 
@@ -47,6 +48,7 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   header_.meta["parameters"] = std::to_string(model_.total_params());
   header_.meta["resolution"] = std::to_string(im.width) + "x" + std::to_string(im.height);
   header_.meta["steps"] = std::to_string(im.steps);
+  if (im.cfg > 1.0) header_.meta["cfg"] = format_scale(im.cfg);
   header_.meta["image_tokens"] = std::to_string(flux_image_tokens(im));
   header_.meta["text_tokens"] = std::to_string(im.text_tokens);
   header_.meta["hidden_size"] = std::to_string(h);
@@ -102,7 +104,7 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   // output, their concatenation (5d) and linear2's output; plus the rotary table and, for fp8 weights, the
   // bf16 copy of the largest Linear. An estimate of PyTorch's working set, not its allocator's peak.
   const std::uint64_t a = activation_bytes(d);
-  const std::uint64_t rows = checked_product(options_.batch, S, "--resolution", "the activation workspace");
+  const std::uint64_t rows = checked_product(im.guided_batch(options_.batch), S, "--resolution", "the activation workspace");
   std::uint64_t widest_linear = 0;
   for (const auto& t : header_.tensors) widest_linear = std::max(widest_linear, t.bytes);
   const std::uint64_t cast_copy = d == WeightDtype::Fp8 ? 2 * widest_linear : 0;
@@ -138,7 +140,9 @@ bool FluxTraceGenerator::next(trace::Step& out) {
 
 void FluxTraceGenerator::build_iteration(trace::Step& out) const {
   const WeightDtype d = options_.dtype;
-  const std::uint64_t B = options_.batch, Si = B * flux_image_tokens(options_.image), St = B * options_.image.text_tokens;
+  // Under classifier-free guidance (cfg above 1) the negative prompt's pass runs in the same batch.
+  const std::uint64_t B = options_.image.guided_batch(options_.batch);
+  const std::uint64_t Si = B * flux_image_tokens(options_.image), St = B * options_.image.text_tokens;
   const std::uint64_t S = Si + St;  // rows of the joint sequence, all images
   const std::uint64_t h = model_.hidden(), m = model_.mlp_hidden(), heads = model_.heads, hd = model_.head_dim;
   const std::uint64_t per_image = S / B;

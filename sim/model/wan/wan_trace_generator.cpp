@@ -1,0 +1,203 @@
+#include "model/wan/wan_trace_generator.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "model/diffusion/dit_ops.hpp"
+
+namespace tiersim::model {
+
+using trace::OpKind;
+using trace::StepKind;
+using trace::TensorKind;
+
+std::uint64_t wan_video_tokens(const WanConfig& m, const GenerationOptions::Image& im) {
+  const std::uint64_t latent_frames = (im.frames - 1) / 4 + 1;
+  return (latent_frames / m.patch[0]) * (im.height / 8 / m.patch[1]) * (im.width / 8 / m.patch[2]);
+}
+
+WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOptions& options)
+    : model_(model), options_(options) {
+  const auto& im = options_.image;
+  const WeightDtype d = options_.dtype;
+  if (d != WeightDtype::Bf16 && d != WeightDtype::Fp16 && d != WeightDtype::Fp8 && d != WeightDtype::Fp32)
+    throw InputError("", 0, "--dtype",
+                     std::string("'") + dtype_name(options_) + "' is not modelled for a Wan transformer: bf16, fp16, "
+                     "fp32, or fp8 (ComfyUI's fp8_e4m3fn weights, cast to bf16 before each Linear)");
+  const std::uint64_t px = 8 * model_.patch[1], py = 8 * model_.patch[2];
+  if (im.width < px || im.height < py || im.width > 16384 || im.height > 16384 || im.width % py != 0 ||
+      im.height % px != 0)
+    throw InputError("", 0, "--resolution",
+                     "width and height must be multiples of " + std::to_string(py) + " up to 16384 (the VAE's /8 and the "
+                     "patch), got " + std::to_string(im.width) + "x" + std::to_string(im.height));
+  if (im.frames < 1 || im.frames > 100001 || (im.frames - 1) % 4 != 0 || ((im.frames - 1) / 4 + 1) % model_.patch[0] != 0)
+    throw InputError("", 0, "--frames", "a Wan video has 4k + 1 frames (1, 5, ..., 81; the VAE compresses time 4x), got " +
+                                            std::to_string(im.frames));
+  if (im.steps < 1 || im.steps > 100000) throw InputError("", 0, "--steps", "must be from 1 to 100000");
+  if (im.text_tokens < 1 || im.text_tokens > 4096) throw InputError("", 0, "--text-tokens", "must be from 1 to 4096");
+  if (options_.batch < 1 || options_.batch > 4096) throw InputError("", 0, "--batch", "videos per iteration: 1 to 4096");
+  const std::uint64_t B = im.guided_batch(options_.batch), T = wan_video_tokens(model_, im), h = model_.dim();
+  checked_product(checked_product(checked_product(4 * B, T, "--resolution", "the attention's FLOPs"), T, "--resolution",
+                                  "the attention's FLOPs"),
+                  h, "--resolution", "the attention's FLOPs");
+
+  header_.meta["model"] = model_.name;
+  header_.meta["family"] = "wan";
+  header_.meta["dtype"] = d == WeightDtype::Fp32 ? "fp32" : d == WeightDtype::Fp16 ? "fp16" : "bf16";
+  header_.meta["weight_dtype"] = dtype_name(options_);
+  header_.meta["batch"] = std::to_string(options_.batch);
+  header_.meta["parameters"] = std::to_string(model_.total_params());
+  header_.meta["resolution"] = std::to_string(im.width) + "x" + std::to_string(im.height);
+  header_.meta["frames"] = std::to_string(im.frames);
+  header_.meta["steps"] = std::to_string(im.steps);
+  header_.meta["cfg"] = format_scale(im.cfg);
+  header_.meta["image_tokens"] = std::to_string(T);
+  header_.meta["text_tokens"] = std::to_string(im.text_tokens);
+  header_.meta["hidden_size"] = std::to_string(h);
+  header_.meta["source"] = "tiersim Wan generator (ComfyUI's WanModel modules; comfy/ldm/wan at a125cd84)";
+
+  // ComfyUI's registration order (WanModel.__init__): group -1 the embeddings, 0..L-1 the blocks, L the head.
+  const std::uint64_t norm = norm_bytes_per_param(d);
+  // The Conv3d patch embedding is built in fp32 whatever the model's dtype (model.py: dtype=torch.float32).
+  patch_embedding_ = add_tensor(TensorKind::Weight, 4 * model_.patch_embedding_params(), -1, "patch_embedding");
+  text_embedding_[0] = add_linear(-1, "text_embedding.0", model_.text_dim, h);
+  text_embedding_[1] = add_linear(-1, "text_embedding.2", h, h);
+  time_embedding_[0] = add_linear(-1, "time_embedding.0", model_.freq_dim, h);
+  time_embedding_[1] = add_linear(-1, "time_embedding.2", h, h);
+  time_projection_ = add_linear(-1, "time_projection.1", h, 6 * h);
+  for (std::uint64_t b = 0; b < model_.layers; ++b) {
+    const auto g = static_cast<std::int32_t>(b);
+    const std::string p = "blocks." + std::to_string(b) + ".";
+    Block blk;
+    blk.modulation = add_tensor(TensorKind::Weight, 6 * h * norm, g, p + "modulation");
+    for (const char* kind : {"self_attn", "cross_attn"}) {
+      Attention& at = kind[0] == 's' ? blk.self : blk.cross;
+      const std::string q = p + kind + ".";
+      at.q = add_linear(g, q + "q", h, h);
+      at.k = add_linear(g, q + "k", h, h);
+      at.v = add_linear(g, q + "v", h, h);
+      at.o = add_linear(g, q + "o", h, h);
+      at.norm_q = add_tensor(TensorKind::Weight, h * norm, g, q + "norm_q");
+      at.norm_k = add_tensor(TensorKind::Weight, h * norm, g, q + "norm_k");
+      if (kind[0] == 's' && model_.cross_attn_norm) blk.norm3 = add_tensor(TensorKind::Weight, 2 * h * norm, g, p + "norm3");
+    }
+    blk.ffn_in = add_linear(g, p + "ffn.0", h, model_.ffn_dim);
+    blk.ffn_out = add_linear(g, p + "ffn.2", model_.ffn_dim, h);
+    blocks_.push_back(blk);
+  }
+  const auto last = static_cast<std::int32_t>(model_.layers);
+  head_modulation_ = add_tensor(TensorKind::Weight, 2 * h * norm, last, "head.modulation");
+  head_ = add_linear(last, "head.head", h, model_.patch_volume() * model_.out_channels);
+
+  // Live activations of a block at its widest: x, the modulated norm, q, k, v, q and k in fp32 for the rotary
+  // embedding, the attention output, the FFN's hidden and GELU output; the text context through its
+  // projections; the fp32 patch embedding's input and output; for fp8 weights the bf16 copy of the largest
+  // Linear. An estimate of PyTorch's working set, not its allocator's peak.
+  const std::uint64_t a = activation_bytes(d);
+  const std::uint64_t rows = checked_product(B, T, "--resolution", "the activation workspace");
+  const std::uint64_t per_row = h * (8 * a + 16) + 2 * a * model_.ffn_dim + 4 * (16 * model_.patch_volume() + h);
+  std::uint64_t widest = 0;
+  for (const auto& t : header_.tensors) widest = std::max(widest, t.bytes);
+  act_ = add_tensor(TensorKind::Activation,
+                    checked_product(rows, per_row, "--resolution", "the activation workspace") +
+                        B * im.text_tokens * h * a * 4 + (d == WeightDtype::Fp8 ? 2 * widest : 0),
+                    -1, "activations");
+}
+
+std::uint32_t WanTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name) {
+  trace::Tensor t;
+  t.id = static_cast<std::uint32_t>(header_.tensors.size());
+  t.kind = kind;
+  t.bytes = bytes;
+  t.layer = group;
+  t.name = std::move(name);
+  header_.tensors.push_back(std::move(t));
+  return header_.tensors.back().id;
+}
+
+std::uint32_t WanTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in,
+                                            std::uint64_t out) {
+  const WeightDtype d = options_.dtype;
+  return add_tensor(TensorKind::Weight, matrix_bytes(in * out, d) + out * norm_bytes_per_param(d), group, name);
+}
+
+bool WanTraceGenerator::next(trace::Step& out) {
+  if (steps_done_ >= options_.image.steps) return false;
+  build_iteration(out);
+  ++steps_done_;
+  return true;
+}
+
+void WanTraceGenerator::build_iteration(trace::Step& out) const {
+  const auto& im = options_.image;
+  const std::uint64_t B = im.guided_batch(options_.batch), T = wan_video_tokens(model_, im), L = im.text_tokens;
+  const std::uint64_t h = model_.dim(), heads = model_.heads, hd = model_.head_dim, ffn = model_.ffn_dim;
+  const std::uint64_t rows = B * T, text_rows = B * L, pv = model_.patch_volume();
+  const std::uint64_t latent = rows * pv * model_.in_channels;  // latent elements
+  out.kind = StepKind::Iteration;
+  out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0xffffffffu));
+  out.ops.clear();
+  DitOps ops(out, header_, act_, options_.dtype);
+
+  // Embeddings (forward_orig): the latent cast to fp32 and the Conv3d patch embedding (cuDNN, TF32 allowed
+  // by PyTorch's default), cast back; the timestep's sinusoid, time_embedding, time_projection; the text
+  // through text_embedding; the rotary table over (t, h, w) ids (rope_encode, EmbedND: about 30 kernels).
+  ops.add(OpKind::Elementwise, -1, latent, {ops.act(latent)}, {ops.raw(4 * latent)}, 1);
+  ops.add(OpKind::Gemm, -1, 2 * rows * pv * model_.in_channels * h, {ops.whole(patch_embedding_), ops.raw(4 * latent)},
+          {ops.raw(4 * rows * h)}, 1, "tf32");
+  ops.add(OpKind::Elementwise, -1, rows * h, {ops.raw(4 * rows * h)}, {ops.act(rows * h)}, 2);  // .to(dtype), flatten
+  ops.elementwise(-1, B, B * model_.freq_dim, 8, 6);
+  ops.linear(-1, time_embedding_[0], B, model_.freq_dim, h);
+  ops.elementwise(-1, B * h, B * h, 4, DitLaunches::silu);
+  ops.linear(-1, time_embedding_[1], B, h, h);
+  ops.elementwise(-1, B * h, B * h, 4, DitLaunches::silu);
+  ops.linear(-1, time_projection_, B, h, 6 * h);
+  ops.linear(-1, text_embedding_[0], text_rows, model_.text_dim, h);
+  ops.elementwise(-1, text_rows * h, text_rows * h, 8, DitLaunches::gelu);
+  ops.linear(-1, text_embedding_[1], text_rows, h, h);
+  ops.add(OpKind::Other, -1, 8 * T * hd, {ops.act(T * 3)}, {ops.raw(T * hd * 8)}, 30);
+
+  for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    const Block& blk = blocks_[i];
+    const auto g = static_cast<std::int32_t>(i);
+    // e = (modulation + e0).chunk(6): the parameter cast to the activations' dtype and added.
+    ops.add(OpKind::Elementwise, g, B * 6 * h, {ops.whole(blk.modulation), ops.act(B * 6 * h)}, {ops.act(B * 6 * h)}, 2);
+    ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
+    // Self-attention: q and k through their Linear, RMSNorm over the whole width and the rotary embedding.
+    for (const std::uint32_t w : {blk.self.q, blk.self.k}) {
+      ops.linear(g, w, rows, h, h);
+      ops.rms_norm(g, w == blk.self.q ? blk.self.norm_q : blk.self.norm_k, rows, h);
+      ops.rope(g, rows * h, DitLaunches::rope);
+    }
+    ops.linear(g, blk.self.v, rows, h, h);
+    ops.attention(g, B, heads, T, T, hd);
+    ops.linear(g, blk.self.o, rows, h, h);
+    ops.elementwise(g, 3 * rows * h, rows * h, 2, 1);  // x = addcmul(x, y, e2)
+    // Cross-attention to the text: norm3 (LayerNorm with weights), q over the video, k and v over the text.
+    if (model_.cross_attn_norm)
+      ops.add(OpKind::Norm, g, 8 * rows * h, {ops.whole(blk.norm3), ops.act(rows * h)}, {ops.act(rows * h)}, 1);
+    ops.linear(g, blk.cross.q, rows, h, h);
+    ops.rms_norm(g, blk.cross.norm_q, rows, h);
+    ops.linear(g, blk.cross.k, text_rows, h, h);
+    ops.rms_norm(g, blk.cross.norm_k, text_rows, h);
+    ops.linear(g, blk.cross.v, text_rows, h, h);
+    ops.attention(g, B, heads, T, L, hd);
+    ops.linear(g, blk.cross.o, rows, h, h);
+    ops.elementwise(g, 2 * rows * h, rows * h, 1, 1);  // x = x + cross
+    // FFN on the modulated norm, gated back: addcmul(x, y, e5).
+    ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
+    ops.linear(g, blk.ffn_in, rows, h, ffn);
+    ops.elementwise(g, rows * ffn, rows * ffn, 8, DitLaunches::gelu);
+    ops.linear(g, blk.ffn_out, rows, ffn, h);
+    ops.elementwise(g, 3 * rows * h, rows * h, 2, 1);
+  }
+  // Head: (modulation + e).chunk(2), the modulated norm, the Linear to patch x out_channels; then unpatchify
+  // and the sampler's guidance and Euler step over the latent (about ten small kernels).
+  const auto last = static_cast<std::int32_t>(blocks_.size());
+  ops.add(OpKind::Elementwise, last, B * 2 * h, {ops.whole(head_modulation_), ops.act(B * h)}, {ops.act(B * 2 * h)}, 2);
+  ops.modulated_norm(last, rows, h, DitLaunches::modulated_norm);
+  ops.linear(last, head_, rows, h, pv * model_.out_channels);
+  ops.elementwise(last, 3 * latent, 2 * latent, 5, 10);
+}
+
+}  // namespace tiersim::model

@@ -1,0 +1,120 @@
+// Wan 2.1 text-to-video: its published diffusers configs, the parameter counts they give, ComfyUI's own load
+// list, the trace of one iteration, and the errors a bad config or option gets.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "model/model_family.hpp"
+#include "model/wan/wan_trace_generator.hpp"
+#include "support/run_sim.hpp"
+
+namespace tiersim::model {
+namespace {
+
+std::string model_path(const std::string& name) {
+  return std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + name + ".json";
+}
+
+GenerationOptions video(std::uint32_t w, std::uint32_t h, std::uint32_t frames, double cfg = 6.0) {
+  GenerationOptions o;
+  o.image = default_image(ModelFamily::Wan);
+  o.image.width = w;
+  o.image.height = h;
+  o.image.frames = frames;
+  o.image.cfg = cfg;
+  o.image.steps = 2;
+  return o;
+}
+
+TEST(Wan, ParameterCountsMatchThePublishedModels) {
+  // Wan2.1-T2V-14B's transformer: 14,288,491,584 parameters ("14B"); -1.3B: 1,418,996,800 ("1.3B").
+  EXPECT_EQ(load_wan_config(model_path("wan2.1-t2v-14b")).total_params(), 14288491584u);
+  EXPECT_EQ(load_wan_config(model_path("wan2.1-t2v-1.3b")).total_params(), 1418996800u);
+  EXPECT_EQ(model_family(model_path("wan2.1-t2v-14b")), ModelFamily::Wan);
+}
+
+// tests/fixtures/wan_modules.jsonl: ComfyUI's own WanModel on the meta device and its model patcher's
+// _load_list (experiments/frameworks/wan_fixtures.py). The trace's tensors are the load list's modules with
+// weights, in order and with ComfyUI's bytes (the Conv3d patch embedding in fp32), plus the blocks' and the
+// head's `modulation` parameters, which the load list leaves out (ComfyUI never offloads them).
+TEST(Wan, TensorsAreComfyUIsLoadListPlusTheModulations) {
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/wan_modules.jsonl");
+  ASSERT_TRUE(in);
+  std::string line;
+  int models = 0;
+  while (std::getline(in, line)) {
+    const auto row = nlohmann::json::parse(line);
+    const std::string name = row["model"];
+    WanTraceGenerator g(load_wan_config(model_path(name)), video(832, 480, 5));
+    std::vector<std::pair<std::string, std::uint64_t>> ours, comfy, modulations;
+    for (const auto& t : g.header().tensors) {
+      if (t.kind != trace::TensorKind::Weight) continue;
+      (t.name.find("modulation") != std::string::npos ? modulations : ours).emplace_back(t.name, t.bytes);
+    }
+    for (const auto& m : row["modules"])
+      if (m[1].get<std::uint64_t>() > 0)
+        comfy.emplace_back(m[0].get<std::string>(), m[1].get<std::uint64_t>() * m[2].get<std::uint64_t>());
+    EXPECT_EQ(ours, comfy) << name;
+    std::uint64_t left_out = 0;
+    for (const auto& p : row["all_parameters"])
+      if (p[0].get<std::string>().find("modulation") != std::string::npos)
+        left_out += p[1].get<std::uint64_t>() * p[2].get<std::uint64_t>();
+    std::uint64_t ours_left_out = 0;
+    for (const auto& [n, b] : modulations) ours_left_out += b;
+    EXPECT_EQ(ours_left_out, left_out) << name;
+    ++models;
+  }
+  EXPECT_EQ(models, 2);
+}
+
+TEST(Wan, AnIterationAttendsOverTheVideoAndTheTextWithTheNegativePromptInTheBatch) {
+  const WanConfig m = load_wan_config(model_path("wan2.1-t2v-14b"));
+  // 832x480, 81 frames: 21 latent frames x 30 x 52 patches = 32,760 tokens.
+  EXPECT_EQ(wan_video_tokens(m, video(832, 480, 81).image), 32760u);
+  auto attention_flops = [&](double cfg) {
+    WanTraceGenerator g(m, video(832, 480, 81, cfg));
+    trace::Step s;
+    EXPECT_TRUE(g.next(s));
+    std::uint64_t self = 0, cross = 0;
+    for (const auto& op : s.ops)
+      if (op.kind == trace::OpKind::Attention) (op.flops > 1e12 ? self : cross) += op.flops;
+    return std::pair{self, cross};
+  };
+  const auto [self6, cross6] = attention_flops(6.0);
+  EXPECT_EQ(self6, 40ull * 4 * 2 * 32760 * 32760 * 5120);  // batch 2: cond and uncond
+  EXPECT_EQ(cross6, 40ull * 4 * 2 * 32760 * 512 * 5120);
+  EXPECT_EQ(attention_flops(1.0).first * 2, self6);        // cfg 1: the negative prompt is skipped
+}
+
+TEST(Wan, RefusesWhatItCannotModelNamingTheKey) {
+  const WanConfig m = load_wan_config(model_path("wan2.1-t2v-14b"));
+  auto key_of = [&](const GenerationOptions& o) {
+    try {
+      WanTraceGenerator g(m, o);
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(key_of(video(832, 480, 80)), "--frames");   // not 4k + 1
+  EXPECT_EQ(key_of(video(830, 480, 81)), "--resolution");
+  EXPECT_EQ(key_of(video(832, 480, 81)), "no error");
+  const std::string base = R"("_class_name":"WanTransformer3DModel","attention_head_dim":128,"num_attention_heads":40,)"
+                           R"("ffn_dim":13824,"num_layers":40,"in_channels":16,"text_dim":4096,"freq_dim":256)";
+  EXPECT_NO_THROW(parse_wan_config("{" + base + "}", "w.json"));
+  try {
+    parse_wan_config("{" + base + R"(,"image_dim":1280})", "w.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "image_dim");  // image-to-video is another model
+  }
+  EXPECT_THROW(parse_wan_config("{" + base + R"(,"patch_size":[1,2]})", "w.json"), InputError);
+  const auto flux_frames = testing::run_sim("--model traces/models/flux.1-dev.json --frames 5 --policy resident");
+  EXPECT_EQ(flux_frames.code, 2);
+  EXPECT_NE(flux_frames.out.find("'--frames'"), std::string::npos) << flux_frames.out;
+}
+
+}  // namespace
+}  // namespace tiersim::model
