@@ -1,24 +1,41 @@
-"""Real seconds per diffusion iteration of a FLUX.1-shaped DiT, resident and under DisTorch-style offload, for
-comparison with tiersim's predictions of the same placements.
+"""Real seconds per diffusion iteration of a FLUX.1- or Wan 2.1-shaped DiT, resident and under DisTorch-style
+offload, for comparison with tiersim's predictions of the same placements.
 
-One iteration is one forward of the diffusion transformer (batch 1, bf16, no CFG batch: FLUX.1-dev is
-guidance-distilled) on one GPU: flux_dit.py's rebuild of ComfyUI's Flux (commit a125cd84b054a57729b5eecab930ca9408719832
-of Comfy-Org/ComfyUI: comfy/ldm/flux/model.py Flux.forward_orig, layers.py, math.py) with random weights,
-under torch.no_grad(). A W x H image is (H/16)*(W/16) image tokens (VAE /8, then 2x2 packing) plus
-512 text tokens (FLUX.1-dev's T5 max_sequence_length).
+One iteration is one forward of the diffusion transformer (bf16) on one GPU, under torch.no_grad(), with random
+weights, built as ComfyUI (Comfy-Org/ComfyUI a125cd84b054a57729b5eecab930ca9408719832) builds it. The builder
+follows the config's _class_name:
+  FluxTransformer2DModel  flux_dit.py (comfy/ldm/flux: Flux.forward_orig, layers.py, math.py). A W x H image is
+                          (H/16)*(W/16) image tokens (VAE /8, then 2x2 packing) plus 512 text tokens (T5).
+  WanTransformer3DModel   wan_dit.py (comfy/ldm/wan/model.py: WanModel t2v, _forward). A W x H video of F frames
+                          (--frames, default 81) is a latent (16, (F-1)//4+1, H/8, W/8) (Wan VAE: 4x temporal,
+                          8x spatial), latent_frames*(H/16)*(W/16) tokens (1x2x2 patches), cross-attending to
+                          512 UMT5 tokens (the tokenizer's min_length).
+Classifier-free guidance (--cfg, default 1.0): with cfg != 1 ComfyUI runs cond and uncond in ONE forward at
+batch 2 when memory allows (comfy/samplers.py: sampling_function drops uncond only when
+math.isclose(cond_scale, 1.0); _calc_cond_batch concatenates the conds that can_concat_cond allows, i.e. same
+latent shape and same context shape, into one apply_model call if model.memory_required(batch shape) * 1.5 <
+free memory). So cfg != 1 doubles the batch here. FLUX.1-dev is guidance-distilled (run at cfg 1: batch 1).
 
   python3 experiments/validate/dit_iteration.py --model traces/models/flux.1-dev.json --distorch .ext/distorch_2.py \
       --resolutions 1024x1024 512x512 --allocations none "#cuda:0;4.0;cpu" "#cuda:0;8.0;cpu" "#cuda:0;16.0;cpu" \
       --host-memory pageable pinned --iterations 4 --warmup 2 --out OUT_DIR
-  (add --tiny for a quick smoke run: 2 double + 2 single blocks)
+  python3 experiments/validate/dit_iteration.py --model traces/models/wan2.1-t2v-14b.json --distorch .ext/distorch_2.py \
+      --resolutions 832x480 --frames 17 33 --cfg 6 --allocations none "#cuda:0;8.0;cpu" "#cuda:0;16.0;cpu" \
+      --host-memory pageable pinned --iterations 3 --warmup 1 --out OUT_DIR
+  (add --tiny for a quick smoke run: 2 double + 2 single blocks for FLUX, 2 blocks for Wan)
 
-Placement: allocation "none" keeps everything on cuda:0 (run once per resolution). Any other allocation
-string goes to ComfyUI-MultiGPU's own DisTorch V2 allocation (distorch_2.py's analyze_safetensor_loading,
-path given by --distorch, loaded with stubs by experiments/frameworks/distorch_allocations.py) with this
-machine's totals (cuda:0's memory, host RAM) and a stand-in model patcher whose _load_list() is built as
-comfy/model_patcher.py ModelPatcher._load_list builds it. Its device map, {leaf module name: 0 or "cpu"}
-for every module with parameters, is written to OUT_DIR/flux_device_map_<i>.json (i: the allocation's index
-in --allocations; the placement depends on neither resolution nor host memory kind), for tiersim's
+Placement: allocation "none" keeps everything on cuda:0 (run once per resolution and frame count). Any other
+allocation string goes to ComfyUI-MultiGPU's own DisTorch V2 allocation (distorch_2.py's
+analyze_safetensor_loading, path given by --distorch, loaded with stubs by
+experiments/frameworks/distorch_allocations.py) with this machine's totals (cuda:0's memory, host RAM) and a
+stand-in model patcher whose _load_list() is built as comfy/model_patcher.py ModelPatcher._load_list builds it.
+Parameters of modules outside that load list (Wan: blocks.N.modulation, head.modulation; FLUX: none) are never
+moved by DisTorch's partially_load, so they stay on ComfyUI's offload device, the cpu (comfy/sd.py
+load_diffusion_model_state_dict: model.to(unet_offload_device())), and WanAttentionBlock / Head cast them to the
+GPU each forward (comfy.model_management.cast_to): here they are cpu leaves like DisTorch's. Its device map,
+{leaf module name: 0 or "cpu"} for every module with parameters of its own, is written to
+OUT_DIR/<short>_device_map_<i>.json (short: flux | wan; i: the allocation's index in --allocations; the
+placement depends on neither resolution, frames nor host memory kind), for tiersim's
 --placement device_map:file=....
 Runtime of the cpu leaves: older ComfyUI's casts (comfy/ops.py cast_bias_weight): a module's weight and
 bias are copied to cuda:0 on the compute stream when its forward runs and freed after
@@ -26,15 +43,20 @@ bias are copied to cuda:0 on the compute stream when its forward runs and freed 
 (--host-memory). Each configuration: --warmup untimed forwards, then --iterations forwards, each timed by
 wall clock between two torch.cuda.synchronize().
 
-Writes one JSON line per (resolution, allocation, host memory) to OUT_DIR/dit_iteration.jsonl: model,
-resolution ("WxH"), width, height, image_tokens, text_tokens, allocation, host_memory ("resident" for none,
-else pageable | pinned), device_map_file (null for none), offloaded_bytes, offloaded_modules, model_bytes,
-leaf_modules, iteration_s (every timed iteration), median_s, warmup_s, iterations, warmup, setup_s (moving
-the cpu leaves to host memory), peak_bytes (torch.cuda.max_memory_allocated), torch, gpu, totals, depth,
-depth_single_blocks, tiny, sdpa_priority (whether ComfyUI's cuDNN-first backend priority was applied).
+Writes one JSON line per (resolution, frames, allocation, host memory) to OUT_DIR/dit_iteration.jsonl: model,
+class_name, resolution ("WxH"), width, height, frames (video frames; null for images), latent_frames (null for
+images), image_tokens (DiT tokens per batch item: video latent_frames*(H/16)*(W/16)), text_tokens, batch, cfg,
+allocation, host_memory ("resident" for none, else pageable | pinned), device_map_file (null for none),
+offloaded_bytes, offloaded_modules (every cpu leaf, the unlisted ones included), unlisted_bytes,
+unlisted_modules (of those, the leaves outside ComfyUI's load list), model_bytes, leaf_modules, iteration_s
+(every timed iteration), median_s, warmup_s, iterations, warmup, setup_s (moving the cpu leaves to host
+memory), peak_bytes (torch.cuda.max_memory_allocated), torch, gpu, totals, depth (Wan: num_layers),
+depth_single_blocks (null for Wan), tiny, sdpa_priority (whether ComfyUI's cuDNN-first backend priority was
+applied).
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -47,6 +69,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "frameworks"))
 import decode_latency  # noqa: E402
 import flux_dit  # noqa: E402
+import wan_dit  # noqa: E402
 from distorch_allocations import load_distorch  # noqa: E402
 
 
@@ -54,17 +77,55 @@ class Patcher:
     """ComfyUI's ModelPatcher as DisTorch reads it: .model, and _load_list() as comfy/model_patcher.py builds it:
     (size, name, module, parameter names) for every module whose parameters are all its own and that has
     some, or that is a comfy op (ComfyUI's LayerNorms: no parameters, size 0), in named_modules() order.
-    Flux's RMSNorm (a plain nn.Module) has no `bias` attribute, so DisTorch counts it a tiny block, as in
-    ComfyUI (unlike distorch_decode.Patcher, which gives HF norms one)."""
+    Modules owning a parameter beside children with parameters (Wan's blocks.N and head: `modulation`) are
+    skipped, as ComfyUI skips them. Flux's RMSNorm (a plain nn.Module) has no `bias` attribute, so DisTorch
+    counts it a tiny block, as in ComfyUI (unlike distorch_decode.Patcher, which gives HF norms one); Wan's
+    RMSNorm is a comfy op with bias = None (wan_dit.RMSNorm)."""
 
     def __init__(self, model, leaves):
         self.model = model
         sizes = {name: nbytes for name, _, _, nbytes in leaves}
+        listed = set(wan_dit.load_list_rule(model))
         self.items = [(sizes.get(n, 0), n, m, [p for p, _ in m.named_parameters(recurse=False)])
-                      for n, m in model.named_modules() if n in sizes or isinstance(m, torch.nn.LayerNorm)]
+                      for n, m in model.named_modules() if n in listed]
 
     def _load_list(self):
         return list(self.items)
+
+
+class Family:
+    """What differs between the DiTs: the builder module, its constructor arguments and inputs."""
+
+    def __init__(self, config_path, tiny):
+        with open(config_path) as f:
+            self.class_name = json.load(f).get("_class_name")
+        if self.class_name == "FluxTransformer2DModel":
+            self.short, self.module, self.video = "flux", flux_dit, False
+            self.name, self.params = flux_dit.flux_params(config_path, tiny=tiny)
+            self.depth, self.depth_single = self.params["depth"], self.params["depth_single_blocks"]
+        elif self.class_name == "WanTransformer3DModel":
+            self.short, self.module, self.video = "wan", wan_dit, True
+            self.name, self.params = wan_dit.wan_params(config_path, tiny=tiny)
+            self.depth, self.depth_single = self.params["num_layers"], None
+        else:
+            sys.exit(f"{config_path}: _class_name {self.class_name!r}: the harness builds FluxTransformer2DModel "
+                     "(flux_dit.py) and WanTransformer3DModel (wan_dit.py)")
+
+    def latent_frames(self, frames):
+        return wan_dit.latent_frames(frames) if self.video else None
+
+    def tokens(self, w, h, frames):
+        return wan_dit.tokens(self.params, w, h, frames) if self.video else (w // 16) * (h // 16)
+
+    def make_inputs(self, w, h, frames, batch, text_tokens):
+        if self.video:
+            return wan_dit.make_inputs(self.params, w, h, frames, batch=batch, text_tokens=text_tokens)
+        inputs = flux_dit.make_inputs(self.params, w, h, text_tokens)  # batch 1
+        if batch == 1:
+            return inputs
+        # cond and uncond in one batch (samplers.py cond_cat + torch.cat of x and timestep; Flux._forward
+        # repeats img_ids / txt_ids to the batch)
+        return {k: (torch.cat([v] * batch) if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()}
 
 
 def parse_resolution(s):
@@ -87,29 +148,42 @@ def main():
     import logging
     import psutil
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, help="diffusers transformer config (traces/models/flux.1-dev.json)")
+    ap.add_argument("--model", required=True,
+                    help="diffusers transformer config (traces/models/flux.1-dev.json, wan2.1-t2v-14b.json)")
     ap.add_argument("--distorch", required=True, help="ComfyUI-MultiGPU's distorch_2.py")
     ap.add_argument("--resolutions", nargs="+", default=["1024x1024"])
+    ap.add_argument("--frames", nargs="+", type=int, default=None,
+                    help="video frames (video models only; default 81)")
+    ap.add_argument("--cfg", type=float, default=1.0,
+                    help="CFG scale: other than 1.0 runs cond + uncond as one batch of 2, as ComfyUI does")
     ap.add_argument("--allocations", nargs="+", default=["none", "#cuda:0;4.0;cpu"],
                     help='"none" (resident) or DisTorch allocation strings')
     ap.add_argument("--host-memory", nargs="+", choices=["pageable", "pinned"], default=["pageable"])
     ap.add_argument("--text-tokens", type=int, default=512)
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--tiny", action="store_true", help="2 double + 2 single blocks (smoke run)")
+    ap.add_argument("--tiny", action="store_true", help="2 double + 2 single blocks (FLUX), 2 blocks (Wan): smoke run")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     logging.disable(logging.CRITICAL)
+    fam = Family(a.model, a.tiny)
+    if fam.video:
+        frames_list = a.frames or [81]
+    elif a.frames:
+        sys.exit(f"--frames: {fam.class_name} is an image model")
+    else:
+        frames_list = [None]
+    batch = 1 if math.isclose(a.cfg, 1.0) else 2  # samplers.py sampling_function: uncond only when cfg != 1
     os.makedirs(a.out, exist_ok=True)
     results = os.path.join(a.out, "dit_iteration.jsonl")
-    resolutions = [(r, *parse_resolution(r)) for r in a.resolutions]
+    shapes = [(r, *parse_resolution(r), fr) for r in a.resolutions for fr in frames_list]
 
     totals = {"cuda:0": torch.cuda.mem_get_info(0)[1], "cpu": psutil.virtual_memory().total}
     distorch = load_distorch(a.distorch, totals)
-    name, params = flux_dit.flux_params(a.model, tiny=a.tiny)
+    name, params = fam.name, fam.params
     t = time.perf_counter()
-    model = flux_dit.build(params)
-    leaves = flux_dit.leaf_modules(model)
+    model = fam.module.build(params)
+    leaves = fam.module.leaf_modules(model)
     names = [n for n, _, _, _ in leaves]
     model_bytes = sum(b for _, _, _, b in leaves)
     print(f"{name}: {len(leaves)} leaf modules, {model_bytes / 1e9:.2f} GB, built in {time.perf_counter() - t:.1f} s",
@@ -118,47 +192,54 @@ def main():
     # Placements first (host-side only): one device map per allocation.
     placements = []  # (allocation, map file, offloaded leaf indices)
     patcher = Patcher(model, leaves)
+    listed = {n for _, n, _, _ in patcher.items}
+    unlisted = {k for k, n in enumerate(names) if n not in listed}  # stay on ComfyUI's offload device (cpu)
     for i, alloc in enumerate(a.allocations):
         if alloc == "none":
             placements.append((alloc, None, []))
             continue
         assign = distorch.analyze_safetensor_loading(patcher, alloc, is_clip=False)["block_assignments"]
-        offloaded = [k for k, n in enumerate(names) if assign.get(n) == "cpu"]
-        map_file = f"flux_device_map_{i}.json"
+        offloaded = [k for k, n in enumerate(names) if assign.get(n) == "cpu" or k in unlisted]
+        map_file = f"{fam.short}_device_map_{i}.json"
+        on_cpu = set(offloaded)
         with open(os.path.join(a.out, map_file), "w") as f:
-            json.dump({n: ("cpu" if assign.get(n) == "cpu" else 0) for n in names}, f, sort_keys=True)
+            json.dump({n: ("cpu" if k in on_cpu else 0) for k, n in enumerate(names)}, f, sort_keys=True)
         placements.append((alloc, map_file, offloaded))
 
-    common = dict(model=name, text_tokens=a.text_tokens, iterations=a.iterations, warmup=a.warmup,
-                  model_bytes=model_bytes, leaf_modules=len(leaves), torch=torch.__version__,
-                  gpu=torch.cuda.get_device_name(0), totals=totals, depth=params["depth"],
-                  depth_single_blocks=params["depth_single_blocks"], tiny=a.tiny,
+    common = dict(model=name, class_name=fam.class_name, text_tokens=a.text_tokens, batch=batch, cfg=a.cfg,
+                  iterations=a.iterations, warmup=a.warmup, model_bytes=model_bytes, leaf_modules=len(leaves),
+                  torch=torch.__version__, gpu=torch.cuda.get_device_name(0), totals=totals, depth=fam.depth,
+                  depth_single_blocks=fam.depth_single, tiny=a.tiny,
                   sdpa_priority=flux_dit.SDPA_PRIORITY is not None)
-    inputs = {r: flux_dit.make_inputs(params, w, h, a.text_tokens) for r, w, h in resolutions}
+    inputs = {(r, fr): fam.make_inputs(w, h, fr, batch, a.text_tokens) for r, w, h, fr in shapes}
     units = [(p, m, m) for _, m, p, _ in leaves]
 
-    def measure(res, alloc, host_memory, map_file, offloaded, setup_s):
-        r, w, h = res
+    def measure(shape, alloc, host_memory, map_file, offloaded, setup_s):
+        r, w, h, fr = shape
         torch.cuda.reset_peak_memory_stats()
-        warm = forwards(model, inputs[r], a.warmup)
-        times = forwards(model, inputs[r], a.iterations)
-        row = dict(common, resolution=r, width=w, height=h, image_tokens=(w // 16) * (h // 16), allocation=alloc,
+        warm = forwards(model, inputs[(r, fr)], a.warmup)
+        times = forwards(model, inputs[(r, fr)], a.iterations)
+        off_unlisted = [k for k in offloaded if k in unlisted]
+        row = dict(common, resolution=r, width=w, height=h, frames=fr, latent_frames=fam.latent_frames(fr),
+                   image_tokens=fam.tokens(w, h, fr), allocation=alloc,
                    host_memory=host_memory, device_map_file=map_file,
                    offloaded_bytes=sum(leaves[k][3] for k in offloaded), offloaded_modules=len(offloaded),
+                   unlisted_bytes=sum(leaves[k][3] for k in off_unlisted), unlisted_modules=len(off_unlisted),
                    iteration_s=times, median_s=statistics.median(times), warmup_s=warm, setup_s=setup_s,
                    peak_bytes=torch.cuda.max_memory_allocated())
         with open(results, "a") as f:
             f.write(json.dumps(row) + "\n")
-        print(f"{name} {r:>9} {alloc:<18} {host_memory:<8} offloaded {row['offloaded_bytes'] / 1e9:6.2f} GB "
-              f"({len(offloaded)} modules)  median {row['median_s']:.3f} s/it  "
+        video = (f" {fr:3d}f" if fr is not None else "") + (f" b{batch}" if fam.video or batch != 1 else "")
+        print(f"{name} {r:>9}{video} {alloc:<18} {host_memory:<8} offloaded "
+              f"{row['offloaded_bytes'] / 1e9:6.2f} GB ({len(offloaded)} modules)  median {row['median_s']:.3f} s/it  "
               f"[{' '.join(f'{x:.3f}' for x in times)}]  warmup [{' '.join(f'{x:.3f}' for x in warm)}]",
               file=sys.stderr, flush=True)
 
     with torch.no_grad():  # not inference_mode: the streamer swaps parameters' .data between forwards
         for alloc, map_file, offloaded in placements:
             if alloc == "none":
-                for res in resolutions:
-                    measure(res, alloc, "resident", None, [], 0.0)
+                for shape in shapes:
+                    measure(shape, alloc, "resident", None, [], 0.0)
                     torch.cuda.synchronize()
                     torch.cuda.empty_cache()
                 continue
@@ -166,8 +247,8 @@ def main():
                 t = time.perf_counter()
                 streamer = decode_latency.LayerStreamer(units, offloaded, 0, host_memory)
                 setup_s = time.perf_counter() - t
-                for res in resolutions:
-                    measure(res, alloc, host_memory, map_file, offloaded, setup_s)
+                for shape in shapes:
+                    measure(shape, alloc, host_memory, map_file, offloaded, setup_s)
                 streamer.restore()  # removes the hooks, weights back on cuda:0, synchronize, empty_cache
                 torch.cuda.synchronize()
                 torch.cuda.empty_cache()
