@@ -89,13 +89,16 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   head_modulation_ = add_tensor(TensorKind::Weight, 2 * h * norm, last, "head.modulation");
   head_ = add_linear(last, "head.head", h, model_.patch_volume() * model_.out_channels);
 
-  // Live activations of a block at its widest: x, the modulated norm, q, k, v, q and k in fp32 for the rotary
-  // embedding, the attention output, the FFN's hidden and GELU output; the text context through its
-  // projections; the fp32 patch embedding's input and output; for fp8 weights the bf16 copy of the largest
-  // Linear. An estimate of PyTorch's working set, not its allocator's peak.
+  // Live activations at the widest point of the forward, per token row: in the self-attention x, its
+  // modulated norm, q, k, v, q or k in fp32 for the rotary embedding (one at a time) and the output:
+  // (6a + 8) bytes per element of the width; in the FFN x, the modulated norm, the hidden and GELU's output;
+  // at the start the fp32 patch embedding's input and output. The widest of the three, not their sum (a
+  // first version summed them and read 2.3x the measured peak: results/validation/diffusion); plus the text
+  // context through its projections and, for fp8 weights, the bf16 copy of the largest Linear.
   const std::uint64_t a = activation_bytes(d);
   const std::uint64_t rows = checked_product(B, T, "--resolution", "the activation workspace");
-  const std::uint64_t per_row = h * (8 * a + 16) + 2 * a * model_.ffn_dim + 4 * (16 * model_.patch_volume() + h);
+  const std::uint64_t per_row = std::max({h * (6 * a + 8), 2 * a * (h + model_.ffn_dim),
+                                          4 * (16 * model_.patch_volume() + h) + a * h});
   std::uint64_t widest = 0;
   for (const auto& t : header_.tensors) widest = std::max(widest, t.bytes);
   act_ = add_tensor(TensorKind::Activation,
