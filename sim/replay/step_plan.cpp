@@ -205,12 +205,13 @@ void StepPlanner::await_releases(StepPlan& out, std::size_t begin) {
 void StepPlanner::await_offload_stream(StepPlan& out, std::uint32_t tensor) {
   // ComfyUI's casts round-robin over its offload streams (two by default: copy.streams), and a stream
   // waits for the compute stream after each cast's op: the cast that many back must be used (released)
-  // before this one's copy can run, so at most that many casts are staged. A copy that holds the host
-  // until done (pageable, sync) never gets that far ahead; a non-blocking one (pinned) would, so the
-  // host waits for that release here (the GPU timeline is the same: the copy could not have started
-  // earlier).
+  // before this one's copy can run, so at most that many casts are staged. The host waits for that release
+  // here whatever the source: a non-blocking copy (pinned) would otherwise run ahead, and a pageable one
+  // syncs its stream before it starts (CUDA's API sync behaviour for pageable host-to-device copies), so
+  // the host waits there too. (An earlier version let pageable copies skip this wait: when the GPU was the
+  // bottleneck the host ran ahead and staged casts without bound: 33 GiB on a 24 GiB card for Wan 14B.)
   const auto streams = static_cast<std::size_t>(std::max(1, placement_.copy.streams));
-  if (!copy_holds_host(tensor) && stream_copies_.size() >= streams) {
+  if (stream_copies_.size() >= streams) {
     const std::uint32_t older = stream_copies_[stream_copies_.size() - streams];
     if (released_[older]) {  // its last reader is planned (not this very op)
       const std::size_t begin = out.slot_waits.size();
