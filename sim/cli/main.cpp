@@ -118,8 +118,9 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
                  "(FLUX default 1, Wan 6)")
       ->check(number_in(0, 100, "guidance scale", false));
   cmd.add_option("--routing", o.routing,
-                 "mixture of experts: which experts tokens are routed to, uniform (default) or zipf:S (the layer's "
-                 "experts in a seeded order, the r-th with weight 1/r^S, S from 0.1 to 4)")
+                 "mixture of experts: which experts tokens are routed to, uniform (default), zipf:S (the layer's "
+                 "experts in a seeded order, the r-th with weight 1/r^S, S from 0.1 to 4) or replay:FILE (a routing "
+                 "captured from a real run: sim/model/routing_file.hpp)")
       ->capture_default_str();
   cmd.add_option("--routing-seed", o.routing_seed, "mixture of experts: the routing's seed (default 0)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{2147483647}));
@@ -230,7 +231,12 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
   }
   spec.generation.batch = o.batch;
   spec.generation.routing_seed = o.routing_seed;
-  if (o.routing != "uniform") {
+  if (o.routing.rfind("replay:", 0) == 0) {
+    spec.generation.routing_path = o.routing.substr(7);
+    if (spec.generation.routing_path.empty()) throw InputError("", 0, "--routing", "replay:FILE needs a file");
+    spec.generation.routing_replay =
+        std::make_shared<model::RoutingTable>(model::load_routing_file(spec.generation.routing_path));
+  } else if (o.routing != "uniform") {
     double zipf = 0;
     char extra = 0;
     if (std::sscanf(o.routing.c_str(), "zipf:%lf%c", &zipf, &extra) != 1 || !(zipf >= 0.1 && zipf <= 4))

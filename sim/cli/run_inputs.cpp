@@ -97,6 +97,10 @@ ordered_json inputs_to_json(const RunInputs& in) {
     if (in.trace.generation.ubatch > 0) trace["ubatch"] = in.trace.generation.ubatch;
     if (in.trace.generation.routing_zipf > 0) trace["routing_zipf"] = in.trace.generation.routing_zipf;
     if (in.trace.generation.routing_seed != 0) trace["routing_seed"] = in.trace.generation.routing_seed;
+    if (in.trace.generation.routing_replay) {
+      trace["routing_replay"] = in.trace.generation.routing_path;
+      trace["routing_fnv1a64"] = file_digest(in.trace.generation.routing_path);
+    }
   }
   ordered_json strategy = {{"preset", in.strategy.preset},
                            {"custom", in.strategy.custom},
@@ -162,6 +166,14 @@ RunInputs inputs_from_config(const std::string& path) {
       }
       if (t.has("ubatch")) r.trace.generation.ubatch = static_cast<std::uint32_t>(t.integer("ubatch", 1, 1 << 24));
       if (t.has("routing_zipf")) r.trace.generation.routing_zipf = t.number("routing_zipf", 0.1, 4);
+      if (t.has("routing_replay")) {
+        r.trace.generation.routing_path = t.text("routing_replay");
+        if (file_digest(r.trace.generation.routing_path) != t.text("routing_fnv1a64"))
+          t.fail("routing_fnv1a64", "the routing file '" + r.trace.generation.routing_path +
+                                        "' is not the file this result was computed from");
+        r.trace.generation.routing_replay =
+            std::make_shared<model::RoutingTable>(model::load_routing_file(r.trace.generation.routing_path));
+      }
       if (t.has("routing_seed"))
         r.trace.generation.routing_seed = static_cast<std::uint64_t>(t.integer("routing_seed", 0, 2147483647));
     }

@@ -81,8 +81,27 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
       options_(options),
       launches_(launches ? *launches : options.dtype == WeightDtype::Gguf ? llamacpp_launch_counts() : LaunchCounts{}) {
   check_sizes(model_, options_);
-  if (options_.routing_zipf > 0 && !model_.is_moe())
+  if ((options_.routing_zipf > 0 || options_.routing_replay) && !model_.is_moe())
     throw InputError("", 0, "--routing", "is for mixture-of-experts models; '" + model_.name + "' is dense");
+  if (const auto& r = options_.routing_replay) {
+    const std::string& f = options_.routing_path;
+    if (r->num_experts != model_.num_experts || r->experts_per_token != model_.num_experts_per_tok ||
+        r->layers != model_.num_hidden_layers)
+      throw InputError(f, 0, "--routing",
+                       "routes " + std::to_string(r->num_experts) + " experts, " + std::to_string(r->experts_per_token) +
+                           " per token, over " + std::to_string(r->layers) + " layers; '" + model_.name + "' has " +
+                           std::to_string(model_.num_experts) + ", " + std::to_string(model_.num_experts_per_tok) +
+                           " and " + std::to_string(model_.num_hidden_layers));
+    if (r->tokens.size() < options_.batch)
+      throw InputError(f, 0, "--routing", "has " + std::to_string(r->tokens.size()) + " sequence(s); --batch is " +
+                                              std::to_string(options_.batch));
+    const std::uint64_t needed = static_cast<std::uint64_t>(options_.prompt_tokens) + options_.decode_tokens;
+    for (std::size_t b = 0; b < options_.batch; ++b)
+      if (r->tokens[b] < needed)
+        throw InputError(f, 0, "--routing", "sequence " + std::to_string(b) + " routes " + std::to_string(r->tokens[b]) +
+                                                " tokens; this run processes " + std::to_string(needed) +
+                                                " (prompt + decode)");
+  }
   const auto d = options_.dtype;
   const std::uint64_t a = activation_bytes(d);
   const std::uint64_t h = model_.hidden_size;
@@ -104,8 +123,10 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
     header_.meta["num_experts_per_tok"] = std::to_string(model_.num_experts_per_tok);
     char zipf[64];
     std::snprintf(zipf, sizeof zipf, "zipf s=%g", options_.routing_zipf);
-    header_.meta["routing"] = std::string(options_.routing_zipf > 0 ? zipf : "uniform") + ", seed " +
-                              std::to_string(options_.routing_seed);
+    header_.meta["routing"] = options_.routing_replay
+                                  ? "replayed from " + options_.routing_path
+                                  : std::string(options_.routing_zipf > 0 ? zipf : "uniform") + ", seed " +
+                                        std::to_string(options_.routing_seed);
   }
   if (model_.max_position_embeddings > 0) header_.meta["context_length"] = std::to_string(model_.max_position_embeddings);
   if (options_.ubatch > 0) header_.meta["ubatch"] = std::to_string(options_.ubatch);
@@ -411,6 +432,14 @@ std::vector<std::uint32_t> LlmTraceGenerator::route(std::int32_t layer, std::uin
   std::vector<std::uint32_t> rows(E, 0);
   std::vector<char> marked(E, 0);
   std::vector<std::uint64_t> picked;
+  if (const auto& table = options_.routing_replay) {
+    for (std::uint64_t b = 0; b < options_.batch; ++b)
+      for (std::uint64_t i = 0; i < new_tokens; ++i) {
+        const std::uint16_t* e = table->at(b, position + i, static_cast<std::uint32_t>(layer));
+        for (std::uint32_t j = 0; j < table->experts_per_token; ++j) ++rows[e[j]];
+      }
+    return rows;
+  }
   if (options_.routing_zipf > 0) {
     // Skewed: the layer's experts in a seeded order (Fisher-Yates on the hash), the r-th (from 1) with
     // weight 1 / r^s; k distinct per token by drawing on the cumulative weights and redrawing a repeat.

@@ -9,6 +9,7 @@
 
 #include "model/gguf_file.hpp"
 #include "model/model_config.hpp"
+#include "model/routing_file.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::model {
@@ -33,6 +34,10 @@ struct GenerationOptions {
   // 1 / r^s (a few popular experts, as real routers have).
   std::uint64_t routing_seed = 0;
   double routing_zipf = 0;
+  // Or replayed (--routing replay:FILE): every token's experts as a real run chose them (routing_file.hpp);
+  // sequence b of the batch is the file's sequence b, token positions from 0 (the prompt, then decoded).
+  std::shared_ptr<const RoutingTable> routing_replay;
+  std::string routing_path;  // its path, for errors and the result's inputs
   std::uint32_t prefill_steps() const;
   // A diffusion transformer (a FLUX config): the image, its denoising iterations and the text encoder's
   // tokens; `batch` is images per iteration. Decoder models ignore these, diffusion models the LLM fields.

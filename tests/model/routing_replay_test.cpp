@@ -1,0 +1,111 @@
+// Mixture-of-experts routing replayed from a file (--routing replay:FILE): the trace reads exactly the experts
+// the file names, and a file that does not fit the model or the run is refused naming the file.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "model/routing_file.hpp"
+#include "model/trace_generator.hpp"
+#include "support/run_sim.hpp"
+
+namespace tiersim::model {
+namespace {
+
+ModelConfig qwen30() { return load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-30b-a3b.json"); }
+
+// A routing of `tokens` tokens over 48 layers, 8 of 128 experts each: token t, layer l routes to experts
+// (t + l + j * 16) % 128 for j = 0..7.
+std::string routing_json(int tokens, int layers = 48, int sequences = 1) {
+  std::ostringstream s;
+  s << R"({"tiersim_routing": 1, "num_experts": 128, "experts_per_token": 8, "layers": )" << layers
+    << R"(, "source": "test", "sequences": [)";
+  for (int q = 0; q < sequences; ++q) {
+    s << (q ? "," : "") << "[";
+    for (int t = 0; t < tokens; ++t) {
+      s << (t ? "," : "") << "[";
+      for (int l = 0; l < layers; ++l) {
+        s << (l ? "," : "") << "[";
+        for (int j = 0; j < 8; ++j) s << (j ? "," : "") << (t + l + j * 16) % 128;
+        s << "]";
+      }
+      s << "]";
+    }
+    s << "]";
+  }
+  s << "]}";
+  return s.str();
+}
+
+GenerationOptions replay(const std::string& path, std::uint32_t prompt, std::uint32_t decode) {
+  GenerationOptions g;
+  g.prompt_tokens = prompt;
+  g.decode_tokens = decode;
+  g.routing_path = path;
+  g.routing_replay = std::make_shared<RoutingTable>(load_routing_file(path));
+  return g;
+}
+
+TEST(RoutingReplay, DecodeReadsExactlyTheExpertsTheFileNames) {
+  const std::string path = testing::scratch_file("routing6.json", routing_json(6));
+  LlmTraceGenerator gen(qwen30(), replay(path, 4, 2));
+  EXPECT_NE(gen.header().meta.at("routing").find("replayed from"), std::string::npos);
+  trace::Step step;
+  ASSERT_TRUE(gen.next(step));  // the prompt: positions 0-3
+  ASSERT_TRUE(gen.next(step));  // the first decoded token: position 4
+  std::set<std::string> read;
+  for (const auto& op : step.ops)
+    for (const auto& r : op.reads) {
+      const std::string& n = gen.header().tensors[r.tensor].name;
+      if (n.rfind("model.layers.3.mlp.experts.", 0) == 0 && n.find("gate_proj") != std::string::npos) read.insert(n);
+    }
+  std::set<std::string> want;
+  for (int j = 0; j < 8; ++j)
+    want.insert("model.layers.3.mlp.experts." + std::to_string((4 + 3 + j * 16) % 128) + ".gate_proj");
+  EXPECT_EQ(read, want);
+}
+
+TEST(RoutingReplay, AFileThatDoesNotFitTheModelOrTheRunIsRefused) {
+  const std::string few = testing::scratch_file("routing3.json", routing_json(3));
+  try {
+    LlmTraceGenerator gen(qwen30(), replay(few, 4, 2));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "--routing");
+    EXPECT_EQ(e.file(), few);
+    EXPECT_NE(e.message().find("processes 6"), std::string::npos) << e.message();
+  }
+  const std::string layers = testing::scratch_file("routing_l2.json", routing_json(6, 2));
+  EXPECT_THROW(LlmTraceGenerator(qwen30(), replay(layers, 4, 2)), InputError);
+  GenerationOptions two = replay(testing::scratch_file("routing_b1.json", routing_json(6)), 4, 2);
+  two.batch = 2;
+  EXPECT_THROW(LlmTraceGenerator(qwen30(), two), InputError);
+  // A repeated expert, an expert out of range: errors naming the key.
+  std::string bad = routing_json(1);
+  bad.replace(bad.find("[[0,16,"), 7, "[[0,0,");
+  try {
+    load_routing_file(testing::scratch_file("routing_dup.json", bad));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "sequences");
+    EXPECT_NE(e.message().find("distinct"), std::string::npos);
+  }
+}
+
+TEST(RoutingReplay, ARunRecordsItsRoutingFileAndReRunsFromIt) {
+  const std::string path = testing::scratch_file("routing_cli.json", routing_json(6));
+  const std::string args = "--model traces/models/qwen3-30b-a3b.json --prompt 4 --decode 2 --routing replay:" + path +
+                           " --hw rtx4090 --dtype q4 --policy resident --json";
+  const auto first = testing::run_sim(args, false);
+  ASSERT_EQ(first.code, 0) << first.out;
+  EXPECT_NE(first.out.find("\"routing_replay\""), std::string::npos);
+  const std::string saved = testing::scratch_file("routing_result.json", first.out);
+  const auto again = testing::run_sim("run --json --config " + saved, false);
+  EXPECT_EQ(again.code, 0);
+  EXPECT_EQ(again.out, first.out);
+}
+
+}  // namespace
+}  // namespace tiersim::model
