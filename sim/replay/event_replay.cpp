@@ -5,6 +5,8 @@
 #include <memory>
 #include <optional>
 
+#include "core/error.hpp"
+#include "core/units.hpp"
 #include "engine/in_order_stream.hpp"
 #include "engine/job_graph.hpp"
 #include "engine/shared_link.hpp"
@@ -111,6 +113,20 @@ class Replay final : public engine::EventHandler,
     }
     placement::add_static_peaks(source_.header(), hw_, placement_, result.peak_bytes);
     result.events = sim_.events_processed();
+    // The placement was checked before the run with its staging bound; the run's own peak (copies staged
+    // ahead of use) must fit too, or the real run would fail where this one reports a speed. Managed
+    // memory is exempt: its residency is bounded by the driver model, which evicts.
+    if (!um_) {
+      const double peak = result.peak_bytes["cuda:0"];
+      if (peak > hw_.gpu.memory) {
+        const auto& h = source_.header();
+        const std::string model = h.meta.count("model") ? h.meta.at("model") : std::string("the model");
+        throw CapacityError(model + ": the run's peak on cuda:0 reaches " + units::format_bytes(peak) +
+                                " (weights, activations, the driver's reserve and the copies staged ahead of use), "
+                                "but cuda:0 has " + units::format_bytes(hw_.gpu.memory) + " on '" + hw_.name + "'",
+                            "cuda:0", peak, hw_.gpu.memory);
+      }
+    }
     return result;
   }
 
