@@ -109,7 +109,7 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--steps", o.steps, "diffusion model: denoising iterations (default 28)")
       ->check(number_in(1, 100000, "iterations", true));
   cmd.add_option("--text-tokens", o.text_tokens,
-                 "diffusion model: the prompt's T5 tokens (default 512, FLUX.1-dev's max_sequence_length)")
+                 "diffusion model: the prompt's T5 tokens (FLUX default 256: ComfyUI pads shorter prompts to 256; Wan 512)")
       ->check(number_in(1, 4096, "tokens", true));
   cmd.add_option("--frames", o.frames, "video model: frames, 4k + 1 (Wan default 81)")
       ->check(number_in(1, 100001, "frames", true));
@@ -570,7 +570,8 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
             std::to_string(q.o.routing_seed) + '\n' + std::to_string(q.spec.generation.image.width) + 'x' +
             std::to_string(q.spec.generation.image.height) + '\n' + std::to_string(q.spec.generation.image.steps) + '\n' +
             std::to_string(q.spec.generation.image.text_tokens) + '\n' +
-            std::to_string(q.spec.generation.image.frames) + '\n' + std::to_string(q.spec.generation.image.cfg);
+            std::to_string(q.spec.generation.image.frames) + '\n' +
+            std::to_string(q.spec.generation.image.guided_batch(1));  // cfg shapes the trace only through this
     points.push_back(std::move(q));
   }
   report::OutputFile out(output.empty() ? "-" : output, "-o");

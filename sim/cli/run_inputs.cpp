@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "hardware/profile_writer.hpp"
@@ -176,6 +177,19 @@ RunInputs inputs_from_config(const std::string& path) {
       }
       if (t.has("routing_seed"))
         r.trace.generation.routing_seed = static_cast<std::uint64_t>(t.integer("routing_seed", 0, 2147483647));
+    }
+    if (!r.trace.model_path.empty()) {
+      // The generation settings get the generator's checks, named by this file's keys (not the flags').
+      try {
+        (void)open_trace(r.trace)->header();
+      } catch (const InputError& e) {
+        static const std::map<std::string, std::string> keys{
+            {"--resolution", "resolution"}, {"--frames", "frames"}, {"--steps", "steps"}, {"--text-tokens", "text_tokens"},
+            {"--batch", "batch"},           {"--dtype", "dtype"},   {"--cfg", "cfg"},     {"--routing", "routing_replay"}};
+        const auto it = keys.find(e.key());
+        if (it != keys.end() && t.has(it->second)) t.fail(it->second, e.message());
+        throw;
+      }
     }
     t.finish();
   }

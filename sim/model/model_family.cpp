@@ -25,6 +25,7 @@ GenerationOptions::Image default_image(ModelFamily f) {
     im.frames = 81;
     im.steps = 30;
     im.cfg = 6.0;
+    im.text_tokens = 512;  // ComfyUI's umT5 tokenizer pads to 512 (text_encoders/wan.py)
   }
   return im;
 }

@@ -23,7 +23,7 @@ const char* to_string(ModelFamily f);
 ModelFamily model_family(const std::string& path);
 
 // A diffusion family's usual run, as its reference workflows set it: FLUX.1-dev 1024x1024, 28 steps, cfg 1
-// (guidance-distilled), 512 T5 tokens; Wan 2.1 832x480, 81 frames, 30 steps, cfg 6, 512 umT5 tokens
+// (guidance-distilled), 256 T5 tokens (ComfyUI pads shorter prompts to 256); Wan 2.1 832x480, 81 frames, 30 steps, cfg 6, 512 umT5 tokens
 // (Wan-AI's generate.py defaults for t2v at 480p: sample_steps 50 for its own sampler, 30 in ComfyUI's example).
 GenerationOptions::Image default_image(ModelFamily f);
 

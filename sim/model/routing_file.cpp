@@ -34,6 +34,9 @@ RoutingTable load_routing_file(const std::string& path) {
     const auto& seq = sequences[s];
     const std::string where = "sequence " + std::to_string(s);
     if (!seq.is_array() || seq.empty()) r.fail("sequences", where + " must be a non-empty list of tokens");
+    entries += seq.size();  // tokens so far, all sequences
+    if (entries > 50'000'000 / (static_cast<std::uint64_t>(t.layers) * t.experts_per_token))
+      r.fail("sequences", "more than 50 million routed experts in one file");
     std::vector<std::uint16_t> flat;
     flat.reserve(seq.size() * t.layers * t.experts_per_token);
     for (std::size_t tok = 0; tok < seq.size(); ++tok) {
@@ -54,8 +57,6 @@ RoutingTable load_routing_file(const std::string& path) {
           flat.push_back(static_cast<std::uint16_t>(e.get<std::uint64_t>()));
         }
       }
-      if (++entries > 50'000'000 / (t.layers * t.experts_per_token + 1))
-        r.fail("sequences", "more than 50 million routed experts in one file");
     }
     t.tokens.push_back(static_cast<std::uint32_t>(seq.size()));
     t.experts.push_back(std::move(flat));

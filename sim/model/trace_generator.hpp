@@ -1,6 +1,8 @@
 #pragma once
 // Builds the trace of a decoder LLM's inference (dense, or with routed experts) (one prefill, then one decode step per new
 // token) from its ModelConfig. Steps are generated on demand, so a 10,000-step trace costs no memory.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -45,12 +47,14 @@ struct GenerationOptions {
   struct Image {
     std::uint32_t width = 1024, height = 1024;  // pixels, multiples of 16 (VAE /8, then 2x2 patches)
     std::uint32_t steps = 28;                   // FLUX.1-dev's usual step count
-    std::uint32_t text_tokens = 512;            // T5 tokens: FLUX.1-dev's max_sequence_length (schnell: 256)
+    std::uint32_t text_tokens = 256;            // T5 tokens: ComfyUI pads FLUX's to at least 256 (text_encoders/flux.py)
     std::uint32_t frames = 1;                   // a video's frames (Wan: 4k + 1); 1 for an image
-    // Classifier-free guidance scale: above 1 ComfyUI runs the negative prompt too, in the same batch as
-    // the positive one when memory allows (comfy/samplers.py calc_cond_batch), doubling the batch; 1 skips it.
+    // Classifier-free guidance scale: unless it is 1 ComfyUI runs the negative prompt too (comfy/samplers.py
+    // sampling_function: math.isclose(cond_scale, 1.0) skips it), in the same batch as the positive one
+    // (calc_cond_batch batches them when its memory estimate fits: assumed here), doubling the batch.
     double cfg = 1.0;
-    std::uint32_t guided_batch(std::uint32_t batch) const { return cfg > 1.0 ? 2 * batch : batch; }
+    bool guided() const { return std::fabs(cfg - 1.0) > 1e-9 * std::max(1.0, std::fabs(cfg)); }
+    std::uint32_t guided_batch(std::uint32_t batch) const { return guided() ? 2 * batch : batch; }
   } image;
 };
 

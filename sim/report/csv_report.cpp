@@ -11,7 +11,10 @@ void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows) {
   for (const auto& r : rows) {
     if (r.ok) {
       std::snprintf(buf, sizeof buf, "%.3f,%s,%.6g,%.6g,%.6g,%.0f,%.0f,%.0f,%.0f,ok\n", r.offload_gb, r.donor.c_str(),
-                    r.summary.tps, r.summary.decode_step_median, r.summary.prefill_seconds, r.vram_peak, r.offloaded,
+                    r.summary.tps,
+                    // a diffusion trace has no decode: its step is the median iteration
+                    r.summary.decode_steps > 0 ? r.summary.decode_step_median : r.summary.iteration_median,
+                    r.summary.prefill_seconds, r.vram_peak, r.offloaded,
                     r.summary.h2d_bytes_per_step, r.summary.peer_bytes_per_step);
       out << buf;
     } else {

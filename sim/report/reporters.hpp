@@ -45,6 +45,7 @@ struct SweepRow {
   double vram_peak = 0;
   double offloaded = 0;
 };
+// step_seconds is the median decode step, or the median diffusion iteration for a trace without decode.
 void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows);
 
 // One row per point of a grid sweep (sim sweep with lists): the axes' values, then the prediction.

@@ -24,6 +24,21 @@ const std::string kBase =
     R"("_class_name":"FluxTransformer2DModel","attention_head_dim":128,"num_attention_heads":24,"num_layers":19,)"
     R"("num_single_layers":38,"in_channels":64,"joint_attention_dim":4096,"pooled_projection_dim":768)";
 
+TEST(Flux, TheDefaultRunIsComfyUIs) {
+  // ComfyUI pads FLUX's T5 prompt to at least 256 tokens (comfy/text_encoders/flux.py min_length=256) and
+  // skips the negative prompt at cfg 1 (samplers.py: math.isclose(cond_scale, 1.0)); any other scale, below
+  // 1 too, runs it.
+  const auto im = default_image(ModelFamily::Flux);
+  EXPECT_EQ(im.text_tokens, 256u);
+  EXPECT_EQ(im.guided_batch(1), 1u);
+  auto scaled = im;
+  scaled.cfg = 0.5;
+  EXPECT_EQ(scaled.guided_batch(1), 2u);
+  scaled.cfg = 3.5;
+  EXPECT_EQ(scaled.guided_batch(3), 6u);
+  EXPECT_EQ(default_image(ModelFamily::Wan).text_tokens, 512u);
+}
+
 TEST(Flux, ParameterCountsMatchThePublishedModels) {
   // FLUX.1-dev's transformer: 11.9 B (black-forest-labs model card "12 billion parameter"; the safetensors
   // hold 11,901,408,320); schnell has no guidance embedder: 10,229,760 fewer.
@@ -76,6 +91,7 @@ GenerationOptions image(std::uint32_t w, std::uint32_t h, std::uint32_t steps, W
   o.image.width = w;
   o.image.height = h;
   o.image.steps = steps;
+  o.image.text_tokens = 512;  // the validation runs' (ComfyUI pads to 256 at least: the default)
   return o;
 }
 

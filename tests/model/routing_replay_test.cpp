@@ -82,6 +82,16 @@ TEST(RoutingReplay, AFileThatDoesNotFitTheModelOrTheRunIsRefused) {
   GenerationOptions two = replay(testing::scratch_file("routing_b1.json", routing_json(6)), 4, 2);
   two.batch = 2;
   EXPECT_THROW(LlmTraceGenerator(qwen30(), two), InputError);
+  // A small file that declares a huge routing is refused before anything is reserved for it.
+  std::string huge = R"({"tiersim_routing":1,"num_experts":4096,"experts_per_token":4096,"layers":10000,"sequences":[[)";
+  for (int i = 0; i < 20000; ++i) huge += i ? ",0" : "0";
+  huge += "]]}";
+  try {
+    load_routing_file(testing::scratch_file("routing_huge.json", huge));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "sequences");
+  }
   // A repeated expert, an expert out of range: errors naming the key.
   std::string bad = routing_json(1);
   bad.replace(bad.find("[[0,16,"), 7, "[[0,0,");

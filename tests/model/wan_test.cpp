@@ -103,7 +103,18 @@ TEST(Wan, RefusesWhatItCannotModelNamingTheKey) {
   EXPECT_EQ(key_of(video(832, 480, 81)), "no error");
   const std::string base = R"("_class_name":"WanTransformer3DModel","attention_head_dim":128,"num_attention_heads":40,)"
                            R"("ffn_dim":13824,"num_layers":40,"in_channels":16,"text_dim":4096,"freq_dim":256)";
-  EXPECT_NO_THROW(parse_wan_config("{" + base + "}", "w.json"));
+  // Without cross_attn_norm and out_channels: diffusers' and ComfyUI's defaults (norm3 present, 16 out).
+  EXPECT_EQ(parse_wan_config("{" + base + "}", "w.json").total_params(), 14288491584u);
+  std::string odd = base;
+  odd.replace(odd.find("\"attention_head_dim\":128"), 24, "\"attention_head_dim\":126");
+  EXPECT_NO_THROW(parse_wan_config("{" + odd + "}", "w.json"));
+  odd.replace(odd.find("\"attention_head_dim\":126"), 24, "\"attention_head_dim\":127");
+  try {
+    parse_wan_config("{" + odd + "}", "w.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "attention_head_dim");  // rotary pairs need an even width
+  }
   try {
     parse_wan_config("{" + base + R"(,"image_dim":1280})", "w.json");
     FAIL();
@@ -111,6 +122,16 @@ TEST(Wan, RefusesWhatItCannotModelNamingTheKey) {
     EXPECT_EQ(e.key(), "image_dim");  // image-to-video is another model
   }
   EXPECT_THROW(parse_wan_config("{" + base + R"(,"patch_size":[1,2]})", "w.json"), InputError);
+  // A re-run's settings get the same checks, named by the config's key.
+  const auto ok = testing::run_sim("--model traces/models/wan2.1-t2v-1.3b.json --frames 5 --steps 1 --hw rtx4090 "
+                                   "--policy resident --json", false);
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  std::string edited = ok.out;
+  const std::string five = "\"frames\": 5";
+  edited.replace(edited.find(five), five.size(), "\"frames\": 6");
+  const auto bad = testing::run_sim("run --config " + testing::scratch_file("wan_frames6.json", edited));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("'inputs.trace.frames'"), std::string::npos) << bad.out;
   const auto flux_frames = testing::run_sim("--model traces/models/flux.1-dev.json --frames 5 --policy resident");
   EXPECT_EQ(flux_frames.code, 2);
   EXPECT_NE(flux_frames.out.find("'--frames'"), std::string::npos) << flux_frames.out;

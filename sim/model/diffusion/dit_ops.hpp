@@ -13,8 +13,9 @@ namespace tiersim::model {
 
 // Kernel launches per logical op: a Linear is one cuBLAS call with its bias; silu one; LayerNorm then
 // x * (1 + scale) + shift three (layer_norm, 1 + scale, addcmul); a gated residual two (multiply, add) or one
-// (addcmul); torch's rms_norm one; the rotary embedding of q or k four (math.py apply_rope1: the fp32 cast,
-// a multiply, addcmul_, the cast back); SDPA and its output's transpose-reshape two; GELU one; a cat one.
+// (addcmul); torch's rms_norm one; the rotary embedding of q or k four (flux/math.py apply_rope1, which Wan
+// calls: the fp32 cast, a multiply, addcmul_, the cast back; FLUX's own attention() writes it inline with
+// five); SDPA and its output's transpose-reshape two; GELU one; a cat one.
 struct DitLaunches {
   static constexpr std::uint32_t linear = 1, silu = 1, modulated_norm = 3, gated_residual = 2, rms_norm = 1,
                                  rope = 4, attention = 2, gelu = 1, concat = 1;

@@ -36,6 +36,11 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   if (im.frames != 1) throw InputError("", 0, "--frames", "is for a video model; FLUX makes images");
   // The largest products the steps form: attention FLOPs and the activation workspace.
   const std::uint64_t S = flux_image_tokens(im) + im.text_tokens, h = model_.hidden();
+  // ... and the largest Linear's: 2 x rows x (3d + 4d) x d (linear1; the other Linears are smaller).
+  checked_product(checked_product(checked_product(2 * im.guided_batch(options_.batch), S, "--resolution",
+                                                  "a Linear's FLOPs"),
+                                  7 * h, "--resolution", "a Linear's FLOPs"),
+                  std::max(h, model_.context_dim), "--resolution", "a Linear's FLOPs");
   checked_product(checked_product(checked_product(4 * im.guided_batch(options_.batch), S, "--resolution", "the attention's FLOPs"), S,
                           "--resolution", "the attention's FLOPs"),
               h, "--resolution", "the attention's FLOPs");
@@ -48,7 +53,7 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   header_.meta["parameters"] = std::to_string(model_.total_params());
   header_.meta["resolution"] = std::to_string(im.width) + "x" + std::to_string(im.height);
   header_.meta["steps"] = std::to_string(im.steps);
-  if (im.cfg > 1.0) header_.meta["cfg"] = format_scale(im.cfg);
+  if (im.guided()) header_.meta["cfg"] = format_scale(im.cfg);
   header_.meta["image_tokens"] = std::to_string(flux_image_tokens(im));
   header_.meta["text_tokens"] = std::to_string(im.text_tokens);
   header_.meta["hidden_size"] = std::to_string(h);
@@ -176,10 +181,13 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
   auto qk_norm = [&](std::int32_t g, std::uint32_t q_norm, std::uint32_t k_norm, std::uint64_t rows) {
     for (const std::uint32_t w : {q_norm, k_norm}) ops.rms_norm(g, w, rows, h);
   };
-  // Rotary embedding of q and k in fp32 (math.py apply_rope1), then SDPA over each image's joint sequence
-  // (no mask: every token attends to all), and its output made [rows, heads x head_dim] again.
+  // Rotary embedding of q and k in fp32 as flux/math.py attention() writes it inline: q.to(fp32), two
+  // multiplies by the table, their sum, type_as(v): five kernels each, reading a + 28 and writing a + 16
+  // bytes per element; then SDPA over each image's joint sequence (no mask: every token attends to all),
+  // and its output made [rows, heads x head_dim] again.
   auto attention = [&](std::int32_t g) {
-    ops.rope(g, 2 * S * h, 2 * DitLaunches::rope);
+    const std::uint64_t a = ops.act_bytes(), qk = 2 * S * h;
+    add(OpKind::Rope, g, 6 * qk, {raw(qk * (a + 28))}, {raw(qk * (a + 16))}, 2 * 5);
     ops.attention(g, B, heads, per_image, per_image, hd);
   };
 

@@ -62,7 +62,7 @@ WanConfig read_wan(const ConfigJson& doc) {
   c.out_channels = r.has("out_channels") && !j["out_channels"].is_null() ? r.count(kOut) : c.in_channels;
   c.text_dim = r.count(kText);
   c.freq_dim = r.count(kFreq);
-  c.cross_attn_norm = r.optional_bool("cross_attn_norm", false);
+  c.cross_attn_norm = r.optional_bool("cross_attn_norm", true);  // diffusers' and ComfyUI's default
   // Image-to-video (a CLIP image context, added k/v projections) is another model: refused, not ignored.
   for (const char* key : {"added_kv_proj_dim", "image_dim"})
     if (r.has(key) && !j[key].is_null())
@@ -80,7 +80,8 @@ WanConfig read_wan(const ConfigJson& doc) {
     }
     if (!ok) r.fail("patch_size", "must be [frames, height, width], each 1 to 16, got " + p.dump());
   }
-  if (c.head_dim < 6) r.fail("attention_head_dim", "is too small for the 3-axis rotary embedding");
+  if (c.head_dim < 6 || c.head_dim % 2 != 0)
+    r.fail("attention_head_dim", "must be even and at least 6 (the rotary embedding rotates pairs over 3 axes)");
   return c;
 }
 

@@ -25,11 +25,13 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
                      std::string("'") + dtype_name(options_) + "' is not modelled for a Wan transformer: bf16, fp16, "
                      "fp32, or fp8 (ComfyUI's fp8_e4m3fn weights, cast to bf16 before each Linear)");
   const std::uint64_t px = 8 * model_.patch[1], py = 8 * model_.patch[2];
-  if (im.width < px || im.height < py || im.width > 16384 || im.height > 16384 || im.width % py != 0 ||
+  // patch[1] is the height's, patch[2] the width's (WanModel's patch_size (t, h, w)).
+  if (im.width < py || im.height < px || im.width > 16384 || im.height > 16384 || im.width % py != 0 ||
       im.height % px != 0)
     throw InputError("", 0, "--resolution",
-                     "width and height must be multiples of " + std::to_string(py) + " up to 16384 (the VAE's /8 and the "
-                     "patch), got " + std::to_string(im.width) + "x" + std::to_string(im.height));
+                     "width must be a multiple of " + std::to_string(py) + " and height of " + std::to_string(px) +
+                         ", up to 16384 (the VAE's /8 and the patch), got " + std::to_string(im.width) + "x" +
+                         std::to_string(im.height));
   if (im.frames < 1 || im.frames > 100001 || (im.frames - 1) % 4 != 0 || ((im.frames - 1) / 4 + 1) % model_.patch[0] != 0)
     throw InputError("", 0, "--frames", "a Wan video has 4k + 1 frames (1, 5, ..., 81; the VAE compresses time 4x), got " +
                                             std::to_string(im.frames));
@@ -37,6 +39,11 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   if (im.text_tokens < 1 || im.text_tokens > 4096) throw InputError("", 0, "--text-tokens", "must be from 1 to 4096");
   if (options_.batch < 1 || options_.batch > 4096) throw InputError("", 0, "--batch", "videos per iteration: 1 to 4096");
   const std::uint64_t B = im.guided_batch(options_.batch), T = wan_video_tokens(model_, im), h = model_.dim();
+  // The largest Linear's FLOPs: 2 x rows (video or text) x its widest in x out.
+  const std::uint64_t widest_linear = std::max({h * model_.ffn_dim, h * h, model_.text_dim * h,
+                                                model_.patch_volume() * model_.in_channels * h});
+  checked_product(checked_product(2 * B, std::max<std::uint64_t>(T, im.text_tokens), "--resolution", "a Linear's FLOPs"),
+                  widest_linear, "--resolution", "a Linear's FLOPs");
   checked_product(checked_product(checked_product(4 * B, T, "--resolution", "the attention's FLOPs"), T, "--resolution",
                                   "the attention's FLOPs"),
                   h, "--resolution", "the attention's FLOPs");
@@ -50,7 +57,7 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   header_.meta["resolution"] = std::to_string(im.width) + "x" + std::to_string(im.height);
   header_.meta["frames"] = std::to_string(im.frames);
   header_.meta["steps"] = std::to_string(im.steps);
-  header_.meta["cfg"] = format_scale(im.cfg);
+  if (im.guided()) header_.meta["cfg"] = format_scale(im.cfg);
   header_.meta["image_tokens"] = std::to_string(T);
   header_.meta["text_tokens"] = std::to_string(im.text_tokens);
   header_.meta["hidden_size"] = std::to_string(h);
