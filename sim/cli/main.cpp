@@ -9,10 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <sstream>
 #include <unistd.h>
 
+#include "cli/plan.hpp"
 #include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
 #include "cli/sweep_grid.hpp"
@@ -603,6 +606,133 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
   return 0;
 }
 
+// What limits a predicted step, from where its time went: managed-memory faults, the CPU running offloaded
+// layers, a link carrying the copies (more than half its rate in use), the GPU (busy 85%+ of the step), or
+// else the host issuing the framework's ops.
+std::string bottleneck(const app::Simulation& sim, const hw::HardwareProfile& hw) {
+  const result::Summary s = result::summarize(sim.result);
+  const double step = s.decode_steps > 0 ? s.decode_step_median : s.iteration_median;
+  if (step <= 0) return "";
+  // Weights the CPU runs (beyond a token-embedding lookup), and whether other GPUs run layers (a pipeline).
+  double cpu_bytes = 0;
+  bool other_gpus = false;
+  for (std::size_t t = 0; t < sim.placement.path.size(); ++t) {
+    if (sim.placement.path[t] != placement::Path::Execute) continue;
+    if (sim.placement.device[t] == placement::kCpu) cpu_bytes += static_cast<double>(sim.header.tensors[t].bytes);
+    else if (sim.placement.device[t] != placement::kComputeGpu) other_gpus = true;
+  }
+  const bool cpu = cpu_bytes > 0.05 * placement::weight_bytes(sim.header);
+  char buf[96];
+  if (sim.result.managed.enabled && s.faulted_blocks_per_step > 0) return "managed-memory faults";
+  if (cpu && s.gpu_busy_share < 0.5) return "CPU (the layers it runs)";
+  const double h2d = s.h2d_bytes_per_step / step, peer = s.peer_bytes_per_step / step;
+  const double host_rate = std::max(hw.host_link.h2d_pinned.bandwidth, hw.host_link.h2d_pageable.bandwidth);
+  if (h2d > 0 && h2d > 0.5 * host_rate) {
+    std::snprintf(buf, sizeof buf, "host link (%.1f GB/s of copies)", h2d / 1e9);
+    return buf;
+  }
+  if (peer > 0 && hw.peer_link && peer > 0.5 * hw.peer_link->transfer.bandwidth) {
+    std::snprintf(buf, sizeof buf, "peer link (%.1f GB/s of copies)", peer / 1e9);
+    return buf;
+  }
+  if (s.gpu_busy_share >= 0.85) return "GPU";
+  if (other_gpus) return "GPUs in turn (each runs its layers)";
+  std::snprintf(buf, sizeof buf, "host (GPU busy %.0f%%)", 100 * s.gpu_busy_share);
+  return buf;
+}
+
+// The plan's own options, which a point's `sim run` command does not take.
+bool plan_only(const std::string& a) {
+  return a == "--hw" || a == "--strategies" || a == "--min-tps" || a == "--max-s-per-iteration" || a == "--jobs" ||
+         a == "--format" || a == "-o" || a == "--output";
+}
+
+int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, const std::string& hw_list,
+                 const std::string& strategy_list, const app::PlanGoal& goal, int jobs, const std::string& format,
+                 const std::string& output) {
+  if (o.policy.size() || o.placement || o.memory || o.offload)
+    throw InputError("", 0, o.policy.size() ? "--policy" : "--placement", "sim plan chooses the strategies itself (--strategies)");
+  if (format != "md" && format != "csv" && format != "jsonl")
+    throw InputError("", 0, "--format", "md (default), csv or jsonl, not '" + format + "'");
+  auto split = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      const std::size_t comma = text.find(',', start);
+      const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!item.empty()) out.push_back(item);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return out;
+  };
+  std::vector<std::string> hardware = split(hw_list);
+  if (hardware.empty())
+    for (const auto& f : config::embedded_profiles()) hardware.push_back(f.name);
+  // The workload's arguments as given (sim plan ...), less the plan's own.
+  std::vector<std::string> base;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const std::string name = raw[i].substr(0, raw[i].find('='));
+    if (plan_only(name) || (raw[i].size() > 2 && raw[i].rfind("-o", 0) == 0 && raw[i][2] != '-')) {
+      if (name == raw[i] && raw[i].rfind("-o", 0) != 0) ++i;
+      else if (raw[i] == "-o") ++i;
+      continue;
+    }
+    base.push_back(raw[i]);
+  }
+  // The workload's size: its transformer layers and weight bytes (the knobs' ranges).
+  const app::TraceSpec spec = trace_spec(o);
+  const auto header = app::open_trace(spec)->header();
+  int layers = 0;
+  for (const auto& t : header.tensors) layers = std::max(layers, t.layer);
+  const double model_gb = placement::weight_bytes(header) / 1e9;
+  std::vector<std::string> strategies = split(strategy_list);
+  if (strategies.empty()) {
+    const bool diffusion = header.meta.count("resolution") > 0;
+    strategies = diffusion ? std::vector<std::string>{"resident", "distorch-cpu", "distorch-gpu1", "comfyui"}
+                           : std::vector<std::string>{"resident", "llamacpp", "layers-cpu", "layers-stream",
+                                                      "distorch-cpu", "distorch-gpu1", "pipeline"};
+  }
+  report::OutputFile out(output.empty() ? "-" : output, "-o");
+  std::mutex cache;
+  std::map<std::string, std::shared_ptr<const app::LoadedTrace>> traces;
+  const app::PlanEvaluate evaluate = [&](const std::vector<std::string>& args) {
+    app::PlanPoint p;
+    const CommonOptions q = parse_point(args);
+    app::RunInputs m;
+    resolve_machine(q, m);
+    app::TraceSpec point_spec = trace_spec(q);
+    const strategy::StrategySpec strategy = strategy_spec(q);
+    const std::string key = q.trace + '\n' + q.model + '\n' + q.dtype.value_or("") + '\n' +
+                            std::to_string(point_spec.generation.ubatch);
+    {
+      std::lock_guard<std::mutex> lock(cache);
+      auto& loaded = traces[key];
+      if (!loaded) loaded = app::load_trace(point_spec);
+      point_spec.loaded = loaded;
+    }
+    try {
+      const auto sim = app::simulate(m.setup(), strategy, app::parse_engine(q.engine), point_spec);
+      p.ok = true;
+      p.summary = result::summarize(sim.result);
+      p.diffusion = p.summary.decode_steps == 0 && p.summary.iteration_steps > 0;
+      p.vram_peak = sim.result.peak_bytes.at("cuda:0");
+      p.offloaded = placement::offloaded_weight_bytes(sim.header, sim.placement);
+      p.bottleneck = bottleneck(sim, m.hw);
+    } catch (const CapacityError& e) {
+      p.error = e.what();
+    } catch (const InputError& e) {
+      p.applies = false;  // a strategy that does not apply to this model or machine (cuda:1 on one GPU)
+      p.error = e.message();
+    }
+    return p;
+  };
+  const auto rows = app::plan(base, hardware, strategies, layers, model_gb, goal, evaluate, jobs);
+  app::write_plan(out.stream(), format, rows, goal);
+  out.commit();
+  return 0;
+}
+
 int gen_command(const CommonOptions& o, const std::string& output) {
   if (o.model.empty()) throw InputError("", 0, "--model", "sim gen needs --model FILE (a model description)");
   app::TraceSpec spec = trace_spec(o);
@@ -712,6 +842,28 @@ int main(int argc, char** argv) {
   sweep->add_option("--format", sweep_format, "a grid's output: csv (RFC 4180, the default), jsonl or md");
   sweep->add_option("-o,--output", sweep_out, "output file (default: standard output)");
 
+  CommonOptions plan_o;
+  std::string plan_hw, plan_strategies_text, plan_format = "md", plan_out;
+  app::PlanGoal plan_goal;
+  int plan_jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto* planc = app.add_subcommand(
+      "plan", "which hardware and strategy meet a speed goal: every --hw preset x strategy, each strategy's knob "
+              "searched (most layers on the GPU, least offload that fits, llama.cpp's --fit), ranked, with the Pareto "
+              "front of speed against GPU memory and the sim run command of each");
+  add_common_options(*planc, plan_o);
+  planc->add_option("--strategies", plan_strategies_text,
+                    "comma list of: resident, llamacpp, layers-cpu, layers-stream, distorch-cpu, distorch-gpu1, comfyui, "
+                    "accelerate, pipeline, um (default: those that apply to the model's family)");
+  planc->add_option("--min-tps", plan_goal.min_tps, "the goal: at least this many decode tokens/s")
+      ->check(number_in(0, 1e9, "tokens/s", false));
+  planc->add_option("--max-s-per-iteration", plan_goal.max_seconds_per_iteration,
+                    "the goal for a diffusion model: at most this many seconds per iteration")
+      ->check(number_in(0, 1e9, "seconds", false));
+  planc->add_option("--jobs", plan_jobs, "candidates predicted at once (threads; default: the machine's cores)")
+      ->check(number_in(1, 1024, "threads", true));
+  planc->add_option("--format", plan_format, "md (default), csv (RFC 4180) or jsonl");
+  planc->add_option("-o,--output", plan_out, "output file (default: standard output)");
+
   auto* gen = app.add_subcommand("gen", "write the trace of a model description");
   gen->add_option("--model", gen_o.model, "model description (HF config.json fields)")->required();
   add_generation_options(*gen, gen_o);
@@ -742,7 +894,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "error: give a subcommand (run, sweep, gen, policies, parts, profiles, runtimes)\n"
+    std::cerr << "error: give a subcommand (run, sweep, plan, gen, policies, parts, profiles, runtimes)\n"
               << "run 'sim --help' for usage\n";
     return 2;
   }
@@ -781,6 +933,16 @@ int main(int argc, char** argv) {
     if (*sweep && range.empty())
       throw InputError("", 0, "--gb", "give --gb FROM:TO:STEP (the offload sweep), or lists to make a grid (--ngl 10,20,30)");
     if (*sweep) return sweep_command(sweep_o, range, sweep_out);
+    if (*planc) {
+      std::vector<std::string> raw;
+      bool after = false;
+      for (std::size_t i = 1; i < args.size(); ++i) {
+        if (after) raw.push_back(args[i]);
+        if (!after && args[i] == "plan") after = true;
+      }
+      if (planc->get_option("--hw")->count() > 0) plan_hw = plan_o.hw;
+      return plan_command(raw, plan_o, plan_hw, plan_strategies_text, plan_goal, plan_jobs, plan_format, plan_out);
+    }
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();
     if (*parts) return list_parts();

@@ -1,0 +1,51 @@
+#!/usr/bin/python3
+"""Issue 15's planning questions, each one `sim plan` (tiersim's event engine on the datasheet presets):
+  - Qwen3-32B (Q4_K_M, 512-token prompt, 128 decoded) at 15+ tokens/s: which card and strategy?
+  - Llama-3.1-70B at 4 bits (q4): two RTX 3090 with NVLink, or one RTX 5090?
+  - FLUX.1-dev 1024x1024 under 3 s/iteration on a 12 GB card (rtx4070), and which donor, against 24 GB cards.
+Writes results/plan/<question>.md (the ranked table) and results/plan/commands.txt.
+
+  /usr/bin/python3 experiments/studies/plan_questions.py          (from the repository root, after building)
+"""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SIM = os.path.join(ROOT, "build", "bin", "sim")
+OUT = os.path.join(ROOT, "results", "plan")
+QUESTIONS = [
+    ("qwen3-32b-15tps", "Qwen3-32B Q4_K_M at 15+ tokens/s",
+     ["--model", "traces/models/qwen3-32b.json", "--dtype", "Q4_K_M", "--min-tps", "15",
+      "--hw", "rtx3060,rtx4060ti16,rtx4070,rtx4090,rtx5090,rtx3090,rtx3090x2-nvlink,rtx3090x2-pcie"]),
+    ("llama70b-q4-3090x2-or-5090", "Llama-3.1-70B q4: 2x RTX 3090 (NVLink or PCIe) or one RTX 5090",
+     ["--model", "traces/models/llama-3.1-70b.json", "--dtype", "q4", "--decode", "64",
+      "--hw", "rtx3090x2-nvlink,rtx3090x2-pcie,rtx5090"]),
+    ("flux-12gb-3s", "FLUX.1-dev 1024x1024 under 3 s/iteration on a 12 GB card, against 24 GB cards",
+     ["--model", "traces/models/flux.1-dev.json", "--resolution", "1024x1024", "--steps", "4",
+      "--max-s-per-iteration", "3", "--hw", "rtx4070,rtx3090,rtx3090x2-nvlink,rtx4090"]),
+]
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    commands = ["# made by: /usr/bin/python3 experiments/studies/plan_questions.py"]
+    for name, title, args in QUESTIONS:
+        known = [a for a in args[args.index("--hw") + 1].split(",")]
+        have = subprocess.run([SIM, "profiles"], capture_output=True, text=True, cwd=ROOT).stdout
+        args = list(args)
+        args[args.index("--hw") + 1] = ",".join(h for h in known if h in have.split())
+        cmd = ["plan"] + args + ["--jobs", "2"]
+        commands.append("sim " + " ".join(cmd))
+        out = subprocess.run([SIM] + cmd, capture_output=True, text=True, cwd=ROOT)
+        if out.returncode != 0:
+            sys.exit("plan_questions.py: sim " + " ".join(cmd) + "\n" + out.stderr)
+        with open(os.path.join(OUT, name + ".md"), "w") as f:
+            f.write(f"# {title}\n\n`sim {' '.join(cmd)}`\n\n{out.stdout}")
+        print(f"wrote results/plan/{name}.md")
+    with open(os.path.join(OUT, "commands.txt"), "w") as f:
+        f.write("\n".join(commands) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+#include "cli/plan.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <thread>
+
+#include "cli/sweep_grid.hpp"
+#include "core/error.hpp"
+
+namespace tiersim::app {
+
+double PlanPoint::speed() const {
+  if (!ok) return 0;
+  if (diffusion) return summary.iteration_median > 0 ? 1.0 / summary.iteration_median : 0;
+  return summary.tps;
+}
+
+const std::vector<PlanStrategy>& plan_strategies() {
+  using K = PlanStrategy::Knob;
+  static const std::vector<PlanStrategy> s{
+      {"resident", "everything on the GPU", {"--policy", "resident"}, K::None, false},
+      {"llamacpp", "llama.cpp, its --fit choosing -c and -ngl", {"--policy", "llamacpp"}, K::None, false},
+      {"layers-cpu", "the first N layers on the GPU, the rest run by the CPU (most N that fits)",
+       {"--policy", "layers", "--offload-exec", "cpu"}, K::LayersOnGpu, false},
+      {"layers-stream", "the first N layers on the GPU, the rest copied from pinned memory one layer ahead",
+       {"--policy", "layers", "--prefetch", "1"}, K::LayersOnGpu, false},
+      {"distorch-cpu", "DisTorch virtual VRAM to the CPU (least that fits)", {"--policy", "bytes", "--donor", "cpu"},
+       K::OffloadGb, false},
+      {"distorch-gpu1", "DisTorch virtual VRAM to cuda:1 (least that fits)", {"--policy", "bytes", "--donor", "cuda:1"},
+       K::OffloadGb, true},
+      {"comfyui", "ComfyUI's own partial loading", {"--policy", "comfyui"}, K::None, false},
+      {"accelerate", "accelerate's device_map=\"auto\"", {"--policy", "accelerate"}, K::None, false},
+      {"pipeline", "half the layers on each of two GPUs, each running its own",
+       {"--policy", "ratio", "--split", "cuda:0,50%;cuda:1,50%", "--offload", "execute"}, K::None, true},
+      {"um", "CUDA managed memory (oversubscribed when it must)", {"--policy", "um"}, K::None, false},
+  };
+  return s;
+}
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::vector<std::string> with(std::vector<std::string> args, std::initializer_list<std::string> more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// The best point of one candidate: where its knob starts to fit is found by bisection (memory grows with
+// layers on the GPU and shrinks with GB offloaded, so "fits" is monotone), then every value that fits is
+// predicted and the fastest kept: speed is not monotone in the knob (DisTorch's tail-first assignment moves
+// a different mix of modules at each amount; a test against a fine grid caught a "least offload" search).
+PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, const PlanStrategy& s, int layers,
+                   double model_gb, const PlanEvaluate& evaluate) {
+  PlanRow row;
+  row.hw = hw;
+  row.strategy = s.name;
+  const std::vector<std::string> args = with(with(base, {"--hw", hw}), {});
+  std::vector<std::string> sargs = args;
+  sargs.insert(sargs.end(), s.args.begin(), s.args.end());
+  auto at = [&](std::initializer_list<std::string> knob) {
+    std::vector<std::string> a = with(sargs, knob);
+    return std::pair{a, evaluate(a)};
+  };
+  if (s.knob == PlanStrategy::Knob::None) {
+    auto [a, p] = at({});
+    row.args = a;
+    row.point = p;
+    return row;
+  }
+  const bool layers_knob = s.knob == PlanStrategy::Knob::LayersOnGpu;
+  // Candidate values, from the most on the GPU to the least: layers L..0, or GB 0, 0.25, ... past the model.
+  const int steps = layers_knob ? layers + 1 : static_cast<int>(std::ceil(model_gb * 4)) + 1;
+  auto value = [&](int i) {
+    return layers_knob ? std::to_string(layers - i) : fmt("%g", 0.25 * i);
+  };
+  const std::string flag = layers_knob ? "--layers" : "--offload-gb";
+  auto eval_i = [&](int i) { return at({flag, value(i)}); };
+  auto first = eval_i(0);
+  if (first.second.ok) {
+    row.args = first.first;
+    row.point = first.second;
+    row.setting = flag + " " + value(0);
+    return row;
+  }
+  auto last = eval_i(steps - 1);
+  if (!last.second.ok) {  // nothing fits: report the smallest footprint's reason
+    row.args = last.first;
+    row.point = last.second;
+    row.setting = flag + " " + value(steps - 1);
+    return row;
+  }
+  int lo = 0, hi = steps - 1;  // lo does not fit, hi fits
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    (eval_i(mid).second.ok ? hi : lo) = mid;
+  }
+  // From the first value that fits to the last; ties go to the value with the most on the GPU.
+  int best_i = hi;
+  auto best = hi == steps - 1 ? last : eval_i(hi);
+  for (int i = hi + 1; i < steps; ++i) {
+    auto p = i == steps - 1 ? last : eval_i(i);
+    if (p.second.ok && p.second.speed() > best.second.speed()) best = std::move(p), best_i = i;
+  }
+  row.args = best.first;
+  row.point = best.second;
+  row.setting = flag + " " + value(best_i);
+  return row;
+}
+
+}  // namespace
+
+std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
+                          const std::vector<std::string>& strategies, int layers, double model_gb,
+                          const PlanGoal& goal, const PlanEvaluate& evaluate, int jobs) {
+  std::vector<std::pair<std::string, const PlanStrategy*>> candidates;
+  for (const auto& hw : hardware)
+    for (const auto& name : strategies) {
+      const PlanStrategy* s = nullptr;
+      for (const auto& p : plan_strategies())
+        if (p.name == name) s = &p;
+      if (!s) {
+        std::string known;
+        for (const auto& p : plan_strategies()) known += (known.empty() ? "" : ", ") + p.name;
+        throw InputError("", 0, "--strategies", "unknown strategy '" + name + "' (" + known + ")");
+      }
+      candidates.emplace_back(hw, s);
+    }
+  std::vector<PlanRow> rows(candidates.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < candidates.size();) {
+      try {
+        rows[i] = best_point(base, candidates[i].first, *candidates[i].second, layers, model_gb, evaluate);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const int n = std::max(1, std::min<int>(jobs, static_cast<int>(candidates.size())));
+  for (int t = 0; t < n; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+  // Dropped: strategies that do not apply (a second GPU on a one-GPU machine), and a searched strategy whose
+  // best point keeps everything on the GPU where `resident` fits on the same machine (the same placement).
+  std::vector<char> drop(rows.size(), 0);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const bool all_on_gpu = r.point.ok && r.point.offloaded == 0 && r.strategy != "resident";
+    bool resident_fits = false;
+    for (const auto& o : rows) resident_fits |= o.hw == r.hw && o.strategy == "resident" && o.point.ok;
+    drop[i] = !r.point.applies || (all_on_gpu && resident_fits);
+  }
+  std::vector<PlanRow> kept;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(rows[i]));
+  rows = std::move(kept);
+  for (auto& r : rows) {
+    if (!r.point.ok) continue;
+    const auto& s = r.point.summary;
+    r.meets = (!goal.min_tps || (!r.point.diffusion && s.tps >= *goal.min_tps)) &&
+              (!goal.max_seconds_per_iteration ||
+               (r.point.diffusion && s.iteration_median <= *goal.max_seconds_per_iteration));
+  }
+  // Pareto front of speed (higher) against GPU memory (lower), among the points that fit.
+  for (auto& r : rows) {
+    if (!r.point.ok) continue;
+    r.pareto = true;
+    for (const auto& o : rows)
+      if (o.point.ok && o.point.speed() >= r.point.speed() && o.point.vram_peak <= r.point.vram_peak &&
+          (o.point.speed() > r.point.speed() || o.point.vram_peak < r.point.vram_peak))
+        r.pareto = false;
+  }
+  // Ranked: the points that fit by speed (ties: less GPU memory, then the candidate order), then the rest.
+  std::vector<std::size_t> order(rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = rows[a].point;
+    const auto& y = rows[b].point;
+    if (x.ok != y.ok) return x.ok;
+    if (x.speed() != y.speed()) return x.speed() > y.speed();
+    return x.vram_peak < y.vram_peak;
+  });
+  std::vector<PlanRow> ranked;
+  for (std::size_t i : order) ranked.push_back(std::move(rows[i]));
+  return ranked;
+}
+
+void write_plan(std::ostream& out, const std::string& format, const std::vector<PlanRow>& rows, const PlanGoal& goal) {
+  const bool diffusion = std::any_of(rows.begin(), rows.end(), [](const PlanRow& r) { return r.point.diffusion; });
+  const std::string speed_name = diffusion ? "s_per_iteration" : "tokens_per_s";
+  auto speed = [&](const PlanRow& r) {
+    if (!r.point.ok) return std::string();
+    return diffusion ? fmt("%.4g", r.point.summary.iteration_median) : fmt("%.4g", r.point.summary.tps);
+  };
+  const bool goal_set = goal.min_tps || goal.max_seconds_per_iteration;
+  if (format == "jsonl") {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      nlohmann::ordered_json j{{"rank", i + 1}, {"hw", r.hw}, {"strategy", r.strategy}, {"setting", r.setting}};
+      if (r.point.ok) {
+        j[speed_name] = diffusion ? r.point.summary.iteration_median : r.point.summary.tps;
+        j["vram_peak_bytes"] = std::llround(r.point.vram_peak);
+        j["offloaded_bytes"] = std::llround(r.point.offloaded);
+        j["bottleneck"] = r.point.bottleneck;
+        j["pareto"] = r.pareto;
+        if (goal_set) j["meets_goal"] = r.meets;
+      } else {
+        j["error"] = r.point.error;
+      }
+      j["command"] = point_command(r.args);
+      out << j.dump() << '\n';
+    }
+    return;
+  }
+  const std::vector<std::string> header{"rank", "hw", "strategy", "setting", speed_name, "meets goal", "GPU peak (GiB)",
+                                        "offloaded (GB)", "limited by", "pareto", "command"};
+  std::vector<std::vector<std::string>> table;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const bool ok = r.point.ok;
+    table.push_back({std::to_string(i + 1), r.hw, r.strategy, r.setting, ok ? speed(r) : "does not fit",
+                     !goal_set || !ok ? "" : r.meets ? "yes" : "no", ok ? fmt("%.2f", r.point.vram_peak / 1073741824.0) : "",
+                     ok ? fmt("%.2f", r.point.offloaded / 1e9) : "", ok ? r.point.bottleneck : r.point.error,
+                     ok && r.pareto ? "yes" : "", point_command(r.args)});
+  }
+  if (format == "csv") {
+    auto field = [](const std::string& s) {
+      if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+      std::string q = "\"";
+      for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+      return q + "\"";
+    };
+    auto line = [&](const std::vector<std::string>& c) {
+      for (std::size_t i = 0; i < c.size(); ++i) out << (i ? "," : "") << field(c[i]);
+      out << "\r\n";
+    };
+    line(header);
+    for (const auto& c : table) line(c);
+    return;
+  }
+  auto cell = [](const std::string& s) {
+    std::string o;
+    for (char c : s) {
+      if (c == '|') o += "\\|";
+      else if (c == '\n') o += ' ';
+      else o += c;
+    }
+    return o;
+  };
+  auto line = [&](const std::vector<std::string>& c) {
+    out << '|';
+    for (const auto& x : c) out << ' ' << cell(x) << " |";
+    out << '\n';
+  };
+  line(header);
+  out << '|';
+  for (std::size_t i = 0; i < header.size(); ++i) out << "---|";
+  out << '\n';
+  for (const auto& c : table) line(c);
+}
+
+}  // namespace tiersim::app

@@ -1,0 +1,63 @@
+#pragma once
+// `sim plan`: which hardware and strategy meet a speed goal for one model and workload. For every
+// candidate (a hardware preset x a strategy), the strategy's knob is searched (the most layers on the GPU
+// that fit, the least DisTorch offload that fits, llama.cpp's own --fit), each point predicted by the event
+// engine; the best point of each candidate is ranked by speed, marked where it meets the goal and where it
+// is on the Pareto front of speed against GPU memory, with what limits it and the `sim run` command that
+// reproduces it. Candidates run in parallel threads (simulate() is reentrant; the trace is loaded once).
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "result/run_result.hpp"
+
+namespace tiersim::app {
+
+// One prediction of a point: its summary, or why it does not fit.
+struct PlanPoint {
+  bool ok = false;
+  bool applies = true;      // false: the strategy does not apply to this machine or model (dropped)
+  std::string error;
+  result::Summary summary;
+  double vram_peak = 0;     // bytes on cuda:0 (the highest of the GPUs for pipelines is not separated)
+  double offloaded = 0;     // weight bytes off the compute GPU
+  std::string bottleneck;   // what limits the step (plan.cpp bottleneck())
+  bool diffusion = false;   // speed in s/iteration, not tokens/s
+  double speed() const;     // higher is better: tokens/s, or iterations/s
+};
+
+// A strategy the planner knows, with the knob it searches.
+struct PlanStrategy {
+  std::string name;         // as --strategies names it
+  std::string description;
+  std::vector<std::string> args;  // the sim run options that select it
+  enum class Knob { None, LayersOnGpu, OffloadGb } knob = Knob::None;
+  bool needs_two_gpus = false;
+};
+const std::vector<PlanStrategy>& plan_strategies();
+
+struct PlanRow {
+  std::string hw, strategy, setting;  // setting: the knob's value ("--layers 37", "--offload-gb 6.5")
+  std::vector<std::string> args;      // the point's sim run arguments
+  PlanPoint point;
+  bool meets = false, pareto = false;
+};
+
+struct PlanGoal {
+  std::optional<double> min_tps, max_seconds_per_iteration;
+};
+
+// Evaluates a point from its `sim run` arguments (thread-safe).
+using PlanEvaluate = std::function<PlanPoint(const std::vector<std::string>& args)>;
+
+// The best point of every (hardware, strategy): `base` are the workload's arguments, `layers` the model's
+// transformer layers (the LayersOnGpu range), `model_gb` its weights (the OffloadGb range). `jobs` threads.
+std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
+                          const std::vector<std::string>& strategies, int layers, double model_gb,
+                          const PlanGoal& goal, const PlanEvaluate& evaluate, int jobs);
+
+// The ranked table: markdown (default), csv or jsonl.
+void write_plan(std::ostream& out, const std::string& format, const std::vector<PlanRow>& rows, const PlanGoal& goal);
+
+}  // namespace tiersim::app

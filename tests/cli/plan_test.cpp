@@ -1,0 +1,90 @@
+// `sim plan`: each candidate's searched knob is the best point of the whole range that fits (checked against a
+// fine manual grid of the same space), the table is ranked and marks the goal and the Pareto front, and what the
+// planner cannot do is refused.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/run_sim.hpp"
+
+namespace tiersim::testing {
+namespace {
+
+std::vector<nlohmann::json> lines(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+const std::string kWorkload = "--model traces/models/qwen3-32b.json --dtype Q4_K_M --prompt 64 --decode 4";
+
+TEST(Plan, EachSearchedKnobIsTheBestPointOfAFineGrid) {
+  const auto plan = run_sim("plan " + kWorkload + " --hw rtx4070 --strategies layers-cpu,distorch-cpu --format jsonl", false);
+  ASSERT_EQ(plan.code, 0) << plan.out;
+  const auto rows = lines(plan.out);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& r : rows) {
+    ASSERT_TRUE(r.contains("tokens_per_s")) << r.dump();
+    const bool layers = r["strategy"] == "layers-cpu";
+    const std::string grid = layers ? "--policy layers --offload-exec cpu --layers 0:64:1"
+                                    : "--policy bytes --donor cpu --offload-gb 0:21:0.25";
+    const auto sweep = run_sim("sweep " + kWorkload + " --hw rtx4070 " + grid + " --format jsonl", false);
+    ASSERT_EQ(sweep.code, 0) << sweep.out;
+    double best = 0;
+    int fitting = 0;
+    for (const auto& p : lines(sweep.out))
+      if (p["status"] == "ok") best = std::max(best, p["tps"].get<double>()), ++fitting;
+    EXPECT_GT(fitting, 3) << grid;
+    EXPECT_GE(r["tokens_per_s"].get<double>(), best * (1 - 1e-9)) << r["strategy"] << " " << r["setting"];
+  }
+}
+
+TEST(Plan, RanksByTheGoalAndMarksTheParetoFront) {
+  const auto r = run_sim("plan " + kWorkload + " --hw rtx4070,rtx5090 --strategies resident,layers-cpu,llamacpp "
+                         "--min-tps 15 --format jsonl", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto rows = lines(r.out);
+  ASSERT_GE(rows.size(), 4u);
+  double previous = 1e300;
+  bool any_pareto = false;
+  for (const auto& row : rows) {
+    if (!row.contains("tokens_per_s")) continue;  // the points that do not fit come last
+    const double tps = row["tokens_per_s"];
+    EXPECT_LE(tps, previous);
+    previous = tps;
+    EXPECT_EQ(row["meets_goal"].get<bool>(), tps >= 15) << row.dump();
+    any_pareto |= row["pareto"].get<bool>();
+    EXPECT_NE(row["command"].get<std::string>().find("sim run " + kWorkload), std::string::npos);
+  }
+  EXPECT_TRUE(any_pareto);
+  EXPECT_EQ(rows.front()["hw"], "rtx5090");  // resident on the 32 GB card beats anything on 12 GB
+}
+
+TEST(Plan, RefusesWhatItCannotDo) {
+  const auto policy = run_sim("plan " + kWorkload + " --hw rtx4070 --policy resident");
+  EXPECT_EQ(policy.code, 2);
+  EXPECT_NE(policy.out.find("--strategies"), std::string::npos) << policy.out;
+  const auto unknown = run_sim("plan " + kWorkload + " --hw rtx4070 --strategies bogus");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.out.find("unknown strategy 'bogus'"), std::string::npos) << unknown.out;
+  const auto format = run_sim("plan " + kWorkload + " --hw rtx4070 --format xml");
+  EXPECT_EQ(format.code, 2);
+}
+
+TEST(Plan, ADiffusionModelIsPlannedInSecondsPerIteration) {
+  const auto r = run_sim("plan --model traces/models/flux.1-dev.json --steps 2 --resolution 512x512 --hw rtx4070,rtx3090 "
+                         "--max-s-per-iteration 3 --format jsonl", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto rows = lines(r.out);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_TRUE(rows.front().contains("s_per_iteration")) << rows.front().dump();
+  EXPECT_TRUE(rows.front()["meets_goal"].get<bool>());
+}
+
+}  // namespace
+}  // namespace tiersim::testing
