@@ -107,6 +107,10 @@ ConfigJson load_config_json(const std::string& path) {
   return parse_config_json(ss.str(), path);
 }
 
+void throw_unexpected_json(const std::string& file, const std::string& what) {
+  throw InputError(file, 0, "", "unexpected JSON value: " + what);
+}
+
 ConfigReader::ConfigReader(const ConfigJson& doc) : j_(doc.json), file_(doc.file) {
   for (const auto& [key, pos] : top_level_keys(doc.text)) lines_[key] = pos.line;
 }

@@ -22,6 +22,12 @@ struct ConfigJson {
 ConfigJson parse_config_json(const std::string& text, const std::string& file);
 // Reads and parses the file at `path`.
 ConfigJson load_config_json(const std::string& path);
+[[noreturn]] void throw_unexpected_json(const std::string& file, const std::string& what);
+
+// Runs a family's reader on the parsed document: a JSON value of an unexpected type that slipped past the
+// reader's checks becomes an InputError naming the file, never an escaping library exception.
+template <class Read>
+auto read_config_with(const ConfigJson& doc, Read read) -> decltype(read(doc));
 
 // An integer field's upper bound, with the bound as it is printed in errors.
 struct Bound {
@@ -51,5 +57,14 @@ class ConfigReader {
   const std::string& file_;
   std::map<std::string, std::size_t> lines_;  // top-level key -> line
 };
+
+template <class Read>
+auto read_config_with(const ConfigJson& doc, Read read) -> decltype(read(doc)) {
+  try {
+    return read(doc);
+  } catch (const nlohmann::json::exception& e) {
+    throw_unexpected_json(doc.file, e.what());
+  }
+}
 
 }  // namespace tiersim::model

@@ -174,14 +174,7 @@ ModelConfig read_config(const ConfigJson& doc) {
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& text, const std::string& file) {
-  const ConfigJson doc = parse_config_json(text, file);
-  try {
-    return read_config(doc);
-  } catch (const nlohmann::json::exception& e) {
-    // Every access is type-checked first; this is the backstop that keeps a library exception from
-    // escaping as an abort.
-    throw InputError(file, 0, "", std::string("unexpected JSON value: ") + e.what());
-  }
+  return read_config_with(parse_config_json(text, file), read_config);
 }
 
 ModelConfig load_model_config(const std::string& path) {

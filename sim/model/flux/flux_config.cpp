@@ -98,21 +98,9 @@ FluxConfig read_flux(const ConfigJson& doc) {
 }  // namespace
 
 FluxConfig parse_flux_config(const std::string& text, const std::string& file) {
-  const ConfigJson doc = parse_config_json(text, file);
-  try {
-    return read_flux(doc);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(file, 0, "", std::string("unexpected JSON value: ") + e.what());
-  }
+  return read_config_with(parse_config_json(text, file), read_flux);
 }
 
-FluxConfig load_flux_config(const std::string& path) {
-  const ConfigJson doc = load_config_json(path);
-  try {
-    return read_flux(doc);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, 0, "", std::string("unexpected JSON value: ") + e.what());
-  }
-}
+FluxConfig load_flux_config(const std::string& path) { return read_config_with(load_config_json(path), read_flux); }
 
 }  // namespace tiersim::model

@@ -119,21 +119,12 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
 }
 
 std::uint32_t FluxTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name) {
-  trace::Tensor t;
-  t.id = static_cast<std::uint32_t>(header_.tensors.size());
-  t.kind = kind;
-  t.bytes = bytes;
-  t.layer = group;
-  t.name = std::move(name);
-  header_.tensors.push_back(std::move(t));
-  return header_.tensors.back().id;
+  return append_tensor(header_, kind, bytes, group, std::move(name));
 }
 
 std::uint32_t FluxTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in,
-                                             std::uint64_t out) {
-  // The weight in the model's format; the bias in 16 bits (fp8 checkpoints keep biases in bf16), 32 for fp32.
-  const WeightDtype d = options_.dtype;
-  return add_tensor(TensorKind::Weight, matrix_bytes(in * out, d) + out * norm_bytes_per_param(d), group, name);
+                                            std::uint64_t out) {
+  return add_tensor(TensorKind::Weight, linear_bytes(in, out, options_.dtype), group, name);
 }
 
 bool FluxTraceGenerator::next(trace::Step& out) {

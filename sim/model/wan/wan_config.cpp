@@ -88,21 +88,9 @@ WanConfig read_wan(const ConfigJson& doc) {
 }  // namespace
 
 WanConfig parse_wan_config(const std::string& text, const std::string& file) {
-  const ConfigJson doc = parse_config_json(text, file);
-  try {
-    return read_wan(doc);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(file, 0, "", std::string("unexpected JSON value: ") + e.what());
-  }
+  return read_config_with(parse_config_json(text, file), read_wan);
 }
 
-WanConfig load_wan_config(const std::string& path) {
-  const ConfigJson doc = load_config_json(path);
-  try {
-    return read_wan(doc);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, 0, "", std::string("unexpected JSON value: ") + e.what());
-  }
-}
+WanConfig load_wan_config(const std::string& path) { return read_config_with(load_config_json(path), read_wan); }
 
 }  // namespace tiersim::model

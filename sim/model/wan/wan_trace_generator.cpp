@@ -115,20 +115,12 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
 }
 
 std::uint32_t WanTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name) {
-  trace::Tensor t;
-  t.id = static_cast<std::uint32_t>(header_.tensors.size());
-  t.kind = kind;
-  t.bytes = bytes;
-  t.layer = group;
-  t.name = std::move(name);
-  header_.tensors.push_back(std::move(t));
-  return header_.tensors.back().id;
+  return append_tensor(header_, kind, bytes, group, std::move(name));
 }
 
 std::uint32_t WanTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in,
                                             std::uint64_t out) {
-  const WeightDtype d = options_.dtype;
-  return add_tensor(TensorKind::Weight, matrix_bytes(in * out, d) + out * norm_bytes_per_param(d), group, name);
+  return add_tensor(TensorKind::Weight, linear_bytes(in, out, options_.dtype), group, name);
 }
 
 bool WanTraceGenerator::next(trace::Step& out) {
