@@ -19,7 +19,28 @@ Placements (one process can run several, the model is built once):
 Managed (one per process): every tensor from cudaMallocManaged through a CUDAPluggableAllocator; the
 weights get the advice, at allocation or, with --advise-after-load, once built (ReadMostly at
 allocation makes model construction crawl: results/validation/README.md); they start in host memory
-(prefetched there after random init). Models: Qwen3 or Llama descriptions (model_type).
+(prefetched there after random init). Models: Qwen3, Llama or Qwen3-MoE descriptions (model_type qwen3,
+llama, qwen3_moe).
+
+Mixture of experts (qwen3_moe, e.g. experiments/llamacpp/models/qwen3-30b-a3b-L24.json):
+  --experts-impl IMPL[,IMPL...]  how transformers runs a layer's experts (transformers 5: the
+                                 @use_experts_implementation machinery of transformers/integrations/moe.py):
+                                 eager (a Python loop over the experts hit, each a pair of small matmuls,
+                                 with host syncs), grouped_mm (torch grouped GEMM over all experts,
+                                 selected by offsets; transformers' default when unset), batched_mm (the
+                                 selected experts' weights gathered then bmm); deepgemm, sonicmoe need the
+                                 `kernels` hub package. Unset: transformers' default. Several: the model is
+                                 built once and switched (model.set_experts_implementation), every placement
+                                 run under each. Every row records the implementation read back from the
+                                 model ("experts_implementation") and transformers' version.
+  Routing of the random router (one extra, untimed prefill + decode at the first placement's already-run
+  lengths, forward hooks on each layer's router): distinct experts per layer in one decode step
+  ("experts_used_per_layer"; at batch 1 a step routes one token, so this is num_experts_per_tok unless the
+  router output is degenerate), over all the decode steps ("experts_used_decode_union_per_layer"; the
+  steps are fed the greedy next token, as the timed decode is, which a random model tends to repeat:
+  "routing_decode_distinct_inputs" counts them; "experts_used_decode_union_random_inputs_per_layer" is
+  the same decode fed a random token each step) and in the prefill ("experts_used_prefill_per_layer",
+  with the most tokens any expert got), against what uniform routing predicts ("experts_uniform_expected").
 
 Two regimes per configuration. Eager SDPA pays a large host cost (~30 ms on the H200 machines) on the
 first attention call at a sequence length the process has not run before (experiments/validate/
@@ -48,11 +69,15 @@ def progress(what):
         print(f"[{time.perf_counter() - _T0:9.3f} s] {what}", file=sys.stderr, flush=True)
 
 
-ARCHITECTURES = {"qwen3": ("Qwen3Config", "Qwen3ForCausalLM"), "llama": ("LlamaConfig", "LlamaForCausalLM")}
+ARCHITECTURES = {"qwen3": ("Qwen3Config", "Qwen3ForCausalLM"), "llama": ("LlamaConfig", "LlamaForCausalLM"),
+                 "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM")}
+# Mixture-of-experts fields passed through when the description has them (Qwen3MoeConfig's names).
+MOE_KEYS = ["num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step", "norm_topk_prob",
+            "mlp_only_layers", "router_aux_loss_coef", "output_router_logits"]
 
 
 def load_config(path):
-    """The Hugging Face config of a tiersim model description (model_type qwen3 or llama)."""
+    """The Hugging Face config of a tiersim model description (model_type qwen3, llama or qwen3_moe)."""
     import transformers
     with open(path) as f:
         d = json.load(f)
@@ -62,23 +87,134 @@ def load_config(path):
     keys = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
             "head_dim", "vocab_size", "tie_word_embeddings", "rms_norm_eps", "rope_theta", "max_position_embeddings",
             "attention_bias", "mlp_bias"]
+    if kind == "qwen3_moe":
+        keys += MOE_KEYS
     cfg = getattr(transformers, ARCHITECTURES[kind][0])(**{k: d[k] for k in keys if k in d})
     cfg.use_cache = True
     return d.get("name", os.path.basename(path)), cfg
 
 
-def build(cfg, seed=0):
+def build(cfg, seed=0, experts_impl=None):
+    """Random weights on cuda:0. experts_impl: a transformers experts implementation (None: its default)."""
     import transformers
     torch.manual_seed(seed)
     torch.set_default_dtype(torch.bfloat16)
     with torch.device("cuda"):
         model = getattr(transformers, ARCHITECTURES[cfg.model_type][1])(cfg)
     model.eval()
+    if experts_impl is not None:
+        set_experts_impl(model, experts_impl)
     with torch.no_grad():
         for p in model.parameters():  # random, not zeros: zeros can run faster than real data
             p.normal_(0.0, 0.02)
     torch.cuda.synchronize()
     return model
+
+
+def moe_layers(model):
+    """(layer index, MoE block) of the decoder layers whose MLP is a routed mixture of experts."""
+    return [(i, layer.mlp) for i, layer in enumerate(model.model.layers)
+            if hasattr(layer.mlp, "experts") and hasattr(layer.mlp, "gate")]
+
+
+def experts_impl(model):
+    """The experts implementation the model's MoE layers dispatch on (read back from an experts module's
+    config, what its forward reads), "eager loop" where transformers has no such machinery (before 5.x: the
+    MoE block loops over the experts hit), None for a dense model."""
+    layers = moe_layers(model)
+    if not layers:
+        return None
+    experts = layers[0][1].experts
+    cfg = getattr(experts, "config", None) or model.config
+    impl = getattr(cfg, "_experts_implementation", None)
+    return impl if impl is not None else "eager loop"
+
+
+def set_experts_impl(model, impl):
+    if not moe_layers(model):
+        sys.exit(f"--experts-impl {impl}: the model has no mixture-of-experts layers")
+    if not hasattr(model, "set_experts_implementation"):
+        sys.exit(f"--experts-impl {impl}: this transformers has no experts implementations (set_experts_implementation)")
+    model.set_experts_implementation(impl)  # raises ValueError, listing the valid names, on an unknown one
+    if experts_impl(model) != impl:
+        sys.exit(f"--experts-impl {impl}: the model reports {experts_impl(model)!r} after setting it")
+
+
+def routing_stats(model, vocab, prompt, tokens):
+    """Which experts the (random) routers choose: a prefill of `prompt` tokens, then `tokens` decode steps,
+    with a forward hook on each MoE layer's router (untimed). None for a dense model."""
+    from transformers import DynamicCache
+    layers = moe_layers(model)
+    if not layers:
+        return None
+    n_layers = len(model.model.layers)
+    n_exp, k = model.config.num_experts, model.config.num_experts_per_tok
+    picked = {}  # layer -> top-k expert indices (tokens, k) of the current forward
+
+    def hook(layer):
+        def fn(module, args, out):
+            # transformers 5: the router returns (logits, top-k weights, top-k indices); before: an
+            # nn.Linear returning the logits, the block taking softmax + top-k itself.
+            if isinstance(out, tuple) and len(out) >= 3:
+                idx = out[2]
+            else:
+                logits = out[0] if isinstance(out, tuple) else out
+                idx = torch.topk(torch.softmax(logits.float(), dim=-1), k, dim=-1).indices
+            picked[layer] = idx.detach().reshape(-1, idx.shape[-1]).clone()
+        return fn
+
+    handles = [mlp.gate.register_forward_hook(hook(i)) for i, mlp in layers]
+
+    def distinct():
+        return {i: torch.unique(picked[i]).numel() for i in picked}
+
+    def one_pass(random_inputs):
+        """A prefill of `prompt` random tokens, then `tokens` decode steps fed the greedy next token (as the
+        timed decode is) or, random_inputs, a random token each step (the same lengths either way)."""
+        ids = torch.randint(0, vocab, (1, prompt), device="cuda")
+        cache = DynamicCache()
+        picked.clear()
+        out = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        prefill = distinct()
+        prefill_max = {i: int(torch.bincount(picked[i].reshape(-1), minlength=n_exp).max()) for i in picked}
+        first, union, inputs = None, {i: set() for i, _ in layers}, set()
+        for _ in range(tokens):
+            if random_inputs:
+                nxt = torch.randint(0, vocab, (1, 1), device="cuda")
+            else:
+                nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+            inputs.add(int(nxt))
+            picked.clear()
+            out = model(input_ids=nxt, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            if first is None:
+                first = distinct()
+            for i in picked:
+                union[i].update(picked[i].reshape(-1).tolist())
+        return prefill, prefill_max, first or {}, {i: len(u) for i, u in union.items()}, len(inputs)
+
+    try:
+        with torch.no_grad():
+            prefill, prefill_max, first, union, inputs = one_pass(False)
+            _, _, _, union_random, _ = one_pass(True)
+    finally:
+        for h in handles:
+            h.remove()
+
+    def per_layer(d):
+        return [d.get(i) for i in range(n_layers)]  # None for a layer with a dense MLP
+
+    def uniform(t):  # expected distinct experts when t tokens each pick k of n_exp uniformly
+        return n_exp * (1 - (1 - k / n_exp) ** t)
+
+    return dict(experts_used_per_layer=per_layer(first),
+                experts_used_decode_union_per_layer=per_layer(union),
+                routing_decode_distinct_inputs=inputs,
+                experts_used_decode_union_random_inputs_per_layer=per_layer(union_random),
+                experts_used_prefill_per_layer=per_layer(prefill),
+                experts_prefill_max_tokens_per_expert_per_layer=per_layer(prefill_max),
+                experts_uniform_expected=dict(decode_step=k, decode_union=uniform(tokens), prefill=uniform(prompt),
+                                              prefill_mean_tokens_per_expert=prompt * k / n_exp),
+                routing_prompt=prompt, routing_decode_steps=tokens, num_experts=n_exp, experts_per_token=k)
 
 
 class LayerStreamer:
@@ -186,8 +322,9 @@ def decode(model, vocab, prompt, tokens, warmup):
     return prefill, times[:warmup], times[warmup:]
 
 
-def count_kernels(model, vocab, prompt):
-    """Kernels and GPU time of one decode step (profiled, so not timed)."""
+def count_kernels(model, vocab, prompt, names=False):
+    """Kernels and GPU time of one decode step (profiled, so not timed); names: also the 12 most launched
+    kernel names with their counts."""
     from torch.profiler import ProfilerActivity, profile
     from transformers import DynamicCache
     ids = torch.randint(0, vocab, (1, prompt), device="cuda")
@@ -202,6 +339,11 @@ def count_kernels(model, vocab, prompt):
             out.logits[:, -1].argmax(-1, keepdim=True).item()
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     busy = sum(e.device_time_total for e in kernels) * 1e-6
+    if names:
+        counts = {}
+        for e in kernels:
+            counts[e.name[:120]] = counts.get(e.name[:120], 0) + 1
+        return len(kernels), busy, sorted(counts.items(), key=lambda kv: -kv[1])[:12]
     return len(kernels), busy
 
 
@@ -218,7 +360,8 @@ def record(out, **row):
     with open(out, "a") as f:
         f.write(json.dumps(row) + "\n")
     dec, warm = row["decode_median_s"], row["warm_decode_median_s"]
-    print(f"{row['model']:>14} {row['config']:<28} prompt {row['prompt']:5d}  prefill {row['prefill_s'] * 1e3:8.1f} ms  "
+    label = row["config"] + (f" [{row['experts_implementation']}]" if row.get("experts_implementation") else "")
+    print(f"{row['model']:>14} {label:<28} prompt {row['prompt']:5d}  prefill {row['prefill_s'] * 1e3:8.1f} ms  "
           f"decode median fresh {dec * 1e3:8.2f} ms ({1 / dec:6.2f} tok/s)  warm {warm * 1e3:8.2f} ms", flush=True)
 
 
@@ -242,6 +385,11 @@ def main():
     ap.add_argument("--context-stride", type=int, default=64,
                     help="each placement starts this many tokens after the previous one's prompt (fresh lengths)")
     ap.add_argument("--count-kernels", action="store_true")
+    ap.add_argument("--experts-impl",
+                    help="mixture of experts: transformers' experts implementation(s), comma-separated (eager, "
+                         "grouped_mm, batched_mm, ...: the names transformers accepts); unset: its default")
+    ap.add_argument("--no-routing-stats", action="store_true",
+                    help="mixture of experts: skip the untimed pass that records which experts the routers use")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     global PROGRESS
@@ -260,11 +408,26 @@ def main():
         lib.tiersim_advise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]
         lib.tiersim_in_use.restype = ctypes.c_size_t
 
+    import transformers
     name, cfg = load_config(a.model)
-    model = build(cfg)
-    progress("model built")
-    common = dict(model=name, gpu=torch.cuda.get_device_name(), torch=torch.__version__, layers=cfg.num_hidden_layers)
+    impls = a.experts_impl.split(",") if a.experts_impl else [None]
+    model = build(cfg, experts_impl=impls[0])
+    progress(f"model built (experts implementation: {experts_impl(model)})")
+    common = dict(model=name, gpu=torch.cuda.get_device_name(), torch=torch.__version__,
+                  transformers=transformers.__version__, layers=cfg.num_hidden_layers)
     assert a.context_stride >= a.warmup + a.tokens + 1, "--context-stride must exceed the decoded tokens"
+    routing = {}  # the routers' expert use, measured once (after the first configuration), in every row
+
+    def moe_fields(prompt):
+        if not routing and moe_layers(model) and not a.no_routing_stats:
+            routing.update(routing_stats(model, cfg.vocab_size, prompt, a.tokens))
+            progress("routing recorded")
+        return dict(experts_implementation=experts_impl(model), **routing) if moe_layers(model) else {}
+
+    def switch(impl):
+        if impl is not None and impl != experts_impl(model):
+            set_experts_impl(model, impl)
+            progress(f"experts implementation: {experts_impl(model)}")
 
     if a.managed:
         if not a.advise_everything:
@@ -281,17 +444,23 @@ def main():
         config = (f"managed:{a.managed}" + (":after-load" if a.advise_after_load else "")
                   + (":everything" if a.advise_everything else ""))
         if a.placements == "resident":
-            m = measure(model, cfg.vocab_size, a.prompt, a.tokens, a.warmup)
-            if lib.tiersim_failed():
-                sys.exit("a CUDA call in the managed allocator failed")
-            record(a.out, config=config, **m, managed_bytes=int(lib.tiersim_in_use()), **common)
+            prompt = a.prompt
+            for impl in impls:
+                switch(impl)
+                m = measure(model, cfg.vocab_size, prompt, a.tokens, a.warmup)
+                if lib.tiersim_failed():
+                    sys.exit("a CUDA call in the managed allocator failed")
+                record(a.out, config=config, **m, managed_bytes=int(lib.tiersim_in_use()), **moe_fields(prompt),
+                       **common)
+                prompt += a.context_stride
             return
         # Under a layer split: the last K layers + head streamed from host memory (LayerStreamer), their
         # per-forward copies allocated by the same managed allocator (with the advice then in force).
         units = execution_units(model)
         n_layers = len(units) - 1
         prompt = a.prompt
-        for placement in a.placements.split(","):
+        for impl, placement in [(i, p) for i in impls for p in a.placements.split(",")]:
+            switch(impl)
             kind, k, pf, mem = placement.split(":", 3)
             assert kind == "offload" and mem in ("pinned", "pageable"), placement
             k, pf = int(k), int(pf)
@@ -300,8 +469,9 @@ def main():
             m = measure(model, cfg.vocab_size, prompt, a.tokens, a.warmup)
             if lib.tiersim_failed():
                 sys.exit("a CUDA call in the managed allocator failed")
+            moe = moe_fields(prompt)
             record(a.out, config=f"{config}+{placement}", offloaded_layers=k, prefetch=pf, host_memory=mem, **m,
-                   managed_bytes=int(lib.tiersim_in_use()), **common)
+                   managed_bytes=int(lib.tiersim_in_use()), **moe, **common)
             streamer.restore()
             prompt += a.context_stride
         return
@@ -309,7 +479,8 @@ def main():
     units = execution_units(model)
     n_layers = len(units) - 1
     prompt = a.prompt
-    for placement in a.placements.split(","):
+    for impl, placement in [(i, p) for i in impls for p in a.placements.split(",")]:
+        switch(impl)
         tokens, warmup = a.tokens, a.warmup
         if placement.endswith(":pageable") and a.slow_tokens:
             tokens, warmup = a.slow_tokens, min(a.warmup, 2)
@@ -318,9 +489,13 @@ def main():
             m = measure(model, cfg.vocab_size, prompt, tokens, warmup)
             extra = {}
             if a.count_kernels:
-                k, busy = count_kernels(model, cfg.vocab_size, prompt)
+                moe = bool(moe_layers(model))
+                k, busy, *top = count_kernels(model, cfg.vocab_size, prompt, names=moe)
                 extra = dict(kernels_per_step=k, gpu_busy_s=busy)
-            record(a.out, config="resident", **m, peak_bytes=torch.cuda.max_memory_allocated(), **extra, **common)
+                if moe:
+                    extra["top_kernels"] = top[0]
+            peak = torch.cuda.max_memory_allocated()
+            record(a.out, config="resident", **m, peak_bytes=peak, **extra, **moe_fields(prompt), **common)
             prompt += a.context_stride
             continue
         kind, k, pf, mem = placement.split(":", 3)
@@ -330,8 +505,9 @@ def main():
         streamer = LayerStreamer(units, offloaded, prefetch=pf == 1, storage=mem)
         torch.cuda.reset_peak_memory_stats()
         m = measure(model, cfg.vocab_size, prompt, tokens, warmup)
+        peak = torch.cuda.max_memory_allocated()
         record(a.out, config=placement, offloaded_layers=k, prefetch=pf, host_memory=mem, **m,
-               peak_bytes=torch.cuda.max_memory_allocated(), **common)
+               peak_bytes=peak, **moe_fields(prompt), **common)
         streamer.restore()
         prompt += a.context_stride
 
