@@ -848,8 +848,8 @@ int main(int argc, char** argv) {
   int plan_jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto* planc = app.add_subcommand(
       "plan", "which hardware and strategy meet a speed goal: every --hw preset x strategy, each strategy's knob "
-              "searched (most layers on the GPU, least offload that fits, llama.cpp's --fit), ranked, with the Pareto "
-              "front of speed against GPU memory and the sim run command of each");
+              "searched (the fastest number of layers on the GPU or amount offloaded that fits; llama.cpp's own --fit), "
+              "ranked, with the Pareto front of speed against GPU memory and the sim run command of each");
   add_common_options(*planc, plan_o);
   planc->add_option("--strategies", plan_strategies_text,
                     "comma list of: resident, llamacpp, layers-cpu, layers-stream, distorch-cpu, distorch-gpu1, comfyui, "

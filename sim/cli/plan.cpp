@@ -167,6 +167,15 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
   std::vector<PlanRow> kept;
   for (std::size_t i = 0; i < rows.size(); ++i)
     if (!drop[i]) kept.push_back(std::move(rows[i]));
+  if (kept.empty()) {
+    std::string why;
+    for (const auto& r : rows)
+      if (!r.point.applies) {
+        why = r.strategy + " on " + r.hw + ": " + r.point.error;
+        break;
+      }
+    throw InputError("", 0, "--strategies", "no strategy applies to this model on these machines (" + why + ")");
+  }
   rows = std::move(kept);
   for (auto& r : rows) {
     if (!r.point.ok) continue;

@@ -1,7 +1,7 @@
 #pragma once
 // `sim plan`: which hardware and strategy meet a speed goal for one model and workload. For every
-// candidate (a hardware preset x a strategy), the strategy's knob is searched (the most layers on the GPU
-// that fit, the least DisTorch offload that fits, llama.cpp's own --fit), each point predicted by the event
+// candidate (a hardware preset x a strategy), the strategy's knob is searched (every number of layers on the
+// GPU or GB of DisTorch offload that fits, the fastest kept; llama.cpp's own --fit), each point predicted by the event
 // engine; the best point of each candidate is ranked by speed, marked where it meets the goal and where it
 // is on the Pareto front of speed against GPU memory, with what limits it and the `sim run` command that
 // reproduces it. Candidates run in parallel threads (simulate() is reentrant; the trace is loaded once).
