@@ -294,7 +294,13 @@ class Flux(nn.Module):
 def build(params, device="cuda", dtype=torch.bfloat16, seed=0, std=0.02):
     """The model with random weights (normal(0, std), not zeros: zeros can run faster than real data), made on
     the meta device and given storage on `device` directly (nothing through host memory)."""
-    model = Flux(**params, dtype=dtype, device="meta").to_empty(device=device)
+    return random_weights(Flux(**params, dtype=dtype, device="meta"), device, seed, std)
+
+
+def random_weights(model, device, seed, std):
+    """A model built on the meta device given storage on `device` and filled with normal(0, std) (shared by
+    wan_dit.build)."""
+    model = model.to_empty(device=device)
     model.eval().requires_grad_(False)
     torch.manual_seed(seed)
     with torch.no_grad():

@@ -272,15 +272,7 @@ class WanModel(nn.Module):
 def build(params, device="cuda", dtype=torch.bfloat16, seed=0, std=0.02):
     """The model with random weights (normal(0, std)), made on the meta device and given storage on `device`
     directly (nothing through host memory). patch_embedding stays float32, as ComfyUI builds it."""
-    model = WanModel(**params, dtype=dtype, device="meta").to_empty(device=device)
-    model.eval().requires_grad_(False)
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0.0, std)
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize()
-    return model
+    return flux_dit.random_weights(WanModel(**params, dtype=dtype, device="meta"), device, seed, std)
 
 
 leaf_modules = flux_dit.leaf_modules

@@ -253,14 +253,7 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
 std::uint32_t LlmTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t layer, std::string name) {
   weight_type_.push_back(kind == TensorKind::Weight ? pending_type_ : std::string());
   pending_type_.clear();
-  trace::Tensor t;
-  t.id = static_cast<std::uint32_t>(header_.tensors.size());
-  t.kind = kind;
-  t.bytes = bytes;
-  t.layer = layer;
-  t.name = std::move(name);
-  header_.tensors.push_back(std::move(t));
-  return header_.tensors.back().id;
+  return trace::append_tensor(header_, kind, bytes, layer, std::move(name));
 }
 
 std::uint32_t GenerationOptions::prefill_steps() const {

@@ -46,4 +46,15 @@ std::uint64_t op_bytes(const Op& op) {
   return total;
 }
 
+std::uint32_t append_tensor(Header& header, TensorKind kind, std::uint64_t bytes, std::int32_t layer, std::string name) {
+  Tensor t;
+  t.id = static_cast<std::uint32_t>(header.tensors.size());
+  t.kind = kind;
+  t.bytes = bytes;
+  t.layer = layer;
+  t.name = std::move(name);
+  header.tensors.push_back(std::move(t));
+  return header.tensors.back().id;
+}
+
 }  // namespace tiersim::trace

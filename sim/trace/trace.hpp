@@ -72,6 +72,9 @@ bool parse_tensor_kind(std::string_view s, TensorKind& out);
 bool parse_op_kind(std::string_view s, OpKind& out);
 bool parse_step_kind(std::string_view s, StepKind& out);
 
+// Appends a tensor to a header (ids in order: tensors[i].id == i) and returns its id.
+std::uint32_t append_tensor(Header& header, TensorKind kind, std::uint64_t bytes, std::int32_t layer, std::string name);
+
 // Bytes an op moves through the memory of the device that runs it (reads + writes).
 std::uint64_t op_bytes(const Op& op);
 

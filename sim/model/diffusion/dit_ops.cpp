@@ -65,18 +65,6 @@ void DitOps::attention(std::int32_t group, std::uint64_t batch, std::uint64_t he
       {act(batch * (queries + 2 * keys) * width)}, {act(2 * batch * queries * width)}, DitLaunches::attention);
 }
 
-std::uint32_t append_tensor(trace::Header& header, trace::TensorKind kind, std::uint64_t bytes, std::int32_t group,
-                            std::string name) {
-  trace::Tensor t;
-  t.id = static_cast<std::uint32_t>(header.tensors.size());
-  t.kind = kind;
-  t.bytes = bytes;
-  t.layer = group;
-  t.name = std::move(name);
-  header.tensors.push_back(std::move(t));
-  return header.tensors.back().id;
-}
-
 std::uint64_t linear_bytes(std::uint64_t in, std::uint64_t out, WeightDtype dtype) {
   return matrix_bytes(in * out, dtype) + out * norm_bytes_per_param(dtype);
 }

@@ -56,9 +56,6 @@ class DitOps {
   std::uint64_t a_;
 };
 
-// Appends a tensor to a trace header (ids in order) and returns its id.
-std::uint32_t append_tensor(trace::Header& header, trace::TensorKind kind, std::uint64_t bytes, std::int32_t group,
-                            std::string name);
 // A Linear(in, out)'s bytes: the weight in the model's format, the bias in 16 bits (fp8 checkpoints keep
 // biases in bf16), 32 for fp32.
 std::uint64_t linear_bytes(std::uint64_t in, std::uint64_t out, WeightDtype dtype);

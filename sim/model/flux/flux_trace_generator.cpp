@@ -119,7 +119,7 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
 }
 
 std::uint32_t FluxTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name) {
-  return append_tensor(header_, kind, bytes, group, std::move(name));
+  return trace::append_tensor(header_, kind, bytes, group, std::move(name));
 }
 
 std::uint32_t FluxTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in,

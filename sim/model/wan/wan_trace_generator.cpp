@@ -115,7 +115,7 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
 }
 
 std::uint32_t WanTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name) {
-  return append_tensor(header_, kind, bytes, group, std::move(name));
+  return trace::append_tensor(header_, kind, bytes, group, std::move(name));
 }
 
 std::uint32_t WanTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in,
