@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/sweep_grid.hpp"
+#include "report/reporters.hpp"
 #include "core/error.hpp"
 
 namespace tiersim::app {
@@ -246,40 +247,7 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
                      ok ? fmt("%.2f", r.point.offloaded / 1e9) : "", ok ? r.point.bottleneck : r.point.error,
                      ok && r.pareto ? "yes" : "", point_command(r.args)});
   }
-  if (format == "csv") {
-    auto field = [](const std::string& s) {
-      if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-      std::string q = "\"";
-      for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-      return q + "\"";
-    };
-    auto line = [&](const std::vector<std::string>& c) {
-      for (std::size_t i = 0; i < c.size(); ++i) out << (i ? "," : "") << field(c[i]);
-      out << "\r\n";
-    };
-    line(header);
-    for (const auto& c : table) line(c);
-    return;
-  }
-  auto cell = [](const std::string& s) {
-    std::string o;
-    for (char c : s) {
-      if (c == '|') o += "\\|";
-      else if (c == '\n') o += ' ';
-      else o += c;
-    }
-    return o;
-  };
-  auto line = [&](const std::vector<std::string>& c) {
-    out << '|';
-    for (const auto& x : c) out << ' ' << cell(x) << " |";
-    out << '\n';
-  };
-  line(header);
-  out << '|';
-  for (std::size_t i = 0; i < header.size(); ++i) out << "---|";
-  out << '\n';
-  for (const auto& c : table) line(c);
+  report::write_table(out, format == "csv" ? report::GridFormat::Csv : report::GridFormat::Markdown, header, table);
 }
 
 }  // namespace tiersim::app

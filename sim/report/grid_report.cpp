@@ -40,6 +40,29 @@ std::string md_cell(const std::string& s) {
 
 }  // namespace
 
+void write_table(std::ostream& out, GridFormat format, const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows) {
+  if (format == GridFormat::Csv) {
+    auto line = [&](const std::vector<std::string>& c) {
+      for (std::size_t i = 0; i < c.size(); ++i) out << (i ? "," : "") << csv_field(c[i]);
+      out << "\r\n";
+    };
+    line(header);
+    for (const auto& r : rows) line(r);
+    return;
+  }
+  auto line = [&](const std::vector<std::string>& c) {
+    out << '|';
+    for (const auto& x : c) out << ' ' << md_cell(x) << " |";
+    out << '\n';
+  };
+  line(header);
+  out << '|';
+  for (std::size_t i = 0; i < header.size(); ++i) out << "---|";
+  out << '\n';
+  for (const auto& r : rows) line(r);
+}
+
 void write_grid(std::ostream& out, GridFormat format, const std::vector<std::string>& axes,
                 const std::vector<GridRow>& rows) {
   // A grid with diffusion iterations gets their median as a column of its own (LLM grids keep theirs).
@@ -67,24 +90,10 @@ void write_grid(std::ostream& out, GridFormat format, const std::vector<std::str
     c.push_back(r.command);
     return c;
   };
-  if (format == GridFormat::Csv) {
-    auto line = [&](const std::vector<std::string>& c) {
-      for (std::size_t i = 0; i < c.size(); ++i) out << (i ? "," : "") << csv_field(c[i]);
-      out << "\r\n";
-    };
-    line(header);
-    for (const auto& r : rows) line(cells(r));
-  } else if (format == GridFormat::Markdown) {
-    auto line = [&](const std::vector<std::string>& c) {
-      out << '|';
-      for (const auto& x : c) out << ' ' << md_cell(x) << " |";
-      out << '\n';
-    };
-    line(header);
-    out << '|';
-    for (std::size_t i = 0; i < header.size(); ++i) out << "---|";
-    out << '\n';
-    for (const auto& r : rows) line(cells(r));
+  if (format != GridFormat::Jsonl) {
+    std::vector<std::vector<std::string>> table;
+    for (const auto& r : rows) table.push_back(cells(r));
+    write_table(out, format, header, table);
   } else {
     for (const auto& r : rows) {
       nlohmann::ordered_json j;

@@ -64,6 +64,9 @@ enum class GridFormat { Csv, Jsonl, Markdown };
 // tps, decode_step_seconds, iteration_seconds (only when some point has diffusion iterations),
 // prefill_seconds, vram_peak_bytes, offloaded_bytes, h2d_bytes_per_step,
 // peer_bytes_per_step, status (ok or error), error and command.
+// A table of cells as RFC 4180 CSV or markdown (format Csv or Markdown): the grid's and sim plan's writer.
+void write_table(std::ostream& out, GridFormat format, const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows);
 void write_grid(std::ostream& out, GridFormat format, const std::vector<std::string>& axes,
                 const std::vector<GridRow>& rows);
 
