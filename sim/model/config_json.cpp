@@ -99,9 +99,9 @@ ConfigJson parse_config_json(const std::string& text, const std::string& file) {
 }
 
 
-ConfigJson load_config_json(const std::string& path) {
+ConfigJson load_config_json(const std::string& path, const std::string& what) {
   std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open model description");
+  if (!in) throw InputError(path, 0, "", "cannot open " + what);
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_config_json(ss.str(), path);

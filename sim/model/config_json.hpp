@@ -20,8 +20,8 @@ struct ConfigJson {
 
 // Parses `text` (errors: InputError naming `file`, the line and the key being read).
 ConfigJson parse_config_json(const std::string& text, const std::string& file);
-// Reads and parses the file at `path`.
-ConfigJson load_config_json(const std::string& path);
+// Reads and parses the file at `path`; `what` names it in the error when it cannot be opened.
+ConfigJson load_config_json(const std::string& path, const std::string& what = "model description");
 [[noreturn]] void throw_unexpected_json(const std::string& file, const std::string& what);
 
 // Runs a family's reader on the parsed document: a JSON value of an unexpected type that slipped past the

@@ -177,13 +177,7 @@ ModelConfig parse_model_config(const std::string& text, const std::string& file)
   return read_config_with(parse_config_json(text, file), read_config);
 }
 
-ModelConfig load_model_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open model description");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_model_config(ss.str(), path);
-}
+ModelConfig load_model_config(const std::string& path) { return read_config_with(load_config_json(path), read_config); }
 
 WeightDtype parse_weight_dtype(const std::string& s) {
   if (s == "fp32") return WeightDtype::Fp32;

@@ -15,7 +15,7 @@ constexpr Bound kVersion{"tiersim_routing", 1, "1"};
 }  // namespace
 
 RoutingTable load_routing_file(const std::string& path) {
-  const ConfigJson doc = load_config_json(path);
+  const ConfigJson doc = load_config_json(path, "routing file");
   if (!doc.json.is_object()) throw InputError(path, 1, "", "expected a JSON object (a tiersim routing file)");
   const ConfigReader r(doc);
   r.refuse_unknown({"tiersim_routing", "num_experts", "experts_per_token", "layers", "sequences", "source"}, {},
