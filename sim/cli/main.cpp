@@ -391,13 +391,12 @@ void apply_sets(YAML::Node hw_root, YAML::Node rt_root, const std::vector<std::s
 
 // A profile's tree as the loaders would read it, and where it came from; InputError as theirs.
 std::pair<YAML::Node, std::string> profile_tree(const std::string& spec, bool runtime_file) {
+  if (!runtime_file) return hw::profile_tree(spec);  // a file, a preset or a catalogue composition
   const config::ProfileSource src =
-      runtime_file ? config::find_profile(spec, config::embedded_runtimes(), "--runtime", "runtime profile", "runtime")
-                   : config::find_profile(spec, config::embedded_profiles(), "--hw", "hardware profile", "preset");
+      config::find_profile(spec, config::embedded_runtimes(), "--runtime", "runtime profile", "runtime");
   YAML::Node root = config::parse_document(src.text, src.origin);
   if (!root.IsMap())
-    throw InputError(src.origin, 0, "", std::string("expected a YAML mapping (a ") +
-                                            (runtime_file ? "runtime" : "hardware") + " profile)");
+    throw InputError(src.origin, 0, "", "expected a YAML mapping (a runtime profile)");
   return {root, src.origin};
 }
 

@@ -1,6 +1,7 @@
 #include "hardware/profile_loader.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "config/embedded_files.hpp"
 #include "config/profile_source.hpp"
 #include "config/strict_reader.hpp"
+#include "hardware/catalogue.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::hw {
@@ -168,9 +170,30 @@ HardwareProfile load_profile_file(const std::string& path) {
   return parse_profile(ss.str(), path);
 }
 
+std::pair<YAML::Node, std::string> profile_tree(const std::string& spec) {
+  std::error_code ec;
+  const bool preset = std::any_of(config::embedded_profiles().begin(), config::embedded_profiles().end(),
+                                  [&](const config::EmbeddedFile& f) { return f.name == spec; });
+  if (!preset && !std::filesystem::exists(spec, ec) && (is_composition(spec) || spec.find('+') != std::string::npos)) {
+    Composed c = compose(spec);  // an unknown GPU before a '+' is named here, with the catalogue's GPUs
+    return {c.tree, "catalogue:" + c.canonical};
+  }
+  config::ProfileSource src;
+  try {
+    src = config::find_profile(spec, config::embedded_profiles(), "--hw", "hardware profile", "preset");
+  } catch (const InputError& e) {
+    throw InputError(e.file(), e.line(), e.key(),
+                     e.message() + "; nor a catalogue machine such as 2xrtx3090+nvlink ('sim catalogue' lists the parts)");
+  }
+  YAML::Node root = config::parse_document(src.text, src.origin);
+  if (!root.IsMap()) throw InputError(src.origin, 0, "", "expected a YAML mapping (a hardware profile)");
+  return {root, src.origin};
+}
+
 HardwareProfile resolve_profile(const std::string& spec) {
-  const config::ProfileSource src = config::find_profile(spec, config::embedded_profiles(), "--hw", "hardware profile", "preset");
-  return parse_profile(src.text, src.origin);
+  auto [tree, origin] = profile_tree(spec);
+  HardwareProfile p = parse_profile_node(tree, origin);
+  return p;
 }
 
 std::vector<PresetInfo> list_presets() {
