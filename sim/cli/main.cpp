@@ -21,6 +21,7 @@
 #include "cli/sweep_grid.hpp"
 #include "config/embedded_files.hpp"
 #include "config/profile_source.hpp"
+#include "hardware/catalogue.hpp"
 #include "hardware/profile_writer.hpp"
 #include "config/strict_reader.hpp"
 #include "report/output_file.hpp"
@@ -643,12 +644,54 @@ std::string bottleneck(const app::Simulation& sim, const hw::HardwareProfile& hw
 // The plan's own options, which a point's `sim run` command does not take.
 bool plan_only(const std::string& a) {
   return a == "--hw" || a == "--strategies" || a == "--min-tps" || a == "--max-s-per-iteration" || a == "--jobs" ||
-         a == "--format" || a == "-o" || a == "--output";
+         a == "--format" || a == "-o" || a == "--output" || a == "--price" || a == "--cheapest";
+}
+
+// --price GPU=USD (comma lists and repeats): a catalogue GPU's price in place of its launch price.
+std::map<std::string, double> price_overrides(const std::vector<std::string>& items) {
+  std::map<std::string, double> out;
+  for (const auto& list : items)
+    for (std::size_t start = 0; start <= list.size();) {
+      const std::size_t comma = list.find(',', start);
+      const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+      if (item.empty()) continue;
+      const std::size_t eq = item.find('=');
+      const std::string id = item.substr(0, eq);
+      const auto& gpus = hw::catalogue_gpus();
+      if (eq == std::string::npos || std::none_of(gpus.begin(), gpus.end(), [&](const auto& g) { return g.id == id; }))
+        throw InputError("", 0, "--price", "'" + item + "': give GPU=USD with a catalogue GPU ('sim catalogue' lists them)");
+      double usd = 0;
+      std::size_t used = 0;
+      try {
+        usd = std::stod(item.substr(eq + 1), &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != item.size() - eq - 1 || !(usd > 0) || usd > 1e7)
+        throw InputError("", 0, "--price", "'" + item + "': the price must be a number of US dollars, 0 to 1e7");
+      out[id] = usd;
+    }
+  return out;
+}
+
+// --hw words that stand for catalogue groups: every catalogue GPU (one card, its default host), or a segment's.
+std::vector<std::string> expand_hardware(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    if (item == "catalogue" || item == "consumer" || item == "workstation" || item == "datacenter") {
+      for (const auto& g : hw::catalogue_gpus())
+        if (item == "catalogue" || g.segment == item) out.push_back(g.id);
+    } else {
+      out.push_back(item);
+    }
+  }
+  return out;
 }
 
 int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, const std::string& hw_list,
                  const std::string& strategy_list, const app::PlanGoal& goal, int jobs, const std::string& format,
-                 const std::string& output) {
+                 const std::string& output, const std::vector<std::string>& price_items) {
   if (o.policy.size() || o.placement || o.memory || o.offload)
     throw InputError("", 0, o.policy.size() ? "--policy" : "--placement", "sim plan chooses the strategies itself (--strategies)");
   if (format != "md" && format != "csv" && format != "jsonl")
@@ -665,15 +708,17 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
     }
     return out;
   };
-  std::vector<std::string> hardware = split(hw_list);
+  std::vector<std::string> hardware = expand_hardware(split(hw_list));
   if (hardware.empty())
     for (const auto& f : config::embedded_profiles()) hardware.push_back(f.name);
+  const std::map<std::string, double> prices = price_overrides(price_items);
+  for (const auto& h : hardware) hw::profile_tree(h);  // a --hw that names nothing is an error before any run
   // The workload's arguments as given (sim plan ...), less the plan's own.
   std::vector<std::string> base;
   for (std::size_t i = 0; i < raw.size(); ++i) {
     const std::string name = raw[i].substr(0, raw[i].find('='));
     if (plan_only(name) || (raw[i].size() > 2 && raw[i].rfind("-o", 0) == 0 && raw[i][2] != '-')) {
-      if (name == raw[i] && raw[i].rfind("-o", 0) != 0) ++i;
+      if (name == raw[i] && raw[i] != "--cheapest" && raw[i].rfind("-o", 0) != 0) ++i;  // its value
       else if (raw[i] == "-o") ++i;
       continue;
     }
@@ -726,7 +771,8 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
     }
     return p;
   };
-  const auto rows = app::plan(base, hardware, strategies, layers, model_gb, goal, evaluate, jobs);
+  const app::PlanPricer price = [&](const std::string& h) { return hw::price_of(h, prices); };
+  const auto rows = app::plan(base, hardware, strategies, layers, model_gb, goal, evaluate, price, jobs);
   app::write_plan(out.stream(), format, rows, goal);
   out.commit();
   return 0;
@@ -789,6 +835,34 @@ int list_profiles() {
   return 0;
 }
 
+// `sim catalogue`: the parts --hw composes, with their prices.
+int list_catalogue() {
+  std::printf("GPUs (--hw [Nx]GPU[+HOST][+pcieG-xW][+nvlink|+PEER][+ramGIB]; calib/catalogue/README.md)\n");
+  std::printf("  %-16s %-49s %-11s %10s %10s %8s %-8s %s\n", "id", "name", "segment", "memory", "bandwidth",
+              "bf16", "pcie", "launch price (USD)");
+  for (const auto& g : hw::catalogue_gpus()) {
+    char bw[32], bf16[32], pcie[16], price[32];
+    std::snprintf(bw, sizeof bw, "%.0f GB/s", g.memory_bandwidth / 1e9);
+    std::snprintf(bf16, sizeof bf16, "%.0f TF", g.bf16 / 1e12);
+    std::snprintf(pcie, sizeof pcie, "%d.0 x%d", g.pcie_generation, g.pcie_width);
+    std::snprintf(price, sizeof price, "%.0f", g.price ? g.price->usd : 0.0);
+    std::printf("  %-16s %-49s %-11s %10s %10s %8s %-8s %s%s\n", g.id.c_str(), g.name.c_str(), g.segment.c_str(),
+                units::format_bytes(g.memory).c_str(), bw, bf16, pcie, g.price ? price : "-",
+                g.nvlink.empty() ? "" : ("  nvlink: " + g.nvlink).c_str());
+  }
+  std::printf("hosts\n");
+  for (const auto& [id, what] : hw::catalogue_hosts()) std::printf("  %-20s %s\n", id.c_str(), what.c_str());
+  std::printf("host links (the slot; the link runs at the narrowest of card, CPU and slot)\n");
+  for (const auto& [id, what] : hw::catalogue_host_links()) std::printf("  %-20s %s\n", id.c_str(), what.c_str());
+  std::printf("peer links (two or more GPUs; '+nvlink' fits the card's own)\n");
+  for (const auto& [id, what] : hw::catalogue_peer_links()) std::printf("  %-24s %s\n", id.c_str(), what.c_str());
+  std::printf("presets as compositions\n");
+  for (const auto& [name, composition] : hw::catalogue_presets())
+    std::printf("  %-20s %s\n", name.c_str(), composition.c_str());
+  report::check_stdout("standard output");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -846,9 +920,10 @@ int main(int argc, char** argv) {
   app::PlanGoal plan_goal;
   int plan_jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto* planc = app.add_subcommand(
-      "plan", "which hardware and strategy meet a speed goal: every --hw preset x strategy, each strategy's knob "
-              "searched (the fastest number of layers on the GPU or amount offloaded that fits; llama.cpp's own --fit), "
-              "ranked, with the Pareto front of speed against GPU memory and the sim run command of each");
+      "plan", "which hardware and strategy meet a speed goal: every --hw machine (presets, catalogue compositions, or "
+              "the words catalogue, consumer, workstation, datacenter) x strategy, each strategy's knob searched (the "
+              "fastest number of layers on the GPU or amount offloaded that fits; llama.cpp's own --fit), ranked, with "
+              "the price, the Pareto front of speed against GPU memory and price, and the sim run command of each");
   add_common_options(*planc, plan_o);
   planc->add_option("--strategies", plan_strategies_text,
                     "comma list of: resident, llamacpp, layers-cpu, layers-stream, distorch-cpu, distorch-gpu1, comfyui, "
@@ -858,6 +933,11 @@ int main(int argc, char** argv) {
   planc->add_option("--max-s-per-iteration", plan_goal.max_seconds_per_iteration,
                     "the goal for a diffusion model: at most this many seconds per iteration")
       ->check(number_in(0, 1e9, "seconds", false));
+  std::vector<std::string> plan_prices;
+  planc->add_flag("--cheapest", plan_goal.cheapest,
+                  "rank the points that meet the goal by price, cheapest first (the catalogue's launch prices, or --price)");
+  planc->add_option("--price", plan_prices,
+                    "GPU=USD[,GPU=USD...]: a catalogue GPU's price in place of its launch price (what you would pay)");
   planc->add_option("--jobs", plan_jobs, "candidates predicted at once (threads; default: the machine's cores)")
       ->check(number_in(1, 1024, "threads", true));
   planc->add_option("--format", plan_format, "md (default), csv (RFC 4180) or jsonl");
@@ -876,6 +956,8 @@ int main(int argc, char** argv) {
   prof->add_option("action", prof_args, "show NAME|FILE: print the profile as the loader read it (YAML)");
   prof->add_option("--set", prof_sets, "override a key before printing, as for run");
   auto* rts = app.add_subcommand("runtimes", "list the embedded runtime profiles (framework host costs)");
+  auto* cat = app.add_subcommand("catalogue", "list the hardware catalogue's parts (GPUs with launch prices, hosts, links) "
+                                              "that --hw composes: --hw 2xrtx3090+nvlink");
 
   std::vector<const char*> cargs;
   for (const auto& a : args) cargs.push_back(a.c_str());
@@ -893,7 +975,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "error: give a subcommand (run, sweep, plan, gen, policies, parts, profiles, runtimes)\n"
+    std::cerr << "error: give a subcommand (run, sweep, plan, gen, policies, parts, profiles, runtimes, catalogue)\n"
               << "run 'sim --help' for usage\n";
     return 2;
   }
@@ -940,10 +1022,12 @@ int main(int argc, char** argv) {
         if (!after && args[i] == "plan") after = true;
       }
       if (planc->get_option("--hw")->count() > 0) plan_hw = plan_o.hw;
-      return plan_command(raw, plan_o, plan_hw, plan_strategies_text, plan_goal, plan_jobs, plan_format, plan_out);
+      return plan_command(raw, plan_o, plan_hw, plan_strategies_text, plan_goal, plan_jobs, plan_format, plan_out,
+                          plan_prices);
     }
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();
+    if (*cat) return list_catalogue();
     if (*parts) return list_parts();
     if (*prof && prof_args.empty()) {
       if (!prof_sets.empty()) throw InputError("", 0, "--set", "is for 'profiles show NAME'");

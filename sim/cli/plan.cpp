@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -122,7 +123,7 @@ PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, 
 
 std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
                           const std::vector<std::string>& strategies, int layers, double model_gb,
-                          const PlanGoal& goal, const PlanEvaluate& evaluate, int jobs) {
+                          const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs) {
   std::vector<std::pair<std::string, const PlanStrategy*>> candidates;
   for (const auto& hw : hardware)
     for (const auto& name : strategies) {
@@ -178,6 +179,9 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
     throw InputError("", 0, "--strategies", "no strategy applies to this model on these machines (" + why + ")");
   }
   rows = std::move(kept);
+  std::map<std::string, std::optional<hw::Price>> prices;
+  for (const auto& hw : hardware) prices.emplace(hw, price(hw));
+  for (auto& r : rows) r.price = prices.at(r.hw);
   for (auto& r : rows) {
     if (!r.point.ok) continue;
     const auto& s = r.point.summary;
@@ -185,22 +189,30 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
               (!goal.max_seconds_per_iteration ||
                (r.point.diffusion && s.iteration_median <= *goal.max_seconds_per_iteration));
   }
-  // Pareto front of speed (higher) against GPU memory (lower), among the points that fit.
+  // Pareto front of speed (higher) against GPU memory (lower) and price (lower; unpriced above every price),
+  // among the points that fit.
+  auto cost = [](const PlanRow& r) { return r.price ? r.price->usd : HUGE_VAL; };
   for (auto& r : rows) {
     if (!r.point.ok) continue;
     r.pareto = true;
     for (const auto& o : rows)
       if (o.point.ok && o.point.speed() >= r.point.speed() && o.point.vram_peak <= r.point.vram_peak &&
-          (o.point.speed() > r.point.speed() || o.point.vram_peak < r.point.vram_peak))
+          cost(o) <= cost(r) &&
+          (o.point.speed() > r.point.speed() || o.point.vram_peak < r.point.vram_peak || cost(o) < cost(r)))
         r.pareto = false;
   }
-  // Ranked: the points that fit by speed (ties: less GPU memory, then the candidate order), then the rest.
+  // Ranked: the points that fit by speed (ties: less GPU memory, then the candidate order), then the rest; with
+  // `cheapest`, the points that meet the goal come first, cheapest first (unpriced last, then by speed).
   std::vector<std::size_t> order(rows.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     const auto& x = rows[a].point;
     const auto& y = rows[b].point;
     if (x.ok != y.ok) return x.ok;
+    if (goal.cheapest && x.ok) {
+      if (rows[a].meets != rows[b].meets) return rows[a].meets;
+      if (rows[a].meets && cost(rows[a]) != cost(rows[b])) return cost(rows[a]) < cost(rows[b]);
+    }
     if (x.speed() != y.speed()) return x.speed() > y.speed();
     return x.vram_peak < y.vram_peak;
   });
@@ -221,6 +233,7 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       nlohmann::ordered_json j{{"rank", i + 1}, {"hw", r.hw}, {"strategy", r.strategy}, {"setting", r.setting}};
+      if (r.price) j["price_usd"] = r.price->usd, j["price_source"] = r.price->source;
       if (r.point.ok) {
         j[speed_name] = diffusion ? r.point.summary.iteration_median : r.point.summary.tps;
         j["vram_peak_bytes"] = std::llround(r.point.vram_peak);
@@ -236,14 +249,15 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
     }
     return;
   }
-  const std::vector<std::string> header{"rank", "hw", "strategy", "setting", speed_name, "meets goal", "GPU peak (GiB)",
-                                        "offloaded (GB)", "limited by", "pareto", "command"};
+  const std::vector<std::string> header{"rank", "hw", "strategy", "setting", speed_name, "meets goal", "price (USD)",
+                                        "GPU peak (GiB)", "offloaded (GB)", "limited by", "pareto", "command"};
   std::vector<std::vector<std::string>> table;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const bool ok = r.point.ok;
     table.push_back({std::to_string(i + 1), r.hw, r.strategy, r.setting, ok ? speed(r) : "does not fit",
-                     !goal_set || !ok ? "" : r.meets ? "yes" : "no", ok ? fmt("%.2f", r.point.vram_peak / 1073741824.0) : "",
+                     !goal_set || !ok ? "" : r.meets ? "yes" : "no", r.price ? fmt("%.0f", r.price->usd) : "",
+                     ok ? fmt("%.2f", r.point.vram_peak / 1073741824.0) : "",
                      ok ? fmt("%.2f", r.point.offloaded / 1e9) : "", ok ? r.point.bottleneck : r.point.error,
                      ok && r.pareto ? "yes" : "", point_command(r.args)});
   }

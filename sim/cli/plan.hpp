@@ -3,13 +3,14 @@
 // candidate (a hardware preset x a strategy), the strategy's knob is searched (every number of layers on the
 // GPU or GB of DisTorch offload that fits, the fastest kept; llama.cpp's own --fit), each point predicted by the event
 // engine; the best point of each candidate is ranked by speed, marked where it meets the goal and where it
-// is on the Pareto front of speed against GPU memory, with what limits it and the `sim run` command that
-// reproduces it. Candidates run in parallel threads (simulate() is reentrant; the trace is loaded once).
+// is on the Pareto front of speed against GPU memory and price, with what limits it, what the machine costs (its
+// GPUs' launch prices, from the catalogue) and the `sim run` command that reproduces it. Candidates run in parallel threads (simulate() is reentrant; the trace is loaded once).
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "hardware/catalogue.hpp"
 #include "result/run_result.hpp"
 
 namespace tiersim::app {
@@ -41,21 +42,28 @@ struct PlanRow {
   std::string hw, strategy, setting;  // setting: the knob's value ("--layers 37", "--offload-gb 6.5")
   std::vector<std::string> args;      // the point's sim run arguments
   PlanPoint point;
+  std::optional<hw::Price> price;     // what the machine costs (its GPUs), where the catalogue prices it
   bool meets = false, pareto = false;
 };
 
 struct PlanGoal {
   std::optional<double> min_tps, max_seconds_per_iteration;
+  bool cheapest = false;  // rank the points that meet the goal by price, cheapest first (else by speed)
 };
+
+// What a --hw value costs (hw::price_of with the user's --price overrides); absent when unpriced.
+using PlanPricer = std::function<std::optional<hw::Price>(const std::string& hw)>;
 
 // Evaluates a point from its `sim run` arguments (thread-safe).
 using PlanEvaluate = std::function<PlanPoint(const std::vector<std::string>& args)>;
 
 // The best point of every (hardware, strategy): `base` are the workload's arguments, `layers` the model's
 // transformer layers (the LayersOnGpu range), `model_gb` its weights (the OffloadGb range). `jobs` threads.
+// Each row is priced by `price`; the Pareto front is of speed against GPU memory and price (an unpriced machine
+// counts as dearer than any priced one).
 std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
                           const std::vector<std::string>& strategies, int layers, double model_gb,
-                          const PlanGoal& goal, const PlanEvaluate& evaluate, int jobs);
+                          const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs);
 
 // The ranked table: markdown (default), csv or jsonl.
 void write_plan(std::ostream& out, const std::string& format, const std::vector<PlanRow>& rows, const PlanGoal& goal);

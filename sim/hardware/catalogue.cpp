@@ -281,6 +281,18 @@ std::pair<int, std::string> gpu_term(const std::string& term) {
   return {1, term};
 }
 
+// `count` GPUs at the user's price, else at the launch price; absent when neither is known.
+std::optional<Price> gpu_price(const CatalogueGpu& gpu, int count, std::optional<double> user_usd) {
+  if (!user_usd && !gpu.price) return std::nullopt;
+  Price p;
+  char usd[32];
+  std::snprintf(usd, sizeof usd, "$%.0f", user_usd ? *user_usd : gpu.price->usd);
+  p.usd = (user_usd ? *user_usd : gpu.price->usd) * count;
+  p.source = (count > 1 ? std::to_string(count) + " x " : "") + gpu.name + " at " + usd + ": " +
+             (user_usd ? std::string("--price") : gpu.price->source) + "; host, links and bridges not priced";
+  return p;
+}
+
 std::vector<std::string> split_terms(const std::string& spec) {
   std::vector<std::string> terms;
   std::size_t start = 0;
@@ -464,23 +476,22 @@ Composed compose(const std::string& spec) {
   t["managed_memory"] = um;
   if (host.disk.IsMap()) t["disk"] = YAML::Clone(host.disk);
 
-  if (gpu.info.price) {
-    Price p = *gpu.info.price;
-    char usd[32];
-    std::snprintf(usd, sizeof usd, "$%.0f", p.usd);
-    p.source = (count > 1 ? std::to_string(count) + " x " : "") + gpu.info.name + " at " + usd + ": " + p.source +
-               "; host, links and bridges not priced";
-    p.usd *= count;
-    out.price = p;
-  }
+  out.gpu = gpu_id;
+  out.count = count;
+  out.price = gpu_price(gpu.info, count, std::nullopt);
   return out;
 }
 
-std::optional<Price> price_of(const std::string& spec) {
-  for (const auto& [name, composition] : catalogue().presets)
-    if (name == spec) return compose(composition).price;
-  if (is_composition(spec)) return compose(spec).price;
-  return std::nullopt;
+std::optional<Price> price_of(const std::string& spec, const std::map<std::string, double>& usd_by_gpu) {
+  std::string composition = spec;
+  bool found = false;
+  for (const auto& [name, preset_composition] : catalogue().presets)
+    if (name == spec) composition = preset_composition, found = true;
+  if (!found && !is_composition(spec)) return std::nullopt;
+  const Composed c = compose(composition);
+  const auto it = usd_by_gpu.find(c.gpu);
+  return gpu_price(catalogue().gpus.at(c.gpu).info, c.count,
+                   it == usd_by_gpu.end() ? std::nullopt : std::optional<double>(it->second));
 }
 
 }  // namespace tiersim::hw

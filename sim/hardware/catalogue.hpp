@@ -8,6 +8,7 @@
 // built-in NVLink, the bridge `+nvlink` names, or PCIe (peer-to-peer, or staged through the host on GeForce);
 // managed-memory costs scale with the link (managed_memory.yaml). Prices are the planner's: a hardware profile
 // (and so every prediction) does not depend on them.
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,12 +49,14 @@ bool is_composition(const std::string& spec);
 struct Composed {
   YAML::Node tree;
   std::string canonical;
+  std::string gpu;  // the GPU's id
+  int count = 1;
   std::optional<Price> price;  // the GPUs' launch prices times their count; absent when a GPU has none
 };
 Composed compose(const std::string& spec);
 
 // What a `--hw` value costs: a composition by its parts, a preset by its composition (presets.yaml); absent for
-// files, measured profiles and unpriced parts.
-std::optional<Price> price_of(const std::string& spec);
+// files, measured profiles and unpriced parts. `usd_by_gpu` replaces GPUs' launch prices (what the user would pay).
+std::optional<Price> price_of(const std::string& spec, const std::map<std::string, double>& usd_by_gpu = {});
 
 }  // namespace tiersim::hw

@@ -76,6 +76,46 @@ TEST(Plan, RefusesWhatItCannotDo) {
   EXPECT_EQ(format.code, 2);
 }
 
+TEST(Plan, CheapestRanksThePointsThatMeetTheGoalByPriceAndPricesCanBeReplaced) {
+  const std::string hw = " --hw rtx5090,rtx4070,2xrtx3060-12gb --strategies resident,layers-cpu,llamacpp --min-tps 15";
+  const auto r = run_sim("plan " + kWorkload + hw + " --cheapest --format jsonl", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto rows = lines(r.out);
+  ASSERT_GE(rows.size(), 4u);
+  double previous = 0;
+  bool meeting = true;
+  for (const auto& row : rows) {
+    ASSERT_TRUE(row.contains("price_usd")) << row.dump();  // every machine here has a launch price
+    if (!row.contains("meets_goal")) continue;
+    if (!row["meets_goal"].get<bool>()) {
+      meeting = false;
+      continue;
+    }
+    EXPECT_TRUE(meeting) << "a point that meets the goal after one that does not: " << row.dump();
+    EXPECT_GE(row["price_usd"].get<double>(), previous) << row.dump();
+    previous = row["price_usd"];
+  }
+  for (const auto& row : rows)
+    if (row["hw"] == "2xrtx3060-12gb") EXPECT_DOUBLE_EQ(row["price_usd"].get<double>(), 2 * 329.0);
+  // What the user would pay replaces the launch price, per GPU, times the count.
+  const auto used = run_sim("plan " + kWorkload + hw + " --cheapest --price rtx3060-12gb=200,rtx5090=2500 --format jsonl", false);
+  ASSERT_EQ(used.code, 0) << used.out;
+  for (const auto& row : lines(used.out)) {
+    if (row["hw"] == "2xrtx3060-12gb") EXPECT_DOUBLE_EQ(row["price_usd"].get<double>(), 400);
+    if (row["hw"] == "rtx5090") EXPECT_DOUBLE_EQ(row["price_usd"].get<double>(), 2500);
+    EXPECT_EQ(row["command"].get<std::string>().find("--price"), std::string::npos);
+    EXPECT_EQ(row["command"].get<std::string>().find("--cheapest"), std::string::npos);
+  }
+  for (const std::string bad : {"rtx9999=100", "rtx4070", "rtx4070=-5", "rtx4070=abc", "rtx4070=12x"}) {
+    const auto e = run_sim("plan " + kWorkload + " --hw rtx4070 --price " + bad);
+    EXPECT_EQ(e.code, 2) << bad;
+    EXPECT_NE(e.out.find("--price"), std::string::npos) << e.out;
+  }
+  const auto unknown_hw = run_sim("plan " + kWorkload + " --hw rtx4070,rtx9999");
+  EXPECT_EQ(unknown_hw.code, 2);
+  EXPECT_NE(unknown_hw.out.find("rtx9999"), std::string::npos) << unknown_hw.out;
+}
+
 TEST(Plan, ADiffusionModelIsPlannedInSecondsPerIteration) {
   const auto r = run_sim("plan --model traces/models/flux.1-dev.json --steps 2 --resolution 512x512 --hw rtx4070,rtx3090 "
                          "--max-s-per-iteration 3 --format jsonl", false);

@@ -93,7 +93,9 @@ TEST(Catalogue, PresetsAreTheirCompositions) {
   }
   // Every datasheet preset is mapped; the measured ones are not compositions.
   for (const auto& p : list_presets())
-    if (p.name.find("measured") == std::string::npos) EXPECT_TRUE(mapped.count(p.name)) << p.name;
+    if (p.name.find("measured") == std::string::npos) {
+      EXPECT_TRUE(mapped.count(p.name)) << p.name;
+    }
 }
 
 TEST(Catalogue, TheLinkIsTheNarrowestOfCardCpuAndSlot) {
