@@ -1,8 +1,11 @@
 #!/usr/bin/python3
-"""Issue 15's planning questions, each one `sim plan` (tiersim's event engine on the datasheet presets):
-  - Qwen3-32B (Q4_K_M, 512-token prompt, 128 decoded) at 15+ tokens/s: which card and strategy?
+"""Issue 15's planning questions, each one `sim plan` (tiersim's event engine on catalogue machines and presets):
+  - Qwen3-32B (Q4_K_M, 512-token prompt, 128 decoded) at 15+ tokens/s for the least money: every consumer card of the
+    catalogue, and two of the 12 and 16 GB cards and of the RTX 3090 (with and without NVLink), priced at NVIDIA's
+    launch MSRP (calib/catalogue), cheapest first.
   - Llama-3.1-70B at 4 bits (q4): two RTX 3090 with NVLink, or one RTX 5090?
-  - FLUX.1-dev 1024x1024 under 3 s/iteration on a 12 GB card (rtx4070), and which donor, against 24 GB cards.
+  - FLUX.1-dev 1024x1024 under 3 s/iteration on a 12 GB card, and which donor (the CPU, or a second card), against
+    24 GB cards.
 Writes results/plan/<question>.md (the ranked table) and results/plan/commands.txt.
 
   /usr/bin/python3 experiments/studies/plan_questions.py          (from the repository root, after building)
@@ -14,16 +17,18 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM = os.path.join(ROOT, "build", "bin", "sim")
 OUT = os.path.join(ROOT, "results", "plan")
+PAIRS = "2xrtx3060-12gb,2xrtx4060ti-16gb,2xrtx5060ti-16gb,2xrtx4070-super,2xrtx5070,2xrtx3090,2xrtx3090+nvlink"
 QUESTIONS = [
-    ("qwen3-32b-15tps", "Qwen3-32B Q4_K_M at 15+ tokens/s",
-     ["--model", "traces/models/qwen3-32b.json", "--dtype", "Q4_K_M", "--min-tps", "15",
-      "--hw", "rtx3060,rtx4060ti16,rtx4070,rtx4090,rtx5090,rtx3090,rtx3090x2-nvlink,rtx3090x2-pcie"]),
+    ("qwen3-32b-15tps", "Qwen3-32B Q4_K_M at 15+ tokens/s for the least money",
+     ["--model", "traces/models/qwen3-32b.json", "--dtype", "Q4_K_M", "--min-tps", "15", "--cheapest",
+      "--hw", "consumer," + PAIRS]),
     ("llama70b-q4-3090x2-or-5090", "Llama-3.1-70B q4: 2x RTX 3090 (NVLink or PCIe) or one RTX 5090",
      ["--model", "traces/models/llama-3.1-70b.json", "--dtype", "q4", "--decode", "64",
       "--hw", "rtx3090x2-nvlink,rtx3090x2-pcie,rtx5090"]),
-    ("flux-12gb-3s", "FLUX.1-dev 1024x1024 under 3 s/iteration on a 12 GB card, against 24 GB cards",
+    ("flux-12gb-3s", "FLUX.1-dev 1024x1024 under 3 s/iteration on a 12 GB card (and which donor), against 24 GB cards",
      ["--model", "traces/models/flux.1-dev.json", "--resolution", "1024x1024", "--steps", "4",
-      "--max-s-per-iteration", "3", "--hw", "rtx4070,rtx3090,rtx3090x2-nvlink,rtx4090"]),
+      "--max-s-per-iteration", "3", "--cheapest",
+      "--hw", "rtx3060-12gb,rtx4070,rtx4070-super,rtx5070,2xrtx4070,2xrtx5070,rtx3090,rtx3090x2-nvlink,rtx4090"]),
 ]
 
 
@@ -31,10 +36,6 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     commands = ["# made by: /usr/bin/python3 experiments/studies/plan_questions.py"]
     for name, title, args in QUESTIONS:
-        known = [a for a in args[args.index("--hw") + 1].split(",")]
-        have = subprocess.run([SIM, "profiles"], capture_output=True, text=True, cwd=ROOT).stdout
-        args = list(args)
-        args[args.index("--hw") + 1] = ",".join(h for h in known if h in have.split())
         cmd = ["plan"] + args + ["--jobs", "2"]
         commands.append("sim " + " ".join(cmd))
         out = subprocess.run([SIM] + cmd, capture_output=True, text=True, cwd=ROOT)
