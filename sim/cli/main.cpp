@@ -444,6 +444,7 @@ int run_command(const app::RunInputs& in, bool json, const std::string& timeline
   if (!timeline_path.empty()) {
     timeline_file.emplace(timeline_path, "--timeline");
     timeline.emplace(timeline_steps, timeline_file->stream());
+    timeline->process_name(in.trace.name() + " under " + in.strategy.label() + " on " + in.hw.name);
   }
   const auto sim = app::simulate(in.setup(), in.strategy, in.engine, in.trace, timeline ? &*timeline : nullptr);
   if (timeline) {

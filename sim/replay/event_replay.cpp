@@ -1,6 +1,8 @@
 #include "replay/event_replay.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,17 +29,28 @@ using engine::JobId;
 class StagingMemory final : public engine::JobListener {
  public:
   explicit StagingMemory(double static_bytes) : static_(static_bytes), peak_(static_bytes) {}
+  // `changed` is called after every change (a timeline's memory counter); releases at a job's completion
+  // happen inside the job graph, where the replay does not see them otherwise.
+  void observe(std::function<void()> changed) { changed_ = std::move(changed); }
   void allocate(double bytes) {
     current_ += bytes;
     peak_ = std::max(peak_, static_ + current_);
+    if (changed_) changed_();
   }
-  void release_now(double bytes) { current_ -= bytes; }
+  void release_now(double bytes) {
+    current_ -= bytes;
+    if (changed_) changed_();
+  }
   void release_when_done(engine::JobGraph& jobs, JobId job, double bytes) {
     if (release_.size() <= job) release_.resize(job + 1, 0.0);
     release_[job] = bytes;
     jobs.watch(job, this);
   }
-  void job_done(JobId job) override { current_ -= release_[job]; }
+  void job_done(JobId job) override {
+    current_ -= release_[job];
+    if (changed_) changed_();
+  }
+  double in_use() const { return static_ + current_; }
   double peak() const { return peak_; }
 
  private:
@@ -45,7 +58,17 @@ class StagingMemory final : public engine::JobListener {
   double current_ = 0;
   double peak_;
   std::vector<double> release_;
+  std::function<void()> changed_;
 };
+
+// Bytes as a JSON integer: the engine keeps byte counts in doubles, which JSON would show as "1024.0".
+std::uint64_t whole_bytes(double bytes) { return bytes > 0 ? static_cast<std::uint64_t>(std::llround(bytes)) : 0; }
+
+// Timeline tracks besides the streams': a span per step, the host thread, and the managed-memory
+// driver's work (managed memory is single-GPU: cuda:0).
+const std::string kStepsTrack = "steps";
+const std::string kHostTrack = "host";
+const std::string kManagedTrack = "cuda:0 managed memory";
 
 class Replay final : public engine::EventHandler,
                      public engine::JobListener,
@@ -84,15 +107,19 @@ class Replay final : public engine::EventHandler,
           peer_links_[{a, b}] = std::make_unique<engine::SharedLink>(
               sim_, a == 0 && b == 1 ? std::string("peer") : "peer cuda:" + std::to_string(a) + "-cuda:" + std::to_string(b),
               hw.peer_link->transfer.bandwidth, hw.peer_link->transfer.bandwidth, hw.peer_link->bidirectional);
-    if (timeline_) {
-      for (auto& c : compute_) c->observe(this);
-      copy_from_host_.observe(this);
-      copy_from_peer_.observe(this);
-    }
     if (placement.managed.enabled) {
       if (!hw.managed_memory) throw std::logic_error("managed placement without a managed_memory profile section");
       um_.emplace(*hw.managed_memory, source.header(), placement,
                   placement::managed_gpu_capacity(source.header(), hw, placement));
+    }
+    if (timeline_) {
+      // The steps and the host first: the viewer lists tracks in this order.
+      timeline_->track(kStepsTrack);
+      timeline_->track(kHostTrack);
+      for (auto& c : compute_) c->observe(this);
+      copy_from_host_.observe(this);
+      copy_from_peer_.observe(this);
+      staging_.observe([this] { show_memory(); });
     }
   }
 
@@ -100,6 +127,8 @@ class Replay final : public engine::EventHandler,
     result::RunResult result;
     result.engine = "event";
     if (start_next_step()) {
+      show_static_memory();
+      show_memory();
       sim_.schedule(0, engine::kPriorityIssue, this, 0);
       sim_.run();
     }
@@ -135,7 +164,18 @@ class Replay final : public engine::EventHandler,
   void job_ready(JobId job) override { jobs_.complete(job, sim_.now()); }
 
   void item_finished(const std::string& stream, SimTime start, SimTime end, JobId job) override {
-    if (recording() && job < job_label_.size()) timeline_->span(stream, job_label_[job], start, end);
+    if (!recording() || job >= job_view_.size()) return;
+    JobView& v = job_view_[job];
+    timeline_->span(stream, v.label, start, end, v.args);
+    // Flow ends sit mid-span, so that each binds to this span and not to a neighbour touching it.
+    v.stream = &stream;
+    v.middle = start + (end - start) / 2;
+    v.finished = true;
+    for (std::uint32_t i = 0; i < v.waits_count; ++i) {
+      const JobId copy = waits_on_[v.waits_begin + i];
+      if (copy < job_view_.size() && job_view_[copy].copy && job_view_[copy].finished)
+        timeline_->flow(*job_view_[copy].stream, job_view_[copy].middle, stream, v.middle);
+    }
   }
 
   // Prices a kernel on managed memory, or a managed prefetch, when it starts.
@@ -143,6 +183,7 @@ class Replay final : public engine::EventHandler,
     const Action& a = plan_.actions[token];
     managed::AccessCost cost;
     double seconds = 0;
+    const std::uint64_t batches_before = um_->stats().fault_batches;
     if (a.kind == ActionKind::ManagedPrefetch) {
       seconds = um_->prefetch_to_gpu(a.tensor, cost);
       um_->record(cost, true);
@@ -153,6 +194,10 @@ class Replay final : public engine::EventHandler,
       }
       seconds = um_->stall_seconds(cost) + a.cost.seconds(cost.remote_bytes, um_->spec().remote_read_bandwidth);
       um_->record(cost, false);
+    }
+    if (recording()) {
+      show_driver_work(a, cost, um_->stats().fault_batches - batches_before);
+      show_memory();
     }
     step_um_.h2d += cost.migrated_bytes + cost.launch_migrated_bytes;
     step_um_.d2h += cost.written_back_bytes;
@@ -188,17 +233,119 @@ class Replay final : public engine::EventHandler,
     }
     return "?";
   }
+  // What a timeline shows of an op: which op, its kind, layer, FLOPs, the bytes it moves and the
+  // weights it reads.
+  report::Timeline::Args op_args(const Action& a) const {
+    const trace::Op& op = step_.ops[static_cast<std::size_t>(a.op)];
+    report::Timeline::Args args{{"op", a.op}, {"kind", trace::to_string(op.kind)}, {"layer", op.layer}, {"flops", op.flops}};
+    if (a.kind == ActionKind::Kernel) args["bytes"] = whole_bytes(a.cost.memory_bytes);
+    auto weights = report::Timeline::Args::array();
+    for (const trace::TensorAccess& r : op.reads)
+      if (source_.header().tensors[r.tensor].kind == trace::TensorKind::Weight)
+        weights.push_back(source_.header().tensors[r.tensor].name);
+    if (!weights.empty()) args["weights"] = std::move(weights);
+    return args;
+  }
+  // The args of an action's span on its stream (null where there is nothing to add to its name).
+  report::Timeline::Args stream_args(const Action& a) const {
+    const auto& tensors = source_.header().tensors;
+    switch (a.kind) {
+      case ActionKind::Kernel:
+      case ActionKind::CpuOp: return op_args(a);
+      case ActionKind::CopyOnStream:
+      case ActionKind::Prefetch:
+        return {{"tensor", tensors[a.tensor].name}, {"bytes", whole_bytes(a.bytes)},
+                {"from", placement::device_name(a.source)}, {"link", copy_link(a).first->name()}};
+      case ActionKind::ManagedPrefetch:
+        return {{"tensor", tensors[a.tensor].name}, {"bytes", tensors[a.tensor].bytes}};
+      case ActionKind::ActivationToHost:
+      case ActionKind::ActivationToDevice:
+        return {{"bytes", whole_bytes(a.bytes)}, {"link", host_links_[static_cast<std::size_t>(a.device)]->name()}};
+      case ActionKind::ActivationToPeer:
+        return {{"bytes", whole_bytes(a.bytes)}, {"link", peer_link(a.source, a.device).first->name()}};
+      default: return nullptr;
+    }
+  }
+  // Remembers what the timeline shows of a stream job when it finishes (only while recording).
   void label_job(JobId job, const Action& a) {
     if (!recording()) return;
-    if (job_label_.size() <= job) job_label_.resize(job + 1);
-    job_label_[job] = label(a);
+    if (job_view_.size() <= job) job_view_.resize(job + 1);
+    JobView& v = job_view_[job];
+    v = JobView{};
+    v.label = label(a);
+    v.args = stream_args(a);
+    v.copy = a.kind == ActionKind::CopyOnStream || a.kind == ActionKind::Prefetch || a.kind == ActionKind::ManagedPrefetch;
+    if (a.kind == ActionKind::Kernel) {
+      v.waits_begin = static_cast<std::uint32_t>(waits_on_.size());
+      v.waits_count = a.deps_count;
+      for (std::uint32_t i = 0; i < a.deps_count; ++i) waits_on_.push_back(tensor_job_[plan_.deps[a.deps_begin + i]]);
+    }
+  }
+
+  // The step as a span on its own track, with what it moved.
+  void show_step(const result::StepResult& r) {
+    const std::size_t index = steps_.size();
+    const std::string kind = trace::to_string(r.kind);
+    report::Timeline::Args args{{"step", index}, {"kind", kind}, {"tokens", r.tokens},
+                                {"h2d_bytes", whole_bytes(r.h2d_bytes)}, {"d2h_bytes", whole_bytes(r.d2h_bytes)},
+                                {"peer_bytes", whole_bytes(r.peer_bytes)}};
+    if (um_) {
+      args["faulted_blocks"] = r.faulted_blocks;
+      args["evicted_blocks"] = r.evicted_blocks;
+    }
+    timeline_->span(kStepsTrack, kind + " " + std::to_string(index), step_start_, sim_.now(), args);
+  }
+
+  // Memory in use on the compute GPU: what is always there, the staged copies and the managed blocks
+  // the driver has resident.
+  void show_memory() {
+    if (!recording()) return;
+    timeline_->counter("cuda:0 memory", sim_.now(), staging_.in_use() + (um_ ? um_->resident_bytes() : 0.0));
+  }
+  // The other devices' memory does not change during a run: one value each, at the start.
+  void show_static_memory() {
+    if (!recording()) return;
+    std::map<std::string, double> in_use;
+    placement::add_static_peaks(source_.header(), hw_, placement_, in_use);
+    in_use.erase("disk");  // not memory: the file weights are read from
+    for (const auto& [device, bytes] : in_use)
+      if (bytes > 0) timeline_->counter(device + " memory", sim_.now(), bytes);
+  }
+
+  // The managed-memory driver's work for one kernel's accesses (or one prefetch), on its own track: the
+  // evictions that made room, then the faults that brought blocks in. The kernel stalls for both at its
+  // start (ManagedMemory::stall_seconds sums them), so they are drawn from now, in that order.
+  void show_driver_work(const Action& a, const managed::AccessCost& cost, std::uint64_t batches) {
+    managed::AccessCost evicting;
+    evicting.written_back_bytes = cost.written_back_bytes;
+    const SimTime evict_end = add_sim_time(sim_.now(), to_sim_time(um_->stall_seconds(evicting)));
+    if (cost.evicted_blocks > 0)
+      timeline_->span(kManagedTrack, "evict", sim_.now(), evict_end,
+                      {{"blocks", cost.evicted_blocks}, {"written_back_bytes", whole_bytes(cost.written_back_bytes)},
+                       {"for", label(a)}});
+    if (a.kind == ActionKind::ManagedPrefetch) return;  // migrated without faults: its span is on the copy stream
+    managed::AccessCost faulting;  // the stall's parts that are the driver's, without the evictions
+    faulting.faulted_blocks = cost.faulted_blocks;
+    faulting.mapping_faults = cost.mapping_faults;
+    faulting.migrated_bytes = cost.migrated_bytes;
+    faulting.launch_migrated_bytes = cost.launch_migrated_bytes;
+    const char* name = cost.faulted_blocks > 0          ? "fault batches"
+                       : cost.launch_migrated_bytes > 0 ? "migrate at launch"
+                       : cost.mapping_faults > 0        ? "mapping faults"
+                                                        : nullptr;
+    if (!name) return;
+    timeline_->span(kManagedTrack, name, evict_end, add_sim_time(evict_end, to_sim_time(um_->stall_seconds(faulting))),
+                    {{"batches", batches}, {"blocks", cost.faulted_blocks},
+                     {"migrated_bytes", whole_bytes(cost.migrated_bytes + cost.launch_migrated_bytes)},
+                     {"mapping_faults", cost.mapping_faults}, {"for", label(a)}});
   }
 
   bool start_next_step() {
     if (!source_.next(step_)) return false;
     planner_.plan(step_, plan_);
     jobs_.clear();
-    job_label_.clear();
+    job_view_.clear();
+    waits_on_.clear();
     copy_jobs_.clear();
     pc_ = 0;
     phase_ = Phase::Start;
@@ -226,6 +373,7 @@ class Replay final : public engine::EventHandler,
     r.remote_read_bytes = step_um_.remote;
     r.faulted_blocks = step_um_.faults;
     r.evicted_blocks = step_um_.evictions;
+    if (recording()) show_step(r);
     steps_.push_back(r);
   }
 
@@ -240,7 +388,7 @@ class Replay final : public engine::EventHandler,
     return total;
   }
   // The link between two GPUs and the direction from `from` to `to` on it (towards the lower index is ToDevice).
-  std::pair<engine::SharedLink*, Direction> peer_link(placement::DeviceId from, placement::DeviceId to) {
+  std::pair<engine::SharedLink*, Direction> peer_link(placement::DeviceId from, placement::DeviceId to) const {
     const auto it = peer_links_.find({std::min(from, to), std::max(from, to)});
     if (it == peer_links_.end()) throw std::logic_error("no link between the GPUs of a transfer");
     return {it->second.get(), from > to ? Direction::ToDevice : Direction::FromDevice};
@@ -254,15 +402,18 @@ class Replay final : public engine::EventHandler,
     return job;
   }
 
+  // The link a weight copy to the compute GPU crosses, and its direction: the peer link from another
+  // GPU, else the compute GPU's host link.
+  std::pair<engine::SharedLink*, Direction> copy_link(const Action& a) const {
+    if (a.source > placement::kComputeGpu) return peer_link(a.source, placement::kComputeGpu);
+    return {host_links_[0].get(), Direction::ToDevice};
+  }
+
   // Starts a transfer of `a` on `stream` and returns its job.
   JobId enqueue_copy(engine::InOrderStream& stream, const Action& a, JobId job) {
     const auto [latency, rate] = planner_.copy_latency_and_rate(a.source, a.tensor, a.bytes);
-    if (a.source > placement::kComputeGpu) {
-      const auto [link, dir] = peer_link(a.source, placement::kComputeGpu);
-      stream.enqueue_transfer(job, *link, dir, a.bytes, latency, rate);
-    } else {
-      stream.enqueue_transfer(job, *host_links_[0], Direction::ToDevice, a.bytes, latency, rate);
-    }
+    const auto [link, dir] = copy_link(a);
+    stream.enqueue_transfer(job, *link, dir, a.bytes, latency, rate);
     return job;
   }
 
@@ -393,7 +544,9 @@ class Replay final : public engine::EventHandler,
         const double busy = a.kind == ActionKind::CpuOp ? a.work_seconds : a.host_seconds;
         phase_ = Phase::Effect;
         if (busy > 0) {
-          if (recording()) timeline_->span("host", label(a), sim_.now(), add_sim_time(sim_.now(), to_sim_time(busy)));
+          if (recording())
+            timeline_->span(kHostTrack, label(a), sim_.now(), add_sim_time(sim_.now(), to_sim_time(busy)),
+                            a.kind == ActionKind::CpuOp ? op_args(a) : report::Timeline::Args());
           sim_.schedule_in(to_sim_time(busy), engine::kPriorityIssue, this, 0);
           return;
         }
@@ -409,10 +562,10 @@ class Replay final : public engine::EventHandler,
       }
       // Effect taken without waiting, or the awaited job is done; then any host work after the wait.
       if (phase_ == Phase::Waiting && recording() && sim_.now() > wait_started_)
-        timeline_->span("host", "waits: " + label(a), wait_started_, sim_.now());
+        timeline_->span(kHostTrack, "waits: " + label(a), wait_started_, sim_.now());
       if (phase_ == Phase::Waiting && a.after_wait_seconds > 0) {
         if (recording())
-          timeline_->span("host", label(a), sim_.now(), add_sim_time(sim_.now(), to_sim_time(a.after_wait_seconds)));
+          timeline_->span(kHostTrack, label(a), sim_.now(), add_sim_time(sim_.now(), to_sim_time(a.after_wait_seconds)));
         phase_ = Phase::AfterWait;
         sim_.schedule_in(to_sim_time(a.after_wait_seconds), engine::kPriorityIssue, this, 0);
         return;
@@ -424,8 +577,20 @@ class Replay final : public engine::EventHandler,
 
   enum class Phase { Start, Effect, Waiting, AfterWait };
 
+  // What the timeline shows of a stream job, kept from its issue to its end (job ids are per step).
+  struct JobView {
+    std::string label;
+    report::Timeline::Args args;
+    bool copy = false;                   // a weight copy: kernels waiting for it get an arrow from it
+    std::uint32_t waits_begin = 0, waits_count = 0;  // a kernel's copies it waits for (in waits_on_)
+    bool finished = false;               // its span is written: on `stream`, with its middle at `middle`
+    const std::string* stream = nullptr;
+    SimTime middle = 0;
+  };
+
   report::Timeline* timeline_;
-  std::vector<std::string> job_label_;  // by job, while recording
+  std::vector<JobView> job_view_;  // by job, while recording
+  std::vector<JobId> waits_on_;    // flat storage for JobView::waits_*
   SimTime wait_started_ = 0;
   const hw::HardwareProfile& hw_;
   const placement::Placement& placement_;
