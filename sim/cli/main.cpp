@@ -15,6 +15,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "analytic/step_bound.hpp"
 #include "cli/plan.hpp"
 #include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
@@ -645,7 +646,8 @@ std::string bottleneck(const app::Simulation& sim, const hw::HardwareProfile& hw
 // The plan's own options, which a point's `sim run` command does not take.
 bool plan_only(const std::string& a) {
   return a == "--hw" || a == "--strategies" || a == "--min-tps" || a == "--max-s-per-iteration" || a == "--jobs" ||
-         a == "--format" || a == "-o" || a == "--output" || a == "--price" || a == "--cheapest";
+         a == "--format" || a == "-o" || a == "--output" || a == "--price" || a == "--cheapest" ||
+         a == "--exhaustive";
 }
 
 // --price GPU=USD (comma lists and repeats): a catalogue GPU's price in place of its launch price.
@@ -692,7 +694,7 @@ std::vector<std::string> expand_hardware(const std::vector<std::string>& items) 
 
 int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, const std::string& hw_list,
                  const std::string& strategy_list, const app::PlanGoal& goal, int jobs, const std::string& format,
-                 const std::string& output, const std::vector<std::string>& price_items) {
+                 const std::string& output, const std::vector<std::string>& price_items, bool exhaustive) {
   if (o.policy.size() || o.placement || o.memory || o.offload)
     throw InputError("", 0, o.policy.size() ? "--policy" : "--placement", "sim plan chooses the strategies itself (--strategies)");
   if (format != "md" && format != "csv" && format != "jsonl")
@@ -719,7 +721,7 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
   for (std::size_t i = 0; i < raw.size(); ++i) {
     const std::string name = raw[i].substr(0, raw[i].find('='));
     if (plan_only(name) || (raw[i].size() > 2 && raw[i].rfind("-o", 0) == 0 && raw[i][2] != '-')) {
-      if (name == raw[i] && raw[i] != "--cheapest" && raw[i].rfind("-o", 0) != 0) ++i;  // its value
+      if (name == raw[i] && raw[i] != "--cheapest" && raw[i] != "--exhaustive" && raw[i].rfind("-o", 0) != 0) ++i;
       else if (raw[i] == "-o") ++i;
       continue;
     }
@@ -739,31 +741,49 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
                                                       "distorch-cpu", "distorch-gpu1", "pipeline"};
   }
   report::OutputFile out(output.empty() ? "-" : output, "-o");
+  // A point's machine and trace, each resolved once (points differ in the strategy and its knob only).
   std::mutex cache;
   std::map<std::string, std::shared_ptr<const app::LoadedTrace>> traces;
+  std::map<std::string, std::shared_ptr<const app::RunInputs>> machines;
+  struct Point {
+    CommonOptions q;
+    std::shared_ptr<const app::RunInputs> machine;
+    app::TraceSpec spec;
+    strategy::StrategySpec strategy;
+  };
+  auto point = [&](const std::vector<std::string>& args) {
+    Point p;
+    p.q = parse_point(args);
+    p.spec = trace_spec(p.q);
+    p.strategy = strategy_spec(p.q);
+    std::string machine_key = p.q.hw + '\n' + runtime_name(p.q) + '\n' + p.q.lengths;
+    for (const auto& set : p.q.sets) machine_key += '\n' + set;
+    const std::string trace_key = p.q.trace + '\n' + p.q.model + '\n' + p.q.dtype.value_or("") + '\n' +
+                                  std::to_string(p.spec.generation.ubatch);
+    std::lock_guard<std::mutex> lock(cache);
+    auto& machine = machines[machine_key];
+    if (!machine) {
+      auto m = std::make_shared<app::RunInputs>();
+      resolve_machine(p.q, *m);
+      machine = m;
+    }
+    p.machine = machine;
+    auto& loaded = traces[trace_key];
+    if (!loaded) loaded = app::load_trace(p.spec);
+    p.spec.loaded = loaded;
+    return p;
+  };
   const app::PlanEvaluate evaluate = [&](const std::vector<std::string>& args) {
     app::PlanPoint p;
-    const CommonOptions q = parse_point(args);
-    app::RunInputs m;
-    resolve_machine(q, m);
-    app::TraceSpec point_spec = trace_spec(q);
-    const strategy::StrategySpec strategy = strategy_spec(q);
-    const std::string key = q.trace + '\n' + q.model + '\n' + q.dtype.value_or("") + '\n' +
-                            std::to_string(point_spec.generation.ubatch);
-    {
-      std::lock_guard<std::mutex> lock(cache);
-      auto& loaded = traces[key];
-      if (!loaded) loaded = app::load_trace(point_spec);
-      point_spec.loaded = loaded;
-    }
+    const Point at = point(args);
     try {
-      const auto sim = app::simulate(m.setup(), strategy, app::parse_engine(q.engine), point_spec);
+      const auto sim = app::simulate(at.machine->setup(), at.strategy, app::parse_engine(at.q.engine), at.spec);
       p.ok = true;
       p.summary = result::summarize(sim.result);
       p.diffusion = p.summary.decode_steps == 0 && p.summary.iteration_steps > 0;
       p.vram_peak = sim.result.peak_bytes.at("cuda:0");
       p.offloaded = placement::offloaded_weight_bytes(sim.header, sim.placement);
-      p.bottleneck = bottleneck(sim, m.hw);
+      p.bottleneck = bottleneck(sim, at.machine->hw);
     } catch (const CapacityError& e) {
       p.error = e.what();
     } catch (const InputError& e) {
@@ -772,8 +792,29 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
     }
     return p;
   };
+  // The screen: the point's placement (does it fit?) and its speed bound, without running it.
+  const app::PlanScreener screen = [&](const std::vector<std::string>& args) {
+    app::PlanScreen r;
+    const Point at = point(args);
+    try {
+      const auto& header = at.spec.loaded->header;
+      const placement::Placement placement = strategy::compose(header, at.machine->hw, at.strategy);
+      const auto bound = analytic::bound_run(at.machine->setup(), header, placement, at.spec.loaded->steps);
+      r.fits = true;
+      r.speed_at_most = bound.iteration_seconds > 0 ? 1.0 / bound.iteration_seconds : bound.decode_tps;
+    } catch (const CapacityError&) {
+      r.fits = false;
+    } catch (const InputError&) {
+      r.applies = false;
+    }
+    return r;
+  };
   const app::PlanPricer price = [&](const std::string& h) { return hw::price_of(h, prices); };
-  const auto rows = app::plan(base, hardware, strategies, layers, model_gb, goal, evaluate, price, jobs);
+  app::PlanWork work;
+  const auto rows = app::plan(base, hardware, strategies, layers, model_gb, goal, evaluate, price, jobs,
+                              exhaustive ? nullptr : screen, &work);
+  std::cerr << "sim plan: " << work.screened << " points screened, " << work.predicted << " predicted by the "
+              << "event engine, " << work.pruned << " pruned by their bound\n";
   app::write_plan(out.stream(), format, rows, goal);
   out.commit();
   return 0;
@@ -939,6 +980,10 @@ int main(int argc, char** argv) {
                   "rank the points that meet the goal by price, cheapest first (the catalogue's launch prices, or --price)");
   planc->add_option("--price", plan_prices,
                     "GPU=USD[,GPU=USD...]: a catalogue GPU's price in place of its launch price (what you would pay)");
+  bool plan_exhaustive = false;
+  planc->add_flag("--exhaustive", plan_exhaustive,
+                  "predict every value of a searched knob that fits with the event engine, without screening by the bound "
+                  "(the same answer, slower: a check)");
   planc->add_option("--jobs", plan_jobs, "candidates predicted at once (threads; default: the machine's cores)")
       ->check(number_in(1, 1024, "threads", true));
   planc->add_option("--format", plan_format, "md (default), csv (RFC 4180) or jsonl");
@@ -1024,7 +1069,7 @@ int main(int argc, char** argv) {
       }
       if (planc->get_option("--hw")->count() > 0) plan_hw = plan_o.hw;
       return plan_command(raw, plan_o, plan_hw, plan_strategies_text, plan_goal, plan_jobs, plan_format, plan_out,
-                          plan_prices);
+                          plan_prices, plan_exhaustive);
     }
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();

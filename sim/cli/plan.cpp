@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <thread>
@@ -57,12 +58,20 @@ std::vector<std::string> with(std::vector<std::string> args, std::initializer_li
   return args;
 }
 
+// Counts of the search's work, shared by the threads.
+struct WorkCounters {
+  std::atomic<std::size_t> screened{0}, predicted{0}, pruned{0};
+};
+
 // The best point of one candidate: where its knob starts to fit is found by bisection (memory grows with
 // layers on the GPU and shrinks with GB offloaded, so "fits" is monotone), then every value that fits is
-// predicted and the fastest kept: speed is not monotone in the knob (DisTorch's tail-first assignment moves
+// considered and the fastest kept: speed is not monotone in the knob (DisTorch's tail-first assignment moves
 // a different mix of modules at each amount; a test against a fine grid caught a "least offload" search).
+// With a screener the bisection reads placements only, and values are predicted from the highest speed bound
+// down, stopping where no bound left beats the best prediction (or ties it with more on the GPU): the same
+// point as predicting them all, since no prediction exceeds its bound.
 PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, const PlanStrategy& s, int layers,
-                   double model_gb, const PlanEvaluate& evaluate) {
+                   double model_gb, const PlanEvaluate& evaluate, const PlanScreener& screen, WorkCounters& work) {
   PlanRow row;
   row.hw = hw;
   row.strategy = s.name;
@@ -71,6 +80,7 @@ PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, 
   sargs.insert(sargs.end(), s.args.begin(), s.args.end());
   auto at = [&](std::initializer_list<std::string> knob) {
     std::vector<std::string> a = with(sargs, knob);
+    ++work.predicted;
     return std::pair{a, evaluate(a)};
   };
   if (s.knob == PlanStrategy::Knob::None) {
@@ -87,43 +97,64 @@ PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, 
   };
   const std::string flag = layers_knob ? "--layers" : "--offload-gb";
   auto eval_i = [&](int i) { return at({flag, value(i)}); };
-  auto first = eval_i(0);
-  if (first.second.ok) {
-    row.args = first.first;
-    row.point = first.second;
-    row.setting = flag + " " + value(0);
+  std::vector<std::optional<PlanScreen>> screened(static_cast<std::size_t>(steps));
+  auto screen_i = [&](int i) -> const PlanScreen& {
+    auto& slot = screened[static_cast<std::size_t>(i)];
+    if (!slot) {
+      ++work.screened;
+      slot = screen(with(sargs, {flag, value(i)}));
+    }
+    return *slot;
+  };
+  auto finish = [&](std::pair<std::vector<std::string>, PlanPoint> best, int best_i) {
+    row.args = std::move(best.first);
+    row.point = std::move(best.second);
+    row.setting = flag + " " + value(best_i);
     return row;
+  };
+  // Everything on the GPU, when it fits, is the point (nothing to trade).
+  if (!screen || screen_i(0).fits || !screen_i(0).applies) {
+    auto first = eval_i(0);
+    if (first.second.ok) return finish(std::move(first), 0);
   }
-  auto last = eval_i(steps - 1);
-  if (!last.second.ok) {  // nothing fits: report the smallest footprint's reason
-    row.args = last.first;
-    row.point = last.second;
-    row.setting = flag + " " + value(steps - 1);
-    return row;
+  // Nothing fits: the smallest footprint's reason.
+  if (!screen || !screen_i(steps - 1).fits) {
+    auto last = eval_i(steps - 1);
+    if (!last.second.ok) return finish(std::move(last), steps - 1);
   }
+  auto fits = [&](int i) { return screen ? screen_i(i).fits : eval_i(i).second.ok; };
   int lo = 0, hi = steps - 1;  // lo does not fit, hi fits
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
-    (eval_i(mid).second.ok ? hi : lo) = mid;
+    (fits(mid) ? hi : lo) = mid;
   }
-  // From the first value that fits to the last; ties go to the value with the most on the GPU.
-  int best_i = hi;
-  auto best = hi == steps - 1 ? last : eval_i(hi);
-  for (int i = hi + 1; i < steps; ++i) {
-    auto p = i == steps - 1 ? last : eval_i(i);
-    if (p.second.ok && p.second.speed() > best.second.speed()) best = std::move(p), best_i = i;
+  // The values that fit, the highest bound first (ties: more on the GPU first); without a screener, in order.
+  std::vector<std::pair<double, int>> order;
+  for (int i = hi; i < steps; ++i) order.emplace_back(screen ? screen_i(i).speed_at_most : HUGE_VAL, i);
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::optional<std::pair<std::vector<std::string>, PlanPoint>> best;
+  int best_i = -1;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const auto [bound, i] = order[k];
+    if (best && (bound < best->second.speed() || (bound == best->second.speed() && i > best_i))) {
+      work.pruned += order.size() - k;
+      break;
+    }
+    auto p = eval_i(i);
+    if (!p.second.ok) continue;
+    if (!best || p.second.speed() > best->second.speed() || (p.second.speed() == best->second.speed() && i < best_i))
+      best = std::move(p), best_i = i;
   }
-  row.args = best.first;
-  row.point = best.second;
-  row.setting = flag + " " + value(best_i);
-  return row;
+  if (!best) return finish(eval_i(steps - 1), steps - 1);  // the placements fit, the runs did not
+  return finish(std::move(*best), best_i);
 }
 
 }  // namespace
 
 std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
                           const std::vector<std::string>& strategies, int layers, double model_gb,
-                          const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs) {
+                          const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs,
+                          const PlanScreener& screen, PlanWork* work) {
   std::vector<std::pair<std::string, const PlanStrategy*>> candidates;
   for (const auto& hw : hardware)
     for (const auto& name : strategies) {
@@ -138,13 +169,14 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
       candidates.emplace_back(hw, s);
     }
   std::vector<PlanRow> rows(candidates.size());
+  WorkCounters counters;
   std::atomic<std::size_t> next{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
   auto worker = [&] {
     for (std::size_t i; (i = next++) < candidates.size();) {
       try {
-        rows[i] = best_point(base, candidates[i].first, *candidates[i].second, layers, model_gb, evaluate);
+        rows[i] = best_point(base, candidates[i].first, *candidates[i].second, layers, model_gb, evaluate, screen, counters);
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -156,6 +188,7 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
   for (int t = 0; t < n; ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
+  if (work) *work = {counters.screened.load(), counters.predicted.load(), counters.pruned.load()};
   // Dropped: strategies that do not apply (a second GPU on a one-GPU machine), and a searched strategy whose
   // best point keeps everything on the GPU where `resident` fits on the same machine (the same placement).
   std::vector<char> drop(rows.size(), 0);

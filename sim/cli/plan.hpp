@@ -57,13 +57,32 @@ using PlanPricer = std::function<std::optional<hw::Price>(const std::string& hw)
 // Evaluates a point from its `sim run` arguments (thread-safe).
 using PlanEvaluate = std::function<PlanPoint(const std::vector<std::string>& args)>;
 
+// A point screened without running it: whether its placement fits (and the strategy applies), and the most
+// speed it could have (analytic/step_bound.hpp: a bound the event engine never beats). Thread-safe.
+struct PlanScreen {
+  bool applies = true;
+  bool fits = false;
+  double speed_at_most = 0;  // tokens/s, or iterations/s
+};
+using PlanScreener = std::function<PlanScreen(const std::vector<std::string>& args)>;
+
+// How much work the search did: points screened by the bound, predicted by the event engine, and pruned (a
+// point that fits whose bound could not beat the best point already predicted).
+struct PlanWork {
+  std::size_t screened = 0, predicted = 0, pruned = 0;
+};
+
 // The best point of every (hardware, strategy): `base` are the workload's arguments, `layers` the model's
 // transformer layers (the LayersOnGpu range), `model_gb` its weights (the OffloadGb range). `jobs` threads.
 // Each row is priced by `price`; the Pareto front is of speed against GPU memory and price (an unpriced machine
-// counts as dearer than any priced one).
+// counts as dearer than any priced one). With `screen`, a searched knob's values are screened first: where it
+// starts to fit is found from the placements alone, and the values that fit are predicted from the highest
+// bound down until no bound left can beat the best prediction, so the best point is the one an exhaustive
+// search finds (tests/cli/plan_test.cpp compares them) at a fraction of the event-engine runs; `work` counts them.
 std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
                           const std::vector<std::string>& strategies, int layers, double model_gb,
-                          const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs);
+                          const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs,
+                          const PlanScreener& screen = nullptr, PlanWork* work = nullptr);
 
 // The ranked table: markdown (default), csv or jsonl.
 void write_plan(std::ostream& out, const std::string& format, const std::vector<PlanRow>& rows, const PlanGoal& goal);

@@ -116,6 +116,24 @@ TEST(Plan, CheapestRanksThePointsThatMeetTheGoalByPriceAndPricesCanBeReplaced) {
   EXPECT_NE(unknown_hw.out.find("rtx9999"), std::string::npos) << unknown_hw.out;
 }
 
+// Screening by the bound prunes event-engine runs, never the answer: the same table as predicting every value.
+TEST(Plan, ScreeningGivesTheExhaustiveAnswerWithFewerRuns) {
+  for (const std::string& workload :
+       {kWorkload + " --hw rtx4070,2xrtx3060-12gb,rtx5060ti-16gb --strategies layers-cpu,layers-stream,distorch-cpu,distorch-gpu1",
+        std::string("--model traces/models/flux.1-schnell.json --steps 2 --resolution 512x512 --hw rtx3060-12gb,2xrtx4070 "
+                    "--strategies distorch-cpu,distorch-gpu1")}) {
+    const auto screened = run_sim("plan " + workload + " --format jsonl", false);
+    const auto exhaustive = run_sim("plan " + workload + " --format jsonl --exhaustive", false);
+    ASSERT_EQ(screened.code, 0) << screened.out;
+    ASSERT_EQ(exhaustive.code, 0) << exhaustive.out;
+    EXPECT_EQ(screened.out, exhaustive.out) << workload;
+    EXPECT_GE(lines(screened.out).size(), 3u);
+    const auto counts = run_sim("plan " + workload + " --format jsonl -o /dev/null");
+    EXPECT_NE(counts.out.find("pruned by their bound"), std::string::npos) << counts.out;
+    EXPECT_EQ(counts.out.find(" 0 pruned"), std::string::npos) << counts.out;  // the bound did cut runs
+  }
+}
+
 TEST(Plan, ADiffusionModelIsPlannedInSecondsPerIteration) {
   const auto r = run_sim("plan --model traces/models/flux.1-dev.json --steps 2 --resolution 512x512 --hw rtx4070,rtx3090 "
                          "--max-s-per-iteration 3 --format jsonl", false);
