@@ -78,11 +78,18 @@ void BM_Qwen14B_UM_Oversubscribed_1000Steps_Event_Generated(benchmark::State& st
   // Qwen3-14B (27.7 GiB managed) on a 24 GiB GPU: ~13,400 blocks fault and are evicted every step.
   run(state, app::EngineKind::Event, qwen_spec(), "um", {});
 }
+void BM_Qwen14B_UM_Oversubscribed_1000Steps_Event_Loaded(benchmark::State& state) {
+  // The trace generated once and replayed from memory, as sim plan and sweeps share it.
+  app::TraceSpec spec = qwen_spec();
+  spec.loaded = app::load_trace(spec);
+  run(state, app::EngineKind::Event, spec, "um", {});
+}
 void BM_Qwen14B_UM_Oversubscribed_1000Steps_Analytic_Generated(benchmark::State& state) {
   run(state, app::EngineKind::Analytic, qwen_spec(), "um", {});
 }
 
 BENCHMARK(BM_Qwen14B_UM_Oversubscribed_1000Steps_Event_Generated)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Qwen14B_UM_Oversubscribed_1000Steps_Event_Loaded)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Qwen14B_UM_Oversubscribed_1000Steps_Analytic_Generated)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Qwen14B_Ratio_1000Steps_Event_Generated)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Qwen14B_Ratio_1000Steps_Event_FromFile)->Unit(benchmark::kMillisecond);

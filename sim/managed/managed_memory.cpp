@@ -68,22 +68,25 @@ ManagedMemory::ManagedMemory(const hw::ManagedMemorySpec& spec, const trace::Hea
         blocks_[b].where = Where::Gpu;
   }
   if (blocks_.size() > UINT32_MAX) throw std::length_error("managed footprint too large");
+  fifo_.assign(std::max<std::size_t>(blocks_.size(), 1), 0);
 }
 
 void ManagedMemory::become_resident(std::uint32_t b, Where where) {
   blocks_[b].where = where;
-  blocks_[b].resident_seq = ++next_seq_;
-  fifo_.push_back({b, next_seq_});
+  std::size_t tail = fifo_head_ + fifo_size_;
+  if (tail >= fifo_.size()) tail -= fifo_.size();
+  fifo_[tail] = b;
+  ++fifo_size_;
   ++resident_blocks_;
   peak_blocks_ = std::max(peak_blocks_, resident_blocks_);
 }
 
 void ManagedMemory::make_room(AccessCost& cost) {
-  while (resident_blocks_ >= capacity_blocks_ && !fifo_.empty()) {
-    const FifoEntry e = fifo_.front();
-    fifo_.pop_front();
-    Block& v = blocks_[e.block];
-    if (v.where == Where::Host || v.resident_seq != e.seq) continue;  // stale entry
+  while (resident_blocks_ >= capacity_blocks_ && fifo_size_ > 0) {
+    const std::uint32_t b = fifo_[fifo_head_];
+    if (++fifo_head_ == fifo_.size()) fifo_head_ = 0;
+    --fifo_size_;
+    Block& v = blocks_[b];
     if (v.where == Where::Gpu) cost.written_back_bytes += spec_.va_block;  // the only copy: write it back
     v.where = Where::Host;
     // With AccessedBy the GPU maps the host copy instead of faulting it back later.

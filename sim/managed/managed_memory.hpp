@@ -20,7 +20,6 @@
 //   the footprint never exceeds GPU memory (the strategy refuses it), so nothing is evicted.
 // Costs come from hw::ManagedMemorySpec (calibrated by calib/src/bench_managed.cu).
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "hardware/profile.hpp"
@@ -81,11 +80,6 @@ class ManagedMemory {
     Where where = Where::Host;
     bool mapped = false;        // the GPU has a mapping to the host copy
     std::uint8_t advice = 0;
-    std::uint32_t resident_seq = 0;  // matches the FIFO entry that made it resident
-  };
-  struct FifoEntry {
-    std::uint32_t block;
-    std::uint32_t seq;
   };
   void make_room(AccessCost& cost);
   void become_resident(std::uint32_t b, Where where);
@@ -98,11 +92,14 @@ class ManagedMemory {
   std::vector<double> bytes_;               // by tensor
   std::vector<Block> blocks_;
   bool demand_paging_ = true;
-  std::deque<FifoEntry> fifo_;
+  // The driver's eviction order: resident blocks, oldest first, in a ring. A block enters when it becomes
+  // resident (only a host-resident block does) and leaves when it is evicted (the only way back to the host),
+  // so it is in the ring at most once and the ring never holds more than every block.
+  std::vector<std::uint32_t> fifo_;
+  std::size_t fifo_head_ = 0, fifo_size_ = 0;
   std::size_t capacity_blocks_ = 0;
   std::size_t resident_blocks_ = 0;
   std::size_t peak_blocks_ = 0;
-  std::uint32_t next_seq_ = 0;
   ManagedStats stats_;
 };
 
