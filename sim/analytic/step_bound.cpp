@@ -45,6 +45,19 @@ StepBound StepBounder::bound(const trace::Step& step) {
   const hw::HardwareProfile& hw = setup_.hw;
   const double remote_rate = hw.managed_memory ? hw.managed_memory->remote_read_bandwidth : 0;
   compute_.assign(static_cast<std::size_t>(std::max(1, hw.gpu.count)), 0.0);
+  // The GPUs' stream items in a chain: a pipeline's hand-over to the next GPU starts after the sender's last
+  // item and precedes the receiver's next ones (in order on its stream), so a run of items that moves from GPU
+  // to GPU only through hand-overs is serial as a whole; a change of GPU without one starts a new chain.
+  double chain = 0, longest_chain = 0;
+  int chain_gpu = 0;
+  auto on_stream = [&](int gpu, double t) {
+    if (gpu != chain_gpu) {
+      longest_chain = std::max(longest_chain, chain);
+      chain = 0;
+      chain_gpu = gpu;
+    }
+    chain += t;
+  };
   double host = 0;
   std::array<double, 2> copy_stream{0, 0};  // copies from host memory, copies from a peer GPU
   // Bytes by link direction: the compute GPU's host link to it and from it, and any peer link into a GPU.
@@ -56,13 +69,17 @@ StepBound StepBounder::bound(const trace::Step& step) {
     const std::size_t gpu = static_cast<std::size_t>(std::max(0, a.device));
     switch (a.kind) {
       case ActionKind::Kernel:
-        compute_[gpu] += a.managed_count > 0 ? managed_kernel_floor(a.cost, remote_rate) : a.work_seconds;
+      {
+        const double t = a.managed_count > 0 ? managed_kernel_floor(a.cost, remote_rate) : a.work_seconds;
+        compute_[gpu] += t;
+        on_stream(static_cast<int>(gpu), t);
         break;
+      }
       case ActionKind::CopyOnStream:
       case ActionKind::Prefetch: {
         const auto [latency, rate] = planner_.copy_latency_and_rate(a.source, a.tensor, a.bytes);
         const double t = transfer(latency, a.bytes, rate);
-        if (a.kind == ActionKind::CopyOnStream) compute_[0] += t;
+        if (a.kind == ActionKind::CopyOnStream) compute_[0] += t, on_stream(0, t);
         else copy_stream[a.source > placement::kComputeGpu ? 1 : 0] += t;
         if (a.host_waits) host += t;
         (a.source > placement::kComputeGpu ? peer_bytes : host_to_device) += a.bytes;
@@ -74,13 +91,22 @@ StepBound StepBounder::bound(const trace::Step& step) {
         const auto [latency, rate] = planner_.activation_curve(to_device).latency_and_rate(std::max(a.bytes, 1.0));
         const double t = transfer(latency, a.bytes, rate);
         compute_[gpu] += t;
+        on_stream(static_cast<int>(gpu), t);
         host += t;
         if (gpu == 0) (to_device ? host_to_device : device_to_host) += a.bytes;
         break;
       }
       case ActionKind::ActivationToPeer: {
         const auto [latency, rate] = planner_.peer_latency_and_rate(std::max(a.bytes, 1.0));
-        compute_[gpu] += transfer(latency, a.bytes, rate);
+        const double t = transfer(latency, a.bytes, rate);
+        compute_[gpu] += t;
+        // After the sender's last item: the chain goes on on the receiver's stream.
+        if (a.source == chain_gpu) {
+          chain += t;
+          chain_gpu = static_cast<int>(gpu);
+        } else {
+          on_stream(static_cast<int>(gpu), t);
+        }
         break;
       }
       default: break;  // waits and managed prefetches add time, never take it away
@@ -88,7 +114,8 @@ StepBound StepBounder::bound(const trace::Step& step) {
   }
   StepBound b;
   b.host = host;
-  b.stream = std::max(*std::max_element(compute_.begin(), compute_.end()), std::max(copy_stream[0], copy_stream[1]));
+  b.stream = std::max({*std::max_element(compute_.begin(), compute_.end()), copy_stream[0], copy_stream[1],
+                       std::max(longest_chain, chain)});
   const auto& link = hw.host_link;
   const double to_device = std::max(link.h2d_pinned.bandwidth, link.h2d_pageable.bandwidth);
   const double from_device = std::max(link.d2h_pinned.bandwidth, link.d2h_pageable.bandwidth);

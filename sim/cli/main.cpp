@@ -782,6 +782,7 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
       p.summary = result::summarize(sim.result);
       p.diffusion = p.summary.decode_steps == 0 && p.summary.iteration_steps > 0;
       p.vram_peak = sim.result.peak_bytes.at("cuda:0");
+      if (const auto host = sim.result.peak_bytes.find("cpu"); host != sim.result.peak_bytes.end()) p.host_peak = host->second;
       p.offloaded = placement::offloaded_weight_bytes(sim.header, sim.placement);
       p.bottleneck = bottleneck(sim, at.machine->hw);
     } catch (const CapacityError& e) {
@@ -812,7 +813,7 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
   const app::PlanPricer price = [&](const std::string& h) { return hw::price_of(h, prices); };
   app::PlanWork work;
   const auto rows = app::plan(base, hardware, strategies, layers, model_gb, goal, evaluate, price, jobs,
-                              exhaustive ? nullptr : screen, &work);
+                              screen, exhaustive, &work);
   std::cerr << "sim plan: " << work.screened << " points screened, " << work.predicted << " predicted by the "
               << "event engine, " << work.pruned << " pruned by their bound\n";
   app::write_plan(out.stream(), format, rows, goal);

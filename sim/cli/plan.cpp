@@ -71,7 +71,9 @@ struct WorkCounters {
 // down, stopping where no bound left beats the best prediction (or ties it with more on the GPU): the same
 // point as predicting them all, since no prediction exceeds its bound.
 PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, const PlanStrategy& s, int layers,
-                   double model_gb, const PlanEvaluate& evaluate, const PlanScreener& screen, WorkCounters& work) {
+                   double model_gb, const PlanEvaluate& evaluate, const PlanScreener& screen, bool exhaustive,
+                   WorkCounters& work) {
+  const bool search_by_screen = screen && !exhaustive;
   PlanRow row;
   row.hw = hw;
   row.strategy = s.name;
@@ -87,6 +89,11 @@ PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, 
     auto [a, p] = at({});
     row.args = a;
     row.point = p;
+    if (screen && p.ok) {
+      ++work.screened;
+      const PlanScreen bound = screen(a);
+      if (bound.fits) row.bound = bound.speed_at_most;
+    }
     return row;
   }
   const bool layers_knob = s.knob == PlanStrategy::Knob::LayersOnGpu;
@@ -110,19 +117,20 @@ PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, 
     row.args = std::move(best.first);
     row.point = std::move(best.second);
     row.setting = flag + " " + value(best_i);
+    if (screen && row.point.ok && screen_i(best_i).fits) row.bound = screen_i(best_i).speed_at_most;
     return row;
   };
   // Everything on the GPU, when it fits, is the point (nothing to trade).
-  if (!screen || screen_i(0).fits || !screen_i(0).applies) {
+  if (!search_by_screen || screen_i(0).fits || !screen_i(0).applies) {
     auto first = eval_i(0);
     if (first.second.ok) return finish(std::move(first), 0);
   }
   // Nothing fits: the smallest footprint's reason.
-  if (!screen || !screen_i(steps - 1).fits) {
+  if (!search_by_screen || !screen_i(steps - 1).fits) {
     auto last = eval_i(steps - 1);
     if (!last.second.ok) return finish(std::move(last), steps - 1);
   }
-  auto fits = [&](int i) { return screen ? screen_i(i).fits : eval_i(i).second.ok; };
+  auto fits = [&](int i) { return search_by_screen ? screen_i(i).fits : eval_i(i).second.ok; };
   int lo = 0, hi = steps - 1;  // lo does not fit, hi fits
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
@@ -130,7 +138,7 @@ PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, 
   }
   // The values that fit, the highest bound first (ties: more on the GPU first); without a screener, in order.
   std::vector<std::pair<double, int>> order;
-  for (int i = hi; i < steps; ++i) order.emplace_back(screen ? screen_i(i).speed_at_most : HUGE_VAL, i);
+  for (int i = hi; i < steps; ++i) order.emplace_back(search_by_screen ? screen_i(i).speed_at_most : HUGE_VAL, i);
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::optional<std::pair<std::vector<std::string>, PlanPoint>> best;
   int best_i = -1;
@@ -154,7 +162,7 @@ PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, 
 std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
                           const std::vector<std::string>& strategies, int layers, double model_gb,
                           const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs,
-                          const PlanScreener& screen, PlanWork* work) {
+                          const PlanScreener& screen, bool exhaustive, PlanWork* work) {
   std::vector<std::pair<std::string, const PlanStrategy*>> candidates;
   for (const auto& hw : hardware)
     for (const auto& name : strategies) {
@@ -176,7 +184,8 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
   auto worker = [&] {
     for (std::size_t i; (i = next++) < candidates.size();) {
       try {
-        rows[i] = best_point(base, candidates[i].first, *candidates[i].second, layers, model_gb, evaluate, screen, counters);
+        rows[i] = best_point(base, candidates[i].first, *candidates[i].second, layers, model_gb, evaluate, screen,
+                             exhaustive, counters);
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -269,7 +278,9 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
       if (r.price) j["price_usd"] = r.price->usd, j["price_source"] = r.price->source;
       if (r.point.ok) {
         j[speed_name] = diffusion ? r.point.summary.iteration_median : r.point.summary.tps;
+        if (r.bound) j[speed_name + "_bound"] = diffusion ? 1.0 / *r.bound : *r.bound;
         j["vram_peak_bytes"] = std::llround(r.point.vram_peak);
+        j["host_peak_bytes"] = std::llround(r.point.host_peak);
         j["offloaded_bytes"] = std::llround(r.point.offloaded);
         j["bottleneck"] = r.point.bottleneck;
         j["pareto"] = r.pareto;

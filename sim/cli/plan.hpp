@@ -22,6 +22,7 @@ struct PlanPoint {
   std::string error;
   result::Summary summary;
   double vram_peak = 0;     // bytes on cuda:0 (the highest of the GPUs for pipelines is not separated)
+  double host_peak = 0;     // bytes in host memory (weights kept there, pinned staging)
   double offloaded = 0;     // weight bytes off the compute GPU
   std::string bottleneck;   // what limits the step (plan.cpp bottleneck())
   bool diffusion = false;   // speed in s/iteration, not tokens/s
@@ -43,6 +44,7 @@ struct PlanRow {
   std::vector<std::string> args;      // the point's sim run arguments
   PlanPoint point;
   std::optional<hw::Price> price;     // what the machine costs (its GPUs), where the catalogue prices it
+  std::optional<double> bound;        // the screen's speed bound for the point (where it was screened)
   bool meets = false, pareto = false;
 };
 
@@ -79,10 +81,11 @@ struct PlanWork {
 // starts to fit is found from the placements alone, and the values that fit are predicted from the highest
 // bound down until no bound left can beat the best prediction, so the best point is the one an exhaustive
 // search finds (tests/cli/plan_test.cpp compares them) at a fraction of the event-engine runs; `work` counts them.
+// `exhaustive` predicts every value that fits (the screen then only reports each row's bound).
 std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
                           const std::vector<std::string>& strategies, int layers, double model_gb,
                           const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs,
-                          const PlanScreener& screen = nullptr, PlanWork* work = nullptr);
+                          const PlanScreener& screen = nullptr, bool exhaustive = false, PlanWork* work = nullptr);
 
 // The ranked table: markdown (default), csv or jsonl.
 void write_plan(std::ostream& out, const std::string& format, const std::vector<PlanRow>& rows, const PlanGoal& goal);

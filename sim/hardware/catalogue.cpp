@@ -66,7 +66,8 @@ Price read_price(Section& s) {
   Section p = s.child("price");
   Price price;
   price.usd = p.number("usd", 1, 1e7);
-  price.source = p.text("source") + " (" + p.text("date") + ")";
+  price.source = p.text("source");
+  price.date = p.text("date");
   p.finish();
   return price;
 }
@@ -288,8 +289,10 @@ std::optional<Price> gpu_price(const CatalogueGpu& gpu, int count, std::optional
   char usd[32];
   std::snprintf(usd, sizeof usd, "$%.0f", user_usd ? *user_usd : gpu.price->usd);
   p.usd = (user_usd ? *user_usd : gpu.price->usd) * count;
-  p.source = (count > 1 ? std::to_string(count) + " x " : "") + gpu.name + " at " + usd + ": " +
-             (user_usd ? std::string("--price") : gpu.price->source) + "; host, links and bridges not priced";
+  p.date = user_usd ? "" : gpu.price->date;
+  p.source = (count > 1 ? std::to_string(count) + " x " : "") + gpu.name + " at " + usd +
+             (user_usd ? std::string(" (--price)") : " (" + gpu.price->date + "): " + gpu.price->source) +
+             "; host, links and bridges not priced";
   return p;
 }
 

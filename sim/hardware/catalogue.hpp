@@ -20,7 +20,8 @@ namespace tiersim::hw {
 
 struct Price {
   double usd = 0;
-  std::string source;  // what is priced, where the price comes from and its date
+  std::string source;  // what is priced and where the price comes from
+  std::string date;    // when it was that price (a GPU's launch day)
 };
 
 struct CatalogueGpu {
