@@ -54,7 +54,9 @@ const std::set<std::string>& ignored_hf_fields() {
       "rope_scaling", "rope_theta", "sliding_window", "use_sliding_window", "torch_dtype", "dtype",
       "transformers_version", "use_cache", "pretraining_tp", "layer_types", "description", "source",
       // qwen3_moe: the routing weights' normalisation and the training loss change neither sizes nor compute
-      "norm_topk_prob", "router_aux_loss_coef", "output_router_logits"};
+      "norm_topk_prob", "router_aux_loss_coef", "output_router_logits",
+      // mixtral: noise added to the router's logits in training only (MixtralSparseMoeBlock.forward)
+      "router_jitter_noise"};
   return fields;
 }
 
@@ -109,19 +111,29 @@ ModelConfig read_config(const ConfigJson& doc) {
       "name", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
       "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "attention_bias", "mlp_bias",
       "max_position_embeddings", "num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step",
-      "mlp_only_layers"};
+      "mlp_only_layers", "num_local_experts"};
   r.refuse_unknown(known, ignored_hf_fields(), "config.json");
   ModelConfig m;
   const auto model_type = r.optional_string("model_type");
-  if (!model_type) r.fail("model_type", "missing: one of qwen3, qwen2, llama, mistral, qwen3_moe");
+  if (!model_type) r.fail("model_type", "missing: one of qwen3, qwen2, llama, mistral, qwen3_moe, mixtral");
   m.model_type = *model_type;
   if (m.model_type != "qwen3" && m.model_type != "qwen2" && m.model_type != "llama" && m.model_type != "mistral" &&
-      m.model_type != "qwen3_moe")
+      m.model_type != "qwen3_moe" && m.model_type != "mixtral")
     r.fail("model_type", "unsupported '" + m.model_type +
-                             "': dense decoders qwen3, qwen2, llama, mistral and the qwen3_moe mixture of experts are modelled");
-  const bool moe = m.model_type == "qwen3_moe";
-  for (const char* key : {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers"})
-    if (!moe && r.has(key)) r.fail(key, "is a mixture-of-experts field; model_type '" + m.model_type + "' is dense");
+                             "': dense decoders qwen3, qwen2, llama, mistral and the qwen3_moe and mixtral mixtures of "
+                             "experts are modelled");
+  const bool qwen_moe = m.model_type == "qwen3_moe", mixtral = m.model_type == "mixtral";
+  const bool moe = qwen_moe || mixtral;
+  // Each family's own expert fields (transformers' Qwen3MoeConfig, MixtralConfig); another's is an error.
+  for (const char* key : {"num_experts", "moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers"})
+    if (!qwen_moe && r.has(key))
+      r.fail(key, moe ? "is a qwen3_moe field; mixtral names its experts num_local_experts"
+                      : "is a mixture-of-experts field; model_type '" + m.model_type + "' is dense");
+  if (!mixtral && r.has("num_local_experts"))
+    r.fail("num_local_experts", moe ? "is a mixtral field; qwen3_moe names its experts num_experts"
+                                    : "is a mixture-of-experts field; model_type '" + m.model_type + "' is dense");
+  if (!moe && r.has("num_experts_per_tok"))
+    r.fail("num_experts_per_tok", "is a mixture-of-experts field; model_type '" + m.model_type + "' is dense");
   if (j.contains("hidden_act") && j["hidden_act"] != "silu")
     r.fail("hidden_act", "only gated SiLU MLPs (hidden_act \"silu\") are modelled");
   const auto name = r.optional_string("name");
@@ -146,13 +158,14 @@ ModelConfig read_config(const ConfigJson& doc) {
   m.tie_word_embeddings = r.optional_bool("tie_word_embeddings", false);
   m.attention_bias = r.optional_bool("attention_bias", m.model_type == "qwen2");
   m.mlp_bias = r.optional_bool("mlp_bias", false);
-  m.qk_norm = m.model_type == "qwen3" || moe;
+  m.qk_norm = m.model_type == "qwen3" || qwen_moe;
   if (moe) {
-    // transformers' Qwen3MoeSparseMoeBlock in every layer: decoder_sparse_step 1 and no mlp_only_layers.
-    m.num_experts = r.count(kExperts);
+    // transformers' Qwen3MoeSparseMoeBlock in every layer (decoder_sparse_step 1, no mlp_only_layers), or
+    // MixtralSparseMoeBlock in every layer: its experts are intermediate_size wide (w1, w3, w2).
+    m.num_experts = mixtral ? r.count(Bound{"num_local_experts", kExperts.max, kExperts.max_text}) : r.count(kExperts);
     m.num_experts_per_tok = r.count(kExpertsPerToken);
     if (m.num_experts_per_tok > m.num_experts) r.fail("num_experts_per_tok", "is more than num_experts");
-    m.moe_intermediate_size = r.count(kMoeIntermediate);
+    m.moe_intermediate_size = mixtral ? m.intermediate_size : r.count(kMoeIntermediate);
     // Each expert's three matrices are tensors of their own in a trace: bound their number.
     if (m.num_experts * m.num_hidden_layers > (1u << 17))
       r.fail("num_experts", "num_experts x num_hidden_layers is " + std::to_string(m.num_experts * m.num_hidden_layers) +

@@ -12,7 +12,7 @@ enum class WeightDtype { Fp32, Bf16, Fp16, Fp8, Int8, Q4, Gguf };
 
 struct ModelConfig {
   std::string name;
-  std::string model_type;          // qwen3, qwen2, llama, mistral
+  std::string model_type;          // qwen3, qwen2, llama, mistral; qwen3_moe, mixtral
   std::uint64_t hidden_size = 0;
   std::uint64_t intermediate_size = 0;
   std::uint64_t num_hidden_layers = 0;
@@ -27,8 +27,9 @@ struct ModelConfig {
   bool attention_bias = false;
   bool mlp_bias = false;
   bool qk_norm = false;            // Qwen3 normalises q and k per head
-  // Mixture of experts (qwen3_moe): every layer's MLP is num_experts routed experts of
-  // moe_intermediate_size, num_experts_per_tok of them per token, chosen by a router (hidden x experts).
+  // Mixture of experts (qwen3_moe; mixtral, whose num_local_experts and intermediate_size are read into these):
+  // every layer's MLP is num_experts routed experts of moe_intermediate_size, num_experts_per_tok of them per
+  // token, chosen by a router (hidden x experts).
   std::uint64_t num_experts = 0;   // 0: a dense model
   std::uint64_t num_experts_per_tok = 0;
   std::uint64_t moe_intermediate_size = 0;

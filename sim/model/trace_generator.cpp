@@ -202,15 +202,22 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
       // expert kind into one tensor (blk.N.ffn_gate_exps.weight, experts on its last axis); the trace keeps
       // llama.cpp's name with the expert appended, so -ot patterns (--n-cpu-moe's) find every expert,
       // and an offloaded expert is copied alone, as ggml_backend_sched copies only the experts used.
-      t.router = add_weight(Role::Norm, l, model_.router_params(), name(l, "mlp.gate", "ffn_gate_inp"));
+      // Hugging Face's names are the checkpoints': Qwen3-MoE's mlp.gate and mlp.experts.E.{gate,up,down}_proj,
+      // Mixtral's block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}.
+      const bool mixtral = model_.model_type == "mixtral";
+      const std::string block = mixtral ? "block_sparse_moe" : "mlp";
+      t.router = add_weight(Role::Norm, l, model_.router_params(), name(l, (block + ".gate").c_str(), "ffn_gate_inp"));
       auto expert_name = [&](std::uint64_t e, const char* hf, const char* ll) {
         if (gguf_names) return "blk." + std::to_string(l) + "." + ll + ".weight (expert " + std::to_string(e) + ")";
-        return "model.layers." + std::to_string(l) + ".mlp.experts." + std::to_string(e) + "." + hf;
+        return "model.layers." + std::to_string(l) + "." + block + ".experts." + std::to_string(e) + "." + hf;
       };
       for (std::uint64_t e = 0; e < model_.num_experts; ++e) {
-        t.expert_gate.push_back(add_weight(Role::FfnGate, l, model_.expert_matrix_params(), expert_name(e, "gate_proj", "ffn_gate_exps")));
-        t.expert_up.push_back(add_weight(Role::FfnUp, l, model_.expert_matrix_params(), expert_name(e, "up_proj", "ffn_up_exps")));
-        t.expert_down.push_back(add_weight(Role::FfnDown, l, model_.expert_matrix_params(), expert_name(e, "down_proj", "ffn_down_exps")));
+        t.expert_gate.push_back(add_weight(Role::FfnGate, l, model_.expert_matrix_params(),
+                                           expert_name(e, mixtral ? "w1" : "gate_proj", "ffn_gate_exps")));
+        t.expert_up.push_back(add_weight(Role::FfnUp, l, model_.expert_matrix_params(),
+                                         expert_name(e, mixtral ? "w3" : "up_proj", "ffn_up_exps")));
+        t.expert_down.push_back(add_weight(Role::FfnDown, l, model_.expert_matrix_params(),
+                                           expert_name(e, mixtral ? "w2" : "down_proj", "ffn_down_exps")));
       }
       t.gate = t.up = t.down = t.router;
     } else {

@@ -29,6 +29,64 @@ TEST(Moe, Qwen3_30B_A3BsPublishedConfigGivesItsPublishedSize) {
   EXPECT_NEAR(active / 1e9, 3.35, 0.01);
 }
 
+// Mixtral-8x7B's published config.json: 8 experts of intermediate_size (w1, w3, w2) in every layer, top 2.
+TEST(Moe, Mixtral8x7BsPublishedConfigGivesItsPublishedSize) {
+  const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/mixtral-8x7b.json");
+  ASSERT_TRUE(m.is_moe());
+  EXPECT_EQ(m.num_experts, 8u);
+  EXPECT_EQ(m.num_experts_per_tok, 2u);
+  EXPECT_EQ(m.moe_intermediate_size, 14336u);
+  EXPECT_FALSE(m.qk_norm);
+  // Mistral AI: "46.7B total parameters", "12.9B active parameters per token".
+  EXPECT_EQ(m.total_params(), 46'702'792'704u);  // transformers' num_parameters() of MixtralForCausalLM
+  const double active = static_cast<double>(m.total_params()) -
+                        static_cast<double>(m.num_hidden_layers * (m.num_experts - m.num_experts_per_tok) * 3 *
+                                            m.expert_matrix_params());
+  EXPECT_NEAR(active / 1e9, 12.9, 0.05);
+}
+
+TEST(Moe, MixtralsTensorsHaveItsCheckpointsAndLlamaCppsNames) {
+  const std::string path = std::string(TIERSIM_SOURCE_DIR) + "/traces/models/mixtral-8x7b.json";
+  GenerationOptions o;
+  o.prompt_tokens = 4;
+  o.decode_tokens = 1;
+  const ModelConfig mixtral = load_model_config(path);  // the generator keeps a reference to it
+  std::set<std::string> names;
+  auto tensor_names = [&] {
+    const LlmTraceGenerator generator(mixtral, o);
+    names.clear();
+    for (const auto& t : generator.header().tensors) names.insert(t.name);
+  };
+  tensor_names();
+  for (const char* n : {"model.layers.0.block_sparse_moe.gate", "model.layers.0.block_sparse_moe.experts.7.w1",
+                        "model.layers.31.block_sparse_moe.experts.0.w3", "model.layers.31.block_sparse_moe.experts.0.w2"})
+    EXPECT_TRUE(names.count(n)) << n;
+  set_dtype(o, "Q4_K_M");
+  tensor_names();
+  for (const char* n : {"blk.0.ffn_gate_inp.weight", "blk.0.ffn_gate_exps.weight (expert 7)", "blk.31.ffn_down_exps.weight (expert 0)"})
+    EXPECT_TRUE(names.count(n)) << n;
+  // The other family's expert fields are errors naming them.
+  const std::string base = R"({"model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100, "num_local_experts": 8, "num_experts_per_tok": 2)";
+  EXPECT_EQ(parse_model_config(base + "}", "m.json").moe_intermediate_size, 128u);
+  for (const std::string key : {"num_experts", "moe_intermediate_size"}) {
+    try {
+      parse_model_config(base + ", \"" + key + "\": 8}", "m.json");
+      ADD_FAILURE() << key << " accepted for mixtral";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), key);
+    }
+  }
+  try {
+    parse_model_config(R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "vocab_size": 100, "num_local_experts": 8, "num_experts": 8, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32})", "q.json");
+    ADD_FAILURE() << "num_local_experts accepted for qwen3_moe";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "num_local_experts");
+  }
+}
+
 TEST(Moe, FieldsThatChangeTheModelAreCheckedByName) {
   const std::string base = R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "num_experts": 8,
