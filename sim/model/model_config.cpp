@@ -32,12 +32,17 @@ std::uint64_t ModelConfig::mlp_matrix_params() const {
   return hidden_size * intermediate_size + (mlp_bias ? intermediate_size : 0);
 }
 std::uint64_t ModelConfig::expert_matrix_params() const { return hidden_size * moe_intermediate_size; }
-std::uint64_t ModelConfig::router_params() const { return hidden_size * num_experts; }
+std::uint64_t ModelConfig::expert_in_bias() const { return expert_bias ? moe_intermediate_size : 0; }
+std::uint64_t ModelConfig::expert_out_bias() const { return expert_bias ? hidden_size : 0; }
+std::uint64_t ModelConfig::router_params() const { return hidden_size * num_experts + (expert_bias ? num_experts : 0); }
 std::uint64_t ModelConfig::layer_params() const {
   // gate and up carry an intermediate-size bias, down a hidden-size one; counted approximately the
   // same via mlp_matrix_params (mlp_bias is false for every shipped model).
-  const std::uint64_t mlp = is_moe() ? router_params() + 3 * num_experts * expert_matrix_params() : 3 * mlp_matrix_params();
-  return q_params() + 2 * kv_params() + o_params() + mlp + 2 * hidden_size + (qk_norm ? 2 * head_dim : 0);
+  const std::uint64_t mlp =
+      is_moe() ? router_params() + num_experts * (3 * expert_matrix_params() + 2 * expert_in_bias() + expert_out_bias())
+               : 3 * mlp_matrix_params();
+  return q_params() + 2 * kv_params() + o_params() + mlp + 2 * hidden_size + (qk_norm ? 2 * head_dim : 0) +
+         (attention_sinks ? num_attention_heads : 0);
 }
 std::uint64_t ModelConfig::embedding_params() const { return vocab_size * hidden_size; }
 std::uint64_t ModelConfig::total_params() const {
@@ -96,11 +101,45 @@ std::optional<std::uint64_t> checked_total_params(const ModelConfig& m) {
   const U kvp = add(mul(mul(h, kv), hd), m.attention_bias ? mul(kv, hd) : U{0});
   const U o = add(mul(mul(heads, hd), h), h);
   const U dense_mlp = mul(U{3}, add(mul(h, U{m.intermediate_size}), U{m.intermediate_size}));
-  const U moe_mlp = add(mul(h, U{m.num_experts}), mul(mul(U{3}, U{m.num_experts}), mul(h, U{m.moe_intermediate_size})));
+  const U ie = m.moe_intermediate_size, biases = m.expert_bias ? add(mul(U{2}, ie), h) : U{0};
+  const U moe_mlp = add(add(mul(h, U{m.num_experts}), m.expert_bias ? U{m.num_experts} : U{0}),
+                        mul(U{m.num_experts}, add(mul(U{3}, mul(h, ie)), biases)));
   const U mlp = m.is_moe() ? moe_mlp : dense_mlp;
-  const U layer = add(add(add(add(q, mul(U{2}, kvp)), o), mlp), add(mul(U{2}, h), mul(U{2}, hd)));
+  const U layer = add(add(add(add(add(q, mul(U{2}, kvp)), o), mlp), add(mul(U{2}, h), mul(U{2}, hd))),
+                      m.attention_sinks ? U{m.num_attention_heads} : U{0});
   const U embed = mul(U{m.vocab_size}, h);
   return add(add(mul(embed, U{2}), mul(U{m.num_hidden_layers}, layer)), h);
+}
+
+// gpt_oss's own fields (transformers' GptOssConfig and modeling_gpt_oss.py): biases on the experts and the router,
+// attention sinks, sliding-window layers, and the experts' published MXFP4 format.
+void read_gpt_oss(const ConfigReader& r, const nlohmann::json& j, ModelConfig& m) {
+  m.expert_bias = true;
+  m.attention_sinks = true;
+  if (r.has("experts_per_token") && j["experts_per_token"] != m.num_experts_per_tok)
+    r.fail("experts_per_token", "differs from num_experts_per_tok (" + std::to_string(m.num_experts_per_tok) + ")");
+  if (r.has("layer_types")) {
+    const auto& types = j["layer_types"];
+    if (!types.is_array() || types.size() != m.num_hidden_layers)
+      r.fail("layer_types", "must list one type per layer (" + std::to_string(m.num_hidden_layers) + ")");
+    for (const auto& t : types) {
+      if (t != "sliding_attention" && t != "full_attention")
+        r.fail("layer_types", "each is \"sliding_attention\" or \"full_attention\", not " + t.dump());
+      m.sliding_layers.push_back(t == "sliding_attention");
+    }
+  }
+  const bool any_sliding = std::find(m.sliding_layers.begin(), m.sliding_layers.end(), true) != m.sliding_layers.end();
+  if (any_sliding) {
+    if (!r.has("sliding_window") || !j["sliding_window"].is_number_unsigned() || j["sliding_window"] == 0)
+      r.fail("sliding_window", "layer_types has sliding layers: give their window in tokens (gpt-oss: 128)");
+    m.sliding_window = r.count(Bound{"sliding_window", 1u << 24, "16,777,216"});
+  }
+  if (r.has("quantization_config")) {
+    const auto& q = j["quantization_config"];
+    if (!q.is_object() || !q.contains("quant_method") || q["quant_method"] != "mxfp4")
+      r.fail("quantization_config", "only the published MXFP4 experts (quant_method \"mxfp4\") are modelled");
+    m.expert_weight_bits = 4.25;  // ggml/transformers MXFP4: 32 4-bit values and one E8M0 scale byte per block
+  }
 }
 
 ModelConfig read_config(const ConfigJson& doc) {
@@ -111,19 +150,23 @@ ModelConfig read_config(const ConfigJson& doc) {
       "name", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
       "num_key_value_heads", "head_dim", "vocab_size", "tie_word_embeddings", "attention_bias", "mlp_bias",
       "max_position_embeddings", "num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step",
-      "mlp_only_layers", "num_local_experts"};
+      "mlp_only_layers", "num_local_experts", "experts_per_token", "quantization_config", "swiglu_limit",
+      "initial_context_length"};
   r.refuse_unknown(known, ignored_hf_fields(), "config.json");
   ModelConfig m;
   const auto model_type = r.optional_string("model_type");
-  if (!model_type) r.fail("model_type", "missing: one of qwen3, qwen2, llama, mistral, qwen3_moe, mixtral");
+  if (!model_type) r.fail("model_type", "missing: one of qwen3, qwen2, llama, mistral, qwen3_moe, mixtral, gpt_oss");
   m.model_type = *model_type;
   if (m.model_type != "qwen3" && m.model_type != "qwen2" && m.model_type != "llama" && m.model_type != "mistral" &&
-      m.model_type != "qwen3_moe" && m.model_type != "mixtral")
+      m.model_type != "qwen3_moe" && m.model_type != "mixtral" && m.model_type != "gpt_oss")
     r.fail("model_type", "unsupported '" + m.model_type +
-                             "': dense decoders qwen3, qwen2, llama, mistral and the qwen3_moe and mixtral mixtures of "
-                             "experts are modelled");
-  const bool qwen_moe = m.model_type == "qwen3_moe", mixtral = m.model_type == "mixtral";
+                             "': dense decoders qwen3, qwen2, llama, mistral and the qwen3_moe, mixtral and gpt_oss "
+                             "mixtures of experts are modelled");
+  const bool qwen_moe = m.model_type == "qwen3_moe", gpt_oss = m.model_type == "gpt_oss";
+  const bool mixtral = m.model_type == "mixtral" || gpt_oss;  // gpt_oss names its experts as Mixtral does
   const bool moe = qwen_moe || mixtral;
+  for (const char* key : {"experts_per_token", "quantization_config", "swiglu_limit", "initial_context_length"})
+    if (!gpt_oss && r.has(key)) r.fail(key, "is a gpt_oss field; model_type is '" + m.model_type + "'");
   // Each family's own expert fields (transformers' Qwen3MoeConfig, MixtralConfig); another's is an error.
   for (const char* key : {"num_experts", "moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers"})
     if (!qwen_moe && r.has(key))
@@ -170,12 +213,13 @@ ModelConfig read_config(const ConfigJson& doc) {
     if (m.num_experts * m.num_hidden_layers > (1u << 17))
       r.fail("num_experts", "num_experts x num_hidden_layers is " + std::to_string(m.num_experts * m.num_hidden_layers) +
                                 "; at most 131,072 (experts are traced one by one)");
-    if (m.mlp_bias) r.fail("mlp_bias", "experts with biases are not modelled");
+    if (m.mlp_bias) r.fail("mlp_bias", "experts with biases are modelled for gpt_oss only (its own, always on)");
     if (r.has("decoder_sparse_step") && j["decoder_sparse_step"] != 1)
       r.fail("decoder_sparse_step", "only 1 (every layer a mixture of experts) is modelled, got " + j["decoder_sparse_step"].dump());
     if (r.has("mlp_only_layers") && !(j["mlp_only_layers"].is_array() && j["mlp_only_layers"].empty()))
       r.fail("mlp_only_layers", "only [] (no dense layers) is modelled, got " + j["mlp_only_layers"].dump());
   }
+  if (gpt_oss) read_gpt_oss(r, j, m);
   const auto params = checked_total_params(m);
   if (!params || *params > kMaxParams)
     r.fail("hidden_size",

@@ -3,6 +3,7 @@
 // format (dtype). Parameter and byte counts are derived here and nowhere else.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tiersim::model {
 
@@ -34,14 +35,26 @@ struct ModelConfig {
   std::uint64_t num_experts_per_tok = 0;
   std::uint64_t moe_intermediate_size = 0;
   bool is_moe() const { return num_experts > 0; }
+  // gpt_oss (transformers' GptOssConfig): biases on every expert matrix and on the router, one learned
+  // attention-sink logit per head and layer, layers of layer_types "sliding_attention" attending to the last
+  // sliding_window tokens only, and experts stored as published in MXFP4 (4-bit values, one 8-bit scale per
+  // 32: 4.25 bits; quantization_config.quant_method "mxfp4") whatever the other tensors' format.
+  bool expert_bias = false;
+  bool attention_sinks = false;
+  std::uint64_t sliding_window = 0;
+  std::vector<bool> sliding_layers;  // by layer: attends to the last sliding_window tokens (empty: none)
+  double expert_weight_bits = 0;     // 0: the weight format's; 4.25: MXFP4
+  bool sliding(std::uint64_t layer) const { return layer < sliding_layers.size() && sliding_layers[layer]; }
 
   // Parameter counts by module. Sums give the published totals (Qwen3-14B: 14.77 B).
   std::uint64_t q_params() const;
   std::uint64_t kv_params() const;   // one of k or v
   std::uint64_t o_params() const;
   std::uint64_t mlp_matrix_params() const;  // one of gate, up, down (with its bias if any)
-  std::uint64_t expert_matrix_params() const;  // MoE: one of an expert's gate, up, down
-  std::uint64_t router_params() const;         // MoE: the router (hidden x experts)
+  std::uint64_t expert_matrix_params() const;  // MoE: one of an expert's gate, up, down (the matrix alone)
+  std::uint64_t expert_in_bias() const;        // MoE: the bias of an expert's gate or up (0 without)
+  std::uint64_t expert_out_bias() const;       // MoE: the bias of an expert's down (0 without)
+  std::uint64_t router_params() const;         // MoE: the router (hidden x experts, and its bias)
   std::uint64_t layer_params() const;
   std::uint64_t embedding_params() const;
   std::uint64_t total_params() const;

@@ -11,7 +11,7 @@
 namespace tiersim::model {
 
 enum class ModelFamily {
-  Decoder,  // config.json model_type qwen3, qwen2, llama, mistral, qwen3_moe, mixtral (model_config.hpp)
+  Decoder,  // config.json model_type qwen3, qwen2, llama, mistral, qwen3_moe, mixtral, gpt_oss (model_config.hpp)
   Flux,     // diffusers FluxTransformer2DModel (flux/flux_config.hpp)
   Wan,      // diffusers WanTransformer3DModel, text-to-video (wan/wan_config.hpp)
 };

@@ -196,6 +196,8 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
       t.k_norm = add_weight(Role::Norm, l, model_.head_dim, name(l, "self_attn.k_norm", "attn_k_norm"));
     }
     t.o = add_weight(Role::AttnOutput, l, model_.o_params(), name(l, "self_attn.o_proj", "attn_output"));
+    if (model_.attention_sinks)
+      t.sinks = add_weight(Role::Norm, l, model_.num_attention_heads, name(l, "self_attn.sinks", "attn_sinks"));
     t.post_norm = add_weight(Role::Norm, l, h, name(l, "post_attention_layernorm", "ffn_norm"));
     if (model_.is_moe()) {
       // The router, then each expert's three matrices as tensors of their own. A GGUF file fuses an
@@ -203,21 +205,40 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
       // llama.cpp's name with the expert appended, so -ot patterns (--n-cpu-moe's) find every expert,
       // and an offloaded expert is copied alone, as ggml_backend_sched copies only the experts used.
       // Hugging Face's names are the checkpoints': Qwen3-MoE's mlp.gate and mlp.experts.E.{gate,up,down}_proj,
-      // Mixtral's block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}.
-      const bool mixtral = model_.model_type == "mixtral";
+      // Mixtral's block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}; gpt-oss's mlp.router and its
+      // experts fused over all experts (mlp.experts.gate_up_proj, gate and up columns interleaved, and down_proj),
+      // named here by expert and half.
+      const bool mixtral = model_.model_type == "mixtral", gpt_oss = model_.model_type == "gpt_oss";
       const std::string block = mixtral ? "block_sparse_moe" : "mlp";
-      t.router = add_weight(Role::Norm, l, model_.router_params(), name(l, (block + ".gate").c_str(), "ffn_gate_inp"));
+      t.router = add_weight(Role::Norm, l, model_.router_params(),
+                            name(l, (block + (gpt_oss ? ".router" : ".gate")).c_str(), "ffn_gate_inp"));
       auto expert_name = [&](std::uint64_t e, const char* hf, const char* ll) {
-        if (gguf_names) return "blk." + std::to_string(l) + "." + ll + ".weight (expert " + std::to_string(e) + ")";
-        return "model.layers." + std::to_string(l) + "." + block + ".experts." + std::to_string(e) + "." + hf;
+        const std::string E = std::to_string(e);
+        if (gguf_names) return "blk." + std::to_string(l) + "." + ll + ".weight (expert " + E + ")";
+        if (gpt_oss) {
+          const std::string kind(hf);
+          return "model.layers." + std::to_string(l) + ".mlp.experts." +
+                 (kind == "down" ? "down_proj (expert " + E + ")" : "gate_up_proj (expert " + E + ", " + kind + " half)");
+        }
+        return "model.layers." + std::to_string(l) + "." + block + ".experts." + E + "." + hf;
+      };
+      // An expert matrix with its bias: MXFP4 where the model is published so (its bias in bf16, in f32 in a
+      // GGUF file), else in the weight format like any matrix.
+      auto add_expert = [&](Role role, std::uint64_t bias, const std::string& tensor_name) {
+        const std::uint64_t params = model_.expert_matrix_params();
+        if (model_.expert_weight_bits <= 0 || options_.gguf_file) return add_weight(role, l, params + bias, tensor_name);
+        const std::uint64_t bytes = static_cast<std::uint64_t>(std::ceil(static_cast<double>(params) * model_.expert_weight_bits / 8.0)) +
+                                    bias * (gguf_names ? 4 : 2);
+        pending_type_ = gguf_names ? "mxfp4" : "";
+        return add_tensor(TensorKind::Weight, bytes, l, tensor_name);
       };
       for (std::uint64_t e = 0; e < model_.num_experts; ++e) {
-        t.expert_gate.push_back(add_weight(Role::FfnGate, l, model_.expert_matrix_params(),
-                                           expert_name(e, mixtral ? "w1" : "gate_proj", "ffn_gate_exps")));
-        t.expert_up.push_back(add_weight(Role::FfnUp, l, model_.expert_matrix_params(),
-                                         expert_name(e, mixtral ? "w3" : "up_proj", "ffn_up_exps")));
-        t.expert_down.push_back(add_weight(Role::FfnDown, l, model_.expert_matrix_params(),
-                                           expert_name(e, mixtral ? "w2" : "down_proj", "ffn_down_exps")));
+        t.expert_gate.push_back(add_expert(Role::FfnGate, model_.expert_in_bias(),
+                                           expert_name(e, mixtral ? "w1" : gpt_oss ? "gate" : "gate_proj", "ffn_gate_exps")));
+        t.expert_up.push_back(add_expert(Role::FfnUp, model_.expert_in_bias(),
+                                         expert_name(e, mixtral ? "w3" : gpt_oss ? "up" : "up_proj", "ffn_up_exps")));
+        t.expert_down.push_back(add_expert(Role::FfnDown, model_.expert_out_bias(),
+                                           expert_name(e, mixtral ? "w2" : gpt_oss ? "down" : "down_proj", "ffn_down_exps")));
       }
       t.gate = t.up = t.down = t.router;
     } else {
@@ -240,10 +261,13 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
                    : add_weight(Role::Output, L, model_.embedding_params(), gguf_names ? "output.weight" : "lm_head");
   }
   const std::uint64_t kv_per_token = 2 * model_.num_key_value_heads * model_.head_dim * a;
-  for (std::int32_t l = 0; l < L; ++l)
+  // A sliding-window layer keeps the last sliding_window tokens only.
+  for (std::int32_t l = 0; l < L; ++l) {
+    const std::uint64_t tokens = model_.sliding(static_cast<std::uint64_t>(l)) ? std::min(max_context, model_.sliding_window)
+                                                                                : max_context;
     layers_[static_cast<std::size_t>(l)].kv =
-        add_tensor(TensorKind::KvCache, kv_per_token * max_context * options_.batch, l,
-                   "kv_cache.layer" + std::to_string(l));
+        add_tensor(TensorKind::KvCache, kv_per_token * tokens * options_.batch, l, "kv_cache.layer" + std::to_string(l));
+  }
   // Live activations of the largest step: residual stream, q/k/v, attention output, the MLP's
   // gate/up/act buffers, and fp32 logits of the last token. An estimate of PyTorch's working set.
   const std::uint32_t step_prompt = options_.ubatch == 0 ? options_.prompt_tokens
@@ -385,11 +409,19 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     }
     add(OpKind::Rope, l, 6 * T * (qd + kvd), {bytes(T * (qd + kvd), 11 * a)}, {bytes(T * (qd + kvd), 9 * a)},
         launches_.rope);
-    // Causal attention over the cache: token i of this step attends to context_before + i keys.
-    const std::uint64_t keys_attended = new_tokens * context_before + new_tokens * (new_tokens + 1) / 2;
-    const std::uint64_t context_after = context_before + new_tokens;
-    add(OpKind::Attention, l, 4 * B * qd * keys_attended,
-        {TensorAccess{t.kv, B * context_after * kv_token_bytes}, act(2 * T * qd)},
+    // Causal attention over the cache: token i of this step attends to context_before + i keys, or to the last
+    // sliding_window of them in a sliding-window layer.
+    std::uint64_t keys_attended = new_tokens * context_before + new_tokens * (new_tokens + 1) / 2;
+    std::uint64_t context_after = context_before + new_tokens;
+    if (model_.sliding(li)) {
+      const std::uint64_t w = model_.sliding_window, n = new_tokens;
+      const std::uint64_t unclipped = w > context_before ? std::min(n, w - context_before) : 0;  // tokens that see < w keys
+      keys_attended = unclipped * context_before + unclipped * (unclipped + 1) / 2 + (n - unclipped) * w;
+      context_after = std::min(context_after, w);
+    }
+    std::vector<TensorAccess> attention_reads{TensorAccess{t.kv, B * context_after * kv_token_bytes}, act(2 * T * qd)};
+    if (t.sinks >= 0) attention_reads.push_back(whole(static_cast<std::uint32_t>(t.sinks)));
+    add(OpKind::Attention, l, 4 * B * qd * keys_attended, std::move(attention_reads),
         {TensorAccess{t.kv, T * kv_token_bytes}, act(2 * T * qd)}, launches_.attention);
     linear(l, t.o, qd, h);
     add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);

@@ -98,6 +98,7 @@ class LlmTraceGenerator final : public trace::StepSource {
   struct LayerTensors {
     std::uint32_t input_norm, q, k, v, q_norm, k_norm, o, post_norm, gate, up, down, kv;
     std::uint32_t router = 0;                           // MoE: the router (ffn_gate_inp)
+    std::int64_t sinks = -1;                            // gpt_oss: the attention-sink logits (-1: none)
     std::vector<std::uint32_t> expert_gate, expert_up, expert_down;  // MoE: by expert
   };
   // MoE: the token rows each expert of `layer` gets in a step (tokens position..position+new_tokens-1 of

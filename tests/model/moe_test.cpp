@@ -2,7 +2,11 @@
 // generated trace's experts, and the seeded uniform routing.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <tuple>
 #include <set>
 
 #include "core/error.hpp"
@@ -85,6 +89,92 @@ TEST(Moe, MixtralsTensorsHaveItsCheckpointsAndLlamaCppsNames) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.key(), "num_local_experts");
   }
+}
+
+// gpt-oss from its published config.json: 4 of 128 (or 32) experts with biases, MXFP4 as published, attention sinks,
+// every other layer a 128-token sliding window.
+TEST(Moe, GptOssPublishedConfigsGiveTheirPublishedSizes) {
+  for (const auto& [file, total, active, layers] :
+       {std::tuple{"gpt-oss-120b", 116'829'156'672ull, 5.13, 36ull}, std::tuple{"gpt-oss-20b", 20'914'757'184ull, 3.61, 24ull}}) {
+    SCOPED_TRACE(file);
+    const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + file + ".json");
+    EXPECT_EQ(m.total_params(), total);  // the model card: 116.8B / 20.9B ("117B" / "21B")
+    const double inactive = static_cast<double>(m.num_hidden_layers * (m.num_experts - m.num_experts_per_tok)) *
+                            static_cast<double>(3 * m.expert_matrix_params() + 2 * m.expert_in_bias() + m.expert_out_bias());
+    // The model card's active parameters (5.13B / 3.61B) leave out the input embedding table (a lookup).
+    EXPECT_NEAR((static_cast<double>(m.total_params() - m.embedding_params()) - inactive) / 1e9, active, 0.01);
+    EXPECT_EQ(m.num_hidden_layers, layers);
+    EXPECT_TRUE(m.sliding(0));
+    EXPECT_FALSE(m.sliding(1));
+    EXPECT_EQ(m.sliding_window, 128u);
+    EXPECT_DOUBLE_EQ(m.expert_weight_bits, 4.25);
+  }
+}
+
+TEST(Moe, GptOssTracesItsMxfp4ExpertsAndSlidingWindows) {
+  const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/gpt-oss-20b.json");
+  GenerationOptions o;
+  o.prompt_tokens = 1000;
+  o.decode_tokens = 1;
+  LlmTraceGenerator g(m, o);
+  std::uint64_t weights = 0;
+  std::map<std::string, const trace::Tensor*> by_name;
+  for (const auto& t : g.header().tensors) {
+    if (t.kind == trace::TensorKind::Weight) weights += t.bytes;
+    by_name[t.name] = &t;
+  }
+  // The published checkpoint: 13.76 GB (12.8 GiB) of safetensors.
+  EXPECT_NEAR(static_cast<double>(weights) / 1073741824.0, 12.82, 0.01);
+  ASSERT_TRUE(by_name.count("model.layers.3.mlp.experts.gate_up_proj (expert 31, up half)"));
+  ASSERT_TRUE(by_name.count("model.layers.3.mlp.experts.down_proj (expert 0)"));
+  ASSERT_TRUE(by_name.count("model.layers.3.mlp.router"));
+  ASSERT_TRUE(by_name.count("model.layers.3.self_attn.sinks"));
+  // An expert's down matrix: 2880 x 2880 in MXFP4 and its bf16 bias.
+  EXPECT_EQ(by_name["model.layers.3.mlp.experts.down_proj (expert 0)"]->bytes, 2880u * 2880u * 17u / 32u + 2880u * 2u);
+  // A sliding layer keeps and reads 128 tokens of KV cache, a full one the whole context.
+  const std::uint64_t kv_token = 2 * 8 * 64 * 2;
+  EXPECT_EQ(by_name["kv_cache.layer0"]->bytes, 128 * kv_token);
+  EXPECT_EQ(by_name["kv_cache.layer1"]->bytes, 1001 * kv_token);
+  trace::Step prefill, decode;
+  ASSERT_TRUE(g.next(prefill));
+  ASSERT_TRUE(g.next(decode));
+  std::vector<std::uint64_t> kv_read;
+  for (const auto& op : decode.ops)
+    if (op.kind == trace::OpKind::Attention) kv_read.push_back(op.reads.front().bytes);
+  ASSERT_EQ(kv_read.size(), 24u);
+  EXPECT_EQ(kv_read[0], 128 * kv_token);
+  EXPECT_EQ(kv_read[1], 1001 * kv_token);
+  // The prompt's attention FLOPs in a sliding layer: each of 1000 tokens sees at most 128 keys.
+  for (const auto& op : prefill.ops)
+    if (op.kind == trace::OpKind::Attention && op.layer == 0) {
+      const std::uint64_t keys = 128 * 129 / 2 + (1000 - 128) * 128;
+      EXPECT_EQ(op.flops, 4 * 64 * 64 * keys);
+    }
+}
+
+TEST(Moe, GptOssFieldsAreCheckedByName) {
+  const std::string path = std::string(TIERSIM_SOURCE_DIR) + "/traces/models/gpt-oss-20b.json";
+  std::ifstream in(path);
+  const nlohmann::json base = nlohmann::json::parse(in);
+  auto error_key = [&](const std::function<void(nlohmann::json&)>& edit) -> std::string {
+    nlohmann::json j = base;
+    edit(j);
+    try {
+      parse_model_config(j.dump(2), "g.json");
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return "(accepted)";
+  };
+  EXPECT_EQ(error_key([](auto& j) { j["layer_types"].erase(0); }), "layer_types");
+  EXPECT_EQ(error_key([](auto& j) { j["layer_types"][2] = "chunked_attention"; }), "layer_types");
+  EXPECT_EQ(error_key([](auto& j) { j["quantization_config"]["quant_method"] = "bitsandbytes"; }), "quantization_config");
+  EXPECT_EQ(error_key([](auto& j) { j["experts_per_token"] = 2; }), "experts_per_token");
+  EXPECT_EQ(error_key([](auto& j) { j.erase("sliding_window"); }), "sliding_window");
+  EXPECT_EQ(error_key([](auto& j) { j["model_type"] = "mixtral"; }), "experts_per_token");  // a gpt_oss field elsewhere
+  // Without quantization_config (a bf16 re-upload), the experts take the weight format.
+  EXPECT_DOUBLE_EQ(parse_model_config([&] { auto j = base; j.erase("quantization_config"); return j.dump(); }(), "g.json")
+                       .expert_weight_bits, 0.0);
 }
 
 TEST(Moe, FieldsThatChangeTheModelAreCheckedByName) {
