@@ -17,6 +17,7 @@
 
 #include "analytic/step_bound.hpp"
 #include "cli/plan.hpp"
+#include "cli/train.hpp"
 #include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
 #include "cli/sweep_grid.hpp"
@@ -990,6 +991,24 @@ int main(int argc, char** argv) {
   planc->add_option("--format", plan_format, "md (default), csv (RFC 4180) or jsonl");
   planc->add_option("-o,--output", plan_out, "output file (default: standard output)");
 
+  std::string train_model, train_hw = hw::kDefaultProfile, train_precision = "bf16", train_optimizer = "adamw";
+  bool train_checkpointing = false, train_json_out = false;
+  std::uint32_t train_batch = 1, train_seq = 1024;
+  std::vector<std::string> train_sets;
+  auto* trainc = app.add_subcommand(
+      "train", "will one training step of a dense decoder fit the GPU, and what takes its memory (weights, optimizer "
+               "state, gradients, activations, logits) at each moment of the step");
+  trainc->add_option("--model", train_model, "model description (a dense decoder's HF config.json)")->required();
+  trainc->add_option("--hw", train_hw, "hardware: a preset, a profile file or a catalogue machine")->capture_default_str();
+  trainc->add_option("--set", train_sets, "override a hardware profile key, as for run");
+  trainc->add_option("--precision", train_precision,
+                     "bf16 (default), fp16, fp32, or fp32-autocast (fp32 weights, bf16 autocast)")->capture_default_str();
+  trainc->add_option("--optimizer", train_optimizer, "adamw (default), sgd, sgd-momentum")->capture_default_str();
+  trainc->add_flag("--checkpointing", train_checkpointing, "gradient checkpointing per decoder layer");
+  trainc->add_option("--batch", train_batch, "sequences per step")->capture_default_str()->check(number_in(1, 65536, "sequences", true));
+  trainc->add_option("--seq", train_seq, "tokens per sequence")->capture_default_str()->check(number_in(1, 16777216, "tokens", true));
+  trainc->add_flag("--json", train_json_out, "print one JSON object instead of the summary");
+
   auto* gen = app.add_subcommand("gen", "write the trace of a model description");
   gen->add_option("--model", gen_o.model, "model description (HF config.json fields)")->required();
   add_generation_options(*gen, gen_o);
@@ -1022,7 +1041,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "error: give a subcommand (run, sweep, plan, gen, policies, parts, profiles, runtimes, catalogue)\n"
+    std::cerr << "error: give a subcommand (run, sweep, plan, train, gen, policies, parts, profiles, runtimes, catalogue)\n"
               << "run 'sim --help' for usage\n";
     return 2;
   }
@@ -1071,6 +1090,32 @@ int main(int argc, char** argv) {
       if (planc->get_option("--hw")->count() > 0) plan_hw = plan_o.hw;
       return plan_command(raw, plan_o, plan_hw, plan_strategies_text, plan_goal, plan_jobs, plan_format, plan_out,
                           plan_prices, plan_exhaustive);
+    }
+    if (*trainc) {
+      model::TrainingOptions t;
+      try {
+        t.precision = model::parse_train_precision(train_precision);
+      } catch (const std::invalid_argument& e) {
+        throw InputError("", 0, "--precision", e.what());
+      }
+      try {
+        t.optimizer = model::parse_train_optimizer(train_optimizer);
+      } catch (const std::invalid_argument& e) {
+        throw InputError("", 0, "--optimizer", e.what());
+      }
+      t.checkpointing = train_checkpointing;
+      t.batch = train_batch;
+      t.seq = train_seq;
+      CommonOptions machine;
+      machine.hw = train_hw;
+      machine.sets = train_sets;
+      app::RunInputs m;
+      resolve_machine(machine, m);
+      const app::TrainReport report = app::train_report(train_model, m.hw, t);
+      if (train_json_out) std::cout << app::train_json(report).dump(2) << "\n";
+      else app::write_train_console(std::cout, report);
+      report::check_stdout("standard output");
+      return report.fits() ? 0 : 3;
     }
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();

@@ -1,0 +1,112 @@
+#include "cli/train.hpp"
+
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "model/model_family.hpp"
+
+namespace tiersim::app {
+
+TrainReport train_report(const std::string& model_path, const hw::HardwareProfile& hw, const model::TrainingOptions& o) {
+  if (model::model_family(model_path) != model::ModelFamily::Decoder)
+    throw InputError(model_path, 0, "--model", "training memory is modelled for decoder LLMs (a config.json with model_type)");
+  TrainReport r;
+  r.model = model::load_model_config(model_path);
+  if (r.model.is_moe())
+    throw InputError(model_path, 0, "model_type",
+                     "training memory is modelled for dense decoders; '" + r.model.model_type + "' is a mixture of experts");
+  r.options = o;
+  r.memory = model::training_memory(r.model, o);
+  r.hw_name = hw.name;
+  r.gpu_available = hw.gpu.memory - hw.gpu.reserved;
+  return r;
+}
+
+namespace {
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
+  return buf;
+}
+
+}  // namespace
+
+void write_train_console(std::ostream& out, const TrainReport& r) {
+  const auto& m = r.memory;
+  const auto& o = r.options;
+  char head[512];
+  std::snprintf(head, sizeof head, "tiersim train: %s (%.2f B parameters) on %s\n", r.model.name.c_str(),
+                static_cast<double>(r.model.total_params()) / 1e9, r.hw_name.c_str());
+  out << head;
+  out << "  set-up                 " << model::to_string(o.precision) << " weights, " << model::to_string(o.optimizer)
+      << ", batch " << o.batch << " x " << o.seq << " tokens, " << (o.checkpointing ? "" : "no ")
+      << "gradient checkpointing\n\n";
+  out << "  memory (what PyTorch allocates)\n";
+  auto row = [&](const char* name, double bytes, const char* when) {
+    if (bytes <= 0) return;
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-22s %10s  %s\n", name, gib(bytes).c_str(), when);
+    out << line;
+  };
+  row("weights", m.weights, "always");
+  row("optimizer state", m.optimizer_state, "always (from the first step)");
+  row("autocast weight cache", m.autocast_cache, "forward through backward");
+  row("saved activations", m.saved_activations, "end of forward, freed through backward");
+  row("recomputed layer", m.recompute, "backward, one layer at a time");
+  row("logits and log-softmax", m.logits, "end of forward into backward");
+  row("loss's fp32 logits", m.loss_transient, "while the loss is computed");
+  row("logits' gradients", m.logits_grad, "start of backward");
+  row("gradients", m.gradients, "end of backward to zero_grad");
+  row("optimizer temporaries", m.optimizer_temporary, "optimizer step");
+  out << "\n  peak allocated by moment\n";
+  row("end of forward", m.forward_peak, "");
+  row("start of backward", m.backward_start, "");
+  row("end of backward", m.backward_end, "");
+  row("optimizer step", m.optimizer_peak, "");
+  out << "\n";
+  char last[512];
+  if (r.fits())
+    std::snprintf(last, sizeof last, "  fits: peak %s (%s) of %s on the GPU (its memory less the reserve)\n",
+                  gib(m.peak()).c_str(), m.peak_phase(), gib(r.gpu_available).c_str());
+  else
+    std::snprintf(last, sizeof last, "  out of memory in the %s: %s needed, %s on the GPU, short by %s\n", m.peak_phase(),
+                  gib(m.peak()).c_str(), gib(r.gpu_available).c_str(), gib(m.peak() - r.gpu_available).c_str());
+  out << last;
+  out << "  not modelled yet: the caching allocator's reserved memory above this, CUDA/cuBLAS workspaces, step time\n";
+}
+
+nlohmann::ordered_json train_json(const TrainReport& r) {
+  const auto& m = r.memory;
+  nlohmann::ordered_json j;
+  j["model"] = r.model.name;
+  j["parameters"] = r.model.total_params();
+  j["hw"] = r.hw_name;
+  j["precision"] = model::to_string(r.options.precision);
+  j["optimizer"] = model::to_string(r.options.optimizer);
+  j["checkpointing"] = r.options.checkpointing;
+  j["batch"] = r.options.batch;
+  j["seq"] = r.options.seq;
+  j["memory_bytes"] = {{"weights", m.weights},
+                       {"optimizer_state", m.optimizer_state},
+                       {"autocast_cache", m.autocast_cache},
+                       {"saved_activations", m.saved_activations},
+                       {"recompute", m.recompute},
+                       {"logits", m.logits},
+                       {"loss_transient", m.loss_transient},
+                       {"logits_grad", m.logits_grad},
+                       {"gradients", m.gradients},
+                       {"optimizer_temporary", m.optimizer_temporary}};
+  j["peak_bytes"] = {{"forward", m.forward_peak},
+                     {"backward_start", m.backward_start},
+                     {"backward_end", m.backward_end},
+                     {"optimizer", m.optimizer_peak},
+                     {"step", m.peak()}};
+  j["peak_phase"] = m.peak_phase();
+  j["gpu_available_bytes"] = r.gpu_available;
+  j["fits"] = r.fits();
+  return j;
+}
+
+}  // namespace tiersim::app

@@ -1,0 +1,29 @@
+#pragma once
+// `sim train`: will one training step of a dense decoder fit a GPU, and what takes its memory (training_memory.hpp).
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+#include "hardware/profile.hpp"
+#include "model/model_config.hpp"
+#include "model/training/training_memory.hpp"
+
+namespace tiersim::app {
+
+struct TrainReport {
+  model::ModelConfig model;
+  model::TrainingOptions options;
+  model::TrainingMemory memory;
+  std::string hw_name;
+  double gpu_available = 0;  // bytes the step may use: the GPU's memory less its reserve
+  bool fits() const { return memory.peak() <= gpu_available; }
+};
+
+// Reads the model (a dense decoder's config.json: a mixture of experts or a diffusion model is refused, naming
+// the file) and computes the step's memory on `hw`.
+TrainReport train_report(const std::string& model_path, const hw::HardwareProfile& hw, const model::TrainingOptions& o);
+
+void write_train_console(std::ostream& out, const TrainReport& r);
+nlohmann::ordered_json train_json(const TrainReport& r);
+
+}  // namespace tiersim::app

@@ -1,0 +1,69 @@
+#pragma once
+// GPU memory of one training step of a dense decoder (Qwen3, Llama) in PyTorch + Hugging Face transformers, as
+// the tensors its code keeps alive: weights, optimizer state, gradients, the autocast weight cache, the
+// activations autograd saves for backward, the logits and the loss's fp32 copies, and the optimizer's own
+// temporaries. Peak allocated bytes (torch.cuda.max_memory_allocated) are taken at the three moments that can
+// set them: the end of the forward pass (the loss computed, every saved activation alive), the start of the
+// backward pass (the logits' gradients on top) and its end (every gradient), and the optimizer step.
+//
+// Where each term comes from (read in transformers 5's modeling_qwen3.py / modeling_llama.py and PyTorch 2.x's
+// autograd formulas and torch/optim):
+//  - RMSNorm upcasts to fp32: pow saves the fp32 input, rsqrt its output, weight * y.to(dtype) saves y in the
+//    activation dtype; the normalised output is saved by the projections that read it.
+//  - q_norm / k_norm (Qwen3) the same per head; RoPE's multiplies by cos and sin save only cos and sin.
+//  - SDPA (flash / memory-efficient) saves q, k, v (no repeat of k, v: enable_gqa), its output and one fp32
+//    log-sum-exp per head and token; the output is made contiguous for o_proj, which saves that copy.
+//  - The MLP saves gate, silu(gate), up and their product (down_proj's input).
+//  - The loss (transformers' ForCausalLMLoss): logits.float() then cross_entropy, whose log_softmax saves its
+//    fp32 output; the bf16 logits stay alive in the model's output; backward makes an fp32 gradient of them.
+//  - AdamW (foreach, the default): two states like the parameter, and torch._foreach_sqrt of the second-moment
+//    state as one state-sized temporary during the step; SGD with momentum one buffer, without none.
+//  - fp32 weights under bf16 autocast: bf16 copies of every matrix are cached for the forward and kept by
+//    autograd for backward; the residual stream and the norms stay fp32.
+//  - Gradient checkpointing (per decoder layer, use_reentrant=False): each layer keeps only its input; backward
+//    recomputes one layer's activations at a time.
+// Not modelled yet: the caching allocator's reserved memory (sim/memory models it, not yet fed this sequence),
+// fragmentation, CUDA/cuBLAS workspaces, attention without flash/memory-efficient kernels.
+#include <cstdint>
+#include <string>
+
+#include "model/model_config.hpp"
+
+namespace tiersim::model {
+
+enum class TrainPrecision { Bf16, Fp16, Fp32, Fp32AutocastBf16 };
+enum class TrainOptimizer { AdamW, Sgd, SgdMomentum };
+
+struct TrainingOptions {
+  TrainPrecision precision = TrainPrecision::Bf16;
+  TrainOptimizer optimizer = TrainOptimizer::AdamW;
+  bool checkpointing = false;
+  std::uint32_t batch = 1;
+  std::uint32_t seq = 1024;
+};
+TrainPrecision parse_train_precision(const std::string& name);  // bf16, fp16, fp32, fp32-autocast; std::invalid_argument
+TrainOptimizer parse_train_optimizer(const std::string& name);  // adamw, sgd, sgd-momentum
+const char* to_string(TrainPrecision p);
+const char* to_string(TrainOptimizer o);
+
+struct TrainingMemory {
+  // Persistent between steps.
+  double weights = 0, optimizer_state = 0;
+  // Live during a step.
+  double autocast_cache = 0;       // bf16 copies of fp32 matrices (forward through backward)
+  double saved_activations = 0;    // every layer's, at the end of the forward pass
+  double recompute = 0;            // checkpointing: one layer's activations rebuilt in backward
+  double logits = 0;               // bf16 logits kept in the output and the loss's saved fp32 log-softmax
+  double loss_transient = 0;       // the fp32 copy of the logits while the loss is computed
+  double logits_grad = 0;          // backward's fp32 gradient of the logits and its cast
+  double gradients = 0;
+  double optimizer_temporary = 0;  // AdamW's foreach sqrt of the second moments
+  // Peak allocated at each moment, and the step's.
+  double forward_peak = 0, backward_start = 0, backward_end = 0, optimizer_peak = 0;
+  double peak() const;
+  const char* peak_phase() const;  // "forward", "backward", "optimizer step"
+};
+
+TrainingMemory training_memory(const ModelConfig& m, const TrainingOptions& o);
+
+}  // namespace tiersim::model

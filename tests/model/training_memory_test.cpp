@@ -1,0 +1,100 @@
+// Training memory (model/training/training_memory.hpp): each term's size from its definition, the moments that
+// set the peak, and `sim train`'s verdict and exit codes.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model_config.hpp"
+#include "model/training/training_memory.hpp"
+#include "support/run_sim.hpp"
+
+namespace tiersim::model {
+namespace {
+
+ModelConfig qwen4b() { return load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-4b.json"); }
+
+TEST(TrainingMemory, PersistentTermsFollowThePrecisionAndTheOptimizer) {
+  const ModelConfig m = qwen4b();
+  const double P = static_cast<double>(m.total_params());
+  TrainingOptions o;
+  TrainingMemory bf16 = training_memory(m, o);
+  EXPECT_DOUBLE_EQ(bf16.weights, 2 * P);
+  EXPECT_DOUBLE_EQ(bf16.optimizer_state, 4 * P);  // AdamW: exp_avg and exp_avg_sq like the parameters
+  EXPECT_DOUBLE_EQ(bf16.gradients, 2 * P);
+  EXPECT_DOUBLE_EQ(bf16.autocast_cache, 0);
+  o.optimizer = TrainOptimizer::Sgd;
+  EXPECT_DOUBLE_EQ(training_memory(m, o).optimizer_state, 0);
+  EXPECT_DOUBLE_EQ(training_memory(m, o).optimizer_temporary, 0);
+  o.optimizer = TrainOptimizer::SgdMomentum;
+  EXPECT_DOUBLE_EQ(training_memory(m, o).optimizer_state, 2 * P);
+  o.optimizer = TrainOptimizer::AdamW;
+  o.precision = TrainPrecision::Fp32AutocastBf16;
+  const TrainingMemory mixed = training_memory(m, o);
+  EXPECT_DOUBLE_EQ(mixed.weights, 4 * P);
+  EXPECT_DOUBLE_EQ(mixed.optimizer_state, 8 * P);
+  // The bf16 copies of every matrix: all parameters but the norms (Qwen3-4B ties lm_head to the embedding).
+  EXPECT_GT(mixed.autocast_cache, 1.99 * P);
+  EXPECT_LT(mixed.autocast_cache, 2 * P);
+}
+
+TEST(TrainingMemory, ActivationsGrowWithTokensAndCheckpointingKeepsLayerInputs) {
+  const ModelConfig m = qwen4b();
+  TrainingOptions o;
+  o.seq = 512;
+  const double a512 = training_memory(m, o).saved_activations;
+  o.seq = 1024;
+  const double a1024 = training_memory(m, o).saved_activations;
+  EXPECT_NEAR(a1024, 2 * a512, 1e-6 * a1024);
+  o.checkpointing = true;
+  const TrainingMemory ck = training_memory(m, o);
+  EXPECT_LT(ck.saved_activations, a1024 / 10);  // layer inputs (2h per token) against every layer's tensors
+  EXPECT_NEAR(ck.recompute, a1024 / static_cast<double>(m.num_hidden_layers), 0.05 * ck.recompute);
+  // The peak is one of the moments, named.
+  const double peak = ck.peak();
+  EXPECT_TRUE(peak == ck.forward_peak || peak == ck.backward_start || peak == ck.backward_end || peak == ck.optimizer_peak);
+}
+
+TEST(TrainingMemory, TheLogitsScaleWithTheVocabulary) {
+  ModelConfig m = qwen4b();
+  TrainingOptions o;
+  const double before = training_memory(m, o).logits;
+  m.vocab_size *= 2;
+  EXPECT_NEAR(training_memory(m, o).logits, 2 * before, 1e-9 * before);
+  EXPECT_DOUBLE_EQ(training_memory(m, o).logits, 1024.0 * static_cast<double>(m.vocab_size) * (2 + 4));
+}
+
+}  // namespace
+}  // namespace tiersim::model
+
+namespace tiersim::testing {
+namespace {
+
+TEST(TrainCommand, SaysWhereItRunsOutOfMemoryAndByHowMuch) {
+  const auto big = run_sim("train --model traces/models/qwen3-8b.json --hw rtx4090 --json", false);
+  EXPECT_EQ(big.code, 3) << big.out;
+  const auto j = nlohmann::json::parse(big.out);
+  EXPECT_FALSE(j["fits"].get<bool>());
+  EXPECT_EQ(j["peak_phase"], "optimizer step");
+  const auto console = run_sim("train --model traces/models/qwen3-8b.json --hw rtx4090");
+  EXPECT_EQ(console.code, 3);
+  EXPECT_NE(console.out.find("out of memory in the optimizer step"), std::string::npos) << console.out;
+  EXPECT_NE(console.out.find("short by"), std::string::npos) << console.out;
+  const auto small = run_sim("train --model traces/models/qwen3-4b.json --hw h100-sxm --checkpointing");
+  EXPECT_EQ(small.code, 0) << small.out;
+  EXPECT_NE(small.out.find("fits: peak"), std::string::npos) << small.out;
+}
+
+TEST(TrainCommand, RefusesWhatItDoesNotModel) {
+  for (const std::string& args :
+       {std::string("train --model traces/models/qwen3-30b-a3b.json"), std::string("train --model traces/models/flux.1-dev.json"),
+        std::string("train --model traces/models/qwen3-4b.json --precision int4"),
+        std::string("train --model traces/models/qwen3-4b.json --optimizer lion"),
+        std::string("train --model traces/models/qwen3-4b.json --seq 0"), std::string("train --model /nonexistent.json")}) {
+    const auto r = run_sim(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("error"), std::string::npos) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace tiersim::testing
