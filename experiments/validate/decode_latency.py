@@ -41,6 +41,13 @@ Mixture of experts (qwen3_moe, e.g. experiments/llamacpp/models/qwen3-30b-a3b-L2
   "routing_decode_distinct_inputs" counts them; "experts_used_decode_union_random_inputs_per_layer" is
   the same decode fed a random token each step) and in the prefill ("experts_used_prefill_per_layer",
   with the most tokens any expert got), against what uniform routing predicts ("experts_uniform_expected").
+  --routing-out FILE  the experts every timed decode really routed each token to (the prompt's tokens in the
+                 prefill, then each decode step's token), appended to FILE as one JSON line per row and regime
+                 (config, experts_implementation, prompt, regime fresh|warm) holding a tiersim routing file's
+                 fields (sim/model/routing_file.hpp: tiersim_routing, num_experts, experts_per_token, layers,
+                 sequences), for `sim run --routing replay:FILE`. A forward hook on each router copies its top-k
+                 indices into a buffer allocated before the timed region (one small copy kernel per MoE layer
+                 and forward, no allocation and no host sync in the timed steps), read back after the decode.
 
 Two regimes per configuration. Eager SDPA pays a large host cost (~30 ms on the H200 machines) on the
 first attention call at a sequence length the process has not run before (experiments/validate/
@@ -217,6 +224,57 @@ def routing_stats(model, vocab, prompt, tokens):
                 routing_prompt=prompt, routing_decode_steps=tokens, num_experts=n_exp, experts_per_token=k)
 
 
+class RoutingRecorder:
+    """--routing-out: every MoE layer's top-k expert indices of each token of the timed decodes (prefill, then
+    the decode steps), copied by router forward hooks into a buffer allocated before timing starts."""
+
+    def __init__(self, model):
+        self.layers = moe_layers(model)
+        self.n_layers = len(model.model.layers)
+        self.n_exp, self.k = model.config.num_experts, model.config.num_experts_per_tok
+        if len(self.layers) != self.n_layers:
+            sys.exit("--routing-out: every decoder layer must be a mixture of experts (a tiersim routing file routes all)")
+        self.buf, self.pos, self.sequences = None, 0, []
+        self.handles = [mlp.gate.register_forward_hook(self.hook(i)) for i, mlp in self.layers]
+
+    def hook(self, layer):
+        def fn(module, args, out):
+            if self.buf is None:  # not in a timed decode
+                return
+            if not (isinstance(out, tuple) and len(out) >= 3):
+                sys.exit("--routing-out: the router returned no top-k indices (transformers 5's (logits, weights, "
+                         "indices))")
+            idx = out[2].reshape(-1, self.k)
+            self.buf[self.pos:self.pos + idx.shape[0], layer].copy_(idx, non_blocking=True)
+        return fn
+
+    def start(self, tokens):  # before the timed region
+        self.buf, self.pos = torch.full((tokens, self.n_layers, self.k), -1, dtype=torch.int64, device="cuda"), 0
+
+    def advance(self, n):
+        self.pos += n
+
+    def stop(self):  # after the timed region
+        seq = self.buf[:self.pos].tolist()
+        self.buf = None
+        if any(e < 0 or e >= self.n_exp for tok in seq for lay in tok for e in lay):
+            sys.exit("--routing-out: a token of a layer was not routed (its router did not run)")
+        self.sequences.append(seq)
+
+    def write(self, path, config, experts_implementation, prompt):
+        """The last measure()'s two decodes (fresh, then warm), one JSON line each."""
+        fresh, warm = self.sequences[-2:]
+        self.sequences.clear()
+        with open(path, "a") as f:
+            for regime, seq in (("fresh", fresh), ("warm", warm)):
+                f.write(json.dumps(dict(config=config, experts_implementation=experts_implementation, prompt=prompt,
+                                        regime=regime, tiersim_routing=1, num_experts=self.n_exp,
+                                        experts_per_token=self.k, layers=self.n_layers,
+                                        source=f"transformers router top-k of decode_latency.py's timed {regime} "
+                                               f"decode ({config}, {experts_implementation})",
+                                        sequences=[seq]), separators=(",", ":")) + "\n")
+
+
 class LayerStreamer:
     """Keeps some execution units' weights off cuda:0 (pinned or pageable host memory, or another GPU)
     and copies them to cuda:0 when the unit runs. A unit is (its parameters, the module whose forward
@@ -299,10 +357,12 @@ def execution_units(model):
     return units
 
 
-def decode(model, vocab, prompt, tokens, warmup):
+def decode(model, vocab, prompt, tokens, warmup, recorder=None):
     from transformers import DynamicCache
     ids = torch.randint(0, vocab, (1, prompt), device="cuda")
     cache = DynamicCache()
+    if recorder:
+        recorder.start(prompt + warmup + tokens)
     with torch.no_grad():
         torch.cuda.synchronize()
         t0 = time.perf_counter()
@@ -310,6 +370,8 @@ def decode(model, vocab, prompt, tokens, warmup):
         nxt = out.logits[:, -1].argmax(-1, keepdim=True)
         nxt.item()
         prefill = time.perf_counter() - t0
+        if recorder:
+            recorder.advance(prompt)
         progress(f"prefill of {prompt} tokens: {prefill * 1e3:.1f} ms")
         times = []
         for _ in range(warmup + tokens):
@@ -318,7 +380,11 @@ def decode(model, vocab, prompt, tokens, warmup):
             nxt = out.logits[:, -1].argmax(-1, keepdim=True)
             nxt.item()
             times.append(time.perf_counter() - t)
+            if recorder:
+                recorder.advance(1)
             progress(f"decode step {len(times)}: {times[-1] * 1e3:.1f} ms")
+    if recorder:
+        recorder.stop()
     return prefill, times[:warmup], times[warmup:]
 
 
@@ -347,10 +413,10 @@ def count_kernels(model, vocab, prompt, names=False):
     return len(kernels), busy
 
 
-def measure(model, vocab, prompt, tokens, warmup):
+def measure(model, vocab, prompt, tokens, warmup, recorder=None):
     """The fresh decode (lengths new to the process, when prompt is), then the same decode again (warm)."""
-    prefill, warm_up, times = decode(model, vocab, prompt, tokens, warmup)
-    _, warm_warm_up, warm_times = decode(model, vocab, prompt, tokens, warmup)
+    prefill, warm_up, times = decode(model, vocab, prompt, tokens, warmup, recorder)
+    _, warm_warm_up, warm_times = decode(model, vocab, prompt, tokens, warmup, recorder)
     return dict(prompt=prompt, tokens=tokens, warmup=warmup, prefill_s=prefill, warmup_s=warm_up, decode_s=times,
                 decode_median_s=statistics.median(times), warm_warmup_s=warm_warm_up, warm_decode_s=warm_times,
                 warm_decode_median_s=statistics.median(warm_times))
@@ -390,6 +456,9 @@ def main():
                          "grouped_mm, batched_mm, ...: the names transformers accepts); unset: its default")
     ap.add_argument("--no-routing-stats", action="store_true",
                     help="mixture of experts: skip the untimed pass that records which experts the routers use")
+    ap.add_argument("--routing-out",
+                    help="mixture of experts: append the timed decodes' real routing (tiersim routing files' fields, "
+                         "one JSON line per row and regime) to this file")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     global PROGRESS
@@ -417,6 +486,11 @@ def main():
                   transformers=transformers.__version__, layers=cfg.num_hidden_layers)
     assert a.context_stride >= a.warmup + a.tokens + 1, "--context-stride must exceed the decoded tokens"
     routing = {}  # the routers' expert use, measured once (after the first configuration), in every row
+    recorder = RoutingRecorder(model) if a.routing_out else None
+
+    def dump_routing(config, prompt):
+        if recorder:
+            recorder.write(a.routing_out, config, experts_impl(model), prompt)
 
     def moe_fields(prompt):
         if not routing and moe_layers(model) and not a.no_routing_stats:
@@ -447,11 +521,12 @@ def main():
             prompt = a.prompt
             for impl in impls:
                 switch(impl)
-                m = measure(model, cfg.vocab_size, prompt, a.tokens, a.warmup)
+                m = measure(model, cfg.vocab_size, prompt, a.tokens, a.warmup, recorder)
                 if lib.tiersim_failed():
                     sys.exit("a CUDA call in the managed allocator failed")
                 record(a.out, config=config, **m, managed_bytes=int(lib.tiersim_in_use()), **moe_fields(prompt),
                        **common)
+                dump_routing(config, prompt)
                 prompt += a.context_stride
             return
         # Under a layer split: the last K layers + head streamed from host memory (LayerStreamer), their
@@ -466,12 +541,13 @@ def main():
             k, pf = int(k), int(pf)
             offloaded = list(range(n_layers - k, n_layers)) + [n_layers]
             streamer = LayerStreamer(units, offloaded, prefetch=pf == 1, storage=mem)
-            m = measure(model, cfg.vocab_size, prompt, a.tokens, a.warmup)
+            m = measure(model, cfg.vocab_size, prompt, a.tokens, a.warmup, recorder)
             if lib.tiersim_failed():
                 sys.exit("a CUDA call in the managed allocator failed")
             moe = moe_fields(prompt)
             record(a.out, config=f"{config}+{placement}", offloaded_layers=k, prefetch=pf, host_memory=mem, **m,
                    managed_bytes=int(lib.tiersim_in_use()), **moe, **common)
+            dump_routing(f"{config}+{placement}", prompt)
             streamer.restore()
             prompt += a.context_stride
         return
@@ -486,7 +562,7 @@ def main():
             tokens, warmup = a.slow_tokens, min(a.warmup, 2)
         torch.cuda.reset_peak_memory_stats()
         if placement == "resident":
-            m = measure(model, cfg.vocab_size, prompt, tokens, warmup)
+            m = measure(model, cfg.vocab_size, prompt, tokens, warmup, recorder)
             extra = {}
             if a.count_kernels:
                 moe = bool(moe_layers(model))
@@ -496,6 +572,7 @@ def main():
                     extra["top_kernels"] = top[0]
             peak = torch.cuda.max_memory_allocated()
             record(a.out, config="resident", **m, peak_bytes=peak, **extra, **moe_fields(prompt), **common)
+            dump_routing("resident", prompt)
             prompt += a.context_stride
             continue
         kind, k, pf, mem = placement.split(":", 3)
@@ -504,10 +581,11 @@ def main():
         offloaded = list(range(n_layers - k, n_layers)) + [n_layers]  # last K layers + the head
         streamer = LayerStreamer(units, offloaded, prefetch=pf == 1, storage=mem)
         torch.cuda.reset_peak_memory_stats()
-        m = measure(model, cfg.vocab_size, prompt, tokens, warmup)
+        m = measure(model, cfg.vocab_size, prompt, tokens, warmup, recorder)
         peak = torch.cuda.max_memory_allocated()
         record(a.out, config=placement, offloaded_layers=k, prefetch=pf, host_memory=mem, **m,
                peak_bytes=peak, **moe_fields(prompt), **common)
+        dump_routing(placement, prompt)
         streamer.restore()
         prompt += a.context_stride
 
