@@ -1001,6 +1001,8 @@ int main(int argc, char** argv) {
   trainc->add_option("--model", train_model, "model description (a dense decoder's HF config.json)")->required();
   trainc->add_option("--hw", train_hw, "hardware: a preset, a profile file or a catalogue machine")->capture_default_str();
   trainc->add_option("--set", train_sets, "override a hardware profile key, as for run");
+  std::string train_runtime;
+  trainc->add_option("--runtime", train_runtime, "the framework's host costs (default pytorch-eager)");
   trainc->add_option("--precision", train_precision,
                      "bf16 (default), fp16, fp32, or fp32-autocast (fp32 weights, bf16 autocast)")->capture_default_str();
   trainc->add_option("--optimizer", train_optimizer, "adamw (default), sgd, sgd-momentum")->capture_default_str();
@@ -1109,9 +1111,10 @@ int main(int argc, char** argv) {
       CommonOptions machine;
       machine.hw = train_hw;
       machine.sets = train_sets;
+      machine.runtime = train_runtime;
       app::RunInputs m;
       resolve_machine(machine, m);
-      const app::TrainReport report = app::train_report(train_model, m.hw, t);
+      const app::TrainReport report = app::train_report(train_model, m.setup(), t);
       if (train_json_out) std::cout << app::train_json(report).dump(2) << "\n";
       else app::write_train_console(std::cout, report);
       report::check_stdout("standard output");

@@ -5,10 +5,16 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "model/model_family.hpp"
+#include "model/training/training_trace.hpp"
+#include "policies/strategy/presets.hpp"
+#include "policies/strategy/strategy.hpp"
+#include "replay/event_replay.hpp"
+#include "result/run_result.hpp"
 
 namespace tiersim::app {
 
-TrainReport train_report(const std::string& model_path, const hw::HardwareProfile& hw, const model::TrainingOptions& o) {
+TrainReport train_report(const std::string& model_path, const replay::RunSetup& setup, const model::TrainingOptions& o) {
+  const hw::HardwareProfile& hw = setup.hw;
   if (model::model_family(model_path) != model::ModelFamily::Decoder)
     throw InputError(model_path, 0, "--model", "training memory is modelled for decoder LLMs (a config.json with model_type)");
   TrainReport r;
@@ -20,6 +26,17 @@ TrainReport train_report(const std::string& model_path, const hw::HardwareProfil
   r.memory = model::training_memory(r.model, o);
   r.hw_name = hw.name;
   r.gpu_available = hw.gpu.memory - hw.gpu.reserved;
+  if (r.fits()) {
+    // Three steps, everything on the GPU; the median is the step's time.
+    model::TrainingTraceGenerator steps(r.model, o, 3);
+    const placement::Placement placement = strategy::compose(steps.header(), hw, strategy::preset_spec("resident"));
+    const result::RunResult run = replay::run_event_engine(setup, placement, steps, nullptr);
+    r.step_seconds = result::summarize(run).iteration_median;
+    model::TrainingTraceGenerator again(r.model, o, 1);
+    trace::Step step;
+    again.next(step);
+    for (const auto& op : step.ops) r.forward_backward_flops += static_cast<double>(op.flops);
+  }
   return r;
 }
 
@@ -40,7 +57,11 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
   std::snprintf(head, sizeof head, "tiersim train: %s (%.2f B parameters) on %s\n", r.model.name.c_str(),
                 static_cast<double>(r.model.total_params()) / 1e9, r.hw_name.c_str());
   out << head;
-  out << "  set-up                 " << model::to_string(o.precision) << " weights, " << model::to_string(o.optimizer)
+  const char* precision = o.precision == model::TrainPrecision::Fp32AutocastBf16 ? "fp32 weights under bf16 autocast"
+                          : o.precision == model::TrainPrecision::Fp32                ? "fp32 weights"
+                          : o.precision == model::TrainPrecision::Fp16                ? "fp16 weights"
+                                                                                      : "bf16 weights";
+  out << "  set-up                 " << precision << ", " << model::to_string(o.optimizer)
       << ", batch " << o.batch << " x " << o.seq << " tokens, " << (o.checkpointing ? "" : "no ")
       << "gradient checkpointing\n\n";
   out << "  memory (what PyTorch allocates)\n";
@@ -55,8 +76,8 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
   row("autocast weight cache", m.autocast_cache, "forward through backward");
   row("saved activations", m.saved_activations, "end of forward, freed through backward");
   row("recomputed layer", m.recompute, "backward, one layer at a time");
-  row("logits and log-softmax", m.logits, "end of forward into backward");
-  row("loss's fp32 logits", m.loss_transient, "while the loss is computed");
+  row("log-softmax (fp32)", m.logits, "end of forward into backward");
+  row("logits, fp32 copy", m.loss_transient, "while the loss is computed");
   row("logits' gradients", m.logits_grad, "start of backward");
   row("gradients", m.gradients, "end of backward to zero_grad");
   row("optimizer temporaries", m.optimizer_temporary, "optimizer step");
@@ -74,7 +95,16 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
     std::snprintf(last, sizeof last, "  out of memory in the %s: %s needed, %s on the GPU, short by %s\n", m.peak_phase(),
                   gib(m.peak()).c_str(), gib(r.gpu_available).c_str(), gib(m.peak() - r.gpu_available).c_str());
   out << last;
-  out << "  not modelled yet: the caching allocator's reserved memory above this, CUDA/cuBLAS workspaces, step time\n";
+  if (r.step_seconds > 0) {
+    char t[256];
+    std::snprintf(t, sizeof t, "  step time              %s (event engine, everything on the GPU: %.0f tokens/s, %.0f TFLOP/s)\n",
+                  units::format_duration(r.step_seconds).c_str(),
+                  static_cast<double>(r.options.batch) * r.options.seq / r.step_seconds,
+                  r.forward_backward_flops / r.step_seconds / 1e12);
+    out << t;
+  }
+  out << "  not modelled yet: the caching allocator's reserved memory above this, CUDA/cuBLAS workspaces; not yet "
+         "validated on a GPU\n";
 }
 
 nlohmann::ordered_json train_json(const TrainReport& r) {
@@ -106,6 +136,10 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
   j["peak_phase"] = m.peak_phase();
   j["gpu_available_bytes"] = r.gpu_available;
   j["fits"] = r.fits();
+  if (r.step_seconds > 0) {
+    j["step_seconds"] = r.step_seconds;
+    j["tokens_per_s"] = static_cast<double>(r.options.batch) * r.options.seq / r.step_seconds;
+  }
   return j;
 }
 

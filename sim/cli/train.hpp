@@ -7,6 +7,7 @@
 #include "hardware/profile.hpp"
 #include "model/model_config.hpp"
 #include "model/training/training_memory.hpp"
+#include "replay/run_setup.hpp"
 
 namespace tiersim::app {
 
@@ -17,11 +18,13 @@ struct TrainReport {
   std::string hw_name;
   double gpu_available = 0;  // bytes the step may use: the GPU's memory less its reserve
   bool fits() const { return memory.peak() <= gpu_available; }
+  // A step's time from the event engine (training_trace.hpp), everything resident; 0 when it does not fit.
+  double step_seconds = 0, forward_backward_flops = 0;
 };
 
 // Reads the model (a dense decoder's config.json: a mixture of experts or a diffusion model is refused, naming
 // the file) and computes the step's memory on `hw`.
-TrainReport train_report(const std::string& model_path, const hw::HardwareProfile& hw, const model::TrainingOptions& o);
+TrainReport train_report(const std::string& model_path, const replay::RunSetup& setup, const model::TrainingOptions& o);
 
 void write_train_console(std::ostream& out, const TrainReport& r);
 nlohmann::ordered_json train_json(const TrainReport& r);

@@ -60,7 +60,8 @@ TEST(TrainingMemory, TheLogitsScaleWithTheVocabulary) {
   const double before = training_memory(m, o).logits;
   m.vocab_size *= 2;
   EXPECT_NEAR(training_memory(m, o).logits, 2 * before, 1e-9 * before);
-  EXPECT_DOUBLE_EQ(training_memory(m, o).logits, 1024.0 * static_cast<double>(m.vocab_size) * (2 + 4));
+  EXPECT_DOUBLE_EQ(training_memory(m, o).logits, 1024.0 * static_cast<double>(m.vocab_size) * 4);
+  EXPECT_DOUBLE_EQ(training_memory(m, o).loss_transient, 1024.0 * static_cast<double>(m.vocab_size) * (2 + 4));
 }
 
 }  // namespace
@@ -82,6 +83,28 @@ TEST(TrainCommand, SaysWhereItRunsOutOfMemoryAndByHowMuch) {
   const auto small = run_sim("train --model traces/models/qwen3-4b.json --hw h100-sxm --checkpointing");
   EXPECT_EQ(small.code, 0) << small.out;
   EXPECT_NE(small.out.find("fits: peak"), std::string::npos) << small.out;
+}
+
+// The step's time from the event engine: recomputation, the optimizer's passes and fp32 matmuls cost what their
+// ops say; the same inputs give the same bytes.
+TEST(TrainCommand, StepTimeComesFromTheEngineAndMovesWithTheSetUp) {
+  auto seconds = [](const std::string& extra) {
+    const auto r = run_sim("train --model traces/models/qwen3-0.6b.json --hw h100-sxm --json " + extra, false);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return nlohmann::json::parse(r.out)["step_seconds"].get<double>();
+  };
+  const double base = seconds("");
+  EXPECT_GT(base, 0);
+  EXPECT_GT(seconds("--checkpointing"), base);             // each layer's forward again
+  EXPECT_LT(seconds("--optimizer sgd"), base);             // 3 passes over the parameters against 20
+  EXPECT_GT(seconds("--precision fp32"), 2 * base);        // matmuls at the fp32 rate, not the tensor cores'
+  // Tokens add work linearly on top of the optimizer's fixed passes.
+  const double b4 = seconds("--batch 4"), b8 = seconds("--batch 8");
+  EXPECT_GT(b4, 1.5 * base);
+  EXPECT_NEAR(b8 - b4, (b4 - base) * 4.0 / 3.0, 0.25 * (b8 - b4));
+  const auto a = run_sim("train --model traces/models/qwen3-0.6b.json --hw h100-sxm --json", false);
+  const auto b = run_sim("train --model traces/models/qwen3-0.6b.json --hw h100-sxm --json", false);
+  EXPECT_EQ(a.out, b.out);
 }
 
 TEST(TrainCommand, RefusesWhatItDoesNotModel) {

@@ -97,9 +97,9 @@ TrainingMemory training_memory(const ModelConfig& m, const TrainingOptions& o) {
     r.saved_activations = T * (L * per_layer + norm(h));
   }
   const double logits_dtype = fp32 ? f : 2;
-  r.logits = T * V * (logits_dtype + f);            // the output's logits and log_softmax's saved fp32 result
-  r.loss_transient = fp32 ? 0 : T * V * f;           // logits.float() while cross_entropy runs
-  r.logits_grad = T * V * (f + f);                   // nll_loss's dense gradient and log_softmax's
+  r.logits = T * V * f;                                           // log_softmax's saved fp32 result
+  r.loss_transient = T * V * (logits_dtype + (fp32 ? 0 : f));     // the logits, and logits.float(), until the loss
+  r.logits_grad = T * V * (f + f);                                // nll_loss's dense gradient and log_softmax's
 
   const double persistent = r.weights + r.optimizer_state;
   r.forward_peak = persistent + r.autocast_cache + r.saved_activations + r.logits + r.loss_transient;

@@ -15,7 +15,8 @@
 //    log-sum-exp per head and token; the output is made contiguous for o_proj, which saves that copy.
 //  - The MLP saves gate, silu(gate), up and their product (down_proj's input).
 //  - The loss (transformers' ForCausalLMLoss): logits.float() then cross_entropy, whose log_softmax saves its
-//    fp32 output; the bf16 logits stay alive in the model's output; backward makes an fp32 gradient of them.
+//    fp32 output; the model's output (its logits) is dropped once the loss is taken from it, as the Trainer's
+//    compute_loss does; backward makes nll_loss's dense fp32 gradient and log_softmax's.
 //  - AdamW (foreach, the default): two states like the parameter, and torch._foreach_sqrt of the second-moment
 //    state as one state-sized temporary during the step; SGD with momentum one buffer, without none.
 //  - fp32 weights under bf16 autocast: bf16 copies of every matrix are cached for the forward and kept by
@@ -53,8 +54,8 @@ struct TrainingMemory {
   double autocast_cache = 0;       // bf16 copies of fp32 matrices (forward through backward)
   double saved_activations = 0;    // every layer's, at the end of the forward pass
   double recompute = 0;            // checkpointing: one layer's activations rebuilt in backward
-  double logits = 0;               // bf16 logits kept in the output and the loss's saved fp32 log-softmax
-  double loss_transient = 0;       // the fp32 copy of the logits while the loss is computed
+  double logits = 0;               // the loss's saved fp32 log-softmax (forward into backward)
+  double loss_transient = 0;       // the logits and their fp32 copy while the loss is computed
   double logits_grad = 0;          // backward's fp32 gradient of the logits and its cast
   double gradients = 0;
   double optimizer_temporary = 0;  // AdamW's foreach sqrt of the second moments

@@ -1,0 +1,155 @@
+#include "model/training/training_trace.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+namespace tiersim::model {
+namespace {
+
+using trace::Op;
+using trace::OpKind;
+using trace::TensorAccess;
+
+Op make_op(OpKind kind, std::int32_t layer, std::uint64_t flops, std::uint32_t tensor, std::uint64_t read,
+           std::uint64_t written, std::uint32_t launches) {
+  Op op;
+  op.kind = kind;
+  op.layer = layer;
+  op.flops = flops;
+  op.reads = {TensorAccess{tensor, read}};
+  op.writes = {TensorAccess{tensor, written}};
+  op.launches = launches;
+  return op;
+}
+
+std::uint64_t sum(const std::vector<TensorAccess>& v) {
+  std::uint64_t s = 0;
+  for (const auto& a : v) s += a.bytes;
+  return s;
+}
+
+}  // namespace
+
+TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const TrainingOptions& options,
+                                               std::uint32_t steps)
+    : model_(model), options_(options), steps_(steps) {
+  const bool fp32 = options.precision == TrainPrecision::Fp32, autocast = options.precision == TrainPrecision::Fp32AutocastBf16;
+  GenerationOptions g;
+  g.dtype = fp32 ? WeightDtype::Fp32 : options.precision == TrainPrecision::Fp16 ? WeightDtype::Fp16 : WeightDtype::Bf16;
+  g.batch = options.batch;
+  g.prompt_tokens = options.seq;
+  g.decode_tokens = 0;
+  inference_ = std::make_unique<LlmTraceGenerator>(model_, g);
+  trace::Step forward;
+  if (!inference_->next(forward)) throw std::logic_error("training: no forward step");
+
+  const auto& tensors = inference_->header().tensors;
+  std::uint32_t act = 0;
+  for (const auto& t : tensors)
+    if (t.kind == trace::TensorKind::Activation) act = t.id;
+  const auto L = static_cast<std::int32_t>(model_.num_hidden_layers);
+  const std::uint64_t T = static_cast<std::uint64_t>(options.batch) * options.seq;
+  const std::uint64_t h = model_.hidden_size, V = model_.vocab_size;
+  const std::uint64_t a = fp32 ? 4 : 2;                    // activation bytes
+  const std::uint64_t wb = fp32 || autocast ? 4 : 2;       // parameter, gradient and optimizer-state bytes
+  const std::uint64_t stored = fp32 ? 4 : 2;               // bytes per parameter in the generator's tensors
+
+  // Parameters by layer group (-1 embeddings .. L the head), from the weights' bytes.
+  std::map<std::int32_t, std::uint64_t> params;
+  for (const auto& t : tensors)
+    if (t.kind == trace::TensorKind::Weight) params[t.layer] += t.bytes / stored;
+
+  // Forward: the prompt step less its last-token head (norm kept), then the head over every token and the loss.
+  std::vector<Op> fwd;
+  std::uint32_t lm_head = 0;
+  for (const Op& op : forward.ops) {
+    if (op.layer == L && (op.kind == OpKind::Gemv || op.kind == OpKind::Gemm)) {
+      lm_head = op.reads.front().tensor;
+      continue;
+    }
+    if (op.kind == OpKind::Sample) continue;
+    fwd.push_back(op);
+  }
+  std::vector<Op>& ops = step_.ops;
+  // fp32 weights under autocast: each layer's matrices cast to bf16 once, at the layer's first op.
+  std::int32_t cast_layer = INT32_MIN;
+  for (const Op& op : fwd) {
+    if (autocast && op.layer != cast_layer && op.layer >= 0) {
+      cast_layer = op.layer;
+      ops.push_back(make_op(OpKind::Elementwise, op.layer, 0, act, 4 * params[op.layer], 2 * params[op.layer], 1));
+    }
+    ops.push_back(op);
+  }
+  if (autocast)
+    ops.push_back(make_op(OpKind::Elementwise, L, 0, act, 4 * params[model_.tie_word_embeddings ? -1 : L], 2 * params[L], 1));
+  Op head = make_op(OpKind::Gemm, L, 2 * T * h * V, lm_head, 0, T * V * 2, 1);
+  head.reads = {TensorAccess{lm_head, tensors[lm_head].bytes}, TensorAccess{act, T * h * a}};
+  ops.push_back(head);
+  ops.push_back(make_op(OpKind::Elementwise, L, T * V, act, T * V * a, fp32 ? 0 : T * V * 4, fp32 ? 0 : 1));  // .float()
+  ops.push_back(make_op(OpKind::Other, L, 5 * T * V, act, T * V * 4, T * V * 4, 1));                           // log_softmax
+  ops.push_back(make_op(OpKind::Other, L, T, act, T * 8, 8, 2));                                               // nll, mean
+
+  // Backward: the loss's (nll's dense gradient, log_softmax's, the cast back), the head's two matmuls.
+  ops.push_back(make_op(OpKind::Elementwise, L, T * V, act, 0, T * V * 4, 2));
+  ops.push_back(make_op(OpKind::Other, L, 4 * T * V, act, T * V * 8, T * V * 4, 1));
+  if (!fp32) ops.push_back(make_op(OpKind::Elementwise, L, T * V, act, T * V * 4, T * V * a, 1));
+  Op dgrad = make_op(OpKind::Gemm, L, 2 * T * h * V, act, T * V * a, T * h * a, 1);
+  dgrad.reads.push_back(TensorAccess{lm_head, tensors[lm_head].bytes});
+  ops.push_back(dgrad);
+  ops.push_back(make_op(OpKind::Gemm, L, 2 * T * h * V, act, T * V * a + T * h * a, tensors[lm_head].bytes / stored * wb, 1));
+  // Every forward op in reverse; a checkpointed layer's forward ops again before its backward.
+  std::int32_t recomputed = INT32_MIN;
+  for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
+    const Op& f = *it;
+    if (options.checkpointing && f.layer >= 0 && f.layer < L && f.layer != recomputed) {
+      recomputed = f.layer;
+      for (const Op& r : fwd)
+        if (r.layer == f.layer) ops.push_back(r);
+    }
+    const std::uint64_t in = sum(f.reads), out = sum(f.writes);
+    switch (f.kind) {
+      case OpKind::Gemm:
+      case OpKind::Gemv: {
+        const std::uint64_t weight = f.reads.front().bytes, x = in - weight;
+        Op dx = make_op(OpKind::Gemm, f.layer, f.flops, act, out + 0, x, f.launches);
+        dx.reads.push_back(TensorAccess{f.reads.front().tensor, weight});
+        ops.push_back(dx);
+        ops.push_back(make_op(OpKind::Gemm, f.layer, f.flops, act, out + x, weight / stored * wb, f.launches));
+        break;
+      }
+      case OpKind::Attention:
+        ops.push_back(make_op(OpKind::Attention, f.layer, f.flops * 5 / 2, act, in + out, in, f.launches));
+        break;
+      case OpKind::Embedding:
+        // A dense gradient of the table, zeroed, then the rows scattered into it.
+        ops.push_back(make_op(OpKind::Elementwise, f.layer, T * h, act, T * h * a, params[f.layer] * wb + T * h * wb, 2));
+        break;
+      default:
+        ops.push_back(make_op(f.kind, f.layer, 2 * f.flops, act, in + out, in, f.launches));
+        break;
+    }
+    // Under autocast each layer's bf16 weight gradients are added into the fp32 ones, after its first op's backward.
+    if (autocast && f.layer >= 0 && (it + 1 == fwd.rend() || (it + 1)->layer != f.layer))
+      ops.push_back(make_op(OpKind::Elementwise, f.layer, 0, act, 2 * params[f.layer] + 4 * params[f.layer],
+                            4 * params[f.layer], 1));
+  }
+  // The optimizer: torch's foreach passes over every parameter, element bytes read and written per parameter
+  // (adamw: lerp_ 3, mul_ 2, addcmul_ 3, sqrt 2, div_ 2, add_ 2, weight decay mul_ 2, addcdiv_ 4).
+  const std::uint64_t passes = options.optimizer == TrainOptimizer::AdamW ? 20
+                               : options.optimizer == TrainOptimizer::SgdMomentum ? 8 : 3;
+  const std::uint32_t calls = options.optimizer == TrainOptimizer::AdamW ? 8 : options.optimizer == TrainOptimizer::SgdMomentum ? 3 : 1;
+  for (const auto& [layer, n] : params)
+    ops.push_back(make_op(OpKind::Elementwise, layer, passes * n / 2, act, passes * n * wb / 2, passes * n * wb / 2, calls));
+  step_.kind = trace::StepKind::Iteration;
+  step_.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(T, UINT32_MAX));
+}
+
+bool TrainingTraceGenerator::next(trace::Step& out) {
+  if (done_ >= steps_) return false;
+  ++done_;
+  out = step_;
+  return true;
+}
+
+}  // namespace tiersim::model
