@@ -68,7 +68,8 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
   auto row = [&](const char* name, double bytes, const char* when) {
     if (bytes <= 0) return;
     char line[256];
-    std::snprintf(line, sizeof line, "  %-22s %10s  %s\n", name, gib(bytes).c_str(), when);
+    if (*when) std::snprintf(line, sizeof line, "  %-22s %10s  %s\n", name, gib(bytes).c_str(), when);
+    else std::snprintf(line, sizeof line, "  %-22s %10s\n", name, gib(bytes).c_str());
     out << line;
   };
   row("weights", m.weights, "always");
