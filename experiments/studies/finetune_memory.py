@@ -45,11 +45,12 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     commands = ["# made by: /usr/bin/python3 experiments/studies/finetune_memory.py"]
     lines = ["# Fine-tuning memory: tiersim's peak allocated against accelerate estimate-memory", "",
-             "One training step at batch 1 x 2048 tokens (`sim train`, Hugging Face transformers + PyTorch "
-             "semantics: sim/model/training/training_memory.hpp). Predictions, not measurements.", "",
+             "One training step at batch 1 x 2048 tokens (`sim train --hw b200`, Hugging Face transformers + "
+             "PyTorch semantics: sim/model/training/training_memory.hpp; reserved: PyTorch's caching allocator "
+             "replaying the loop's allocations for three steps). Predictions, not measurements.", "",
              "| model | set-up | weights | optimizer | gradients | activations | logits (peak) | peak allocated | "
-             "peak at | accelerate's \"Training using Adam\" |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "peak at | reserved (caching allocator) | accelerate's \"Training using Adam\" |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, path in MODELS:
         for label, opts, acc_dtype in SETUPS:
             cmd = [SIM, "train", "--model", path, "--hw", "b200", "--json"] + SHAPE + opts
@@ -61,10 +62,12 @@ def main():
             m, p = j["memory_bytes"], j["peak_bytes"]
             act = m["saved_activations"] + m["recompute"]
             logits = m["logits"] + max(m["loss_transient"], m["logits_grad"])
+            reserved = (f"{j['allocator_peak_reserved_bytes'] / GIB:.1f}" if "allocator_peak_reserved_bytes" in j
+                        else "more than a B200 holds")
             acc = f"{accelerate_training(j['parameters'], acc_dtype) / GIB:.1f} GiB ({acc_dtype})" if acc_dtype else "no row (it assumes fp32 weights)"
             lines.append(f"| {name} | {label} | {m['weights'] / GIB:.1f} | {m['optimizer_state'] / GIB:.1f} | "
                          f"{m['gradients'] / GIB:.1f} | {act / GIB:.1f} | {logits / GIB:.1f} | "
-                         f"**{p['step'] / GIB:.1f} GiB** | {j['peak_phase']} | {acc} |")
+                         f"**{p['step'] / GIB:.1f} GiB** | {j['peak_phase']} | {reserved} | {acc} |")
     lines += ["", "GiB throughout. Why they differ: accelerate's column is the largest single term (the optimizer "
               "states, or its \"step\" of four model copies in fp32), not the sum that is alive at once; it leaves out "
               "the activations, the logits (Qwen3's 151,936-token vocabulary makes them several GiB at 2048 tokens), "

@@ -17,7 +17,15 @@ struct TrainReport {
   model::TrainingMemory memory;
   std::string hw_name;
   double gpu_available = 0;  // bytes the step may use: the GPU's memory less its reserve
-  bool fits() const { return memory.peak() <= gpu_available; }
+  // PyTorch's caching allocator replaying the loop's allocations (training_allocations.hpp) for three steps on
+  // that much memory: the third step's peaks (as torch.cuda.max_memory_allocated/reserved after two warm-up
+  // steps), or the allocation that does not fit.
+  double allocator_peak_allocated = 0, allocator_peak_reserved = 0;
+  bool out_of_memory = false;
+  std::uint32_t oom_step = 0;
+  std::string oom_phase, oom_tensor;
+  double oom_requested = 0, oom_reserved = 0, oom_allocated = 0;
+  bool fits() const { return !out_of_memory; }
   // A step's time from the event engine (training_trace.hpp), everything resident; 0 when it does not fit.
   double step_seconds = 0, forward_backward_flops = 0;
 };

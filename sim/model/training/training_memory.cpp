@@ -48,6 +48,62 @@ const char* TrainingMemory::peak_phase() const {
   return "backward";
 }
 
+double parameter_bytes(const TrainingOptions& o) {
+  return o.precision == TrainPrecision::Fp32 || o.precision == TrainPrecision::Fp32AutocastBf16 ? 4 : 2;
+}
+
+// Saved per token by one RMSNorm over `width`: its fp32 input (a copy unless already fp32), y in the activation
+// dtype (y itself when that is fp32), and its output as the next projection's input (a bf16 cast under autocast).
+static std::vector<SavedTensor> norm_saved(const TrainingOptions& o, double width) {
+  const double f = 4;
+  if (o.precision == TrainPrecision::Fp32) return {{"norm input", f * width}, {"norm y", f * width}, {"norm output", f * width}};
+  if (o.precision == TrainPrecision::Fp32AutocastBf16)
+    return {{"norm input", f * width}, {"norm y", f * width}, {"norm output, bf16 cast", 2 * width}};
+  return {{"norm input, fp32", f * width}, {"norm y", 2 * width}, {"norm output", 2 * width}};
+}
+
+std::vector<SavedTensor> saved_per_layer(const ModelConfig& m, const TrainingOptions& o) {
+  const bool fp32 = o.precision == TrainPrecision::Fp32;
+  const double act = fp32 ? 4 : 2, f = 4;
+  const double h = static_cast<double>(m.hidden_size);
+  const double qd = static_cast<double>(m.num_attention_heads * m.head_dim);
+  const double kvd = static_cast<double>(m.num_key_value_heads * m.head_dim);
+  const double inter = static_cast<double>(m.intermediate_size), heads = static_cast<double>(m.num_attention_heads);
+  std::vector<SavedTensor> v = norm_saved(o, h);
+  if (m.qk_norm) {  // Qwen3's per-head q/k norms: the fp32 input (a copy of the bf16 projection) and y in its dtype
+    const double y = fp32 ? f : 2;
+    v.insert(v.end(), {{"q_norm input", f * qd}, {"q_norm y", y * qd}, {"k_norm input", f * kvd}, {"k_norm y", y * kvd}});
+  }
+  v.insert(v.end(), {{"sdpa q", act * qd}, {"sdpa k", act * kvd}, {"sdpa v", act * kvd}, {"sdpa output", act * qd},
+                     {"sdpa log-sum-exp", f * heads}, {"o_proj input (contiguous)", act * qd}});
+  for (const auto& t : norm_saved(o, h)) v.push_back(t);
+  v.insert(v.end(), {{"gate", act * inter}, {"silu(gate)", act * inter}, {"up", act * inter}, {"down_proj input", act * inter}});
+  return v;
+}
+
+std::vector<SavedTensor> saved_final_norm(const ModelConfig& m, const TrainingOptions& o) {
+  return norm_saved(o, static_cast<double>(m.hidden_size));
+}
+
+std::vector<std::pair<std::int32_t, std::uint64_t>> parameter_tensors(const ModelConfig& m) {
+  std::vector<std::pair<std::int32_t, std::uint64_t>> v{{-1, m.embedding_params()}};
+  for (std::uint64_t l = 0; l < m.num_hidden_layers; ++l) {
+    const auto layer = static_cast<std::int32_t>(l);
+    v.emplace_back(layer, m.hidden_size);  // input_layernorm
+    v.emplace_back(layer, m.q_params());
+    v.emplace_back(layer, m.kv_params());
+    v.emplace_back(layer, m.kv_params());
+    if (m.qk_norm) v.emplace_back(layer, m.head_dim), v.emplace_back(layer, m.head_dim);
+    v.emplace_back(layer, m.o_params());
+    v.emplace_back(layer, m.hidden_size);  // post_attention_layernorm
+    for (int k = 0; k < 3; ++k) v.emplace_back(layer, m.mlp_matrix_params());
+  }
+  const auto L = static_cast<std::int32_t>(m.num_hidden_layers);
+  v.emplace_back(L, m.hidden_size);
+  if (!m.tie_word_embeddings) v.emplace_back(L, m.embedding_params());
+  return v;
+}
+
 TrainingMemory training_memory(const ModelConfig& m, const TrainingOptions& o) {
   TrainingMemory r;
   const bool autocast = o.precision == TrainPrecision::Fp32AutocastBf16;
@@ -57,9 +113,6 @@ TrainingMemory training_memory(const ModelConfig& m, const TrainingOptions& o) {
   const double f = 4;
   const double P = static_cast<double>(m.total_params());
   const double h = static_cast<double>(m.hidden_size), V = static_cast<double>(m.vocab_size);
-  const double qd = static_cast<double>(m.num_attention_heads * m.head_dim);
-  const double kvd = static_cast<double>(m.num_key_value_heads * m.head_dim);
-  const double inter = static_cast<double>(m.intermediate_size), heads = static_cast<double>(m.num_attention_heads);
   const double L = static_cast<double>(m.num_hidden_layers);
   const double T = static_cast<double>(o.batch) * static_cast<double>(o.seq);
 
@@ -75,26 +128,15 @@ TrainingMemory training_memory(const ModelConfig& m, const TrainingOptions& o) {
     r.autocast_cache = 2 * (P - not_cast);
   }
 
-  // Saved per token by one RMSNorm over `width`: its fp32 input (a copy unless already fp32), y in the
-  // activation dtype (y itself when that is fp32), and its output as the next projection's input (a bf16 cast
-  // of it under autocast).
-  auto norm = [&](double width) {
-    if (fp32) return 3 * f * width;
-    if (autocast) return (f + f + 2) * width;
-    return (f + act + act) * width;
-  };
-  // Qwen3's per-head q/k norms: the fp32 input (a copy of the bf16 projection) and y in its dtype.
-  auto head_norm = [&](double width) { return fp32 ? 2 * f * width : (f + 2) * width; };
-  const double sdpa = act * (qd + kvd + kvd + qd) + f * heads;  // q, k, v, output; log-sum-exp
-  const double contiguous = act * qd;                          // o_proj's input
-  const double mlp = 4 * act * inter;                          // gate, silu(gate), up, product
-  const double per_layer = 2 * norm(h) + (m.qk_norm ? head_norm(qd) + head_norm(kvd) : 0) + sdpa + contiguous + mlp;
+  double per_layer = 0, final_norm = 0;
+  for (const auto& t : saved_per_layer(m, o)) per_layer += t.bytes_per_token;
+  for (const auto& t : saved_final_norm(m, o)) final_norm += t.bytes_per_token;
   const double residual = fp32 || autocast ? f * h : act * h;  // a decoder layer's input
   if (o.checkpointing) {
-    r.saved_activations = T * (L * residual + norm(h));
+    r.saved_activations = T * (L * residual + final_norm);
     r.recompute = T * per_layer;
   } else {
-    r.saved_activations = T * (L * per_layer + norm(h));
+    r.saved_activations = T * (L * per_layer + final_norm);
   }
   const double logits_dtype = fp32 ? f : 2;
   r.logits = T * V * f;                                           // log_softmax's saved fp32 result

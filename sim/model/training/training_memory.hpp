@@ -27,6 +27,8 @@
 // fragmentation, CUDA/cuBLAS workspaces, attention without flash/memory-efficient kernels.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/model_config.hpp"
 
@@ -66,5 +68,18 @@ struct TrainingMemory {
 };
 
 TrainingMemory training_memory(const ModelConfig& m, const TrainingOptions& o);
+
+// The tensors behind the totals, for the caching allocator's replay (training_allocations.hpp) and the sums above:
+// what autograd saves in one decoder layer, and in the final norm, in bytes per token (in the order the forward
+// pass makes them); and every parameter tensor as (layer group, parameters), in the model's order (-1 the
+// embedding, 0..L-1 the layers, L the final norm and an untied lm_head).
+struct SavedTensor {
+  const char* what;
+  double bytes_per_token;
+};
+std::vector<SavedTensor> saved_per_layer(const ModelConfig& m, const TrainingOptions& o);
+std::vector<SavedTensor> saved_final_norm(const ModelConfig& m, const TrainingOptions& o);
+std::vector<std::pair<std::int32_t, std::uint64_t>> parameter_tensors(const ModelConfig& m);
+double parameter_bytes(const TrainingOptions& o);  // per parameter (and gradient, optimizer state element)
 
 }  // namespace tiersim::model

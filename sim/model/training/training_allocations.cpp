@@ -1,0 +1,148 @@
+#include "model/training/training_allocations.hpp"
+
+#include <cmath>
+#include <map>
+
+namespace tiersim::model {
+namespace {
+
+class Sequence {
+ public:
+  std::vector<AllocationEvent> events;
+  std::uint32_t step = 0;
+  const char* phase = "load";
+
+  std::uint64_t alloc(double bytes, std::string what) {
+    const std::uint64_t id = next_++;
+    events.push_back({true, id, static_cast<std::uint64_t>(std::llround(std::max(0.0, bytes))), step, phase, std::move(what)});
+    return id;
+  }
+  void free(std::uint64_t id) { events.push_back({false, id, 0, step, phase, ""}); }
+  void free_all(std::vector<std::uint64_t>& ids) {
+    for (std::uint64_t id : ids) free(id);
+    ids.clear();
+  }
+
+ private:
+  std::uint64_t next_ = 1;
+};
+
+}  // namespace
+
+std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const TrainingOptions& o, std::uint32_t steps) {
+  const bool fp32 = o.precision == TrainPrecision::Fp32, autocast = o.precision == TrainPrecision::Fp32AutocastBf16;
+  const double wb = parameter_bytes(o), act = fp32 ? 4 : 2, f = 4;
+  const double res = fp32 || autocast ? f : act;  // the residual stream's bytes per element
+  const double T = static_cast<double>(o.batch) * o.seq;
+  const double h = static_cast<double>(m.hidden_size), V = static_cast<double>(m.vocab_size);
+  const double inter = static_cast<double>(m.intermediate_size);
+  const auto L = static_cast<std::int32_t>(m.num_hidden_layers);
+  const auto params = parameter_tensors(m);
+  const auto layer_saved = saved_per_layer(m, o);
+  const auto final_saved = saved_final_norm(m, o);
+  // Matrices autocast casts (more than a norm's width of parameters) by layer group; lm_head reads the embedding
+  // table when tied.
+  auto is_matrix = [&](std::uint64_t n) { return n > m.hidden_size && n > m.head_dim; };
+
+  Sequence s;
+  std::vector<std::uint64_t> weights;
+  for (const auto& [layer, n] : params) weights.push_back(s.alloc(static_cast<double>(n) * wb, "parameter"));
+  std::vector<std::uint64_t> state;
+  for (std::uint32_t step = 1; step <= steps; ++step) {
+    s.step = step;
+    s.phase = "forward";
+    std::map<std::int32_t, std::vector<std::uint64_t>> saved, casts;
+    std::uint64_t residual = s.alloc(T * h * res, "embedding output");
+    for (std::int32_t l = 0; l < L; ++l) {
+      const std::string layer = "layer " + std::to_string(l) + " ";
+      if (autocast)
+        for (const auto& [g, n] : params)
+          if (g == l && is_matrix(n)) casts[l].push_back(s.alloc(2.0 * static_cast<double>(n), layer + "bf16 weight copy"));
+      std::vector<std::uint64_t> made;
+      for (const auto& t : layer_saved) made.push_back(s.alloc(T * t.bytes_per_token, layer + t.what));
+      const std::uint64_t mid = s.alloc(T * h * res, layer + "attention residual");
+      const std::uint64_t out = s.alloc(T * h * res, layer + "output");
+      s.free(mid);
+      if (o.checkpointing) {  // only the layer's input is kept; its activations go with the layer
+        for (std::uint64_t id : made) s.free(id);
+        saved[l].push_back(residual);
+      } else {
+        saved[l] = made;
+        s.free(residual);
+      }
+      residual = out;
+    }
+    std::vector<std::uint64_t> head;
+    for (const auto& t : final_saved) head.push_back(s.alloc(T * t.bytes_per_token, "final norm " + std::string(t.what)));
+    s.free(residual);
+    std::vector<std::uint64_t> head_cast;
+    if (autocast) head_cast.push_back(s.alloc(2.0 * V * h, "lm_head bf16 weight copy"));
+    s.phase = "loss";
+    const std::uint64_t logits = s.alloc(T * V * (fp32 ? f : 2), "logits");
+    const std::uint64_t copy = fp32 ? 0 : s.alloc(T * V * f, "logits.float()");
+    const std::uint64_t lsm = s.alloc(T * V * f, "log_softmax output");
+    if (copy) s.free(copy);
+    s.free(logits);  // the model's output is dropped once the loss is taken from it
+
+    s.phase = "backward";
+    std::map<std::int32_t, std::vector<std::uint64_t>> grads;
+    const std::uint64_t nll = s.alloc(T * V * f, "nll_loss gradient");
+    const std::uint64_t lsm_grad = s.alloc(T * V * f, "log_softmax gradient");
+    s.free(nll);
+    s.free(lsm);
+    const std::uint64_t cast_grad = fp32 ? 0 : s.alloc(T * V * act, "logits gradient");
+    s.free(lsm_grad);
+    std::uint64_t grad = s.alloc(T * h * act, "lm_head input gradient");
+    grads[m.tie_word_embeddings ? -1 : L].push_back(s.alloc(V * h * wb, "gradient of the output matrix"));
+    if (cast_grad) s.free(cast_grad);
+    s.free_all(head_cast);
+    s.free_all(head);
+    for (std::int32_t l = L - 1; l >= 0; --l) {
+      const std::string layer = "layer " + std::to_string(l) + " ";
+      std::vector<std::uint64_t> recomputed;
+      if (o.checkpointing)
+        for (const auto& t : layer_saved) recomputed.push_back(s.alloc(T * t.bytes_per_token, layer + t.what + " (recomputed)"));
+      for (auto it = params.rbegin(); it != params.rend(); ++it)
+        if (it->first == l) {
+          const double n = static_cast<double>(it->second);
+          if (autocast && is_matrix(it->second)) {  // the bf16 gradient, added into the fp32 one
+            const std::uint64_t half = s.alloc(2 * n, layer + "bf16 weight gradient");
+            grads[l].push_back(s.alloc(n * wb, layer + "parameter gradient"));
+            s.free(half);
+          } else {
+            grads[l].push_back(s.alloc(n * wb, layer + "parameter gradient"));
+          }
+        }
+      const std::uint64_t mlp = s.alloc(T * inter * act, layer + "MLP gradient");
+      const std::uint64_t next = s.alloc(T * h * (fp32 || autocast ? f : act), layer + "input gradient");
+      s.free(mlp);
+      s.free_all(recomputed);
+      s.free_all(saved[l]);
+      s.free_all(casts[l]);
+      s.free(grad);
+      grad = next;
+    }
+    // The embedding's dense gradient: a new tensor, added into the tied output matrix's when they share one.
+    const std::uint64_t embedding = s.alloc(V * h * wb, "embedding gradient");
+    if (m.tie_word_embeddings) s.free(embedding);
+    else grads[-1].push_back(embedding);
+    s.free(grad);
+
+    s.phase = "optimizer step";
+    if (state.empty()) {
+      const int per = o.optimizer == TrainOptimizer::AdamW ? 2 : o.optimizer == TrainOptimizer::SgdMomentum ? 1 : 0;
+      for (const auto& [layer, n] : params)
+        for (int k = 0; k < per; ++k) state.push_back(s.alloc(static_cast<double>(n) * wb, "optimizer state"));
+    }
+    if (o.optimizer == TrainOptimizer::AdamW) {  // torch._foreach_sqrt(exp_avg_sqs): one tensor per parameter
+      std::vector<std::uint64_t> sqrt;
+      for (const auto& [layer, n] : params) sqrt.push_back(s.alloc(static_cast<double>(n) * wb, "AdamW sqrt temporary"));
+      s.free_all(sqrt);
+    }
+    s.phase = "zero_grad";
+    for (auto& [layer, ids] : grads) s.free_all(ids);
+  }
+  return s.events;
+}
+
+}  // namespace tiersim::model
