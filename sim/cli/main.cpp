@@ -648,7 +648,7 @@ std::string bottleneck(const app::Simulation& sim, const hw::HardwareProfile& hw
 bool plan_only(const std::string& a) {
   return a == "--hw" || a == "--strategies" || a == "--min-tps" || a == "--max-s-per-iteration" || a == "--jobs" ||
          a == "--format" || a == "-o" || a == "--output" || a == "--price" || a == "--cheapest" ||
-         a == "--exhaustive";
+         a == "--exhaustive" || a == "--max-price" || a == "--vram-margin" || a == "--host-ram" || a == "--count";
 }
 
 // --price GPU=USD (comma lists and repeats): a catalogue GPU's price in place of its launch price.
@@ -679,23 +679,36 @@ std::map<std::string, double> price_overrides(const std::vector<std::string>& it
   return out;
 }
 
-// --hw words that stand for catalogue groups: every catalogue GPU (one card, its default host), or a segment's.
-std::vector<std::string> expand_hardware(const std::vector<std::string>& items) {
-  std::vector<std::string> out;
+// --hw words that stand for catalogue groups: every catalogue GPU (one card, its default host), or a segment's;
+// with --count, each bare catalogue GPU id (a word's, or given alone) once per count ("2xrtx3090").
+std::vector<std::string> expand_hardware(const std::vector<std::string>& items, const std::vector<int>& counts) {
+  std::vector<std::string> ids;
   for (const auto& item : items) {
     if (item == "catalogue" || item == "consumer" || item == "workstation" || item == "datacenter") {
       for (const auto& g : hw::catalogue_gpus())
-        if (item == "catalogue" || g.segment == item) out.push_back(g.id);
+        if (item == "catalogue" || g.segment == item) ids.push_back(g.id);
     } else {
-      out.push_back(item);
+      ids.push_back(item);
     }
+  }
+  if (counts.empty()) return ids;
+  std::vector<std::string> out;
+  const auto& gpus = hw::catalogue_gpus();
+  for (const auto& id : ids) {
+    const bool bare = std::any_of(gpus.begin(), gpus.end(), [&](const auto& g) { return g.id == id; });
+    if (!bare) {
+      out.push_back(id);
+      continue;
+    }
+    for (int c : counts) out.push_back(c == 1 ? "1x" + id : std::to_string(c) + "x" + id);
   }
   return out;
 }
 
 int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, const std::string& hw_list,
                  const std::string& strategy_list, const app::PlanGoal& goal, int jobs, const std::string& format,
-                 const std::string& output, const std::vector<std::string>& price_items, bool exhaustive) {
+                 const std::string& output, const std::vector<std::string>& price_items, bool exhaustive,
+                 const std::vector<int>& counts, std::optional<double> vram_margin_gib, std::optional<double> host_ram_gib) {
   if (o.policy.size() || o.placement || o.memory || o.offload)
     throw InputError("", 0, o.policy.size() ? "--policy" : "--placement", "sim plan chooses the strategies itself (--strategies)");
   if (format != "md" && format != "csv" && format != "jsonl")
@@ -712,11 +725,25 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
     }
     return out;
   };
-  std::vector<std::string> hardware = expand_hardware(split(hw_list));
+  std::vector<std::string> hardware = expand_hardware(split(hw_list), counts);
   if (hardware.empty())
     for (const auto& f : config::embedded_profiles()) hardware.push_back(f.name);
   const std::map<std::string, double> prices = price_overrides(price_items);
-  for (const auto& h : hardware) hw::profile_tree(h);  // a --hw that names nothing is an error before any run
+  // Each machine's constraints as its own --set (so that every row's command reproduces them): a VRAM margin adds
+  // to the GPU's reserve, a host RAM size replaces the host's memory.
+  std::map<std::string, std::vector<std::string>> hw_args;
+  for (const auto& h : hardware) {
+    const hw::HardwareProfile p = hw::resolve_profile(h);  // a --hw that names nothing is an error before any run
+    char text[96];
+    if (vram_margin_gib) {
+      std::snprintf(text, sizeof text, "gpu.reserved=%.6g GiB", p.gpu.reserved / 1073741824.0 + *vram_margin_gib);
+      hw_args[h].insert(hw_args[h].end(), {"--set", text});
+    }
+    if (host_ram_gib) {
+      std::snprintf(text, sizeof text, "host.memory=%.6g GiB", *host_ram_gib);
+      hw_args[h].insert(hw_args[h].end(), {"--set", text});
+    }
+  }
   // The workload's arguments as given (sim plan ...), less the plan's own.
   std::vector<std::string> base;
   for (std::size_t i = 0; i < raw.size(); ++i) {
@@ -814,7 +841,7 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
   const app::PlanPricer price = [&](const std::string& h) { return hw::price_of(h, prices); };
   app::PlanWork work;
   const auto rows = app::plan(base, hardware, strategies, layers, model_gb, goal, evaluate, price, jobs,
-                              screen, exhaustive, &work);
+                              screen, exhaustive, &work, hw_args);
   std::cerr << "sim plan: " << work.screened << " points screened, " << work.predicted << " predicted by the "
               << "event engine, " << work.pruned << " pruned by their bound\n";
   app::write_plan(out.stream(), format, rows, goal);
@@ -983,6 +1010,18 @@ int main(int argc, char** argv) {
   planc->add_option("--price", plan_prices,
                     "GPU=USD[,GPU=USD...]: a catalogue GPU's price in place of its launch price (what you would pay)");
   bool plan_exhaustive = false;
+  std::vector<int> plan_counts;
+  std::optional<double> plan_vram_margin, plan_host_ram;
+  planc->add_option("--max-price", plan_goal.max_price, "the budget: at most this many US dollars for the GPUs")
+      ->check(number_in(0, 1e9, "US dollars", false));
+  planc->add_option("--vram-margin", plan_vram_margin,
+                    "GiB of GPU memory left free beyond the profile's reserve (added to it: --set gpu.reserved)")
+      ->check(number_in(0, 1e6, "GiB", false));
+  planc->add_option("--host-ram", plan_host_ram, "GiB of host memory every machine has (--set host.memory)")
+      ->check(number_in(1, 1e6, "GiB", false));
+  planc->add_option("--count", plan_counts, "GPUs per machine for each bare catalogue GPU in --hw (comma list: 1,2)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64));
   planc->add_flag("--exhaustive", plan_exhaustive,
                   "predict every value of a searched knob that fits with the event engine, without screening by the bound "
                   "(the same answer, slower: a check)");
@@ -1091,7 +1130,7 @@ int main(int argc, char** argv) {
       }
       if (planc->get_option("--hw")->count() > 0) plan_hw = plan_o.hw;
       return plan_command(raw, plan_o, plan_hw, plan_strategies_text, plan_goal, plan_jobs, plan_format, plan_out,
-                          plan_prices, plan_exhaustive);
+                          plan_prices, plan_exhaustive, plan_counts, plan_vram_margin, plan_host_ram);
     }
     if (*trainc) {
       model::TrainingOptions t;

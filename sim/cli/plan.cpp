@@ -70,14 +70,15 @@ struct WorkCounters {
 // With a screener the bisection reads placements only, and values are predicted from the highest speed bound
 // down, stopping where no bound left beats the best prediction (or ties it with more on the GPU): the same
 // point as predicting them all, since no prediction exceeds its bound.
-PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, const PlanStrategy& s, int layers,
-                   double model_gb, const PlanEvaluate& evaluate, const PlanScreener& screen, bool exhaustive,
-                   WorkCounters& work) {
+PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, const std::vector<std::string>& hw_args,
+                   const PlanStrategy& s, int layers, double model_gb, const PlanEvaluate& evaluate,
+                   const PlanScreener& screen, bool exhaustive, WorkCounters& work) {
   const bool search_by_screen = screen && !exhaustive;
   PlanRow row;
   row.hw = hw;
   row.strategy = s.name;
-  const std::vector<std::string> args = with(with(base, {"--hw", hw}), {});
+  std::vector<std::string> args = with(base, {"--hw", hw});
+  args.insert(args.end(), hw_args.begin(), hw_args.end());
   std::vector<std::string> sargs = args;
   sargs.insert(sargs.end(), s.args.begin(), s.args.end());
   auto at = [&](std::initializer_list<std::string> knob) {
@@ -162,7 +163,8 @@ PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, 
 std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
                           const std::vector<std::string>& strategies, int layers, double model_gb,
                           const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs,
-                          const PlanScreener& screen, bool exhaustive, PlanWork* work) {
+                          const PlanScreener& screen, bool exhaustive, PlanWork* work,
+                          const std::map<std::string, std::vector<std::string>>& hw_args) {
   std::vector<std::pair<std::string, const PlanStrategy*>> candidates;
   for (const auto& hw : hardware)
     for (const auto& name : strategies) {
@@ -184,8 +186,9 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
   auto worker = [&] {
     for (std::size_t i; (i = next++) < candidates.size();) {
       try {
-        rows[i] = best_point(base, candidates[i].first, *candidates[i].second, layers, model_gb, evaluate, screen,
-                             exhaustive, counters);
+        const auto extra = hw_args.find(candidates[i].first);
+        rows[i] = best_point(base, candidates[i].first, extra == hw_args.end() ? std::vector<std::string>{} : extra->second,
+                             *candidates[i].second, layers, model_gb, evaluate, screen, exhaustive, counters);
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -229,7 +232,8 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
     const auto& s = r.point.summary;
     r.meets = (!goal.min_tps || (!r.point.diffusion && s.tps >= *goal.min_tps)) &&
               (!goal.max_seconds_per_iteration ||
-               (r.point.diffusion && s.iteration_median <= *goal.max_seconds_per_iteration));
+               (r.point.diffusion && s.iteration_median <= *goal.max_seconds_per_iteration)) &&
+              (!goal.max_price || (r.price && r.price->usd <= *goal.max_price));
   }
   // Pareto front of speed (higher) against GPU memory (lower) and price (lower; unpriced above every price),
   // among the points that fit.
@@ -270,7 +274,7 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
     if (!r.point.ok) return std::string();
     return diffusion ? fmt("%.4g", r.point.summary.iteration_median) : fmt("%.4g", r.point.summary.tps);
   };
-  const bool goal_set = goal.min_tps || goal.max_seconds_per_iteration;
+  const bool goal_set = goal.min_tps || goal.max_seconds_per_iteration || goal.max_price;
   if (format == "jsonl") {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];

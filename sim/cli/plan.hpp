@@ -6,6 +6,7 @@
 // is on the Pareto front of speed against GPU memory and price, with what limits it, what the machine costs (its
 // GPUs' launch prices, from the catalogue) and the `sim run` command that reproduces it. Candidates run in parallel threads (simulate() is reentrant; the trace is loaded once).
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,7 @@ struct PlanRow {
 
 struct PlanGoal {
   std::optional<double> min_tps, max_seconds_per_iteration;
+  std::optional<double> max_price;  // US dollars: a machine above it, or unpriced, does not meet the goal
   bool cheapest = false;  // rank the points that meet the goal by price, cheapest first (else by speed)
 };
 
@@ -81,11 +83,13 @@ struct PlanWork {
 // starts to fit is found from the placements alone, and the values that fit are predicted from the highest
 // bound down until no bound left can beat the best prediction, so the best point is the one an exhaustive
 // search finds (tests/cli/plan_test.cpp compares them) at a fraction of the event-engine runs; `work` counts them.
-// `exhaustive` predicts every value that fits (the screen then only reports each row's bound).
+// `exhaustive` predicts every value that fits (the screen then only reports each row's bound). `hw_args` are a
+// machine's own arguments after its --hw (the constraints: --set gpu.reserved=... for a VRAM margin).
 std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
                           const std::vector<std::string>& strategies, int layers, double model_gb,
                           const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs,
-                          const PlanScreener& screen = nullptr, bool exhaustive = false, PlanWork* work = nullptr);
+                          const PlanScreener& screen = nullptr, bool exhaustive = false, PlanWork* work = nullptr,
+                          const std::map<std::string, std::vector<std::string>>& hw_args = {});
 
 // The ranked table: markdown (default), csv or jsonl.
 void write_plan(std::ostream& out, const std::string& format, const std::vector<PlanRow>& rows, const PlanGoal& goal);

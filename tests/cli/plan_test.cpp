@@ -3,7 +3,9 @@
 // planner cannot do is refused.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -132,6 +134,34 @@ TEST(Plan, ScreeningGivesTheExhaustiveAnswerWithFewerRuns) {
     EXPECT_NE(counts.out.find("pruned by their bound"), std::string::npos) << counts.out;
     EXPECT_EQ(counts.out.find(" 0 pruned"), std::string::npos) << counts.out;  // the bound did cut runs
   }
+}
+
+// Constraints: a budget, a VRAM margin and a host RAM size each machine gets (as --set in its rows' commands, so
+// that the commands reproduce them), GPU counts multiplying the catalogue's cards.
+TEST(Plan, BudgetMarginHostRamAndCountsConstrainTheSpace) {
+  const std::string base = "plan " + kWorkload + " --hw rtx3060-12gb,rtx5090 --strategies llamacpp --min-tps 15 --format jsonl";
+  const auto budget = run_sim(base + " --count 1,2 --max-price 1000", false);
+  ASSERT_EQ(budget.code, 0) << budget.out;
+  std::set<std::string> machines;
+  for (const auto& row : lines(budget.out)) {
+    machines.insert(row["hw"]);
+    if (row.contains("meets_goal") && row["meets_goal"].get<bool>()) EXPECT_LE(row["price_usd"].get<double>(), 1000);
+    if (row["hw"] == "1xrtx5090") EXPECT_FALSE(row["meets_goal"].get<bool>());  // fast enough, over the budget
+  }
+  EXPECT_EQ(machines, (std::set<std::string>{"1xrtx3060-12gb", "2xrtx3060-12gb", "1xrtx5090", "2xrtx5090"}));
+  const auto margin = run_sim(base + " --vram-margin 2 --host-ram 48", false);
+  const auto none = run_sim(base, false);
+  ASSERT_EQ(margin.code, 0) << margin.out;
+  std::map<std::string, double> offloaded;
+  for (const auto& row : lines(none.out)) offloaded[row["hw"]] = row["offloaded_bytes"];
+  for (const auto& row : lines(margin.out)) {
+    const std::string command = row["command"];
+    EXPECT_NE(command.find("--set 'gpu.reserved=2.6 GiB' --set 'host.memory=48 GiB'"), std::string::npos) << command;
+    // Less GPU memory to fill: llama.cpp's --fit leaves more of the model on the CPU.
+    if (row["hw"] == "rtx3060-12gb") EXPECT_GT(row["offloaded_bytes"].get<double>(), offloaded["rtx3060-12gb"]);
+  }
+  EXPECT_EQ(run_sim(base + " --count 0").code, 2);
+  EXPECT_EQ(run_sim(base + " --vram-margin -1").code, 2);
 }
 
 TEST(Plan, ADiffusionModelIsPlannedInSecondsPerIteration) {
