@@ -71,7 +71,9 @@ def gpu_split(row):
         with open(path) as f:
             d = json.load(f)
     events = d["traceEvents"] if isinstance(d, dict) else d
-    lane = [e for e in events if e.get("ph") == "X" and e.get("tid") == 1]  # cuda:0 compute
+    # The cuda:0 compute track, found by its name (the timeline's track numbers moved when it gained a steps track).
+    compute = [e["tid"] for e in events if e.get("ph") == "M" and e.get("args", {}).get("name") == "cuda:0 compute"]
+    lane = [e for e in events if e.get("ph") == "X" and e.get("tid") == compute[0]]
     steps, cur = [], {"matmul": 0.0, "attention": 0.0, "other": 0.0}
     for e in lane:
         name = e["name"]
