@@ -140,11 +140,41 @@ void ManagedMemory::touch_range(std::uint32_t tensor, double bytes, bool write, 
   const double start = offset_in_block_[tensor];
   const double end = start + bytes;
   const auto n = static_cast<std::int64_t>(std::ceil(end / spec_.va_block));
+  // What an oversubscribed run does to nearly every block, in a tight loop: a host-resident block without advice,
+  // touched past the prefetch threshold, faulted in whole under demand paging, after evicting the oldest resident
+  // blocks if the GPU is full. touch_block does the same (and everything else) one call at a time. The counts
+  // are added once at the end: byte totals are whole multiples of the block, exact in a double in any order.
+  const double whole = spec_.prefetch_threshold * spec_.va_block;
+  const bool fast = demand_paging_ && !prefetch;
+  std::uint32_t faulted = 0, evicted = 0, written_back = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const double lo = std::max(start, static_cast<double>(i) * spec_.va_block);
     const double hi = std::min(end, static_cast<double>(i + 1) * spec_.va_block);
-    touch_block(static_cast<std::uint32_t>(first + i), hi - lo, write, prefetch, cost);
+    const auto b = static_cast<std::uint32_t>(first + i);
+    Block& blk = blocks_[b];
+    if (fast && blk.where == Where::Host && blk.advice == 0 && hi - lo >= whole) {
+      while (resident_blocks_ >= capacity_blocks_ && fifo_size_ > 0) {  // make_room
+        const std::uint32_t old = fifo_[fifo_head_];
+        if (++fifo_head_ == fifo_.size()) fifo_head_ = 0;
+        --fifo_size_;
+        Block& v = blocks_[old];
+        if (v.where == Where::Gpu) ++written_back;
+        v.where = Where::Host;
+        v.mapped = (v.advice & placement::kAccessedByGpu) != 0;
+        --resident_blocks_;
+        ++evicted;
+      }
+      if (capacity_blocks_ == 0) throw std::runtime_error("no GPU memory left for managed memory");
+      become_resident(b, Where::Gpu);
+      ++faulted;
+      continue;
+    }
+    touch_block(b, hi - lo, write, prefetch, cost);
   }
+  cost.faulted_blocks += faulted;
+  cost.evicted_blocks += evicted;
+  cost.migrated_bytes += static_cast<double>(faulted) * spec_.va_block;
+  cost.written_back_bytes += static_cast<double>(written_back) * spec_.va_block;
 }
 
 void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost,
