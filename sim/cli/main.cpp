@@ -1038,7 +1038,10 @@ int main(int argc, char** argv) {
       "train", "will one training step of a dense decoder fit the GPU, and what takes its memory (weights, optimizer "
                "state, gradients, activations, logits) at each moment of the step");
   trainc->add_option("--model", train_model, "model description (a dense decoder's HF config.json)")->required();
-  trainc->add_option("--hw", train_hw, "hardware: a preset, a profile file or a catalogue machine")->capture_default_str();
+  trainc->add_option("--hw", train_hw,
+                     "hardware: a preset, a profile file or a catalogue machine; a comma list (or catalogue, consumer, "
+                     "workstation, datacenter) prints a table, the machines that fit first, cheapest first")
+      ->capture_default_str();
   trainc->add_option("--set", train_sets, "override a hardware profile key, as for run");
   std::string train_runtime;
   trainc->add_option("--runtime", train_runtime, "the framework's host costs (default pytorch-eager)");
@@ -1147,17 +1150,67 @@ int main(int argc, char** argv) {
       t.checkpointing = train_checkpointing;
       t.batch = train_batch;
       t.seq = train_seq;
-      CommonOptions machine;
-      machine.hw = train_hw;
-      machine.sets = train_sets;
-      machine.runtime = train_runtime;
-      app::RunInputs m;
-      resolve_machine(machine, m);
-      const app::TrainReport report = app::train_report(train_model, m.setup(), t);
-      if (train_json_out) std::cout << app::train_json(report).dump(2) << "\n";
-      else app::write_train_console(std::cout, report);
+      // One machine: the full report. A list (commas, or the catalogue's words): a table ranked by price among
+      // the machines the step fits (one GPU each: data parallelism across GPUs is not modelled).
+      std::vector<std::string> machines;
+      for (std::size_t start = 0; start <= train_hw.size();) {
+        const std::size_t comma = train_hw.find(',', start);
+        const std::string item = train_hw.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!item.empty()) machines.push_back(item);
+        start = comma == std::string::npos ? train_hw.size() + 1 : comma + 1;
+      }
+      machines = expand_hardware(machines, {});
+      std::vector<app::TrainReport> reports;
+      for (const auto& name : machines) {
+        CommonOptions machine;
+        machine.hw = name;
+        machine.sets = train_sets;
+        machine.runtime = train_runtime;
+        app::RunInputs m;
+        resolve_machine(machine, m);
+        reports.push_back(app::train_report(train_model, m.setup(), t));
+        reports.back().hw_name = name;
+      }
+      if (reports.empty()) throw InputError("", 0, "--hw", "names no machine");
+      if (reports.size() == 1) {
+        if (train_json_out) std::cout << app::train_json(reports.front()).dump(2) << "\n";
+        else app::write_train_console(std::cout, reports.front());
+        report::check_stdout("standard output");
+        return reports.front().fits() ? 0 : 3;
+      }
+      std::vector<std::pair<std::optional<hw::Price>, const app::TrainReport*>> ranked;
+      for (const auto& r : reports) ranked.emplace_back(hw::price_of(r.hw_name), &r);
+      std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+        if (a.second->fits() != b.second->fits()) return a.second->fits();
+        const double pa = a.first ? a.first->usd : HUGE_VAL, pb = b.first ? b.first->usd : HUGE_VAL;
+        if (pa != pb) return pa < pb;
+        return a.second->step_seconds < b.second->step_seconds;
+      });
+      if (train_json_out) {
+        for (const auto& [price, r] : ranked) {
+          auto j = app::train_json(*r);
+          if (price) j["price_usd"] = price->usd;
+          std::cout << j.dump() << "\n";
+        }
+      } else {
+        std::cout << "| hw | fits | peak reserved (GiB) | step time (ms) | tokens/s | price (USD) | out of memory at |\n"
+                  << "|---|---|---|---|---|---|---|\n";
+        for (const auto& [price, r] : ranked) {
+          char reserved[32] = "", step[32] = "", tps[32] = "", usd[32] = "";
+          if (r->fits()) {
+            std::snprintf(reserved, sizeof reserved, "%.2f", r->allocator_peak_reserved / 1073741824.0);
+            std::snprintf(step, sizeof step, "%.1f", r->step_seconds * 1e3);
+            std::snprintf(tps, sizeof tps, "%.0f", t.batch * double(t.seq) / r->step_seconds);
+          }
+          if (price) std::snprintf(usd, sizeof usd, "%.0f", price->usd);
+          const std::string oom =
+              r->fits() ? "" : r->oom_phase + " (step " + std::to_string(r->oom_step) + "): " + r->oom_tensor;
+          std::cout << "| " << r->hw_name << " | " << (r->fits() ? "yes" : "no") << " | " << reserved << " | " << step
+                    << " | " << tps << " | " << usd << " | " << oom << " |\n";
+        }
+      }
       report::check_stdout("standard output");
-      return report.fits() ? 0 : 3;
+      return 0;
     }
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
 
 #include "model/model_config.hpp"
 #include "model/training/training_memory.hpp"
@@ -114,6 +116,23 @@ TEST(TrainCommand, StepTimeComesFromTheEngineAndMovesWithTheSetUp) {
   const auto a = run_sim("train --model traces/models/qwen3-0.6b.json --hw h100-sxm --json", false);
   const auto b = run_sim("train --model traces/models/qwen3-0.6b.json --hw h100-sxm --json", false);
   EXPECT_EQ(a.out, b.out);
+}
+
+// A list of machines: a table, the ones the step fits first (cheapest first), the others with where they fail.
+TEST(TrainCommand, AListOfMachinesIsRankedByWhetherItFitsThenByPrice) {
+  const auto r = run_sim("train --model traces/models/qwen3-1.7b.json --hw rtx4070,rtx5090,rtx3090 --checkpointing --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::vector<nlohmann::json> rows;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["hw"], "rtx3090");  // fits, $1,499
+  EXPECT_EQ(rows[1]["hw"], "rtx5090");  // fits, $1,999
+  EXPECT_EQ(rows[2]["hw"], "rtx4070");  // 12 GB: out of memory
+  EXPECT_FALSE(rows[2]["fits"].get<bool>());
+  EXPECT_TRUE(rows[2].contains("out_of_memory"));
+  const auto table = run_sim("train --model traces/models/qwen3-1.7b.json --hw rtx4070,rtx5090,rtx3090 --checkpointing");
+  EXPECT_NE(table.out.find("| rtx3090 | yes |"), std::string::npos) << table.out;
 }
 
 TEST(TrainCommand, RefusesWhatItDoesNotModel) {
