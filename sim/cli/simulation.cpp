@@ -29,6 +29,9 @@ class MemoryTrace final : public trace::StepSource {
     out = loaded_->steps[next_++];
     return true;
   }
+  const trace::Step* next_view(trace::Step&) override {
+    return next_ == loaded_->steps.size() ? nullptr : &loaded_->steps[next_++];
+  }
 
  private:
   std::shared_ptr<const LoadedTrace> loaded_;

@@ -55,61 +55,87 @@ ManagedMemory::ManagedMemory(const hw::ManagedMemorySpec& spec, const trace::Hea
     offset_in_block_[t.id] = cursor - static_cast<double>(first) * spec.va_block;
     cursor += static_cast<double>(std::max<std::uint64_t>(t.bytes, 1));
     const auto last = static_cast<std::size_t>(std::ceil(cursor / spec.va_block));
-    if (blocks_.size() < last) blocks_.resize(last);
+    if (where_.size() < last) where_.resize(last, Where::Host), mapped_.resize(last, 0), advice_.resize(last, 0);
     for (std::size_t b = static_cast<std::size_t>(first); b < last; ++b) {
-      blocks_[b].advice |= placement.managed.advice[t.id];
-      if (blocks_[b].advice & placement::kAccessedByGpu) blocks_[b].mapped = true;
+      advice_[b] |= placement.managed.advice[t.id];
+      if (advice_[b] & placement::kAccessedByGpu) mapped_[b] = 1;
     }
     // A sysmem-fallback tensor's VRAM-resident start: device memory, never migrated or evicted (no
     // FIFO entry, not counted as managed residency); its accesses are local.
     const double prefix = placement::vram_prefix_of(placement, t.id);
     for (std::size_t b = static_cast<std::size_t>(first); prefix > 0 && b < last; ++b)
       if ((static_cast<double>(b + 1) * spec.va_block) - (static_cast<double>(first) * spec.va_block + offset_in_block_[t.id]) <= prefix)
-        blocks_[b].where = Where::Gpu;
+        where_[b] = Where::Gpu;
   }
-  if (blocks_.size() > UINT32_MAX) throw std::length_error("managed footprint too large");
-  fifo_.assign(std::max<std::size_t>(blocks_.size(), 1), 0);
+  if (where_.size() > UINT32_MAX) throw std::length_error("managed footprint too large");
+  fifo_.assign(std::max<std::size_t>(where_.size(), 1), Run{});
+}
+
+void ManagedMemory::push_resident(std::uint32_t first, std::uint32_t count) {
+  if (fifo_runs_ > 0) {
+    std::size_t last = fifo_head_ + fifo_runs_ - 1;
+    if (last >= fifo_.size()) last -= fifo_.size();
+    if (fifo_[last].first + fifo_[last].count == first) {
+      fifo_[last].count += count;
+      return;
+    }
+  }
+  std::size_t tail = fifo_head_ + fifo_runs_;
+  if (tail >= fifo_.size()) tail -= fifo_.size();
+  fifo_[tail] = {first, count};
+  ++fifo_runs_;
+}
+
+void ManagedMemory::evict_oldest(std::size_t n, std::uint32_t& evicted, std::uint32_t& written_back) {
+  while (n > 0 && fifo_runs_ > 0) {
+    Run& run = fifo_[fifo_head_];
+    const std::uint32_t take = static_cast<std::uint32_t>(std::min<std::size_t>(n, run.count));
+    const std::uint32_t end = run.first + take;
+    for (std::uint32_t b = run.first; b < end; ++b) written_back += where_[b] == Where::Gpu;  // the only copy
+    std::fill(where_.begin() + run.first, where_.begin() + end, Where::Host);
+    // With AccessedBy the GPU maps the host copy instead of faulting it back later.
+    for (std::uint32_t b = run.first; b < end; ++b) mapped_[b] = (advice_[b] & placement::kAccessedByGpu) != 0;
+    run.first += take;
+    run.count -= take;
+    if (run.count == 0) {
+      if (++fifo_head_ == fifo_.size()) fifo_head_ = 0;
+      --fifo_runs_;
+    }
+    resident_blocks_ -= take;
+    evicted += take;
+    n -= take;
+  }
 }
 
 void ManagedMemory::become_resident(std::uint32_t b, Where where) {
-  blocks_[b].where = where;
-  std::size_t tail = fifo_head_ + fifo_size_;
-  if (tail >= fifo_.size()) tail -= fifo_.size();
-  fifo_[tail] = b;
-  ++fifo_size_;
+  where_[b] = where;
+  push_resident(b, 1);
   ++resident_blocks_;
   peak_blocks_ = std::max(peak_blocks_, resident_blocks_);
 }
 
 void ManagedMemory::make_room(AccessCost& cost) {
-  while (resident_blocks_ >= capacity_blocks_ && fifo_size_ > 0) {
-    const std::uint32_t b = fifo_[fifo_head_];
-    if (++fifo_head_ == fifo_.size()) fifo_head_ = 0;
-    --fifo_size_;
-    Block& v = blocks_[b];
-    if (v.where == Where::Gpu) cost.written_back_bytes += spec_.va_block;  // the only copy: write it back
-    v.where = Where::Host;
-    // With AccessedBy the GPU maps the host copy instead of faulting it back later.
-    v.mapped = (v.advice & placement::kAccessedByGpu) != 0;
-    --resident_blocks_;
-    ++cost.evicted_blocks;
+  if (resident_blocks_ >= capacity_blocks_) {
+    std::uint32_t evicted = 0, written_back = 0;
+    evict_oldest(resident_blocks_ - capacity_blocks_ + 1, evicted, written_back);
+    cost.evicted_blocks += evicted;
+    cost.written_back_bytes += static_cast<double>(written_back) * spec_.va_block;
   }
   if (capacity_blocks_ == 0) throw std::runtime_error("no GPU memory left for managed memory");
 }
 
 void ManagedMemory::touch_block(std::uint32_t b, double touched, bool write, bool prefetch, AccessCost& cost) {
-  Block& blk = blocks_[b];
-  const bool prefer_cpu = (blk.advice & placement::kPreferCpu) != 0;
-  if (blk.where != Where::Host) {
+  const bool prefer_cpu = (advice_[b] & placement::kPreferCpu) != 0;
+  if (where_[b] != Where::Host) {
     // On the GPU already. A write to a read-only duplicate invalidates the host copy.
-    if (write && blk.where == Where::Both) blk.where = Where::Gpu;
+    if (write && where_[b] == Where::Both) where_[b] = Where::Gpu;
     return;
   }
   // Host-resident. PreferredLocation=CPU (unless explicitly prefetched) and mapped AccessedBy blocks
   // are accessed where they are.
-  if (!prefetch && (prefer_cpu || blk.mapped)) {
-    if (!blk.mapped) {
-      blk.mapped = true;
+  if (!prefetch && (prefer_cpu || mapped_[b])) {
+    if (!mapped_[b]) {
+      mapped_[b] = 1;
       ++cost.mapping_faults;
     }
     cost.remote_bytes += touched;
@@ -123,7 +149,7 @@ void ManagedMemory::touch_block(std::uint32_t b, double touched, bool write, boo
     become_resident(b, Where::Gpu);
     return;
   }
-  const bool read_mostly = (blk.advice & placement::kReadMostly) != 0 && !write;
+  const bool read_mostly = (advice_[b] & placement::kReadMostly) != 0 && !write;
   // The density prefetcher moves the whole block once more than the threshold of it is touched.
   double moved = spec_.va_block;
   if (!prefetch && touched < spec_.prefetch_threshold * spec_.va_block)
@@ -140,36 +166,51 @@ void ManagedMemory::touch_range(std::uint32_t tensor, double bytes, bool write, 
   const double start = offset_in_block_[tensor];
   const double end = start + bytes;
   const auto n = static_cast<std::int64_t>(std::ceil(end / spec_.va_block));
-  // What an oversubscribed run does to nearly every block, in a tight loop: a host-resident block without advice,
-  // touched past the prefetch threshold, faulted in whole under demand paging, after evicting the oldest resident
-  // blocks if the GPU is full. touch_block does the same (and everything else) one call at a time. The counts
-  // are added once at the end: byte totals are whole multiples of the block, exact in a double in any order.
+  // What an oversubscribed run does to nearly every block, a run of blocks at a time: host-resident blocks without
+  // advice, touched past the prefetch threshold, faulted in whole under demand paging after evicting the oldest
+  // resident blocks. Block by block (touch_block) each evicts one block then becomes resident; a run of k evicts
+  // the k oldest first, which are the same blocks as long as the ring holds k of them before the run (k is at
+  // most the capacity), and ends in the same state. The counts are added once: byte totals are whole multiples
+  // of the block, exact in a double in any order. Everything else goes through touch_block.
   const double whole = spec_.prefetch_threshold * spec_.va_block;
   const bool fast = demand_paging_ && !prefetch;
   std::uint32_t faulted = 0, evicted = 0, written_back = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double lo = std::max(start, static_cast<double>(i) * spec_.va_block);
-    const double hi = std::min(end, static_cast<double>(i + 1) * spec_.va_block);
-    const auto b = static_cast<std::uint32_t>(first + i);
-    Block& blk = blocks_[b];
-    if (fast && blk.where == Where::Host && blk.advice == 0 && hi - lo >= whole) {
-      while (resident_blocks_ >= capacity_blocks_ && fifo_size_ > 0) {  // make_room
-        const std::uint32_t old = fifo_[fifo_head_];
-        if (++fifo_head_ == fifo_.size()) fifo_head_ = 0;
-        --fifo_size_;
-        Block& v = blocks_[old];
-        if (v.where == Where::Gpu) ++written_back;
-        v.where = Where::Host;
-        v.mapped = (v.advice & placement::kAccessedByGpu) != 0;
-        --resident_blocks_;
-        ++evicted;
-      }
-      if (capacity_blocks_ == 0) throw std::runtime_error("no GPU memory left for managed memory");
-      become_resident(b, Where::Gpu);
-      ++faulted;
+  auto touched = [&](std::int64_t i) {
+    return std::min(end, static_cast<double>(i + 1) * spec_.va_block) - std::max(start, static_cast<double>(i) * spec_.va_block);
+  };
+  // Only the first and the last block can be touched in part: the others are whole.
+  auto eligible = [&](std::int64_t i) {
+    const auto b = static_cast<std::size_t>(first + i);
+    return fast && where_[b] == Where::Host && advice_[b] == 0 && ((i > 0 && i + 1 < n) || touched(i) >= whole);
+  };
+  for (std::int64_t i = 0; i < n;) {
+    Where& where = where_[static_cast<std::size_t>(first + i)];
+    if (where != Where::Host) {  // on the GPU already (touch_block's first case)
+      if (write && where == Where::Both) where = Where::Gpu;
+      ++i;
       continue;
     }
-    touch_block(b, hi - lo, write, prefetch, cost);
+    if (!eligible(i)) {
+      touch_block(static_cast<std::uint32_t>(first + i), touched(i), write, prefetch, cost);
+      ++i;
+      continue;
+    }
+    std::int64_t j = i + 1;
+    while (j < n && eligible(j)) ++j;
+    const auto k = static_cast<std::size_t>(j - i);
+    if (capacity_blocks_ == 0) throw std::runtime_error("no GPU memory left for managed memory");
+    if (k > capacity_blocks_) {  // the run outgrows the GPU: block by block
+      for (; i < j; ++i) touch_block(static_cast<std::uint32_t>(first + i), spec_.va_block, write, prefetch, cost);
+      continue;
+    }
+    if (resident_blocks_ + k > capacity_blocks_) evict_oldest(resident_blocks_ + k - capacity_blocks_, evicted, written_back);
+    const auto b0 = static_cast<std::uint32_t>(first + i);
+    std::fill(where_.begin() + b0, where_.begin() + b0 + k, Where::Gpu);
+    push_resident(b0, static_cast<std::uint32_t>(k));
+    resident_blocks_ += k;
+    peak_blocks_ = std::max(peak_blocks_, resident_blocks_);
+    faulted += static_cast<std::uint32_t>(k);
+    i = j;
   }
   cost.faulted_blocks += faulted;
   cost.evicted_blocks += evicted;

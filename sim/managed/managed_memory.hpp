@@ -61,7 +61,7 @@ class ManagedMemory {
   double stall_seconds(const AccessCost& cost) const { return stall_seconds(spec_, cost); }
   static double stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& cost);
   // Blocks the managed tensors occupy under the placement's allocator layout.
-  std::size_t footprint_blocks() const { return blocks_.size(); }
+  std::size_t footprint_blocks() const { return where_.size(); }
   // cudaMemPrefetchAsync of a whole tensor to the GPU: migrates (evicting as needed) with no faults.
   // Returns its seconds on the copy stream.
   double prefetch_to_gpu(std::uint32_t tensor, AccessCost& cost);
@@ -76,11 +76,7 @@ class ManagedMemory {
 
  private:
   enum class Where : std::uint8_t { Host, Gpu, Both };
-  struct Block {
-    Where where = Where::Host;
-    bool mapped = false;        // the GPU has a mapping to the host copy
-    std::uint8_t advice = 0;
-  };
+  // Each VA block's state, one array per field (the loops over a run of blocks read one field at a time).
   void make_room(AccessCost& cost);
   void become_resident(std::uint32_t b, Where where);
   void touch_block(std::uint32_t b, double touched, bool write, bool prefetch, AccessCost& cost);
@@ -90,13 +86,23 @@ class ManagedMemory {
   std::vector<std::int64_t> first_block_;   // by tensor; -1 when not managed
   std::vector<double> offset_in_block_;     // by tensor: byte offset of its start within its first block
   std::vector<double> bytes_;               // by tensor
-  std::vector<Block> blocks_;
+  std::vector<Where> where_;          // by block: where its valid copy is
+  std::vector<std::uint8_t> mapped_;  // by block: the GPU has a mapping to the host copy
+  std::vector<std::uint8_t> advice_;  // by block: placement::kPreferCpu | kAccessedByGpu | kReadMostly
   bool demand_paging_ = true;
-  // The driver's eviction order: resident blocks, oldest first, in a ring. A block enters when it becomes
-  // resident (only a host-resident block does) and leaves when it is evicted (the only way back to the host),
-  // so it is in the ring at most once and the ring never holds more than every block.
-  std::vector<std::uint32_t> fifo_;
-  std::size_t fifo_head_ = 0, fifo_size_ = 0;
+  // The driver's eviction order: resident blocks, oldest first, as runs of consecutive block numbers in a ring
+  // (a tensor's blocks become resident together, so runs are long). A block enters when it becomes resident (only
+  // a host-resident block does) and leaves when it is evicted (the only way back to the host), so it is in the
+  // ring at most once and the ring never holds more runs than blocks.
+  struct Run {
+    std::uint32_t first = 0, count = 0;
+  };
+  std::vector<Run> fifo_;
+  std::size_t fifo_head_ = 0, fifo_runs_ = 0;
+  void push_resident(std::uint32_t first, std::uint32_t count);  // appends to the newest run when consecutive
+  // Evicts the `n` oldest resident blocks (n at most resident_blocks_), counting into `cost`'s evictions and
+  // write-backs.
+  void evict_oldest(std::size_t n, std::uint32_t& evicted, std::uint32_t& written_back);
   std::size_t capacity_blocks_ = 0;
   std::size_t resident_blocks_ = 0;
   std::size_t peak_blocks_ = 0;

@@ -214,7 +214,7 @@ class Replay final : public engine::EventHandler,
   std::string label(const Action& a) const {
     const auto& tensors = source_.header().tensors;
     auto op_name = [&](const char* prefix) {
-      const trace::Op& op = step_.ops[static_cast<std::size_t>(a.op)];
+      const trace::Op& op = current_->ops[static_cast<std::size_t>(a.op)];
       return std::string(prefix) + trace::to_string(op.kind) + " L" + std::to_string(op.layer);
     };
     switch (a.kind) {
@@ -236,7 +236,7 @@ class Replay final : public engine::EventHandler,
   // What a timeline shows of an op: which op, its kind, layer, FLOPs, the bytes it moves and the
   // weights it reads.
   report::Timeline::Args op_args(const Action& a) const {
-    const trace::Op& op = step_.ops[static_cast<std::size_t>(a.op)];
+    const trace::Op& op = current_->ops[static_cast<std::size_t>(a.op)];
     report::Timeline::Args args{{"op", a.op}, {"kind", trace::to_string(op.kind)}, {"layer", op.layer}, {"flops", op.flops}};
     if (a.kind == ActionKind::Kernel) args["bytes"] = whole_bytes(a.cost.memory_bytes);
     auto weights = report::Timeline::Args::array();
@@ -341,8 +341,9 @@ class Replay final : public engine::EventHandler,
   }
 
   bool start_next_step() {
-    if (!source_.next(step_)) return false;
-    planner_.plan(step_, plan_);
+    current_ = source_.next_view(step_);
+    if (!current_) return false;
+    planner_.plan(*current_, plan_);
     jobs_.clear();
     job_view_.clear();
     waits_on_.clear();
@@ -612,7 +613,8 @@ class Replay final : public engine::EventHandler,
     std::uint64_t faults = 0, evictions = 0;
   } step_um_;
 
-  trace::Step step_;
+  trace::Step step_;                      // a step copied out of a source that keeps none
+  const trace::Step* current_ = nullptr;  // the step being replayed: step_, or the source's own
   StepPlan plan_;
   std::vector<JobId> tensor_job_;
   std::vector<JobId> release_job_;   // by tensor: the kernel whose completion frees its staging

@@ -115,8 +115,8 @@ class StepPlanner {
   std::string default_dtype_;
   hw::OpRates rates_;  // the default dtype's rates, resolved once
   hw::CpuThreads cpu_;  // how ops run on the CPU: threads and the cost of one op (weight_bytes per op)
-  std::vector<bool> copied_;                // by tensor: a weight copied to cuda:0 when used
-  std::vector<bool> managed_;               // by tensor: in managed memory
+  std::vector<std::uint8_t> copied_;        // by tensor: a weight copied to cuda:0 when used (bytes, not bits: hot)
+  std::vector<std::uint8_t> managed_;       // by tensor: in managed memory
   std::vector<std::vector<std::uint32_t>> managed_by_position_;  // managed weights of each layer position
   std::vector<placement::DeviceId> executes_on_;  // by tensor: where its layer runs if its path is Execute, else -2
   std::vector<std::pair<std::int32_t, placement::DeviceId>> layer_devices_;  // layers run off cuda:0, sorted
@@ -126,9 +126,9 @@ class StepPlanner {
   std::vector<std::vector<std::uint32_t>> copied_by_position_;  // copied tensors of each layer position
   // Per-step scratch.
   std::vector<std::int32_t> last_reader_;   // by tensor: index of the last op reading it (-1 none)
-  std::vector<bool> issued_;                // by tensor: a staged copy is live (issued, not yet released)
+  std::vector<std::uint8_t> issued_;        // by tensor: a staged copy is live (issued, not yet released)
   std::vector<std::int32_t> next_layer_;    // by tensor: scratch of the group pass (kNoLayer between steps)
-  std::vector<bool> released_;              // by tensor: its staged copy was released this step
+  std::vector<std::uint8_t> released_;      // by tensor: its staged copy was released this step
   bool has_pipeline_ = false;               // some layer runs on a GPU other than cuda:0
   std::vector<std::uint32_t> read_begin_;   // by op: index of its first read in group_last_
   std::vector<std::uint8_t> group_last_;    // by read: the layer's last read of a copied weight (it is released)

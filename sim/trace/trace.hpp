@@ -63,6 +63,9 @@ class StepSource {
   virtual const Header& header() const = 0;
   // Fills `out` with the next step and returns true, or returns false at the end of the trace.
   virtual bool next(Step& out) = 0;
+  // The next step without a copy where the source holds it (a trace kept in memory), else filled into `scratch`;
+  // nullptr at the end. Valid until the next call.
+  virtual const Step* next_view(Step& scratch) { return next(scratch) ? &scratch : nullptr; }
 };
 
 const char* to_string(TensorKind k);
