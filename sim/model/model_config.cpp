@@ -118,7 +118,9 @@ void read_gpt_oss(const ConfigReader& r, const nlohmann::json& j, ModelConfig& m
   m.attention_sinks = true;
   if (r.has("experts_per_token") && j["experts_per_token"] != m.num_experts_per_tok)
     r.fail("experts_per_token", "differs from num_experts_per_tok (" + std::to_string(m.num_experts_per_tok) + ")");
-  if (r.has("layer_types")) {
+  if (!r.has("layer_types"))
+    r.fail("layer_types", "missing: a gpt_oss config lists each layer's attention (sliding_attention or full_attention)");
+  {
     const auto& types = j["layer_types"];
     if (!types.is_array() || types.size() != m.num_hidden_layers)
       r.fail("layer_types", "must list one type per layer (" + std::to_string(m.num_hidden_layers) + ")");
@@ -211,8 +213,9 @@ ModelConfig read_config(const ConfigJson& doc) {
     m.moe_intermediate_size = mixtral ? m.intermediate_size : r.count(kMoeIntermediate);
     // Each expert's three matrices are tensors of their own in a trace: bound their number.
     if (m.num_experts * m.num_hidden_layers > (1u << 17))
-      r.fail("num_experts", "num_experts x num_hidden_layers is " + std::to_string(m.num_experts * m.num_hidden_layers) +
-                                "; at most 131,072 (experts are traced one by one)");
+      r.fail(mixtral ? "num_local_experts" : "num_experts",
+             std::string(mixtral ? "num_local_experts" : "num_experts") + " x num_hidden_layers is " +
+                 std::to_string(m.num_experts * m.num_hidden_layers) + "; at most 131,072 (experts are traced one by one)");
     if (m.mlp_bias) r.fail("mlp_bias", "experts with biases are modelled for gpt_oss only (its own, always on)");
     if (r.has("decoder_sparse_step") && j["decoder_sparse_step"] != 1)
       r.fail("decoder_sparse_step", "only 1 (every layer a mixture of experts) is modelled, got " + j["decoder_sparse_step"].dump());

@@ -419,10 +419,13 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
       keys_attended = unclipped * context_before + unclipped * (unclipped + 1) / 2 + (n - unclipped) * w;
       context_after = std::min(context_after, w);
     }
+    // The step's new keys and values written to the cache: a sliding-window layer keeps the last window of them.
+    std::uint64_t written = T * kv_token_bytes;
+    if (model_.sliding(li)) written = B * std::min<std::uint64_t>(new_tokens, model_.sliding_window) * kv_token_bytes;
     std::vector<TensorAccess> attention_reads{TensorAccess{t.kv, B * context_after * kv_token_bytes}, act(2 * T * qd)};
     if (t.sinks >= 0) attention_reads.push_back(whole(static_cast<std::uint32_t>(t.sinks)));
     add(OpKind::Attention, l, 4 * B * qd * keys_attended, std::move(attention_reads),
-        {TensorAccess{t.kv, T * kv_token_bytes}, act(2 * T * qd)}, launches_.attention);
+        {TensorAccess{t.kv, written}, act(2 * T * qd)}, launches_.attention);
     linear(l, t.o, qd, h);
     add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);
     norm(l, t.post_norm, T, h);

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
+#include "support/run_sim.hpp"
 
 namespace tiersim::model {
 namespace {
@@ -152,6 +153,16 @@ TEST(Moe, GptOssTracesItsMxfp4ExpertsAndSlidingWindows) {
     }
 }
 
+// A gpt-oss trace written by `sim gen` reads back: no access goes past its tensor (a prompt longer than the window
+// writes only the window's keys and values into a sliding layer's cache).
+TEST(Moe, AGptOssTraceWithALongPromptRoundTrips) {
+  const std::string trace = std::string(TIERSIM_BINARY_DIR) + "/gpt-oss-20b.trace";
+  const auto gen = testing::run_sim("gen --model traces/models/gpt-oss-20b.json --prompt 512 --decode 2 -o " + trace);
+  ASSERT_EQ(gen.code, 0) << gen.out;
+  const auto run = testing::run_sim("run --trace " + trace + " --hw h100-sxm --policy resident");
+  EXPECT_EQ(run.code, 0) << run.out;
+}
+
 TEST(Moe, GptOssFieldsAreCheckedByName) {
   const std::string path = std::string(TIERSIM_SOURCE_DIR) + "/traces/models/gpt-oss-20b.json";
   std::ifstream in(path);
@@ -171,6 +182,13 @@ TEST(Moe, GptOssFieldsAreCheckedByName) {
   EXPECT_EQ(error_key([](auto& j) { j["quantization_config"]["quant_method"] = "bitsandbytes"; }), "quantization_config");
   EXPECT_EQ(error_key([](auto& j) { j["experts_per_token"] = 2; }), "experts_per_token");
   EXPECT_EQ(error_key([](auto& j) { j.erase("sliding_window"); }), "sliding_window");
+  EXPECT_EQ(error_key([](auto& j) { j.erase("layer_types"); }), "layer_types");
+  EXPECT_EQ(error_key([](auto& j) {
+              j["num_hidden_layers"] = 2000;
+              j["num_local_experts"] = 128;
+              j["layer_types"] = std::vector<std::string>(2000, "full_attention");
+            }),
+            "num_local_experts");
   EXPECT_EQ(error_key([](auto& j) { j["model_type"] = "mixtral"; }), "experts_per_token");  // a gpt_oss field elsewhere
   // Without quantization_config (a bf16 re-upload), the experts take the weight format.
   EXPECT_DOUBLE_EQ(parse_model_config([&] { auto j = base; j.erase("quantization_config"); return j.dump(); }(), "g.json")
