@@ -685,8 +685,15 @@ std::vector<std::string> expand_hardware(const std::vector<std::string>& items, 
   std::vector<std::string> ids;
   for (const auto& item : items) {
     if (item == "catalogue" || item == "consumer" || item == "workstation" || item == "datacenter") {
-      for (const auto& g : hw::catalogue_gpus())
-        if (item == "catalogue" || g.segment == item) ids.push_back(g.id);
+      // One card each: an id that also names a preset of several GPUs (h100-sxm is eight) is written "1xID".
+      for (const auto& g : hw::catalogue_gpus()) {
+        if (item != "catalogue" && g.segment != item) continue;
+        bool several = false;
+        for (const auto& [preset, composition] : hw::catalogue_presets())
+          several |= preset == g.id && !composition.empty() && std::isdigit(static_cast<unsigned char>(composition[0])) &&
+                     composition.rfind("1x", 0) != 0;
+        ids.push_back(several ? "1x" + g.id : g.id);
+      }
     } else {
       ids.push_back(item);
     }

@@ -397,7 +397,11 @@ Composed compose(const std::string& spec) {
     generation = std::min(generation, slot.generation);
     width = std::min(width, slot.width);
   } else {
-    width = std::min(width, std::max(4, host.gpu_lanes / count));
+    if (count * 4 > host.gpu_lanes)
+      bad(spec, std::to_string(count) + " cards need " + std::to_string(4 * count) + " CPU lanes at x4 each; the " +
+                    host_id + " host has " + std::to_string(host.gpu_lanes) +
+                    " for GPUs (name a server host, or the slot: +pcie4-x4)");
+    width = std::min(width, host.gpu_lanes / count);
   }
   generation = std::max(generation, 3);
   width = width >= 16 ? 16 : width >= 8 ? 8 : 4;
@@ -414,6 +418,8 @@ Composed compose(const std::string& spec) {
   if (!peer_id.empty()) {
     if (count < 2) bad(spec, "a peer link ('" + peer_id + "') needs two or more GPUs ('2x" + gpu_id + "')");
     const PeerEntry& p = c.peers.at(peer_id);
+    if (p.type == "nvlink" && !p.builtin && count != 2)
+      bad(spec, "'" + peer_id + "' is a bridge between two cards; " + std::to_string(count) + " cards cannot all share it");
     if (p.type == "nvlink" && peer_id != gpu.info.nvlink)
       bad(spec, "'" + peer_id + "' is not the " + gpu.info.name + "'s NVLink" +
                     (gpu.info.nvlink.empty() ? " (it has none)" : " ('" + gpu.info.nvlink + "')"));

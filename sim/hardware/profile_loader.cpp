@@ -174,7 +174,11 @@ std::pair<YAML::Node, std::string> profile_tree(const std::string& spec) {
   std::error_code ec;
   const bool preset = std::any_of(config::embedded_profiles().begin(), config::embedded_profiles().end(),
                                   [&](const config::EmbeddedFile& f) { return f.name == spec; });
-  if (!preset && !std::filesystem::exists(spec, ec) && (is_composition(spec) || spec.find('+') != std::string::npos)) {
+  // A path (a '/', or a .yaml name) that names no file is a missing file, not a composition.
+  const bool looks_like_path = spec.find('/') != std::string::npos ||
+                               (spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".yaml") == 0);
+  if (!preset && !looks_like_path && !std::filesystem::exists(spec, ec) &&
+      (is_composition(spec) || spec.find('+') != std::string::npos)) {
     Composed c = compose(spec);  // an unknown GPU before a '+' is named here, with the catalogue's GPUs
     return {c.tree, "catalogue:" + c.canonical};
   }

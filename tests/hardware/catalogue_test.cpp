@@ -147,6 +147,15 @@ TEST(Catalogue, PricesAreTheGpusLaunchPricesTimesTheirCount) {
   EXPECT_DOUBLE_EQ(price_of("rtx5070ti")->usd, 749);
 }
 
+TEST(Catalogue, AMissingFileIsAMissingFileEvenWithAPlus) {
+  try {
+    resolve_profile("./my+h100.yaml");
+    ADD_FAILURE() << "resolved";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no such file"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Catalogue, ResolveProfileComposesWhatIsNotAFileOrPreset) {
   const HardwareProfile p = resolve_profile("2xrtx3090+nvlink");
   EXPECT_EQ(p.origin, "catalogue:2xrtx3090+desktop-ddr4-3200+pcie4-x8+nvlink-3090-bridge");
@@ -182,6 +191,10 @@ TEST(Catalogue, BadCompositionsNameTheTerm) {
   EXPECT_NE(message("rtx4090+ram0").find("1 to 65536"), std::string::npos);
   EXPECT_NE(message("rtx4090+ram99999999999").find("1 to 65536"), std::string::npos);
   EXPECT_NE(message("rtx4090+ram64+ram128").find("two host memory sizes"), std::string::npos);
+  EXPECT_NE(message("4xrtx3090+nvlink").find("bridge between two cards"), std::string::npos);
+  EXPECT_NE(message("8xrtx4090").find("CPU lanes"), std::string::npos);  // a desktop's 16 lanes: four cards at x4
+  EXPECT_NO_THROW(compose("4xrtx4090"));
+  EXPECT_NO_THROW(compose("8xrtx4090+server-ddr5-4800"));
 }
 
 }  // namespace
