@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -665,16 +666,13 @@ std::map<std::string, double> price_overrides(const std::vector<std::string>& it
       const auto& gpus = hw::catalogue_gpus();
       if (eq == std::string::npos || std::none_of(gpus.begin(), gpus.end(), [&](const auto& g) { return g.id == id; }))
         throw InputError("", 0, "--price", "'" + item + "': give GPU=USD with a catalogue GPU ('sim catalogue' lists them)");
+      // A plain decimal number of dollars (no hex, no spaces, no sign), more than 0, at most 1e7; once per GPU.
+      const std::string text = item.substr(eq + 1);
       double usd = 0;
-      std::size_t used = 0;
-      try {
-        usd = std::stod(item.substr(eq + 1), &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != item.size() - eq - 1 || !(usd > 0) || usd > 1e7)
-        throw InputError("", 0, "--price", "'" + item + "': the price must be a number of US dollars, 0 to 1e7");
-      out[id] = usd;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), usd, std::chars_format::fixed);
+      if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !(usd > 0) || usd > 1e7)
+        throw InputError("", 0, "--price", "'" + item + "': the price must be a plain number of US dollars, more than 0 and at most 1e7");
+      if (!out.emplace(id, usd).second) throw InputError("", 0, "--price", "'" + id + "' is priced twice");
     }
   return out;
 }
@@ -847,10 +845,13 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
   };
   const app::PlanPricer price = [&](const std::string& h) { return hw::price_of(h, prices); };
   app::PlanWork work;
+  // The bound holds for the event engine: with --engine analytic every value is predicted (it can land on either
+  // side of the event engine, so a bound of the one says nothing of the other).
+  const bool analytic = o.engine == "analytic";
   const auto rows = app::plan(base, hardware, strategies, layers, model_gb, goal, evaluate, price, jobs,
-                              screen, exhaustive, &work, hw_args);
+                              screen, exhaustive || analytic, &work, hw_args);
   std::cerr << "sim plan: " << work.screened << " points screened, " << work.predicted << " predicted by the "
-              << "event engine, " << work.pruned << " pruned by their bound\n";
+            << (analytic ? "analytic" : "event") << " engine, " << work.pruned << " pruned by their bound\n";
   app::write_plan(out.stream(), format, rows, goal);
   out.commit();
   return 0;

@@ -145,7 +145,10 @@ PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, 
   int best_i = -1;
   for (std::size_t k = 0; k < order.size(); ++k) {
     const auto [bound, i] = order[k];
-    if (best && (bound < best->second.speed() || (bound == best->second.speed() && i > best_i))) {
+    // The bound holds to within rounding (the property test allows 1e-9), so a value can reach at most bound x
+    // (1 + 1e-9): pruned when that is below the best, or equal to it and the value would lose the tie.
+    const double reach = bound * (1 + 1e-9);
+    if (best && (reach < best->second.speed() || (reach <= best->second.speed() && i > best_i))) {
       work.pruned += order.size() - k;
       break;
     }

@@ -108,7 +108,8 @@ TEST(Plan, CheapestRanksThePointsThatMeetTheGoalByPriceAndPricesCanBeReplaced) {
     EXPECT_EQ(row["command"].get<std::string>().find("--price"), std::string::npos);
     EXPECT_EQ(row["command"].get<std::string>().find("--cheapest"), std::string::npos);
   }
-  for (const std::string bad : {"rtx9999=100", "rtx4070", "rtx4070=-5", "rtx4070=abc", "rtx4070=12x"}) {
+  for (const std::string bad : {"rtx9999=100", "rtx4070", "rtx4070=-5", "rtx4070=abc", "rtx4070=12x", "rtx4070=0x10",
+                                "'rtx4070= 5'", "rtx4070=0", "rtx4070=700,rtx4070=900"}) {
     const auto e = run_sim("plan " + kWorkload + " --hw rtx4070 --price " + bad);
     EXPECT_EQ(e.code, 2) << bad;
     EXPECT_NE(e.out.find("--price"), std::string::npos) << e.out;
