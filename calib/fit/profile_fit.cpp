@@ -304,7 +304,7 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       << "  source: " << yaml_quote(by + ": fault_latency = isolated faults (one thread, one touch per 2 MiB, each waiting); "
                                          "fault_block_overhead and fault_migration_bandwidth solved from 512 batched sparse faults and a dense first touch; "
                                          "prefetch and eviction rates from cudaMemPrefetchAsync both ways; remote reads = median cuBLAS GEMV on host memory; "
-                                         + (fresh ? std::string("mapping cost = PreferredLocation=CPU first read of a fresh host-written allocation minus a second read, per block; ")
+                                         + (fresh && second ? std::string("mapping cost = PreferredLocation=CPU first read of a fresh host-written allocation minus a second read, per block; ")
                                                   : std::string("mapping cost = PreferredLocation=CPU cold first read (its slowest repetition) minus second, per block; ")) +
                                          "driver constants from nvidia_uvm parameters; "
                                          + (calls_measured ? std::string("alloc_call and free_call = median host time of cudaMallocManaged and of cudaFree of a GPU-written range, 64 KiB")

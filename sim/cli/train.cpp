@@ -29,6 +29,7 @@ TrainReport train_report(const std::string& model_path, const replay::RunSetup& 
   r.options = o;
   r.memory = model::training_memory(r.model, o);
   r.hw_name = hw.name;
+  r.gpu_count = hw.gpu.count;
   r.gpu_available = hw.gpu.memory - hw.gpu.reserved;
   {
     memory::CachingAllocator::Config config;
@@ -68,9 +69,14 @@ TrainReport train_report(const std::string& model_path, const replay::RunSetup& 
   }
   if (r.fits()) {
     // Three steps, everything on the GPU; the median is the step's time.
+    // Timing only: the memory question is answered above, so the engine's own capacity check (made for inference
+    // tensors) is given room.
     model::TrainingTraceGenerator steps(r.model, o, 3);
-    const placement::Placement placement = strategy::compose(steps.header(), hw, strategy::preset_spec("resident"));
-    const result::RunResult run = replay::run_event_engine(setup, placement, steps, nullptr);
+    hw::HardwareProfile timing = hw;
+    timing.gpu.memory = std::max(hw.gpu.memory, 1e15);
+    const replay::RunSetup timing_setup{timing, setup.runtime, setup.fresh_lengths};
+    const placement::Placement placement = strategy::compose(steps.header(), timing, strategy::preset_spec("resident"));
+    const result::RunResult run = replay::run_event_engine(timing_setup, placement, steps, nullptr);
     r.step_seconds = result::summarize(run).iteration_median;
     model::TrainingTraceGenerator again(r.model, o, 1);
     trace::Step step;
@@ -152,6 +158,8 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
                   r.forward_backward_flops / r.step_seconds / 1e12);
     out << t;
   }
+  if (r.gpu_count > 1)
+    out << "  one GPU of the machine's " << r.gpu_count << ": data parallelism (DDP, FSDP) across them is not modelled\n";
   out << "  not modelled yet: CUDA/cuBLAS workspaces and the CUDA context; not yet validated on a GPU\n";
 }
 
@@ -184,6 +192,8 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
   j["peak_phase"] = m.peak_phase();
   j["gpu_available_bytes"] = r.gpu_available;
   j["fits"] = r.fits();
+  j["gpus_used"] = 1;  // of gpu_count: data parallelism is not modelled
+  j["gpu_count"] = r.gpu_count;
   if (r.fits()) {
     j["allocator_peak_allocated_bytes"] = r.allocator_peak_allocated;
     j["allocator_peak_reserved_bytes"] = r.allocator_peak_reserved;

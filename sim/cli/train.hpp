@@ -16,6 +16,7 @@ struct TrainReport {
   model::TrainingOptions options;
   model::TrainingMemory memory;
   std::string hw_name;
+  int gpu_count = 1;         // the machine's; the step runs on one (data parallelism is not modelled)
   double gpu_available = 0;  // bytes the step may use: the GPU's memory less its reserve
   // PyTorch's caching allocator replaying the loop's allocations (training_allocations.hpp) for three steps on
   // that much memory: the third step's peaks (as torch.cuda.max_memory_allocated/reserved after two warm-up

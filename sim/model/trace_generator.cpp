@@ -275,8 +275,12 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
   const std::uint64_t max_step_tokens = static_cast<std::uint64_t>(options_.batch) * std::max<std::uint32_t>(step_prompt, 1);
   const std::uint64_t mlp_width = model_.is_moe() ? model_.num_experts_per_tok * model_.moe_intermediate_size + model_.num_experts
                                                   : model_.intermediate_size;
-  const std::uint64_t per_token = (3 * h + model_.num_attention_heads * model_.head_dim +
-                                   2 * model_.num_key_value_heads * model_.head_dim + 3 * mlp_width) * a;
+  const std::uint64_t qd = model_.num_attention_heads * model_.head_dim, kvd = model_.num_key_value_heads * model_.head_dim;
+  // At least the widest single access a step makes to it (build_step: an RMSNorm's passes over h, or Qwen3's q_norm
+  // over every head, at 2a + 16 bytes an element; RoPE's 5.5a over q and k): Qwen3-0.6B's q_norm is wider than the
+  // sum below.
+  const std::uint64_t per_token = std::max({(3 * h + qd + 2 * kvd + 3 * mlp_width) * a, std::max(h, qd) * (2 * a + 16),
+                                            (qd + kvd) * 11 * a / 2});
   act_ = add_tensor(TensorKind::Activation, max_step_tokens * per_token + options_.batch * model_.vocab_size * 4, -1,
                     "activations");
 }

@@ -8,6 +8,7 @@
 
 #include "model/model_config.hpp"
 #include "model/training/training_memory.hpp"
+#include "model/training/training_trace.hpp"
 #include "support/run_sim.hpp"
 
 namespace tiersim::model {
@@ -54,6 +55,27 @@ TEST(TrainingMemory, ActivationsGrowWithTokensAndCheckpointingKeepsLayerInputs) 
   // The peak is one of the moments, named.
   const double peak = ck.peak();
   EXPECT_TRUE(peak == ck.forward_peak || peak == ck.backward_start || peak == ck.backward_end || peak == ck.optimizer_peak);
+}
+
+// The training step's ops stay inside their tensors (the trace format's rule), in every set-up.
+TEST(TrainingMemory, TheStepsAccessesFitTheirTensors) {
+  const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-0.6b.json");
+  for (const auto precision : {TrainPrecision::Bf16, TrainPrecision::Fp32, TrainPrecision::Fp32AutocastBf16})
+    for (const bool checkpointing : {false, true}) {
+      TrainingOptions o;
+      o.precision = precision;
+      o.checkpointing = checkpointing;
+      o.seq = 256;
+      TrainingTraceGenerator g(m, o, 1);
+      trace::Step step;
+      ASSERT_TRUE(g.next(step));
+      for (const auto& op : step.ops)
+        for (const auto* list : {&op.reads, &op.writes})
+          for (const auto& a : *list) {
+            ASSERT_LT(a.tensor, g.header().tensors.size());
+            EXPECT_LE(a.bytes, g.header().tensors[a.tensor].bytes) << g.header().tensors[a.tensor].name;
+          }
+    }
 }
 
 TEST(TrainingMemory, TheLogitsScaleWithTheVocabulary) {

@@ -58,7 +58,7 @@ struct TrainingMemory {
   double recompute = 0;            // checkpointing: one layer's activations rebuilt in backward
   double logits = 0;               // the loss's saved fp32 log-softmax (forward into backward)
   double loss_transient = 0;       // the logits and their fp32 copy while the loss is computed
-  double logits_grad = 0;          // backward's fp32 gradient of the logits and its cast
+  double logits_grad = 0;          // backward's dense fp32 gradients: nll_loss's and log_softmax's
   double gradients = 0;
   double optimizer_temporary = 0;  // AdamW's foreach sqrt of the second moments
   // Peak allocated at each moment, and the step's.

@@ -44,10 +44,11 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
   trace::Step forward;
   if (!inference_->next(forward)) throw std::logic_error("training: no forward step");
 
-  const auto& tensors = inference_->header().tensors;
-  std::uint32_t act = 0;
-  for (const auto& t : tensors)
-    if (t.kind == trace::TensorKind::Activation) act = t.id;
+  header_ = inference_->header();
+  // The loss's and backward's tensors (logits over every token, their gradients, the activations' gradients) in
+  // a workspace of their own, sized below to the largest access.
+  const std::uint32_t act = trace::append_tensor(header_, trace::TensorKind::Activation, 0, -1, "training workspace");
+  const auto& tensors = header_.tensors;
   const auto L = static_cast<std::int32_t>(model_.num_hidden_layers);
   const std::uint64_t T = static_cast<std::uint64_t>(options.batch) * options.seq;
   const std::uint64_t h = model_.hidden_size, V = model_.vocab_size;
@@ -75,15 +76,14 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
   // fp32 weights under autocast: each layer's matrices cast to bf16 once, at the layer's first op.
   std::int32_t cast_layer = INT32_MIN;
   for (const Op& op : fwd) {
-    if (autocast && op.layer != cast_layer && op.layer >= 0) {
+    if (autocast && op.layer != cast_layer && op.layer >= 0 && op.layer < L) {
       cast_layer = op.layer;
       ops.push_back(make_op(OpKind::Elementwise, op.layer, 0, act, 4 * params[op.layer], 2 * params[op.layer], 1));
     }
     ops.push_back(op);
   }
-  if (autocast)
-    ops.push_back(make_op(OpKind::Elementwise, L, 0, act, 4 * params[model_.tie_word_embeddings ? -1 : L], 2 * params[L], 1));
-  Op head = make_op(OpKind::Gemm, L, 2 * T * h * V, lm_head, 0, T * V * 2, 1);
+  if (autocast) ops.push_back(make_op(OpKind::Elementwise, L, 0, act, 4 * V * h, 2 * V * h, 1));  // lm_head's cast
+  Op head = make_op(OpKind::Gemm, L, 2 * T * h * V, act, 0, T * V * a, 1);
   head.reads = {TensorAccess{lm_head, tensors[lm_head].bytes}, TensorAccess{act, T * h * a}};
   ops.push_back(head);
   ops.push_back(make_op(OpKind::Elementwise, L, T * V, act, T * V * a, fp32 ? 0 : T * V * 4, fp32 ? 0 : 1));  // .float()
@@ -141,6 +141,12 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
   const std::uint32_t calls = options.optimizer == TrainOptimizer::AdamW ? 8 : options.optimizer == TrainOptimizer::SgdMomentum ? 3 : 1;
   for (const auto& [layer, n] : params)
     ops.push_back(make_op(OpKind::Elementwise, layer, passes * n / 2, act, passes * n * wb / 2, passes * n * wb / 2, calls));
+  std::uint64_t workspace = 0;
+  for (const Op& op : ops) {
+    for (const auto& r : op.reads) if (r.tensor == act) workspace = std::max(workspace, r.bytes);
+    for (const auto& w : op.writes) if (w.tensor == act) workspace = std::max(workspace, w.bytes);
+  }
+  header_.tensors[act].bytes = workspace;
   step_.kind = trace::StepKind::Iteration;
   step_.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(T, UINT32_MAX));
 }

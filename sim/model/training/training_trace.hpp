@@ -21,7 +21,7 @@ namespace tiersim::model {
 class TrainingTraceGenerator final : public trace::StepSource {
  public:
   TrainingTraceGenerator(const ModelConfig& model, const TrainingOptions& options, std::uint32_t steps);
-  const trace::Header& header() const override { return inference_->header(); }
+  const trace::Header& header() const override { return header_; }
   bool next(trace::Step& out) override;
 
  private:
@@ -29,7 +29,8 @@ class TrainingTraceGenerator final : public trace::StepSource {
   TrainingOptions options_;
   std::uint32_t steps_ = 0, done_ = 0;
   std::unique_ptr<LlmTraceGenerator> inference_;
-  trace::Step step_;  // built once: every step is the same
+  trace::Header header_;  // the forward pass's tensors and a workspace for the loss's and backward's tensors
+  trace::Step step_;      // built once: every step is the same
 };
 
 }  // namespace tiersim::model
