@@ -72,6 +72,7 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
   for (const auto& t : header.tensors)
     if (t.kind == trace::TensorKind::KvCache) last_kv_layer = std::max(last_kv_layer, t.layer);
   if (!layer_order_.empty() && last_kv_layer != kNoLayer && layer_order_.back() > last_kv_layer) output_layer_ = layer_order_.back();
+  any_copied_ = std::find(copied_.begin(), copied_.end(), 1) != copied_.end();
   copied_by_position_.resize(layer_order_.size());
   managed_by_position_.resize(layer_order_.size());
   for (const auto& t : header.tensors) {
@@ -240,30 +241,35 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   last_fused_ = -1;
   last_expert_ = -1;
   const int managed_prefetch = placement_.managed.enabled ? placement_.managed.prefetch : 0;
-  for (std::size_t i = 0; i < step.ops.size(); ++i)
-    for (const auto& a : step.ops[i].reads)
-      if (copied_[a.tensor] || (managed_prefetch > 0 && managed_[a.tensor])) {
-        if (last_reader_[a.tensor] < 0) touched_.push_back(a.tensor);
-        last_reader_[a.tensor] = static_cast<std::int32_t>(i);
-      }
+  // These passes find each copied (or managed-prefetched) weight's last reader and each layer's last read of a
+  // copied weight; a placement with neither (resident, managed memory without prefetch) skips them.
+  if (any_copied_ || managed_prefetch > 0)
+    for (std::size_t i = 0; i < step.ops.size(); ++i)
+      for (const auto& a : step.ops[i].reads)
+        if (copied_[a.tensor] || (managed_prefetch > 0 && managed_[a.tensor])) {
+          if (last_reader_[a.tensor] < 0) touched_.push_back(a.tensor);
+          last_reader_[a.tensor] = static_cast<std::int32_t>(i);
+        }
   // A copied weight is copied for a layer's use and released after that layer's last read of it, as
   // frameworks cast a module's weights per forward: a weight read again by a later layer (a tied
   // embedding and LM head) is copied again there, on demand, instead of staying staged in between.
-  read_begin_.assign(step.ops.size() + 1, 0);
-  for (std::size_t i = 0; i < step.ops.size(); ++i)
-    read_begin_[i + 1] = read_begin_[i] + static_cast<std::uint32_t>(step.ops[i].reads.size());
-  group_last_.assign(read_begin_.back(), 0);
-  for (std::size_t i = step.ops.size(); i-- > 0;) {
-    const trace::Op& op = step.ops[i];
-    for (std::size_t k = 0; k < op.reads.size(); ++k) {
-      const std::uint32_t t = op.reads[k].tensor;
-      if (!copied_[t]) continue;
-      if (next_layer_[t] != op.layer) group_last_[read_begin_[i] + k] = 1;
-      next_layer_[t] = op.layer;
+  if (any_copied_) {
+    read_begin_.assign(step.ops.size() + 1, 0);
+    for (std::size_t i = 0; i < step.ops.size(); ++i)
+      read_begin_[i + 1] = read_begin_[i] + static_cast<std::uint32_t>(step.ops[i].reads.size());
+    group_last_.assign(read_begin_.back(), 0);
+    for (std::size_t i = step.ops.size(); i-- > 0;) {
+      const trace::Op& op = step.ops[i];
+      for (std::size_t k = 0; k < op.reads.size(); ++k) {
+        const std::uint32_t t = op.reads[k].tensor;
+        if (!copied_[t]) continue;
+        if (next_layer_[t] != op.layer) group_last_[read_begin_[i] + k] = 1;
+        next_layer_[t] = op.layer;
+      }
     }
+    for (const auto& op : step.ops)
+      for (const auto& a : op.reads) next_layer_[a.tensor] = kNoLayer;
   }
-  for (const auto& op : step.ops)
-    for (const auto& a : op.reads) next_layer_[a.tensor] = kNoLayer;
 
   const int prefetch = placement_.copy.prefetch;
   std::size_t prefetched_upto = 0;  // positions [0, prefetched_upto) have been issued

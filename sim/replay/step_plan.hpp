@@ -117,6 +117,7 @@ class StepPlanner {
   hw::CpuThreads cpu_;  // how ops run on the CPU: threads and the cost of one op (weight_bytes per op)
   std::vector<std::uint8_t> copied_;        // by tensor: a weight copied to cuda:0 when used (bytes, not bits: hot)
   std::vector<std::uint8_t> managed_;       // by tensor: in managed memory
+  bool any_copied_ = false;                 // some weight is copied to cuda:0 when used
   std::vector<std::vector<std::uint32_t>> managed_by_position_;  // managed weights of each layer position
   std::vector<placement::DeviceId> executes_on_;  // by tensor: where its layer runs if its path is Execute, else -2
   std::vector<std::pair<std::int32_t, placement::DeviceId>> layer_devices_;  // layers run off cuda:0, sorted
