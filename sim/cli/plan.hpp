@@ -83,7 +83,10 @@ struct PlanWork {
 // starts to fit is found from the placements alone, and the values that fit are predicted from the highest
 // bound down until no bound left can beat the best prediction, so the best point is the one an exhaustive
 // search finds (tests/cli/plan_test.cpp compares them) at a fraction of the event-engine runs; `work` counts them.
-// `exhaustive` predicts every value that fits (the screen then only reports each row's bound). `hw_args` are a
+// `exhaustive` predicts every value that fits (the screen then only reports each row's bound). Both searches take
+// "fits" as monotone in the knob; the screened one finds where it starts from the placement, the exhaustive one from
+// the event engine, which can also refuse a run whose staging peak exceeds the GPU (then the screened search still
+// predicts every fitting value past the placement's threshold, and both keep the fastest that the engine accepts). `hw_args` are a
 // machine's own arguments after its --hw (the constraints: --set gpu.reserved=... for a VRAM margin).
 std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
                           const std::vector<std::string>& strategies, int layers, double model_gb,
