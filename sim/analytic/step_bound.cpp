@@ -61,7 +61,9 @@ StepBound StepBounder::bound(const trace::Step& step) {
   double host = 0;
   std::array<double, 2> copy_stream{0, 0};  // copies from host memory, copies from a peer GPU
   // Bytes by link direction: the compute GPU's host link to it and from it, and any peer link into a GPU.
-  double host_to_device = 0, device_to_host = 0, peer_bytes = 0;
+  // Copies from another GPU cross that GPU's own link to cuda:0: bytes by source GPU.
+  double host_to_device = 0, device_to_host = 0;
+  std::vector<double> peer_bytes(compute_.size(), 0.0);
   auto transfer = [](double latency, double bytes, double rate) { return latency + (rate > 0 ? bytes / rate : 0); };
   for (const Action& a : plan_.actions) {
     host += a.kind == ActionKind::CpuOp ? a.work_seconds : a.host_seconds;
@@ -82,7 +84,8 @@ StepBound StepBounder::bound(const trace::Step& step) {
         if (a.kind == ActionKind::CopyOnStream) compute_[0] += t, on_stream(0, t);
         else copy_stream[a.source > placement::kComputeGpu ? 1 : 0] += t;
         if (a.host_waits) host += t;
-        (a.source > placement::kComputeGpu ? peer_bytes : host_to_device) += a.bytes;
+        if (a.source > placement::kComputeGpu) peer_bytes[std::min(static_cast<std::size_t>(a.source), peer_bytes.size() - 1)] += a.bytes;
+        else host_to_device += a.bytes;
         break;
       }
       case ActionKind::ActivationToHost:
@@ -121,7 +124,8 @@ StepBound StepBounder::bound(const trace::Step& step) {
   const double from_device = std::max(link.d2h_pinned.bandwidth, link.d2h_pageable.bandwidth);
   b.link = std::max({host_to_device / to_device, device_to_host / from_device,
                      (host_to_device + device_to_host) / std::max(link.bidirectional, std::max(to_device, from_device))});
-  if (hw.peer_link && peer_bytes > 0) b.link = std::max(b.link, peer_bytes / hw.peer_link->transfer.bandwidth);
+  if (hw.peer_link)
+    for (double bytes : peer_bytes) b.link = std::max(b.link, bytes / hw.peer_link->transfer.bandwidth);
   return b;
 }
 
