@@ -760,12 +760,33 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
     }
     base.push_back(raw[i]);
   }
-  // The workload's size: its transformer layers and weight bytes (the knobs' ranges).
-  const app::TraceSpec spec = trace_spec(o);
-  const auto header = app::open_trace(spec)->header();
-  int layers = 0;
-  for (const auto& t : header.tensors) layers = std::max(layers, t.layer);
-  const double model_gb = placement::weight_bytes(header) / 1e9;
+  // The workloads: one per --dtype choice (a comma list), each with its size: its transformer layers and weight
+  // bytes (the knobs' ranges), and its arguments with that --dtype.
+  std::vector<std::string> dtypes = o.dtype ? split(*o.dtype) : std::vector<std::string>{};
+  if (o.dtype && dtypes.empty()) throw InputError("", 0, "--dtype", "names no weight format");
+  std::vector<app::PlanWorkload> workloads;
+  trace::Header header;
+  for (std::size_t k = 0; k < std::max<std::size_t>(1, dtypes.size()); ++k) {
+    CommonOptions ov = o;
+    if (!dtypes.empty()) ov.dtype = dtypes[k];
+    const app::TraceSpec spec = trace_spec(ov);
+    header = app::open_trace(spec)->header();
+    app::PlanWorkload w;
+    for (const auto& t : header.tensors) w.layers = std::max(w.layers, t.layer);
+    w.model_gb = placement::weight_bytes(header) / 1e9;
+    if (dtypes.size() > 1) w.label = dtypes[k];
+    for (std::size_t i = 0; i < base.size(); ++i) {
+      if (dtypes.size() > 1 && base[i] == "--dtype" && i + 1 < base.size()) {
+        w.base.insert(w.base.end(), {"--dtype", dtypes[k]});
+        ++i;
+      } else if (dtypes.size() > 1 && base[i].rfind("--dtype=", 0) == 0) {
+        w.base.push_back("--dtype=" + dtypes[k]);
+      } else {
+        w.base.push_back(base[i]);
+      }
+    }
+    workloads.push_back(std::move(w));
+  }
   std::vector<std::string> strategies = split(strategy_list);
   if (strategies.empty()) {
     const bool diffusion = header.meta.count("resolution") > 0;
@@ -848,8 +869,8 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
   // The bound holds for the event engine: with --engine analytic every value is predicted (it can land on either
   // side of the event engine, so a bound of the one says nothing of the other).
   const bool analytic = o.engine == "analytic";
-  const auto rows = app::plan(base, hardware, strategies, layers, model_gb, goal, evaluate, price, jobs,
-                              screen, exhaustive || analytic, &work, hw_args);
+  const auto rows = app::plan(workloads, hardware, strategies, goal, evaluate, price, jobs, screen, exhaustive || analytic,
+                              &work, hw_args);
   std::cerr << "sim plan: " << work.screened << " points screened, " << work.predicted << " predicted by the "
             << (analytic ? "analytic" : "event") << " engine, " << work.pruned << " pruned by their bound\n";
   app::write_plan(out.stream(), format, rows, goal);

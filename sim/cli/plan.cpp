@@ -168,7 +168,21 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
                           const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs,
                           const PlanScreener& screen, bool exhaustive, PlanWork* work,
                           const std::map<std::string, std::vector<std::string>>& hw_args) {
-  std::vector<std::pair<std::string, const PlanStrategy*>> candidates;
+  return plan(std::vector<PlanWorkload>{{"", base, layers, model_gb}}, hardware, strategies, goal, evaluate, price, jobs,
+              screen, exhaustive, work, hw_args);
+}
+
+std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
+                          const std::vector<std::string>& strategies, const PlanGoal& goal, const PlanEvaluate& evaluate,
+                          const PlanPricer& price, int jobs, const PlanScreener& screen, bool exhaustive, PlanWork* work,
+                          const std::map<std::string, std::vector<std::string>>& hw_args) {
+  struct Candidate {
+    const PlanWorkload* workload;
+    std::string hw;
+    const PlanStrategy* strategy;
+  };
+  std::vector<Candidate> candidates;
+  for (const auto& w : workloads)
   for (const auto& hw : hardware)
     for (const auto& name : strategies) {
       const PlanStrategy* s = nullptr;
@@ -179,7 +193,7 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
         for (const auto& p : plan_strategies()) known += (known.empty() ? "" : ", ") + p.name;
         throw InputError("", 0, "--strategies", "unknown strategy '" + name + "' (" + known + ")");
       }
-      candidates.emplace_back(hw, s);
+      candidates.push_back({&w, hw, s});
     }
   std::vector<PlanRow> rows(candidates.size());
   WorkCounters counters;
@@ -189,9 +203,11 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
   auto worker = [&] {
     for (std::size_t i; (i = next++) < candidates.size();) {
       try {
-        const auto extra = hw_args.find(candidates[i].first);
-        rows[i] = best_point(base, candidates[i].first, extra == hw_args.end() ? std::vector<std::string>{} : extra->second,
-                             *candidates[i].second, layers, model_gb, evaluate, screen, exhaustive, counters);
+        const Candidate& c = candidates[i];
+        const auto extra = hw_args.find(c.hw);
+        rows[i] = best_point(c.workload->base, c.hw, extra == hw_args.end() ? std::vector<std::string>{} : extra->second,
+                             *c.strategy, c.workload->layers, c.workload->model_gb, evaluate, screen, exhaustive, counters);
+        rows[i].workload = c.workload->label;
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -211,7 +227,8 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
     const auto& r = rows[i];
     const bool all_on_gpu = r.point.ok && r.point.offloaded == 0 && r.strategy != "resident";
     bool resident_fits = false;
-    for (const auto& o : rows) resident_fits |= o.hw == r.hw && o.strategy == "resident" && o.point.ok;
+    for (const auto& o : rows)
+      resident_fits |= o.hw == r.hw && o.workload == r.workload && o.strategy == "resident" && o.point.ok;
     drop[i] = !r.point.applies || (all_on_gpu && resident_fits);
   }
   std::vector<PlanRow> kept;
@@ -281,7 +298,10 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
   if (format == "jsonl") {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
-      nlohmann::ordered_json j{{"rank", i + 1}, {"hw", r.hw}, {"strategy", r.strategy}, {"setting", r.setting}};
+      nlohmann::ordered_json j{{"rank", i + 1}, {"hw", r.hw}};
+      if (!r.workload.empty()) j["dtype"] = r.workload;
+      j["strategy"] = r.strategy;
+      j["setting"] = r.setting;
       if (r.price) j["price_usd"] = r.price->usd, j["price_source"] = r.price->source;
       if (r.point.ok) {
         j[speed_name] = diffusion ? r.point.summary.iteration_median : r.point.summary.tps;
@@ -300,8 +320,10 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
     }
     return;
   }
-  const std::vector<std::string> header{"rank", "hw", "strategy", "setting", speed_name, "meets goal", "price (USD)",
-                                        "GPU peak (GiB)", "offloaded (GB)", "limited by", "pareto", "command"};
+  const bool workloads = std::any_of(rows.begin(), rows.end(), [](const PlanRow& r) { return !r.workload.empty(); });
+  std::vector<std::string> header{"rank", "hw", "strategy", "setting", speed_name, "meets goal", "price (USD)",
+                                  "GPU peak (GiB)", "offloaded (GB)", "limited by", "pareto", "command"};
+  if (workloads) header.insert(header.begin() + 2, "dtype");
   std::vector<std::vector<std::string>> table;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
@@ -311,6 +333,7 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
                      ok ? fmt("%.2f", r.point.vram_peak / 1073741824.0) : "",
                      ok ? fmt("%.2f", r.point.offloaded / 1e9) : "", ok ? r.point.bottleneck : r.point.error,
                      ok && r.pareto ? "yes" : "", point_command(r.args)});
+    if (workloads) table.back().insert(table.back().begin() + 2, r.workload);
   }
   report::write_table(out, format == "csv" ? report::GridFormat::Csv : report::GridFormat::Markdown, header, table);
 }

@@ -41,6 +41,7 @@ struct PlanStrategy {
 const std::vector<PlanStrategy>& plan_strategies();
 
 struct PlanRow {
+  std::string workload;               // the workload's label (a --dtype choice) when several are planned, else ""
   std::string hw, strategy, setting;  // setting: the knob's value ("--layers 37", "--offload-gb 6.5")
   std::vector<std::string> args;      // the point's sim run arguments
   PlanPoint point;
@@ -78,6 +79,19 @@ struct PlanWork {
 
 // The best point of every (hardware, strategy): `base` are the workload's arguments, `layers` the model's
 // transformer layers (the LayersOnGpu range), `model_gb` its weights (the OffloadGb range). `jobs` threads.
+// One workload the planner tries: its sim run arguments, the model's transformer layers (the LayersOnGpu range) and
+// weights in GB (the OffloadGb range), and a label for the table (a --dtype choice; "" when it is the only one).
+struct PlanWorkload {
+  std::string label;
+  std::vector<std::string> base;
+  int layers = 0;
+  double model_gb = 0;
+};
+std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
+                          const std::vector<std::string>& strategies, const PlanGoal& goal, const PlanEvaluate& evaluate,
+                          const PlanPricer& price, int jobs, const PlanScreener& screen = nullptr, bool exhaustive = false,
+                          PlanWork* work = nullptr, const std::map<std::string, std::vector<std::string>>& hw_args = {});
+
 // Each row is priced by `price`; the Pareto front is of speed against GPU memory and price (an unpriced machine
 // counts as dearer than any priced one). With `screen`, a searched knob's values are screened first: where it
 // starts to fit is found from the placements alone, and the values that fit are predicted from the highest

@@ -165,6 +165,22 @@ TEST(Plan, BudgetMarginHostRamAndCountsConstrainTheSpace) {
   EXPECT_EQ(run_sim(base + " --vram-margin -1").code, 2);
 }
 
+// Weight formats as choices: every candidate once per --dtype in the list, each row naming its own and its command
+// carrying it.
+TEST(Plan, DtypeChoicesArePlannedSideBySide) {
+  const auto r = run_sim("plan --model traces/models/qwen3-32b.json --dtype Q4_K_M,Q8_0 --prompt 64 --decode 4 "
+                         "--hw rtx5090 --strategies llamacpp --format jsonl", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::set<std::string> dtypes;
+  for (const auto& row : lines(r.out)) {
+    const std::string d = row["dtype"];
+    dtypes.insert(d);
+    EXPECT_NE(row["command"].get<std::string>().find("--dtype " + d), std::string::npos) << row.dump();
+  }
+  EXPECT_EQ(dtypes, (std::set<std::string>{"Q4_K_M", "Q8_0"}));
+  EXPECT_EQ(run_sim("plan --model traces/models/qwen3-32b.json --dtype Q4_K_M,bogus --hw rtx5090").code, 2);
+}
+
 TEST(Plan, ADiffusionModelIsPlannedInSecondsPerIteration) {
   const auto r = run_sim("plan --model traces/models/flux.1-dev.json --steps 2 --resolution 512x512 --hw rtx4070,rtx3090 "
                          "--max-s-per-iteration 3 --format jsonl", false);
