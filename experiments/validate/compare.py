@@ -140,6 +140,12 @@ def write_runtime(path, lease, fw):
     if per_op:
         text += "per_op: {" + ", ".join(f'{k}: "{v:.3f} us"' for k, v in sorted(per_op.items())) + "}\n"
     HW_OF[path] = base_name(lease)
+    # A training block (experiments/validate/train_host_fit.py writes it) is kept as it is.
+    if os.path.exists(path):
+        old = open(path).read()
+        at = old.find("\ntraining:")
+        if at >= 0:
+            text += old[at + 1:]
     with open(path, "w") as f:
         f.write(text)
 
@@ -155,7 +161,9 @@ def sim_args(row):
         return args + (["--donor", mem] if mem.startswith("cuda:") else ["--host-memory", mem])
     if cfg.startswith("managed:"):  # managed:ADVICE, or managed:ADVICE:after-load (advised after the weights load)
         policy = {"none": "um", "prefer-cpu": "um-cpu", "accessed-by": "um-accessedby", "read-mostly": "um-readmostly"}
-        return ["--policy", policy[cfg.split(":")[1]], "--allocator", "per-tensor"]
+        # decode_latency.py initialises the weights on the GPU, then prefetches them to host memory: a
+        # PreferredLocation=CPU block is mapped from the start (managed_first_read.cu).
+        return ["--policy", policy[cfg.split(":")[1]], "--allocator", "per-tensor", "--um-filled", "gpu"]
     raise ValueError(cfg)
 
 

@@ -36,7 +36,9 @@ def sim_args(row, regime, routing_path):
             "--hw", "h100-measured", "--runtime", "pytorch-hf-h100", "--lengths", regime,
             "--policy", POLICY[row["config"]]]
     if row["config"].startswith("managed:"):
-        args += ["--allocator", "per-tensor"]
+        # The harness's weights: random-initialised by GPU kernels, then prefetched to host memory, so a
+        # PreferredLocation=CPU block is already mapped (experiments/validate/managed_first_read.cu).
+        args += ["--allocator", "per-tensor", "--um-filled", "gpu"]
     return args + ["--routing", f"replay:{routing_path}"]
 
 
@@ -105,7 +107,7 @@ def main():
         "", f"transformers {r0['transformers']}, torch {r0['torch']}, {r0['gpu']}. Resident prompts: grouped_mm 128, "
         "eager 192 (one process, context stride 64); every managed row 128 (a process each). Each row: `sim "
         + " ".join(sim_args(r0, "REGIME", "ROW.json")[1:]).replace(" --policy resident", " --policy POLICY")
-        + "` with the row's policy (um, um-accessedby, um-cpu, and `--allocator per-tensor`) and its routing "
+        + "` with the row's policy (um, um-accessedby, um-cpu, and `--allocator per-tensor --um-filled gpu`: the harness initialises its weights on the GPU, then prefetches them to host memory) and its routing "
         "(ROW.json: the row's line of routing.jsonl, keys tiersim_routing ... sequences)."]
     open(os.path.join(HERE, "table.md"), "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -12,6 +12,14 @@
 //   advise=weights|all                     which managed tensors get the advice: the weights (default), or
 //                                          every one, KV cache and activations too, as the seeds' allocator
 //                                          applies its mode to every allocation
+//   filled=cpu|gpu                         how PreferredLocation=CPU weights got their contents: cpu (default), written
+//                                          by the CPU (a checkpoint loaded into host memory): the GPU's first
+//                                          touch of a PreferredLocation=CPU block maps it (a mapping fault);
+//                                          gpu, written by GPU kernels (random initialisation, as the validation
+//                                          harness does) and then prefetched to host memory: the GPU keeps its
+//                                          mappings, and the first touch costs what a mapped read does
+//                                          (experiments/validate/managed_first_read.cu: 0.84-1.11 s per GiB
+//                                          against 21 ms on the H100, results/calib/h100-s10)
 // The driver, not the strategy, then decides where each block is (sim/managed/managed_memory.hpp).
 #include "core/error.hpp"
 #include "policies/memory_kinds/kinds.hpp"
@@ -40,6 +48,11 @@ class ManagedMemory final : public MemoryKind {
       caching_ = a == "caching";
     }
     if (o.has("prefetch")) prefetch_ = o.integer("prefetch", 0, 1000);
+    if (o.has("filled")) {
+      const std::string f = o.text("filled");
+      if (f != "cpu" && f != "gpu") o.fail("filled", "must be 'cpu' or 'gpu', not '" + f + "'");
+      gpu_filled_ = f == "gpu";
+    }
     if (o.has("advise")) {
       const std::string a = o.text("advise");
       if (a != "weights" && a != "all") o.fail("advise", "must be 'weights' or 'all', not '" + a + "'");
@@ -57,6 +70,7 @@ class ManagedMemory final : public MemoryKind {
     p.managed.advice.assign(header.tensors.size(), placement::kAdviseNone);
     p.managed.caching_allocator = caching_;
     p.managed.prefetch = prefetch_;
+    p.managed.weights_mapped = gpu_filled_;
     for (const auto& t : header.tensors) {
       const bool weight = t.kind == trace::TensorKind::Weight;
       const bool on_gpu = p.device[t.id] == placement::kComputeGpu;
@@ -75,6 +89,7 @@ class ManagedMemory final : public MemoryKind {
     resolved.emplace_back("managed", what + ", " + (caching_ ? "caching allocator" : "cudaMallocManaged per tensor") +
                                          (advise_all_ && advice_ ? ", advice on every managed tensor" : ""));
     if (prefetch_ > 0) resolved.emplace_back("managed prefetch", std::to_string(prefetch_) + " layer(s) ahead");
+    if (gpu_filled_) resolved.emplace_back("managed weights", "filled by the GPU, then in host memory: already mapped");
   }
   bool takes_offloaded() const override { return scope_ == Scope::Offloaded; }
 
@@ -84,6 +99,7 @@ class ManagedMemory final : public MemoryKind {
   bool caching_ = true;
   int prefetch_ = 0;
   bool advise_all_ = false;
+  bool gpu_filled_ = false;
 };
 
 }  // namespace

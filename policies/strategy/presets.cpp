@@ -118,6 +118,7 @@ void apply_flags(StrategySpec& spec, const LegacyFlags& f) {
   if (f.host_memory) spec.offload.set("host", *f.host_memory, "--host-memory");
   if (f.allocator) spec.memory.set("allocator", *f.allocator, "--allocator");
   if (f.um_scope) spec.memory.set("scope", *f.um_scope, "--um-scope");
+  if (f.um_filled) spec.memory.set("filled", *f.um_filled, "--um-filled");
   if (f.threads) spec.offload.set("threads", std::to_string(*f.threads), "--threads");
   if (!f.override_tensor.empty()) {
     std::string joined;

@@ -1,7 +1,7 @@
 #pragma once
 // The ten policy names of earlier versions, as presets of strategy parts, and the flags they take
 // (--split, --layers, --offload-gb, --donor, --offload-exec, --prefetch, --host-memory, --allocator,
-// --um-scope), each turned into an option of the part that reads it. A preset with its flags gives the
+// --um-scope, --um-filled), each turned into an option of the part that reads it. A preset with its flags gives the
 // numbers it gave before parts existed (tests/golden).
 #include <cstdint>
 #include <optional>
@@ -38,6 +38,7 @@ struct LegacyFlags {
   std::optional<std::string> host_memory;   // pinned | pageable
   std::optional<std::string> allocator;     // managed memory
   std::optional<std::string> um_scope;      // managed memory
+  std::optional<std::string> um_filled;     // managed memory
   std::optional<int> threads;               // the execute path's CPU threads (llama.cpp's -t)
   std::vector<std::string> override_tensor; // llama.cpp's -ot REGEX=BUFT (each may hold several, ','-separated)
   bool no_kv_offload = false;               // llama.cpp's --no-kv-offload

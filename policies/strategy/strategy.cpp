@@ -18,7 +18,8 @@ std::string hint(const std::string& key) {
       key == "fit-ctx")
     return "it is for the llamacpp.ngl placement (preset llamacpp)";
   if (key == "donor") return "it is for placements that choose the donor (distorch.* without a split, layers)";
-  if (key == "allocator" || key == "scope" || key == "prefer-cpu" || key == "accessed-by" || key == "read-mostly")
+  if (key == "allocator" || key == "scope" || key == "prefer-cpu" || key == "accessed-by" || key == "read-mostly" ||
+      key == "filled" || key == "advise")
     return "it is for managed memory (--memory managed, the um* presets)";
   if (key == "prefetch" || key == "host" || key == "sync" || key == "peer" || key == "pinned" || key == "pageable")
     return "it is for the copy offload path";

@@ -70,6 +70,7 @@ struct CommonOptions {
   std::string engine = "event";
   std::optional<std::string> allocator;
   std::optional<std::string> um_scope;
+  std::optional<std::string> um_filled;
   std::optional<int> threads;
   std::optional<std::uint32_t> ubatch;
   std::vector<std::string> override_tensor;
@@ -152,7 +153,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "llamacpp.ngl, accelerate.auto|balanced|balanced_low_0|sequential, device_map:file=PATH (sim parts)");
   cmd.add_option("--memory", o.memory,
                  "memory kind, NAME[:OPTION,...]: device, or managed[:prefer-cpu,accessed-by,read-mostly,"
-                 "scope=all|weights|offloaded,allocator=caching|per-tensor,prefetch=N,advise=weights|all]");
+                 "scope=all|weights|offloaded,allocator=caching|per-tensor,prefetch=N,advise=weights|all,filled=cpu|gpu]");
   cmd.add_option("--offload", o.offload,
                  "offload path, NAME[:OPTION,...]: copy[:pinned|pageable,prefetch=N,stream,sync,peer=copy|execute] "
                  "or execute (layers run where their weights are: CPU or another GPU)");
@@ -179,6 +180,10 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
       ->check(CLI::IsMember({"caching", "per-tensor"}));
   cmd.add_option("--um-scope", o.um_scope, "um*: all (default: weights, KV cache, activations managed) or weights")
       ->check(CLI::IsMember({"all", "weights"}));
+  cmd.add_option("--um-filled", o.um_filled,
+                 "um*: how PreferredLocation=CPU weights got their contents: cpu (default: loaded by the CPU, the GPU's "
+                 "first touch of each block maps it) or gpu (initialised on the GPU, then prefetched to host memory)")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
   cmd.add_option("--threads", o.threads, "execute path: CPU threads running host-resident layers (llama.cpp's -t; "
                  "default: the host's physical cores, host.cpu_kernels.cores)")
       ->check(CLI::Range(1, 4096));
@@ -311,6 +316,7 @@ strategy::StrategySpec strategy_spec(const CommonOptions& o) {
   f.host_memory = o.host_memory;
   f.allocator = o.allocator;
   f.um_scope = o.um_scope;
+  f.um_filled = o.um_filled;
   f.threads = o.threads;
   f.override_tensor = o.override_tensor;
   // common/arg.cpp --cpu-moe and --n-cpu-moe: overrides appended after -ot's, as llama-bench orders them

@@ -56,9 +56,12 @@ ManagedMemory::ManagedMemory(const hw::ManagedMemorySpec& spec, const trace::Hea
     cursor += static_cast<double>(std::max<std::uint64_t>(t.bytes, 1));
     const auto last = static_cast<std::size_t>(std::ceil(cursor / spec.va_block));
     if (where_.size() < last) where_.resize(last, Where::Host), mapped_.resize(last, 0), advice_.resize(last, 0);
+    const bool mapped_at_start = placement.managed.weights_mapped && t.kind == trace::TensorKind::Weight;
     for (std::size_t b = static_cast<std::size_t>(first); b < last; ++b) {
       advice_[b] |= placement.managed.advice[t.id];
-      if (advice_[b] & placement::kAccessedByGpu) mapped_[b] = 1;
+      // A GPU-filled PreferredLocation=CPU weight keeps the mappings its filling made (managed_first_read.cu).
+      if ((advice_[b] & placement::kAccessedByGpu) || (mapped_at_start && (advice_[b] & placement::kPreferCpu)))
+        mapped_[b] = 1;
     }
     // A sysmem-fallback tensor's VRAM-resident start: device memory, never migrated or evicted (no
     // FIFO entry, not counted as managed residency); its accesses are local.

@@ -119,6 +119,26 @@ TEST(ManagedMemory, PreferredLocationCpuMapsOnceThenReadsRemotely) {
   EXPECT_NEAR(r.steps[0].seconds, 4 * MiB / 100e6 + 4 * 7e-6, 1e-9);
 }
 
+TEST(ManagedMemory, GpuFilledPreferredCpuWeightsAreMappedFromTheStart) {
+  // Weights written by GPU kernels and then prefetched to host memory keep the GPU's mappings
+  // (managed_first_read.cu): no mapping faults, the same remote reads.
+  auto src = block_trace(4, 3);
+  const auto hw = toy_with_gpu("16 MiB");
+  placement::Placement p = managed_weights(src->header(), placement::kPreferCpu);
+  p.managed.weights_mapped = true;
+  const auto r = replay::run_event_engine(hw, p, *src);
+  EXPECT_EQ(r.managed.mapping_faults, 0u);
+  EXPECT_EQ(r.managed.faulted_blocks, 0u);
+  EXPECT_NEAR(r.steps[0].seconds, 4 * MiB / 100e6, 1e-9);
+  // Without PreferredLocation=CPU the flag changes nothing: the first touch migrates as before.
+  auto again = block_trace(4, 1);
+  placement::Placement none = managed_weights(again->header(), placement::kAdviseNone);
+  none.managed.weights_mapped = true;
+  const auto n = replay::run_event_engine(hw, none, *again);
+  EXPECT_EQ(n.managed.faulted_blocks, 4u);
+  EXPECT_DOUBLE_EQ(n.managed.remote_bytes, 0.0);
+}
+
 TEST(ManagedMemory, AccessedByNeedsNoMappingFaultAndMapsTheHostCopyAfterEviction) {
   hw::ManagedMemorySpec spec = *toy_with_gpu("1 MiB").hw.managed_memory;
   auto src = block_trace(2, 1);
