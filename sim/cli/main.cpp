@@ -1079,7 +1079,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   trainc->add_option("--set", train_sets, "override a hardware profile key, as for run");
   std::string train_runtime;
-  trainc->add_option("--runtime", train_runtime, "the framework's host costs (default pytorch-eager)");
+  trainc->add_option("--runtime", train_runtime,
+                     std::string("the framework's host costs (default ") + app::kDefaultTrainingRuntime +
+                         ": the runtime whose training costs are calibrated)");
   trainc->add_option("--precision", train_precision,
                      "bf16 (default), fp16, fp32, or fp32-autocast (fp32 weights, bf16 autocast)")->capture_default_str();
   trainc->add_option("--optimizer", train_optimizer, "adamw (default), sgd, sgd-momentum")->capture_default_str();
@@ -1200,7 +1202,7 @@ int main(int argc, char** argv) {
         CommonOptions machine;
         machine.hw = name;
         machine.sets = train_sets;
-        machine.runtime = train_runtime;
+        machine.runtime = train_runtime.empty() ? app::kDefaultTrainingRuntime : train_runtime;
         app::RunInputs m;
         resolve_machine(machine, m);
         reports.push_back(app::train_report(train_model, m.setup(), t));

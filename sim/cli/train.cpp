@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "hardware/op_cost.hpp"
 #include "memory/caching_allocator.hpp"
 #include "model/model_family.hpp"
 #include "model/training/training_allocations.hpp"
@@ -71,7 +72,13 @@ TrainReport train_report(const std::string& model_path, const replay::RunSetup& 
     // Three steps, everything on the GPU; the median is the step's time.
     // Timing only: the memory question is answered above, so the engine's own capacity check (made for inference
     // tensors) is given room.
-    model::TrainingTraceGenerator steps(r.model, o, 3);
+    const runtime::RuntimeProfile& rt = setup.runtime;
+    const runtime::TrainingHostCosts* host = rt.training ? &*rt.training : nullptr;
+    const auto inference_host = [&rt](const trace::Op& op) { return hw::host_issue_seconds(rt, op); };
+    model::TrainingTraceGenerator steps(r.model, o, 3, host, inference_host);
+    r.host = steps.host_model();
+    r.host_priced = host != nullptr;
+    r.runtime_name = rt.name;
     hw::HardwareProfile timing = hw;
     timing.gpu.memory = std::max(hw.gpu.memory, 1e15);
     const replay::RunSetup timing_setup{timing, setup.runtime, setup.fresh_lengths};
@@ -157,10 +164,18 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
                   static_cast<double>(r.options.batch) * r.options.seq / r.step_seconds,
                   r.forward_backward_flops / r.step_seconds / 1e12);
     out << t;
+    if (r.host_priced) {
+      std::snprintf(t, sizeof t, "  host time              forward %s, backward %s, optimizer %s (%s's training costs)\n",
+                    units::format_duration(r.host.forward_seconds).c_str(), units::format_duration(r.host.backward_seconds).c_str(),
+                    units::format_duration(r.host.optimizer_seconds).c_str(), r.runtime_name.c_str());
+      out << t;
+    } else {
+      out << "  host time              runtime " << r.runtime_name << " has no training costs: every op priced as at inference\n";
+    }
   }
   if (r.gpu_count > 1)
     out << "  one GPU of the machine's " << r.gpu_count << ": data parallelism (DDP, FSDP) across them is not modelled\n";
-  out << "  not modelled yet: CUDA/cuBLAS workspaces and the CUDA context; not yet validated on a GPU\n";
+  out << "  not modelled yet: CUDA/cuBLAS workspaces and the CUDA context (validation on an H100: results/validation/training)\n";
 }
 
 nlohmann::ordered_json train_json(const TrainReport& r) {
@@ -205,6 +220,20 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
   if (r.step_seconds > 0) {
     j["step_seconds"] = r.step_seconds;
     j["tokens_per_s"] = static_cast<double>(r.options.batch) * r.options.seq / r.step_seconds;
+    const model::TrainingHostModel& h = r.host;
+    j["host"] = {{"runtime", r.runtime_name},
+                 {"training_costs", r.host_priced},
+                 {"forward_seconds", h.forward_seconds},
+                 {"backward_seconds", h.backward_seconds},
+                 {"optimizer_seconds", h.optimizer_seconds},
+                 {"forward_inference_seconds", h.forward_inference_seconds},
+                 {"recompute_inference_seconds", h.recompute_inference_seconds},
+                 {"forward_ops", h.forward_ops},
+                 {"backward_ops", h.backward_ops},
+                 {"recompute_ops", h.recompute_ops},
+                 {"checkpointed_layers", h.checkpointed_layers},
+                 {"parameter_tensors", h.parameter_tensors},
+                 {"optimizer_calls", h.optimizer_calls}};
   }
   return j;
 }

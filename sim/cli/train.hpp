@@ -7,9 +7,14 @@
 #include "hardware/profile.hpp"
 #include "model/model_config.hpp"
 #include "model/training/training_memory.hpp"
+#include "model/training/training_trace.hpp"
 #include "replay/run_setup.hpp"
 
 namespace tiersim::app {
+
+// The runtime `sim train` prices host costs with when none is named: the one whose `training:` costs were
+// calibrated (experiments/validate/train_host_fit.py); the run default (pytorch-eager) has none.
+inline constexpr const char* kDefaultTrainingRuntime = "pytorch-hf-h100";
 
 struct TrainReport {
   model::ModelConfig model;
@@ -29,6 +34,11 @@ struct TrainReport {
   bool fits() const { return !out_of_memory; }
   // A step's time from the event engine (training_trace.hpp), everything resident; 0 when it does not fit.
   double step_seconds = 0, forward_backward_flops = 0;
+  // The step's host time by phase and what it is made of; priced with the runtime's training costs where it has
+  // them (host_priced), else every op at its inference host cost.
+  model::TrainingHostModel host;
+  bool host_priced = false;
+  std::string runtime_name;
 };
 
 // Reads the model (a dense decoder's config.json: a mixture of experts or a diffusion model is refused, naming

@@ -163,6 +163,21 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
     for (const auto& [type, rate] : r.gpu_gemm) g[type] = quantity(rate, "FLOP/s");
     j["gpu_gemm"] = g;
   }
+  if (r.training) {
+    const runtime::TrainingHostCosts& t = *r.training;
+    j["training"] = {{"source", t.source},
+                     {"forward_scale", t.forward_scale},
+                     {"autocast_forward_scale", t.autocast_forward_scale},
+                     {"backward_per_op", quantity(t.backward_per_op, "s")},
+                     {"forward_per_step", quantity(t.forward_per_step, "s")},
+                     {"backward_per_step", quantity(t.backward_per_step, "s")},
+                     {"checkpoint_forward_per_layer", quantity(t.checkpoint_forward_per_layer, "s")},
+                     {"checkpoint_backward_per_layer", quantity(t.checkpoint_backward_per_layer, "s")},
+                     {"optimizer_per_step", quantity(t.optimizer_per_step, "s")},
+                     {"optimizer_per_call", quantity(t.optimizer_per_call, "s")},
+                     {"optimizer_per_tensor", quantity(t.optimizer_per_tensor, "s")},
+                     {"optimizer_per_tensor_call", quantity(t.optimizer_per_tensor_call, "s")}};
+  }
   return j;
 }
 

@@ -33,6 +33,24 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
   if (top.has("kernel_floor")) r.kernel_floor = top.duration("kernel_floor");
   if (top.has("gpu_gemv")) r.gpu_gemv = top.weight_type_rates("gpu_gemv", true);
   if (top.has("gpu_gemm")) r.gpu_gemm = top.weight_type_rates("gpu_gemm", false);
+  if (top.has("training")) {
+    config::Section t = top.child("training");
+    TrainingHostCosts c;
+    c.source = t.text("source");
+    c.forward_scale = t.number("forward_scale", 0.1, 100);
+    c.autocast_forward_scale = t.number("autocast_forward_scale", 0.1, 100);
+    c.backward_per_op = t.duration("backward_per_op");
+    c.forward_per_step = t.duration("forward_per_step");
+    c.backward_per_step = t.duration("backward_per_step");
+    c.checkpoint_forward_per_layer = t.duration("checkpoint_forward_per_layer");
+    c.checkpoint_backward_per_layer = t.duration("checkpoint_backward_per_layer");
+    c.optimizer_per_step = t.duration("optimizer_per_step");
+    c.optimizer_per_call = t.duration("optimizer_per_call");
+    c.optimizer_per_tensor = t.duration("optimizer_per_tensor");
+    c.optimizer_per_tensor_call = t.duration("optimizer_per_tensor_call");
+    t.finish();
+    r.training = c;
+  }
   top.finish();
   return r;
 }

@@ -4,11 +4,31 @@
 // runs under different frameworks, and a framework's costs are calibrated from its own runs
 // (experiments/validate/). Schema: calib/runtimes/SCHEMA.md. All quantities SI (seconds).
 #include <map>
+#include <optional>
 #include <string>
 
 #include "trace/trace.hpp"
 
 namespace tiersim::runtime {
+
+// Host costs of a training step (sim train), beyond what the inference costs above price: autograd recording in
+// the forward pass, the autograd engine's backward nodes, non-reentrant gradient checkpointing, and the optimizer's
+// Python and foreach dispatch. Seconds; calibrated from calibration models' training steps
+// (experiments/validate/train_host_fit.py).
+struct TrainingHostCosts {
+  std::string source;
+  double forward_scale = 1.0;           // a forward op's host cost over its inference price, weights trained
+  double autocast_forward_scale = 1.0;  // the same under fp32 weights with bf16 autocast (the casts included)
+  double backward_per_op = 0.0;         // each backward op (tiersim's trace: a Linear's backward is two ops)
+  double forward_per_step = 0.0;        // once a step beyond the ops: the model call's own work, the loss's Python
+  double backward_per_step = 0.0;       // once a step: loss.backward()'s start and the autograd engine's set-up
+  double checkpoint_forward_per_layer = 0.0;   // a checkpointed layer's wrapper in the forward pass
+  double checkpoint_backward_per_layer = 0.0;  // its recomputation's wrapper in backward (the ops are priced as forward)
+  // optimizer.step() and zero_grad(set_to_none=True): per_step + calls x per_call + tensors x (per_tensor +
+  // calls x per_tensor_call), calls = the optimizer's foreach passes (AdamW 8, SGD 1, SGD with momentum 3).
+  double optimizer_per_step = 0.0, optimizer_per_call = 0.0, optimizer_per_tensor = 0.0,
+         optimizer_per_tensor_call = 0.0;
+};
 
 struct RuntimeProfile {
   std::string name;
@@ -44,6 +64,8 @@ struct RuntimeProfile {
   // rate still bounds it from below); a GEMM's FLOPs take the gemm rate instead of the dtype's. Optional.
   std::map<std::string, double> gpu_gemv;
   std::map<std::string, double> gpu_gemm;
+  // Optional: training's host costs; without it sim train prices every op at its inference cost.
+  std::optional<TrainingHostCosts> training;
 };
 
 }  // namespace tiersim::runtime

@@ -88,6 +88,59 @@ TEST(TrainingMemory, TheLogitsScaleWithTheVocabulary) {
   EXPECT_DOUBLE_EQ(training_memory(m, o).loss_transient, 1024.0 * static_cast<double>(m.vocab_size) * (2 + 4));
 }
 
+TEST(TrainingTrace, HostCostsPriceEachPhaseAsTheRuntimeSays) {
+  const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-0.6b.json");
+  runtime::TrainingHostCosts c;
+  c.forward_scale = 2.0;
+  c.autocast_forward_scale = 3.0;
+  c.backward_per_op = 10e-6;
+  c.forward_per_step = 1e-3;
+  c.backward_per_step = 2e-3;
+  c.checkpoint_forward_per_layer = 100e-6;
+  c.checkpoint_backward_per_layer = 200e-6;
+  c.optimizer_per_step = 300e-6;
+  c.optimizer_per_call = 30e-6;
+  c.optimizer_per_tensor = 3e-6;
+  c.optimizer_per_tensor_call = 1e-6;
+  const auto one_us = [](const trace::Op&) { return 1e-6; };  // every op's inference price
+  for (const bool checkpointing : {false, true})
+    for (const auto precision : {TrainPrecision::Bf16, TrainPrecision::Fp32AutocastBf16}) {
+      TrainingOptions o;
+      o.checkpointing = checkpointing;
+      o.precision = precision;
+      o.optimizer = TrainOptimizer::AdamW;
+      o.seq = 128;
+      TrainingTraceGenerator g(m, o, 1, &c, one_us);
+      trace::Step step;
+      ASSERT_TRUE(g.next(step));
+      const TrainingHostModel& h = g.host_model();
+      const double scale = precision == TrainPrecision::Bf16 ? 2.0 : 3.0;
+      const double L = static_cast<double>(m.num_hidden_layers);
+      EXPECT_EQ(h.checkpointed_layers, checkpointing ? m.num_hidden_layers : 0u);
+      EXPECT_EQ(h.parameter_tensors, 11u * m.num_hidden_layers + 2);  // tied embedding once, final norm
+      EXPECT_NEAR(h.forward_seconds, 1e-3 + scale * 1e-6 * h.forward_ops + (checkpointing ? L * 100e-6 : 0), 1e-12);
+      EXPECT_NEAR(h.backward_seconds,
+                  2e-3 + 10e-6 * h.backward_ops + scale * 1e-6 * h.recompute_ops + (checkpointing ? L * 200e-6 : 0), 1e-12);
+      EXPECT_NEAR(h.optimizer_seconds, 300e-6 + 8 * 30e-6 + h.parameter_tensors * (3e-6 + 8 * 1e-6), 1e-12);
+      double sum = 0;
+      for (const auto& op : step.ops) {
+        ASSERT_GE(op.host_seconds, 0.0);
+        sum += op.host_seconds;
+      }
+      EXPECT_NEAR(sum, h.forward_seconds + h.backward_seconds + h.optimizer_seconds, 1e-12);
+      EXPECT_EQ(h.recompute_ops > 0, checkpointing);
+    }
+  // Without the runtime's training costs the ops keep the engine's inference pricing.
+  TrainingOptions o;
+  o.seq = 128;
+  TrainingTraceGenerator plain(m, o, 1, nullptr, one_us);
+  trace::Step step;
+  ASSERT_TRUE(plain.next(step));
+  for (const auto& op : step.ops) EXPECT_LT(op.host_seconds, 0.0);
+  EXPECT_DOUBLE_EQ(plain.host_model().forward_seconds, 0.0);
+  EXPECT_GT(plain.host_model().forward_inference_seconds, 0.0);
+}
+
 }  // namespace
 }  // namespace tiersim::model
 
@@ -121,8 +174,10 @@ TEST(TrainCommand, SaysWhereItRunsOutOfMemoryAndByHowMuch) {
 // The step's time from the event engine: recomputation, the optimizer's passes and fp32 matmuls cost what their
 // ops say; the same inputs give the same bytes.
 TEST(TrainCommand, StepTimeComesFromTheEngineAndMovesWithTheSetUp) {
+  // The GPU's side of the step: pytorch-eager's small host costs (the default, pytorch-hf-h100, makes this
+  // model's step host-bound; checked at the end).
   auto seconds = [](const std::string& extra) {
-    const auto r = run_sim("train --model traces/models/qwen3-0.6b.json --hw h100-sxm --json " + extra, false);
+    const auto r = run_sim("train --model traces/models/qwen3-0.6b.json --hw h100-sxm --runtime pytorch-eager --json " + extra, false);
     EXPECT_EQ(r.code, 0) << r.out;
     return nlohmann::json::parse(r.out)["step_seconds"].get<double>();
   };
@@ -138,6 +193,13 @@ TEST(TrainCommand, StepTimeComesFromTheEngineAndMovesWithTheSetUp) {
   const auto a = run_sim("train --model traces/models/qwen3-0.6b.json --hw h100-sxm --json", false);
   const auto b = run_sim("train --model traces/models/qwen3-0.6b.json --hw h100-sxm --json", false);
   EXPECT_EQ(a.out, b.out);
+  // The default runtime has calibrated training costs; they make the step longer than the GPU's work alone.
+  const auto j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["host"]["runtime"], "pytorch-hf-h100");
+  EXPECT_TRUE(j["host"]["training_costs"].get<bool>());
+  EXPECT_GT(j["step_seconds"].get<double>(), base);
+  EXPECT_GE(j["step_seconds"].get<double>(), j["host"]["forward_seconds"].get<double>() +
+                                                 j["host"]["backward_seconds"].get<double>());
 }
 
 // A list of machines: a table, the ones the step fits first (cheapest first), the others with where they fail.

@@ -46,6 +46,48 @@ TEST(RuntimeLoader, ReadsEveryKey) {
   EXPECT_TRUE(r.per_op.empty());
 }
 
+const char* kTraining = R"(training:
+  source: "test"
+  forward_scale: 1.5
+  autocast_forward_scale: 1.75
+  backward_per_op: "90 us"
+  forward_per_step: "2 ms"
+  backward_per_step: "1 ms"
+  checkpoint_forward_per_layer: "700 us"
+  checkpoint_backward_per_layer: "1.5 ms"
+  optimizer_per_step: "400 us"
+  optimizer_per_call: "90 us"
+  optimizer_per_tensor: "2.5 us"
+  optimizer_per_tensor_call: "2 us"
+)";
+
+TEST(RuntimeLoader, ReadsTheOptionalTrainingCosts) {
+  EXPECT_FALSE(parse_runtime(kRuntime, "ok.yaml").training);
+  const RuntimeProfile r = parse_runtime(std::string(kRuntime) + kTraining, "ok.yaml");
+  ASSERT_TRUE(r.training);
+  EXPECT_DOUBLE_EQ(r.training->forward_scale, 1.5);
+  EXPECT_DOUBLE_EQ(r.training->autocast_forward_scale, 1.75);
+  EXPECT_DOUBLE_EQ(r.training->backward_per_op, 90e-6);
+  EXPECT_DOUBLE_EQ(r.training->checkpoint_backward_per_layer, 1.5e-3);
+  EXPECT_DOUBLE_EQ(r.training->optimizer_per_tensor_call, 2e-6);
+  // Every key is required, none unknown, scales in range; the error names the key.
+  auto reject = [](const std::string& from, const std::string& to, const std::string& key) {
+    std::string yaml = std::string(kRuntime) + kTraining;
+    yaml.replace(yaml.find(from), from.size(), to);
+    try {
+      parse_runtime(yaml, "bad.yaml");
+      ADD_FAILURE() << "accepted " << to;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), key) << e.what();
+      EXPECT_EQ(e.file(), "bad.yaml");
+    }
+  };
+  reject("  backward_per_op: \"90 us\"\n", "", "training.backward_per_op");
+  reject("forward_scale: 1.5", "forward_scale: 0", "training.forward_scale");
+  reject("optimizer_per_call: \"90 us\"", "optimizer_per_call: \"-1 us\"", "training.optimizer_per_call");
+  reject("  source: \"test\"\n", "  source: \"test\"\n  per_layer: \"1 us\"\n", "training.per_layer");
+}
+
 TEST(RuntimeLoader, RejectsBadInputNamingFileLineAndKey) {
   expect_error("per_step: \"500 us\"\n", "", "per_step", 1);
   expect_error("new_length_attention: \"1 ms\"\n", "new_length_attention: \"-1 ms\"\n", "new_length_attention", 9);

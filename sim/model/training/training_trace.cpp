@@ -32,7 +32,8 @@ std::uint64_t sum(const std::vector<TensorAccess>& v) {
 }  // namespace
 
 TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const TrainingOptions& options,
-                                               std::uint32_t steps)
+                                               std::uint32_t steps, const runtime::TrainingHostCosts* host,
+                                               const std::function<double(const trace::Op&)>& inference_host)
     : model_(model), options_(options), steps_(steps) {
   const bool fp32 = options.precision == TrainPrecision::Fp32, autocast = options.precision == TrainPrecision::Fp32AutocastBf16;
   GenerationOptions g;
@@ -57,9 +58,12 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
   const std::uint64_t stored = fp32 ? 4 : 2;               // bytes per parameter in the generator's tensors
 
   // Parameters by layer group (-1 embeddings .. L the head), from the weights' bytes.
-  std::map<std::int32_t, std::uint64_t> params;
+  std::map<std::int32_t, std::uint64_t> params, parameter_tensors;
   for (const auto& t : tensors)
-    if (t.kind == trace::TensorKind::Weight) params[t.layer] += t.bytes / stored;
+    if (t.kind == trace::TensorKind::Weight) {
+      params[t.layer] += t.bytes / stored;
+      ++parameter_tensors[t.layer];
+    }
 
   // Forward: the prompt step less its last-token head (norm kept), then the head over every token and the loss.
   std::vector<Op> fwd;
@@ -90,6 +94,9 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
   ops.push_back(make_op(OpKind::Other, L, 5 * T * V, act, T * V * 4, T * V * 4, 1));                           // log_softmax
   ops.push_back(make_op(OpKind::Other, L, T, act, T * 8, 8, 2));                                               // nll, mean
 
+  const std::size_t forward_end = ops.size();
+  std::vector<std::size_t> recomputed_ops;  // indices of recomputed forward ops; a layer's first marked below
+  std::vector<std::size_t> recompute_starts;
   // Backward: the loss's (nll's dense gradient, log_softmax's, the cast back), the head's two matmuls.
   ops.push_back(make_op(OpKind::Elementwise, L, T * V, act, 0, T * V * 4, 2));
   ops.push_back(make_op(OpKind::Other, L, 4 * T * V, act, T * V * 8, T * V * 4, 1));
@@ -104,8 +111,12 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     const Op& f = *it;
     if (options.checkpointing && f.layer >= 0 && f.layer < L && f.layer != recomputed) {
       recomputed = f.layer;
+      recompute_starts.push_back(ops.size());
       for (const Op& r : fwd)
-        if (r.layer == f.layer) ops.push_back(r);
+        if (r.layer == f.layer) {
+          recomputed_ops.push_back(ops.size());
+          ops.push_back(r);
+        }
     }
     const std::uint64_t in = sum(f.reads), out = sum(f.writes);
     switch (f.kind) {
@@ -139,6 +150,7 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
   const std::uint64_t passes = options.optimizer == TrainOptimizer::AdamW ? 20
                                : options.optimizer == TrainOptimizer::SgdMomentum ? 8 : 3;
   const std::uint32_t calls = options.optimizer == TrainOptimizer::AdamW ? 8 : options.optimizer == TrainOptimizer::SgdMomentum ? 3 : 1;
+  const std::size_t optimizer_begin = ops.size();
   for (const auto& [layer, n] : params)
     ops.push_back(make_op(OpKind::Elementwise, layer, passes * n / 2, act, passes * n * wb / 2, passes * n * wb / 2, calls));
   std::uint64_t workspace = 0;
@@ -147,8 +159,59 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     for (const auto& w : op.writes) if (w.tensor == act) workspace = std::max(workspace, w.bytes);
   }
   header_.tensors[act].bytes = workspace;
+  price_host(forward_end, recomputed_ops, recompute_starts, optimizer_begin, parameter_tensors, calls, host, inference_host);
   step_.kind = trace::StepKind::Iteration;
   step_.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(T, UINT32_MAX));
+}
+
+void TrainingTraceGenerator::price_host(std::size_t forward_end, const std::vector<std::size_t>& recomputed_ops,
+                                        const std::vector<std::size_t>& recompute_starts, std::size_t optimizer_begin,
+                                        const std::map<std::int32_t, std::uint64_t>& parameter_tensors,
+                                        std::uint32_t calls, const runtime::TrainingHostCosts* host,
+                                        const std::function<double(const trace::Op&)>& inference_host) {
+  std::vector<Op>& ops = step_.ops;
+  const auto L = static_cast<std::int32_t>(model_.num_hidden_layers);
+  TrainingHostModel& m = host_model_;
+  std::vector<char> recompute(ops.size(), 0), recompute_start(ops.size(), 0);
+  for (std::size_t i : recomputed_ops) recompute[i] = 1;
+  for (std::size_t i : recompute_starts) recompute_start[i] = 1;
+  m.optimizer_calls = calls;
+  for (const auto& [layer, n] : parameter_tensors) m.parameter_tensors += n;
+  m.checkpointed_layers = recompute_starts.size();
+  const double scale = !host ? 1.0
+                       : options_.precision == TrainPrecision::Fp32AutocastBf16 ? host->autocast_forward_scale
+                                                                               : host->forward_scale;
+  std::int32_t forward_layer = INT32_MIN;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    Op& op = ops[i];
+    const double inference = inference_host ? inference_host(op) : 0.0;
+    double seconds = 0;
+    if (i < forward_end) {
+      ++m.forward_ops;
+      m.forward_inference_seconds += inference;
+      seconds = scale * inference + (host && i == 0 ? host->forward_per_step : 0.0);
+      if (host && options_.checkpointing && op.layer >= 0 && op.layer < L && op.layer != forward_layer)
+        seconds += host->checkpoint_forward_per_layer;
+      forward_layer = op.layer;
+      m.forward_seconds += host ? seconds : 0.0;
+    } else if (i < optimizer_begin && recompute[i]) {
+      ++m.recompute_ops;
+      m.recompute_inference_seconds += inference;
+      seconds = scale * inference + (host && recompute_start[i] ? host->checkpoint_backward_per_layer : 0.0);
+      m.backward_seconds += host ? seconds : 0.0;
+    } else if (i < optimizer_begin) {
+      ++m.backward_ops;
+      seconds = host ? host->backward_per_op + (i == forward_end ? host->backward_per_step : 0.0) : 0.0;
+      m.backward_seconds += seconds;
+    } else if (host) {
+      const auto it = parameter_tensors.find(op.layer);
+      const double tensors = it == parameter_tensors.end() ? 0.0 : static_cast<double>(it->second);
+      seconds = tensors * (host->optimizer_per_tensor + calls * host->optimizer_per_tensor_call);
+      if (i == optimizer_begin) seconds += host->optimizer_per_step + calls * host->optimizer_per_call;
+      m.optimizer_seconds += seconds;
+    }
+    if (host) op.host_seconds = seconds;
+  }
 }
 
 bool TrainingTraceGenerator::next(trace::Step& out) {
