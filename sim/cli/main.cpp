@@ -18,6 +18,7 @@
 
 #include "analytic/step_bound.hpp"
 #include "cli/plan.hpp"
+#include "cli/inference_memory.hpp"
 #include "cli/train.hpp"
 #include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
@@ -474,10 +475,13 @@ int run_command(const app::RunInputs& in, bool json, const std::string& timeline
   c.placement = &sim.placement;
   c.result = &sim.result;
   c.inputs = &inputs;
+  const std::optional<report::AllocatorMemory> allocator = app::inference_memory(in, sim);
+  if (allocator) c.allocator = &*allocator;
   if (json) report::write_json(std::cout, c);
   else report::write_console(std::cout, c);
   report::check_stdout("standard output");
-  return 0;
+  // Out of memory in the caching allocator's replay is the run's outcome: the prediction is printed, with it.
+  return allocator && allocator->out_of_memory ? 3 : 0;
 }
 
 // Simulates one point of a sweep into its row (an offload-sweep or grid row): the summary, the peak on

@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "hardware/op_cost.hpp"
-#include "memory/caching_allocator.hpp"
+#include "cli/allocator_replay.hpp"
 #include "model/model_family.hpp"
 #include "model/training/training_allocations.hpp"
 #include "model/training/training_trace.hpp"
@@ -33,39 +33,22 @@ TrainReport train_report(const std::string& model_path, const replay::RunSetup& 
   r.gpu_count = hw.gpu.count;
   r.gpu_available = hw.gpu.memory - hw.gpu.reserved;
   {
-    memory::CachingAllocator::Config config;
-    config.capacity = static_cast<std::uint64_t>(std::max(0.0, r.gpu_available));
-    config.total_memory = static_cast<std::uint64_t>(hw.gpu.memory);
-    memory::CachingAllocator allocator(config);
-    std::map<std::uint64_t, memory::AllocationId> live;
+    // Three steps (PyTorch's peaks after two warm-up steps, as torch.cuda.max_memory_* after a reset).
     constexpr std::uint32_t kSteps = 3;
-    bool measuring = false;
-    for (const model::AllocationEvent& e : model::training_allocations(r.model, o, kSteps)) {
-      if (e.step == kSteps && !measuring) {
-        allocator.reset_peaks();
-        measuring = true;
-      }
-      if (!e.allocate) {
-        allocator.free(live.at(e.tensor));
-        live.erase(e.tensor);
-        continue;
-      }
-      const memory::AllocResult a = allocator.allocate(e.bytes);
-      if (!a.ok()) {
-        r.out_of_memory = true;
-        r.oom_step = e.step;
-        r.oom_phase = e.phase;
-        r.oom_tensor = e.what;
-        r.oom_requested = static_cast<double>(a.oom->requested);
-        r.oom_reserved = static_cast<double>(a.oom->reserved);
-        r.oom_allocated = static_cast<double>(a.oom->allocated);
-        break;
-      }
-      live[e.tensor] = *a.id;
-    }
-    if (!r.out_of_memory) {
-      r.allocator_peak_allocated = static_cast<double>(allocator.peak_allocated());
-      r.allocator_peak_reserved = static_cast<double>(allocator.peak_reserved());
+    const AllocatorReplay replay =
+        replay_allocations(model::training_allocations(r.model, o, kSteps), std::max(0.0, r.gpu_available), hw.gpu.memory);
+    if (replay.out_of_memory) {
+      r.out_of_memory = true;
+      r.oom_step = replay.oom_step;
+      r.oom_phase = replay.oom_phase;
+      r.oom_tensor = replay.oom_tensor;
+      r.oom_requested = replay.oom_requested;
+      r.oom_reserved = replay.oom_reserved;
+      r.oom_allocated = replay.oom_allocated;
+    } else {
+      const PhasePeak p = replay.peak("", kSteps);
+      r.allocator_peak_allocated = p.allocated;
+      r.allocator_peak_reserved = p.reserved;
     }
   }
   if (r.fits()) {

@@ -109,6 +109,22 @@ void write_console(std::ostream& out, const Context& c) {
                   units::format_bytes(peak).c_str());
     out << buf;
   }
+  if (c.allocator && c.allocator->not_modelled.empty()) {  // why not is said in the JSON only
+    const AllocatorMemory& a = *c.allocator;
+    out << "\n";
+    if (a.out_of_memory) {
+      line("PyTorch allocator", "OUT OF MEMORY in step " + std::to_string(a.oom_step) + " (" + a.oom_phase + "): " +
+                                    a.oom_tensor + " asks " + units::format_bytes(a.oom_requested) + " with " +
+                                    units::format_bytes(a.oom_reserved) + " reserved, " +
+                                    units::format_bytes(a.oom_allocated) + " allocated, of " +
+                                    units::format_bytes(a.capacity));
+    } else {
+      line("PyTorch allocator", "prefill peak " + units::format_bytes(a.prefill_allocated) + " allocated, " +
+                                    units::format_bytes(a.prefill_reserved) + " reserved; decode peak " +
+                                    units::format_bytes(a.decode_allocated) + " allocated, " +
+                                    units::format_bytes(a.decode_reserved) + " reserved (" + a.framework + ")");
+    }
+  }
   out << "\n";
   line("offloaded weights", units::format_bytes(placement::offloaded_weight_bytes(h, *c.placement)) + " of " +
                                 units::format_bytes(placement::weight_bytes(h)));

@@ -108,6 +108,27 @@ void write_json(std::ostream& out, const Context& c) {
                   {"peak_bytes", whole(peak)}};
   }
   j["memory_per_tier"] = tiers;
+  if (c.allocator) {
+    const AllocatorMemory& a = *c.allocator;
+    ordered_json m;
+    m["framework"] = a.framework;
+    if (!a.not_modelled.empty()) {
+      m["not_modelled"] = a.not_modelled;
+    } else {
+      m["capacity_bytes"] = whole(a.capacity);
+      if (a.out_of_memory) {
+        m["out_of_memory"] = {{"step", a.oom_step}, {"phase", a.oom_phase}, {"tensor", a.oom_tensor},
+                              {"device", "cuda:0"}, {"requested_bytes", whole(a.oom_requested)},
+                              {"reserved_bytes", whole(a.oom_reserved)}, {"allocated_bytes", whole(a.oom_allocated)}};
+      } else {
+        m["prefill_peak_allocated_bytes"] = whole(a.prefill_allocated);
+        m["prefill_peak_reserved_bytes"] = whole(a.prefill_reserved);
+        m["decode_peak_allocated_bytes"] = whole(a.decode_allocated);
+        m["decode_peak_reserved_bytes"] = whole(a.decode_reserved);
+      }
+    }
+    j["pytorch_memory"] = m;
+  }
   j["events"] = c.result->events;
   if (c.inputs) j["inputs"] = *c.inputs;
   out << j.dump(2) << "\n";

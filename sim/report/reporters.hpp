@@ -16,6 +16,20 @@ namespace tiersim::report {
 inline constexpr int kJsonSchemaVersion = 1;
 
 // Everything a report says about one simulation.
+// PyTorch's caching allocator replaying the framework's own allocations of the run (sim/cli/inference_memory.hpp):
+// what torch.cuda.max_memory_allocated/reserved would say for the prefill and the decode steps, or the allocation
+// that would fail. `not_modelled` non-empty: no prediction, and why.
+struct AllocatorMemory {
+  std::string framework;  // what was replayed ("transformers generate, DynamicCache")
+  std::string not_modelled;
+  double capacity = 0;    // bytes the allocator may reserve (the GPU's memory less its reserve)
+  double prefill_allocated = 0, prefill_reserved = 0, decode_allocated = 0, decode_reserved = 0;
+  bool out_of_memory = false;
+  std::uint32_t oom_step = 0;
+  std::string oom_phase, oom_tensor;
+  double oom_requested = 0, oom_reserved = 0, oom_allocated = 0;
+};
+
 struct Context {
   std::string policy;
   std::string strategy;  // the composition: placement + memory + offload, with options
@@ -27,6 +41,7 @@ struct Context {
   const placement::Placement* placement = nullptr;
   const result::RunResult* result = nullptr;
   const nlohmann::ordered_json* inputs = nullptr;  // the resolved inputs (JSON only), to re-run from
+  const AllocatorMemory* allocator = nullptr;      // absent: the run's framework has no allocator model
 };
 
 std::string version();  // tiersim's version, e.g. "0.1.0"

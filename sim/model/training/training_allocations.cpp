@@ -1,33 +1,8 @@
 #include "model/training/training_allocations.hpp"
 
-#include <cmath>
 #include <map>
 
 namespace tiersim::model {
-namespace {
-
-class Sequence {
- public:
-  std::vector<AllocationEvent> events;
-  std::uint32_t step = 0;
-  const char* phase = "load";
-
-  std::uint64_t alloc(double bytes, std::string what) {
-    const std::uint64_t id = next_++;
-    events.push_back({true, id, static_cast<std::uint64_t>(std::llround(std::max(0.0, bytes))), step, phase, std::move(what)});
-    return id;
-  }
-  void free(std::uint64_t id) { events.push_back({false, id, 0, step, phase, ""}); }
-  void free_all(std::vector<std::uint64_t>& ids) {
-    for (std::uint64_t id : ids) free(id);
-    ids.clear();
-  }
-
- private:
-  std::uint64_t next_ = 1;
-};
-
-}  // namespace
 
 std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const TrainingOptions& o, std::uint32_t steps) {
   const bool fp32 = o.precision == TrainPrecision::Fp32, autocast = o.precision == TrainPrecision::Fp32AutocastBf16;
@@ -44,7 +19,7 @@ std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const Tr
   // table when tied.
   auto is_matrix = [&](std::uint64_t n) { return n > m.hidden_size && n > m.head_dim; };
 
-  Sequence s;
+  AllocationSequence s;
   std::vector<std::uint64_t> weights;
   for (const auto& [layer, n] : params) weights.push_back(s.alloc(static_cast<double>(n) * wb, "parameter"));
   std::vector<std::uint64_t> state;

@@ -12,19 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "model/allocation_event.hpp"
 #include "model/model_config.hpp"
 #include "model/training/training_memory.hpp"
 
 namespace tiersim::model {
-
-struct AllocationEvent {
-  bool allocate = true;      // else free
-  std::uint64_t tensor = 0;  // the tensor's number: a free names an earlier allocation
-  std::uint64_t bytes = 0;   // allocations only
-  std::uint32_t step = 0;    // 0: loading the model; then 1..
-  const char* phase = "";    // load, forward, loss, backward, optimizer step, zero_grad
-  std::string what;          // the tensor ("layer 3 sdpa q", "gradient of layer 7's parameter 2")
-};
 
 std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const TrainingOptions& o, std::uint32_t steps);
 

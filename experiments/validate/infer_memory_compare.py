@@ -1,0 +1,60 @@
+"""tiersim's PyTorch allocator replay for inference against the H100 measurements of
+results/validation/inference-memory/infer_memory.jsonl (experiments/validate/infer_memory.py, run by
+experiments/validate/run_memory_lease.sh: transformers' Qwen3ForCausalLM with random bf16 weights built on the GPU,
+SDPA, a DynamicCache, prefill of 4k/16k/32k tokens with logits_to_keep=1, then 32 decode steps; the peaks reset
+before each phase). tiersim: `sim run --model traces/models/MODEL.json --policy resident --hw h100-measured
+--runtime pytorch-hf-h100 --prompt P --decode 32 --json`, its "pytorch_memory" (sim/model/inference/
+inference_allocations.hpp replayed through the caching allocator model); nothing fitted to these rows.
+
+Writes results/validation/inference-memory/compare.md and prints it.
+  /usr/bin/python3 experiments/validate/infer_memory_compare.py   (after building; TIERSIM_SIM=path/to/sim)
+"""
+import json
+import os
+import statistics
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
+HERE = os.path.join(ROOT, "results", "validation", "inference-memory")
+MODELS = {"Qwen3-0.6B": "traces/models/qwen3-0.6b.json", "Qwen3-4B": "traces/models/qwen3-4b.json",
+          "Qwen3-8B": "traces/models/qwen3-8b.json"}
+GIB = 1024.0 ** 3
+KEYS = [("prefill", "allocated"), ("prefill", "reserved"), ("decode", "allocated"), ("decode", "reserved")]
+
+
+def predict(row):
+    args = [SIM, "run", "--json", "--model", MODELS[row["model"]], "--policy", "resident", "--hw", "h100-measured",
+            "--runtime", "pytorch-hf-h100", "--prompt", str(row["prompt"]), "--decode", str(row["decode"])]
+    out = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+    if out.returncode != 0:
+        raise SystemExit(f"sim failed: {' '.join(args)}\n{out.stderr}{out.stdout[-500:]}")
+    return json.loads(out.stdout)["pytorch_memory"]
+
+
+def main():
+    rows = [json.loads(line) for line in open(os.path.join(HERE, "infer_memory.jsonl"))]
+    rows = [r for r in rows if "error" not in r and not r.get("skipped")]
+    lines = ["| model | prompt | " + " | ".join(f"{p} peak {k} GiB meas / pred | err" for p, k in KEYS) + " |",
+             "|---|---|" + "---|---|" * len(KEYS)]
+    errors = {k: [] for k in KEYS}
+    for r in rows:
+        p = predict(r)
+        cells = []
+        for phase, kind in KEYS:
+            m, q = r[f"{phase}_peak_{kind}"], p[f"{phase}_peak_{kind}_bytes"]
+            e = 100.0 * (q - m) / m
+            errors[(phase, kind)].append(e)
+            cells.append(f"{m / GIB:.2f} / {q / GIB:.2f} | {e:+.1f}%")
+        lines.append(f"| {r['model']} | {r['prompt']} | " + " | ".join(cells) + " |")
+    lines += ["", f"{len(rows)} rows, each with 32 decode steps after the prefill. Mean absolute error (worst):"]
+    for (phase, kind), v in errors.items():
+        lines.append(f"- {phase} peak {kind}: {statistics.mean(abs(x) for x in v):.1f}% ({max(v, key=abs):+.1f}%)")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(HERE, "compare.md"), "w") as f:
+        f.write(text)
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+#include "cli/allocator_replay.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "memory/caching_allocator.hpp"
+
+namespace tiersim::app {
+
+PhasePeak AllocatorReplay::peak(const std::string& phase, std::uint32_t from_step) const {
+  PhasePeak out;
+  out.phase = phase;
+  for (const PhasePeak& p : phases)
+    if (p.step >= from_step && (phase.empty() || p.phase == phase)) {
+      out.allocated = std::max(out.allocated, p.allocated);
+      out.reserved = std::max(out.reserved, p.reserved);
+      out.step = std::max(out.step, p.step);
+    }
+  return out;
+}
+
+AllocatorReplay replay_allocations(const std::vector<model::AllocationEvent>& events, double capacity_bytes,
+                                   double total_memory_bytes) {
+  memory::CachingAllocator::Config config;
+  config.capacity = static_cast<std::uint64_t>(std::max(0.0, capacity_bytes));
+  config.total_memory = static_cast<std::uint64_t>(std::max(0.0, total_memory_bytes));
+  memory::CachingAllocator allocator(config);
+  std::unordered_map<std::uint64_t, memory::AllocationId> live;
+  AllocatorReplay r;
+  auto close = [&] {
+    if (r.phases.empty()) return;
+    r.phases.back().allocated = static_cast<double>(allocator.peak_allocated());
+    r.phases.back().reserved = static_cast<double>(allocator.peak_reserved());
+  };
+  for (const model::AllocationEvent& e : events) {
+    if (r.phases.empty() || r.phases.back().step != e.step || r.phases.back().phase != e.phase) {
+      close();
+      allocator.reset_peaks();
+      r.phases.push_back({e.step, e.phase, 0, 0});
+    }
+    if (!e.allocate) {
+      allocator.free(live.at(e.tensor));
+      live.erase(e.tensor);
+      continue;
+    }
+    const memory::AllocResult a = allocator.allocate(e.bytes);
+    if (!a.ok()) {
+      close();
+      r.out_of_memory = true;
+      r.oom_step = e.step;
+      r.oom_phase = e.phase;
+      r.oom_tensor = e.what;
+      r.oom_requested = static_cast<double>(a.oom->requested);
+      r.oom_reserved = static_cast<double>(a.oom->reserved);
+      r.oom_allocated = static_cast<double>(a.oom->allocated);
+      return r;
+    }
+    live[e.tensor] = *a.id;
+  }
+  close();
+  return r;
+}
+
+}  // namespace tiersim::app

@@ -1,0 +1,33 @@
+#pragma once
+// Replays a framework's allocations (model/allocation_event.hpp) through PyTorch's caching allocator model on one
+// GPU's memory: the peak allocated and reserved of every (step, phase) run, each measured as
+// torch.cuda.reset_peak_memory_stats() at its start and max_memory_allocated/reserved() at its end would, or
+// the allocation that does not fit (as torch.OutOfMemoryError would name it).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/allocation_event.hpp"
+
+namespace tiersim::app {
+
+struct PhasePeak {
+  std::uint32_t step = 0;
+  std::string phase;
+  double allocated = 0, reserved = 0;  // peaks over the phase run
+};
+
+struct AllocatorReplay {
+  std::vector<PhasePeak> phases;  // in order; up to the failing one when out of memory
+  bool out_of_memory = false;
+  std::uint32_t oom_step = 0;
+  std::string oom_phase, oom_tensor;
+  double oom_requested = 0, oom_reserved = 0, oom_allocated = 0;
+  // The largest peaks over the runs of `phase` (every phase when empty) from step `from_step` on.
+  PhasePeak peak(const std::string& phase = "", std::uint32_t from_step = 0) const;
+};
+
+AllocatorReplay replay_allocations(const std::vector<model::AllocationEvent>& events, double capacity_bytes,
+                                   double total_memory_bytes);
+
+}  // namespace tiersim::app

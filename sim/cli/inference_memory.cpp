@@ -1,0 +1,60 @@
+#include "cli/inference_memory.hpp"
+
+#include <algorithm>
+
+#include "cli/allocator_replay.hpp"
+#include "model/inference/inference_allocations.hpp"
+#include "model/model_config.hpp"
+#include "model/model_family.hpp"
+
+namespace tiersim::app {
+
+std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, const Simulation& sim) {
+  if (in.runtime.name.rfind("pytorch", 0) != 0) return std::nullopt;
+  report::AllocatorMemory a;
+  a.framework = "transformers generate, DynamicCache, one GPU";
+  const auto& g = in.trace.generation;
+  if (in.trace.model_path.empty()) a.not_modelled = "a recorded trace (the allocations come from a model's config)";
+  else if (g.gguf_file || g.dtype == model::WeightDtype::Gguf) a.not_modelled = "a GGUF model";
+  else if (model::model_family(in.trace.model_path) != model::ModelFamily::Decoder) a.not_modelled = "a diffusion model";
+  else if (g.dtype != model::WeightDtype::Bf16 && g.dtype != model::WeightDtype::Fp16 && g.dtype != model::WeightDtype::Fp32)
+    a.not_modelled = "weights that are neither bf16, fp16 nor fp32";
+  if (!a.not_modelled.empty()) return a;
+  const model::ModelConfig m = model::load_model_config(in.trace.model_path);
+  if (m.is_moe()) {
+    a.not_modelled = "a mixture of experts";
+    return a;
+  }
+  for (const auto& t : sim.header.tensors)
+    if (t.kind == trace::TensorKind::Weight &&
+        (sim.placement.device[t.id] != placement::kComputeGpu || sim.placement.path[t.id] != placement::Path::Local)) {
+      a.not_modelled = "weights off the compute GPU or in managed memory";
+      return a;
+    }
+  model::InferenceShape shape;
+  shape.batch = g.batch;
+  shape.prompt = g.prompt_tokens;
+  shape.decode = g.decode_tokens;
+  shape.activation_bytes = shape.weight_bytes = g.dtype == model::WeightDtype::Fp32 ? 4 : 2;
+  const hw::HardwareProfile& hw = in.hw;
+  a.capacity = std::max(0.0, hw.gpu.memory - hw.gpu.reserved);
+  const AllocatorReplay r = replay_allocations(model::inference_allocations(m, shape), a.capacity, hw.gpu.memory);
+  if (r.out_of_memory) {
+    a.out_of_memory = true;
+    a.oom_step = r.oom_step;
+    a.oom_phase = r.oom_phase;
+    a.oom_tensor = r.oom_tensor;
+    a.oom_requested = r.oom_requested;
+    a.oom_reserved = r.oom_reserved;
+    a.oom_allocated = r.oom_allocated;
+    return a;
+  }
+  const PhasePeak prefill = r.peak("prefill"), decode = r.peak("decode");
+  a.prefill_allocated = prefill.allocated;
+  a.prefill_reserved = prefill.reserved;
+  a.decode_allocated = decode.allocated;
+  a.decode_reserved = decode.reserved;
+  return a;
+}
+
+}  // namespace tiersim::app

@@ -1,0 +1,142 @@
+#include "model/inference/inference_allocations.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "model/training/training_memory.hpp"
+
+namespace tiersim::model {
+namespace {
+
+// Qwen3RMSNorm / LlamaRMSNorm over `rows` x `width`: hidden_states.to(float32), .pow(2).mean(-1), the product with
+// rsqrt(variance + eps) (a new fp32 tensor, the copy freed), .to(input_dtype), weight * that. Returns the output.
+std::uint64_t rms_norm(AllocationSequence& s, double rows, double width, double a, const std::string& what) {
+  const std::uint64_t f32 = s.alloc(rows * width * 4, what + " fp32 copy");
+  const std::uint64_t sq = s.alloc(rows * width * 4, what + " square");
+  const std::uint64_t var = s.alloc(rows * 4, what + " variance");
+  s.free(sq);
+  const std::uint64_t scaled = s.alloc(rows * width * 4, what + " normalised");
+  s.free(f32);
+  s.free(var);
+  const std::uint64_t cast = s.alloc(rows * width * a, what + " cast");
+  s.free(scaled);
+  const std::uint64_t out = s.alloc(rows * width * a, what + " output");
+  s.free(cast);
+  return out;
+}
+
+// apply_rotary_pos_emb for one of q or k: (x * cos) + (rotate_half(x) * sin); rotate_half = cat(-x2, x1).
+std::uint64_t rope(AllocationSequence& s, double elements, double a, const std::string& what) {
+  const std::uint64_t xc = s.alloc(elements * a, what + " x cos");
+  const std::uint64_t neg = s.alloc(elements / 2 * a, what + " -x2");
+  const std::uint64_t rot = s.alloc(elements * a, what + " rotate_half");
+  s.free(neg);
+  const std::uint64_t rs = s.alloc(elements * a, what + " rotated x sin");
+  s.free(rot);
+  const std::uint64_t out = s.alloc(elements * a, what + " with rope");
+  s.free(xc);
+  s.free(rs);
+  return out;
+}
+
+}  // namespace
+
+std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const InferenceShape& sh) {
+  if (m.is_moe()) throw std::invalid_argument("inference allocations are modelled for dense decoders");
+  const double a = sh.activation_bytes, B = sh.batch;
+  const double h = static_cast<double>(m.hidden_size), I = static_cast<double>(m.intermediate_size);
+  const double hd = static_cast<double>(m.head_dim), V = static_cast<double>(m.vocab_size);
+  const double qd = static_cast<double>(m.num_attention_heads) * hd, kvd = static_cast<double>(m.num_key_value_heads) * hd;
+  const auto L = static_cast<std::int32_t>(m.num_hidden_layers);
+
+  AllocationSequence s;
+  for (const auto& [layer, n] : parameter_tensors(m)) s.alloc(static_cast<double>(n) * sh.weight_bytes, "parameter");
+  std::vector<std::uint64_t> keys(L, 0), values(L, 0);
+  double context = 0;
+  const std::uint32_t steps = 1 + sh.decode;
+  for (std::uint32_t step = 1; step <= steps; ++step) {
+    s.step = step;
+    s.phase = step == 1 ? "prefill" : "decode";
+    const double new_tokens = step == 1 ? sh.prompt : 1;
+    const double T = B * new_tokens;  // rows of this forward
+    if (T <= 0) continue;
+    std::vector<std::uint64_t> inputs{s.alloc(T * 8, "input ids"), s.alloc(new_tokens * 8, "cache position"),
+                                      s.alloc(T * 8, "position ids")};
+    const std::uint64_t embeds = s.alloc(T * h * a, "embedding output");
+    inputs.push_back(s.alloc(T * hd * a, "rope cos"));
+    inputs.push_back(s.alloc(T * hd * a, "rope sin"));
+    std::uint64_t hidden = embeds;
+    for (std::int32_t l = 0; l < L; ++l) {
+      const std::string layer = "layer " + std::to_string(l) + " ";
+      const std::uint64_t x = rms_norm(s, T, h, a, layer + "input_layernorm");
+      // q_norm(q_proj(x)), then k_norm(k_proj(x)): each projection freed once its norm is taken.
+      std::uint64_t q = s.alloc(T * qd * a, layer + "q_proj");
+      if (m.qk_norm) {
+        const std::uint64_t qn = rms_norm(s, T * m.num_attention_heads, hd, a, layer + "q_norm");
+        s.free(q);
+        q = qn;
+      }
+      std::uint64_t k = s.alloc(T * kvd * a, layer + "k_proj");
+      if (m.qk_norm) {
+        const std::uint64_t kn = rms_norm(s, T * m.num_key_value_heads, hd, a, layer + "k_norm");
+        s.free(k);
+        k = kn;
+      }
+      const std::uint64_t v = s.alloc(T * kvd * a, layer + "v_proj");
+      const std::uint64_t qr = rope(s, T * qd, a, layer + "q");
+      s.free(q);
+      const std::uint64_t kr = rope(s, T * kvd, a, layer + "k");
+      s.free(k);
+      // DynamicLayer.update: self.keys = torch.cat([self.keys, key_states], dim=-2), then the old tensor goes.
+      const double cached = B * (context + new_tokens);
+      const std::uint64_t nk = s.alloc(cached * kvd * a, layer + "KV cache keys");
+      if (keys[l]) s.free(keys[l]);
+      keys[l] = nk;
+      const std::uint64_t nv = s.alloc(cached * kvd * a, layer + "KV cache values");
+      if (values[l]) s.free(values[l]);
+      values[l] = nv;
+      s.free(kr);
+      s.free(v);
+      const std::uint64_t attn = s.alloc(T * qd * a, layer + "sdpa output");
+      s.free(qr);
+      const std::uint64_t attn_c = s.alloc(T * qd * a, layer + "attention output, contiguous");
+      s.free(attn);
+      const std::uint64_t o = s.alloc(T * h * a, layer + "o_proj");
+      s.free(attn_c);
+      s.free(x);
+      const std::uint64_t mid = s.alloc(T * h * a, layer + "attention residual");
+      s.free(o);
+      const std::uint64_t x2 = rms_norm(s, T, h, a, layer + "post_attention_layernorm");
+      const std::uint64_t gate = s.alloc(T * I * a, layer + "gate_proj");
+      const std::uint64_t act = s.alloc(T * I * a, layer + "silu");
+      s.free(gate);
+      const std::uint64_t up = s.alloc(T * I * a, layer + "up_proj");
+      const std::uint64_t prod = s.alloc(T * I * a, layer + "silu x up");
+      s.free(act);
+      s.free(up);
+      const std::uint64_t down = s.alloc(T * h * a, layer + "down_proj");
+      s.free(prod);
+      s.free(x2);
+      const std::uint64_t out = s.alloc(T * h * a, layer + "output");
+      s.free(down);
+      s.free(mid);
+      if (hidden != embeds) s.free(hidden);
+      hidden = out;
+    }
+    const std::uint64_t normed = rms_norm(s, T, h, a, "final norm");
+    if (hidden != embeds) s.free(hidden);
+    const std::uint64_t logits = s.alloc(B * V * a, "logits (last token)");
+    s.free(normed);
+    const std::uint64_t f32 = s.alloc(B * V * 4, "next-token logits, fp32");
+    s.free(logits);
+    const std::uint64_t next = s.alloc(B * 8, "next token");
+    s.free(f32);
+    s.free(embeds);
+    s.free_all(inputs);
+    s.free(next);
+    context += new_tokens;
+  }
+  return s.events;
+}
+
+}  // namespace tiersim::model

@@ -1,0 +1,105 @@
+// Inference allocations (model/inference/inference_allocations.hpp) replayed through the caching allocator:
+// the events' consistency, the sizes that follow from the config, and `sim run`'s PyTorch memory and its
+// out-of-memory outcome.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/allocator_replay.hpp"
+#include "model/inference/inference_allocations.hpp"
+#include "model/model_config.hpp"
+#include "model/training/training_memory.hpp"
+#include "support/run_sim.hpp"
+
+namespace tiersim::model {
+namespace {
+
+ModelConfig qwen8b() { return load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-8b.json"); }
+
+TEST(InferenceAllocations, EveryFreeNamesALiveTensorAndTheCacheIsWhatIsLeft) {
+  const ModelConfig m = qwen8b();
+  InferenceShape s;
+  s.batch = 2;
+  s.prompt = 300;
+  s.decode = 5;
+  std::map<std::uint64_t, std::uint64_t> live;
+  for (const auto& e : inference_allocations(m, s)) {
+    if (e.allocate) {
+      ASSERT_TRUE(live.emplace(e.tensor, e.bytes).second);
+    } else {
+      ASSERT_EQ(live.erase(e.tensor), 1u) << e.tensor;
+    }
+  }
+  double params = 0, left = 0;
+  for (const auto& [layer, n] : parameter_tensors(m)) params += 2.0 * static_cast<double>(n);
+  for (const auto& [id, bytes] : live) left += static_cast<double>(bytes);
+  // Weights and the KV cache stay: keys and values of every layer for batch x (prompt + decode) tokens.
+  const double kv = 2.0 * m.num_hidden_layers * 2 * (300 + 5) * m.num_key_value_heads * m.head_dim * 2;
+  EXPECT_NEAR(left, params + kv, 1.0);
+}
+
+TEST(InferenceAllocations, TheLongPromptsPeakIsTheMlpOnTopOfWeightsCacheAndResidualStreams) {
+  const ModelConfig m = qwen8b();
+  InferenceShape s;
+  s.prompt = 32768;
+  s.decode = 2;
+  const auto r = app::replay_allocations(inference_allocations(m, s), 1e18, 80e9);
+  ASSERT_FALSE(r.out_of_memory);
+  double params = 0;
+  for (const auto& [layer, n] : parameter_tensors(m)) params += 2.0 * static_cast<double>(n);
+  const double T = 32768, h = static_cast<double>(m.hidden_size), I = static_cast<double>(m.intermediate_size);
+  const double kv_layer = 2.0 * T * m.num_key_value_heads * m.head_dim * 2;
+  // The last layer's MLP: its cache is complete, and SiLU(gate), up and their product are alive with the
+  // embedding output, the layer's input, the attention residual and the norm's output (four residual widths).
+  const double expected = params + m.num_hidden_layers * kv_layer + 3 * T * I * 2 + 4 * T * h * 2;
+  EXPECT_NEAR(r.peak("prefill").allocated, expected, 0.002 * expected);
+  EXPECT_GE(r.peak("prefill").reserved, r.peak("prefill").allocated);
+  // Decode holds the cache, one token's work on top.
+  EXPECT_LT(r.peak("decode").allocated, r.peak("prefill").allocated);
+  EXPECT_GT(r.peak("decode").allocated, params + m.num_hidden_layers * kv_layer);
+}
+
+TEST(InferenceAllocations, RefusesAMixtureOfExperts) {
+  const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-30b-a3b.json");
+  EXPECT_THROW(inference_allocations(m, InferenceShape{}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tiersim::model
+
+namespace tiersim::testing {
+namespace {
+
+TEST(RunCommand, PytorchMemoryIsReportedAndRunningOutIsTheOutcome) {
+  const std::string base = "run --model traces/models/qwen3-8b.json --hw rtx4090 --runtime pytorch-hf-h100 "
+                           "--policy resident --decode 4 --json --prompt ";
+  const auto fits = run_sim(base + "16384", false);
+  ASSERT_EQ(fits.code, 0) << fits.out;
+  const auto j = nlohmann::json::parse(fits.out)["pytorch_memory"];
+  EXPECT_GT(j["prefill_peak_reserved_bytes"].get<double>(), j["prefill_peak_allocated_bytes"].get<double>());
+  EXPECT_GT(j["prefill_peak_allocated_bytes"].get<double>(), j["decode_peak_allocated_bytes"].get<double>());
+  // 32k tokens: weights, cache and the static activation estimate fit the card, the prefill's transients do not.
+  const auto oom = run_sim(base + "32768", false);
+  EXPECT_EQ(oom.code, 3) << oom.out;
+  const auto o = nlohmann::json::parse(oom.out)["pytorch_memory"]["out_of_memory"];
+  EXPECT_EQ(o["phase"], "prefill");
+  EXPECT_EQ(o["step"], 1);
+  EXPECT_EQ(o["device"], "cuda:0");
+  EXPECT_GT(o["requested_bytes"].get<double>(), 0);
+  EXPECT_NE(o["tensor"].get<std::string>().find("layer"), std::string::npos);
+  const auto console = run_sim("run --model traces/models/qwen3-8b.json --hw rtx4090 --runtime pytorch-hf-h100 "
+                               "--policy resident --decode 4 --prompt 32768", false);
+  EXPECT_EQ(console.code, 3);
+  EXPECT_NE(console.out.find("OUT OF MEMORY in step 1 (prefill)"), std::string::npos) << console.out;
+  // Offloaded weights, llama.cpp, a GGUF file: no allocator prediction (JSON says why; llama.cpp has none).
+  const auto off = run_sim("run --model traces/models/qwen3-8b.json --hw rtx4090 --policy ratio --json", false);
+  EXPECT_EQ(off.code, 0) << off.out;
+  EXPECT_TRUE(nlohmann::json::parse(off.out)["pytorch_memory"].contains("not_modelled"));
+  const auto llama = run_sim("run --model traces/models/qwen3-8b.json --hw rtx4090 --policy llamacpp --ngl 99 --json", false);
+  EXPECT_FALSE(nlohmann::json::parse(llama.out).contains("pytorch_memory")) << llama.out.substr(0, 300);
+}
+
+}  // namespace
+}  // namespace tiersim::testing
