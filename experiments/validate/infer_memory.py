@@ -40,7 +40,7 @@ def cache_bytes(cache):
 
 def run_row(path, prompt, decode, args, mem):
     name, desc = load_description(path)
-    row = {"model": name, "prompt": prompt, "decode": decode, "batch": 1, "dtype": "bfloat16",
+    row = {"model": name, "prompt": prompt, "decode": decode, "batch": args.batch, "dtype": "bfloat16",
            "torch": torch.__version__, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF")}
     if mem.cuda:
@@ -58,7 +58,7 @@ def run_row(path, prompt, decode, args, mem):
         row["params"] = sum(p.numel() for p in model.parameters())
         row["after_build_allocated"], row["after_build_reserved"] = mem.alloc(), mem.reserved()
         g = torch.Generator(device="cpu").manual_seed(args.seed)
-        ids = torch.randint(0, desc["vocab_size"], (1, prompt), generator=g).to(args.device)
+        ids = torch.randint(0, desc["vocab_size"], (args.batch, prompt), generator=g).to(args.device)
         with torch.inference_mode():
             phase = "prefill"
             try:  # transformers >= 4.56: the cache's layers from the config
@@ -102,6 +102,7 @@ def main():
     ap.add_argument("--models", nargs="+", default=MODELS)
     ap.add_argument("--prompts", nargs="+", type=int, default=PROMPTS)
     ap.add_argument("--decode", type=int, default=32)
+    ap.add_argument("--batch", type=int, default=1, help="sequences, each of --prompts tokens")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--fake", action="store_true", help="tiny-4 at short prompts (tests the harness)")
@@ -122,7 +123,7 @@ def main():
                 f.write(json.dumps(row) + "\n")
                 f.flush()
                 gib = 1024 ** 3
-                print(f"[{time.perf_counter() - start:6.1f}s] {row['model']:<12} prompt {prompt:>6}  "
+                print(f"[{time.perf_counter() - start:6.1f}s] {row['model']:<12} batch {args.batch} prompt {prompt:>6}  "
                       + (f"prefill peak {row.get('prefill_peak_allocated', 0) / gib:6.2f} / "
                          f"{row.get('prefill_peak_reserved', 0) / gib:6.2f} GiB  decode peak "
                          f"{row.get('decode_peak_allocated', 0) / gib:6.2f} / {row.get('decode_peak_reserved', 0) / gib:6.2f}"

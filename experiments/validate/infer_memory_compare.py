@@ -18,14 +18,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
 HERE = os.path.join(ROOT, "results", "validation", "inference-memory")
 MODELS = {"Qwen3-0.6B": "traces/models/qwen3-0.6b.json", "Qwen3-4B": "traces/models/qwen3-4b.json",
-          "Qwen3-8B": "traces/models/qwen3-8b.json"}
+          "Qwen3-8B": "traces/models/qwen3-8b.json", "Llama-3.1-8B": "traces/models/llama-3.1-8b.json"}
 GIB = 1024.0 ** 3
+FILES = ["infer_memory.jsonl", "infer_memory_2.jsonl"]  # the first lease's rows, then the second's
 KEYS = [("prefill", "allocated"), ("prefill", "reserved"), ("decode", "allocated"), ("decode", "reserved")]
 
 
 def predict(row):
     args = [SIM, "run", "--json", "--model", MODELS[row["model"]], "--policy", "resident", "--hw", "h100-measured",
-            "--runtime", "pytorch-hf-h100", "--prompt", str(row["prompt"]), "--decode", str(row["decode"])]
+            "--runtime", "pytorch-hf-h100", "--prompt", str(row["prompt"]), "--decode", str(row["decode"]),
+            "--batch", str(row.get("batch", 1))]
+    if row.get("PYTORCH_CUDA_ALLOC_CONF"):
+        args += ["--alloc-conf", row["PYTORCH_CUDA_ALLOC_CONF"]]
     out = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
     if out.returncode != 0:
         raise SystemExit(f"sim failed: {' '.join(args)}\n{out.stderr}{out.stdout[-500:]}")
@@ -33,10 +37,11 @@ def predict(row):
 
 
 def main():
-    rows = [json.loads(line) for line in open(os.path.join(HERE, "infer_memory.jsonl"))]
+    rows = [json.loads(line) for name in FILES if os.path.exists(os.path.join(HERE, name))
+            for line in open(os.path.join(HERE, name))]
     rows = [r for r in rows if "error" not in r and not r.get("skipped")]
-    lines = ["| model | prompt | " + " | ".join(f"{p} peak {k} GiB meas / pred | err" for p, k in KEYS) + " |",
-             "|---|---|" + "---|---|" * len(KEYS)]
+    lines = ["| model | batch | prompt | PYTORCH_CUDA_ALLOC_CONF | " + " | ".join(f"{p} peak {k} GiB meas / pred | err" for p, k in KEYS) + " |",
+             "|---|---|---|---|" + "---|---|" * len(KEYS)]
     errors = {k: [] for k in KEYS}
     for r in rows:
         p = predict(r)
@@ -46,7 +51,8 @@ def main():
             e = 100.0 * (q - m) / m
             errors[(phase, kind)].append(e)
             cells.append(f"{m / GIB:.2f} / {q / GIB:.2f} | {e:+.1f}%")
-        lines.append(f"| {r['model']} | {r['prompt']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {r['model']} | {r.get('batch', 1)} | {r['prompt']} | {r.get('PYTORCH_CUDA_ALLOC_CONF') or ''} | "
+                     + " | ".join(cells) + " |")
     lines += ["", f"{len(rows)} rows, each with 32 decode steps after the prefill. Mean absolute error (worst):"]
     for (phase, kind), v in errors.items():
         lines.append(f"- {phase} peak {kind}: {statistics.mean(abs(x) for x in v):.1f}% ({max(v, key=abs):+.1f}%)")

@@ -21,15 +21,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
 HERE = os.path.join(ROOT, "results", "validation", "training")
 MODELS = {"Qwen3-0.6B": "traces/models/qwen3-0.6b.json", "Qwen3-1.7B": "traces/models/qwen3-1.7b.json",
-          "Qwen3-4B": "traces/models/qwen3-4b.json"}
+          "Qwen3-4B": "traces/models/qwen3-4b.json", "Llama-3.1-8B": "traces/models/llama-3.1-8b.json"}
 PRECISION = {("float32", "bf16"): "fp32-autocast", ("bfloat16", "none"): "bf16", ("float32", "none"): "fp32"}
 GIB = 1024.0 ** 3
+FILES = ["train_memory.jsonl", "train_memory_2.jsonl"]  # the first lease's rows, then the second's
 
 
 def sim_args(row):
     args = ["train", "--json", "--model", MODELS[row["model"]], "--hw", "h100-measured",
             "--runtime", "pytorch-hf-h100", "--precision", PRECISION[(row["weights_dtype"], row["autocast"])],
             "--optimizer", row["optimizer"], "--batch", str(row["batch"]), "--seq", str(row["seq"])]
+    if row.get("PYTORCH_CUDA_ALLOC_CONF"):
+        args += ["--alloc-conf", row["PYTORCH_CUDA_ALLOC_CONF"]]
     return args + (["--checkpointing"] if row["gradient_checkpointing"] else [])
 
 
@@ -45,12 +48,13 @@ def err(pred, meas):
 
 
 def main():
-    rows = [json.loads(line) for line in open(os.path.join(HERE, "train_memory.jsonl"))]
+    rows = [json.loads(line) for name in FILES if os.path.exists(os.path.join(HERE, name))
+            for line in open(os.path.join(HERE, name))]
     rows = [r for r in rows if not r.get("oom") and not r.get("skipped") and not r.get("error")]
-    lines = ["| model | set-up | ckpt | shape | alloc GiB meas / pred | err | reserved GiB meas / pred | err |"
+    lines = ["| model | set-up | ckpt | shape | PYTORCH_CUDA_ALLOC_CONF | alloc GiB meas / pred | err | reserved GiB meas / pred | err |"
              " reserved-alloc GiB meas / pred | fwd peak err | bwd peak err | opt peak err |"
              " step ms meas / pred | err |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     errors = {"alloc": [], "reserved": [], "step": [], "forward": [], "backward": [], "optimizer": []}
     for r in rows:
         p = predict(r)
@@ -66,7 +70,7 @@ def main():
             errors[k].append(e[k])
         lines.append(
             f"| {r['model']} | {r['setup']} | {'on' if r['gradient_checkpointing'] else 'off'} | "
-            f"{r['batch']}x{r['seq']} | {m_alloc / GIB:.2f} / {p_alloc / GIB:.2f} | {e['alloc']:+.1f}% | "
+            f"{r['batch']}x{r['seq']} | {r.get('PYTORCH_CUDA_ALLOC_CONF') or ''} | {m_alloc / GIB:.2f} / {p_alloc / GIB:.2f} | {e['alloc']:+.1f}% | "
             f"{m_res / GIB:.2f} / {p_res / GIB:.2f} | {e['reserved']:+.1f}% | "
             f"{(m_res - m_alloc) / GIB:.2f} / {(p_res - p_alloc) / GIB:.2f} | {e['forward']:+.1f}% | "
             f"{e['backward']:+.1f}% | {e['optimizer']:+.1f}% | {r['step_ms']:.1f} / {1000 * p['step_seconds']:.1f} | "

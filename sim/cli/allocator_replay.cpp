@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/error.hpp"
 #include "memory/caching_allocator.hpp"
 
 namespace tiersim::app {
@@ -20,8 +21,13 @@ PhasePeak AllocatorReplay::peak(const std::string& phase, std::uint32_t from_ste
 }
 
 AllocatorReplay replay_allocations(const std::vector<model::AllocationEvent>& events, double capacity_bytes,
-                                   double total_memory_bytes) {
+                                   double total_memory_bytes, const std::string& alloc_conf, const std::string& flag) {
   memory::CachingAllocator::Config config;
+  try {
+    config = memory::parse_alloc_conf(alloc_conf);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("", 0, flag, e.what());
+  }
   config.capacity = static_cast<std::uint64_t>(std::max(0.0, capacity_bytes));
   config.total_memory = static_cast<std::uint64_t>(std::max(0.0, total_memory_bytes));
   memory::CachingAllocator allocator(config);

@@ -27,7 +27,11 @@ struct AllocatorReplay {
   PhasePeak peak(const std::string& phase = "", std::uint32_t from_step = 0) const;
 };
 
+// `alloc_conf`: PYTORCH_CUDA_ALLOC_CONF as PyTorch reads it (expandable_segments:True, max_split_size_mb:N,
+// roundup_power2_divisions:N, max_non_split_rounding_mb:N); empty = the defaults. A setting it cannot model is
+// an InputError naming `flag`.
 AllocatorReplay replay_allocations(const std::vector<model::AllocationEvent>& events, double capacity_bytes,
-                                   double total_memory_bytes);
+                                   double total_memory_bytes, const std::string& alloc_conf = "",
+                                   const std::string& flag = "--alloc-conf");
 
 }  // namespace tiersim::app

@@ -12,7 +12,8 @@ namespace tiersim::app {
 std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, const Simulation& sim) {
   if (in.runtime.name.rfind("pytorch", 0) != 0) return std::nullopt;
   report::AllocatorMemory a;
-  a.framework = "transformers generate, DynamicCache, one GPU";
+  a.framework = "transformers generate, DynamicCache, one GPU" +
+                (in.alloc_conf.empty() ? std::string() : ", PYTORCH_CUDA_ALLOC_CONF=" + in.alloc_conf);
   const auto& g = in.trace.generation;
   if (in.trace.model_path.empty()) a.not_modelled = "a recorded trace (the allocations come from a model's config)";
   else if (g.gguf_file || g.dtype == model::WeightDtype::Gguf) a.not_modelled = "a GGUF model";
@@ -38,7 +39,8 @@ std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, con
   shape.activation_bytes = shape.weight_bytes = g.dtype == model::WeightDtype::Fp32 ? 4 : 2;
   const hw::HardwareProfile& hw = in.hw;
   a.capacity = std::max(0.0, hw.gpu.memory - hw.gpu.reserved);
-  const AllocatorReplay r = replay_allocations(model::inference_allocations(m, shape), a.capacity, hw.gpu.memory);
+  const AllocatorReplay r =
+      replay_allocations(model::inference_allocations(m, shape), a.capacity, hw.gpu.memory, in.alloc_conf, "--alloc-conf");
   if (r.out_of_memory) {
     a.out_of_memory = true;
     a.oom_step = r.oom_step;

@@ -82,6 +82,7 @@ struct CommonOptions {
   std::optional<std::uint32_t> ctx_size, fit_ctx;
   std::optional<std::string> fit_target;
   std::string lengths = "warm";
+  std::string alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF for the caching allocator model
   std::vector<std::string> sets;
 };
 
@@ -215,6 +216,9 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "prefill step each (llama.cpp's -ub counts all sequences' tokens: with --batch B give -ub / B; 512 "
                  "under the llamacpp preset; 0: the whole prompt in one step)")
       ->check(CLI::Range(0u, 1u << 24));
+  cmd.add_option("--alloc-conf", o.alloc_conf,
+                 "PyTorch runtimes: PYTORCH_CUDA_ALLOC_CONF for the caching allocator's replay (expandable_segments:True, "
+                 "max_split_size_mb:N, roundup_power2_divisions:N, max_non_split_rounding_mb:N; default: unset)");
   cmd.add_option("--lengths", o.lengths,
                  "warm: the process has run these sequence lengths before; fresh: every step is a new length, as "
                  "in a first generate (charges the runtime's new_length_attention once per step)")
@@ -435,6 +439,7 @@ void resolve_machine(const CommonOptions& o, app::RunInputs& in) {
     in.runtime.origin = rt_origin + " with --set";
   }
   in.fresh_lengths = o.lengths == "fresh";
+  in.alloc_conf = o.alloc_conf;
 }
 
 app::RunInputs run_inputs(const CommonOptions& o) {
@@ -1093,6 +1098,10 @@ int main(int argc, char** argv) {
   trainc->add_option("--batch", train_batch, "sequences per step")->capture_default_str()->check(number_in(1, 65536, "sequences", true));
   trainc->add_option("--seq", train_seq, "tokens per sequence")->capture_default_str()->check(number_in(1, 16777216, "tokens", true));
   trainc->add_flag("--json", train_json_out, "print one JSON object instead of the summary");
+  std::string train_alloc_conf;
+  trainc->add_option("--alloc-conf", train_alloc_conf,
+                     "PYTORCH_CUDA_ALLOC_CONF for the caching allocator's replay (expandable_segments:True, "
+                     "max_split_size_mb:N, roundup_power2_divisions:N, max_non_split_rounding_mb:N; default: unset)");
 
   auto* gen = app.add_subcommand("gen", "write the trace of a model description");
   gen->add_option("--model", gen_o.model, "model description (HF config.json fields)")->required();
@@ -1209,7 +1218,7 @@ int main(int argc, char** argv) {
         machine.runtime = train_runtime.empty() ? app::kDefaultTrainingRuntime : train_runtime;
         app::RunInputs m;
         resolve_machine(machine, m);
-        reports.push_back(app::train_report(train_model, m.setup(), t));
+        reports.push_back(app::train_report(train_model, m.setup(), t, train_alloc_conf));
         reports.back().hw_name = name;
       }
       if (reports.empty()) throw InputError("", 0, "--hw", "names no machine");

@@ -109,14 +109,16 @@ ordered_json inputs_to_json(const RunInputs& in) {
                            {"memory", part_to_json(in.strategy.memory)},
                            {"offload", part_to_json(in.strategy.offload)},
                            {"platform", part_to_json(in.strategy.platform)}};
-  return {{"trace", trace},
-          {"strategy", strategy},
-          {"engine", in.engine == EngineKind::Event ? "event" : "analytic"},
-          {"lengths", in.fresh_lengths ? "fresh" : "warm"},
-          {"hardware_origin", in.hw.origin},
-          {"hardware", config::profile_to_json(in.hw)},
-          {"runtime_origin", in.runtime.origin},
-          {"runtime", config::runtime_to_json(in.runtime)}};
+  ordered_json j = {{"trace", trace},
+                    {"strategy", strategy},
+                    {"engine", in.engine == EngineKind::Event ? "event" : "analytic"},
+                    {"lengths", in.fresh_lengths ? "fresh" : "warm"},
+                    {"hardware_origin", in.hw.origin},
+                    {"hardware", config::profile_to_json(in.hw)},
+                    {"runtime_origin", in.runtime.origin},
+                    {"runtime", config::runtime_to_json(in.runtime)}};
+  if (!in.alloc_conf.empty()) j["alloc_conf"] = in.alloc_conf;  // absent: unset (and results before it)
+  return j;
 }
 
 RunInputs inputs_from_config(const std::string& path) {
@@ -222,6 +224,7 @@ RunInputs inputs_from_config(const std::string& path) {
   const std::string rt_origin = in.text("runtime_origin");
   r.runtime = runtime::parse_runtime_node(in.child("runtime").node(), path);
   r.runtime.origin = rt_origin;
+  if (in.has("alloc_conf")) r.alloc_conf = in.text("alloc_conf");
   in.finish();
   return r;
 }

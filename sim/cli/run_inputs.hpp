@@ -20,6 +20,7 @@ struct RunInputs {
   strategy::StrategySpec strategy;
   EngineKind engine = EngineKind::Event;
   bool fresh_lengths = false;
+  std::string alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF for PyTorch's caching allocator model (empty: unset)
   replay::RunSetup setup() const { return {hw, runtime, fresh_lengths}; }
 };
 

@@ -18,7 +18,8 @@
 
 namespace tiersim::app {
 
-TrainReport train_report(const std::string& model_path, const replay::RunSetup& setup, const model::TrainingOptions& o) {
+TrainReport train_report(const std::string& model_path, const replay::RunSetup& setup, const model::TrainingOptions& o,
+                         const std::string& alloc_conf) {
   const hw::HardwareProfile& hw = setup.hw;
   if (model::model_family(model_path) != model::ModelFamily::Decoder)
     throw InputError(model_path, 0, "--model", "training memory is modelled for decoder LLMs (a config.json with model_type)");
@@ -36,7 +37,9 @@ TrainReport train_report(const std::string& model_path, const replay::RunSetup& 
     // Three steps (PyTorch's peaks after two warm-up steps, as torch.cuda.max_memory_* after a reset).
     constexpr std::uint32_t kSteps = 3;
     const AllocatorReplay replay =
-        replay_allocations(model::training_allocations(r.model, o, kSteps), std::max(0.0, r.gpu_available), hw.gpu.memory);
+        replay_allocations(model::training_allocations(r.model, o, kSteps), std::max(0.0, r.gpu_available), hw.gpu.memory,
+                           alloc_conf, "--alloc-conf");
+    r.alloc_conf = alloc_conf;
     if (replay.out_of_memory) {
       r.out_of_memory = true;
       r.oom_step = replay.oom_step;
@@ -128,8 +131,9 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
   if (r.fits()) {
     std::snprintf(last, sizeof last,
                   "  caching allocator      peak allocated %s, peak reserved %s (the third step, after two warm-up "
-                  "steps)\n  fits: %s of %s on the GPU (its memory less the reserve)\n",
+                  "steps%s%s)\n  fits: %s of %s on the GPU (its memory less the reserve)\n",
                   gib(r.allocator_peak_allocated).c_str(), gib(r.allocator_peak_reserved).c_str(),
+                  r.alloc_conf.empty() ? "" : "; PYTORCH_CUDA_ALLOC_CONF=", r.alloc_conf.c_str(),
                   gib(r.allocator_peak_reserved).c_str(), gib(r.gpu_available).c_str());
   } else {
     std::snprintf(last, sizeof last,
@@ -172,6 +176,7 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
   j["checkpointing"] = r.options.checkpointing;
   j["batch"] = r.options.batch;
   j["seq"] = r.options.seq;
+  if (!r.alloc_conf.empty()) j["alloc_conf"] = r.alloc_conf;
   j["memory_bytes"] = {{"weights", m.weights},
                        {"optimizer_state", m.optimizer_state},
                        {"autocast_cache", m.autocast_cache},

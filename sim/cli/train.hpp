@@ -39,11 +39,14 @@ struct TrainReport {
   model::TrainingHostModel host;
   bool host_priced = false;
   std::string runtime_name;
+  std::string alloc_conf;
 };
 
 // Reads the model (a dense decoder's config.json: a mixture of experts or a diffusion model is refused, naming
 // the file) and computes the step's memory on `hw`.
-TrainReport train_report(const std::string& model_path, const replay::RunSetup& setup, const model::TrainingOptions& o);
+// `alloc_conf`: PYTORCH_CUDA_ALLOC_CONF for the caching allocator's replay (empty: unset).
+TrainReport train_report(const std::string& model_path, const replay::RunSetup& setup, const model::TrainingOptions& o,
+                         const std::string& alloc_conf = "");
 
 void write_train_console(std::ostream& out, const TrainReport& r);
 nlohmann::ordered_json train_json(const TrainReport& r);

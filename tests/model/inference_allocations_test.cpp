@@ -101,5 +101,32 @@ TEST(RunCommand, PytorchMemoryIsReportedAndRunningOutIsTheOutcome) {
   EXPECT_FALSE(nlohmann::json::parse(llama.out).contains("pytorch_memory")) << llama.out.substr(0, 300);
 }
 
+TEST(RunCommand, AllocConfIsPytorchsAndTravelsWithTheResult) {
+  const std::string base = "run --model traces/models/qwen3-8b.json --hw h100-measured --runtime pytorch-hf-h100 "
+                           "--policy resident --decode 4 --prompt 32768 --json";
+  const auto plain = run_sim(base, false), expandable = run_sim(base + " --alloc-conf expandable_segments:True", false);
+  ASSERT_EQ(plain.code, 0);
+  ASSERT_EQ(expandable.code, 0) << expandable.out;
+  const auto p = nlohmann::json::parse(plain.out), e = nlohmann::json::parse(expandable.out);
+  // Expandable segments map what is asked for, 2 MiB at a time: less reserved beyond what is allocated.
+  EXPECT_LT(e["pytorch_memory"]["prefill_peak_reserved_bytes"].get<double>(),
+            p["pytorch_memory"]["prefill_peak_reserved_bytes"].get<double>());
+  EXPECT_EQ(e["inputs"]["alloc_conf"], "expandable_segments:True");
+  EXPECT_FALSE(p["inputs"].contains("alloc_conf"));
+  // A setting PyTorch would refuse, or one not modelled, is bad input naming the flag.
+  for (const char* bad : {"max_split_size_mb:5", "backend:cudaMallocAsync", "expandable_segments:yes"}) {
+    const auto r = run_sim(base + " --alloc-conf " + bad, true);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.out.find("--alloc-conf"), std::string::npos) << r.out;
+  }
+  const auto t = run_sim("train --model traces/models/qwen3-4b.json --hw h100-measured --optimizer sgd --json "
+                         "--alloc-conf expandable_segments:True", false);
+  ASSERT_EQ(t.code, 0) << t.out;
+  const auto tj = nlohmann::json::parse(t.out);
+  EXPECT_EQ(tj["alloc_conf"], "expandable_segments:True");
+  EXPECT_LT(tj["allocator_peak_reserved_bytes"].get<double>() - tj["allocator_peak_allocated_bytes"].get<double>(),
+            1e9);
+}
+
 }  // namespace
 }  // namespace tiersim::testing
