@@ -1093,7 +1093,9 @@ int main(int argc, char** argv) {
                          ": the runtime whose training costs are calibrated)");
   trainc->add_option("--precision", train_precision,
                      "bf16 (default), fp16, fp32, or fp32-autocast (fp32 weights, bf16 autocast)")->capture_default_str();
-  trainc->add_option("--optimizer", train_optimizer, "adamw (default), sgd, sgd-momentum")->capture_default_str();
+  trainc->add_option("--optimizer", train_optimizer,
+                     "adamw (default), sgd, sgd-momentum, adamw8bit (bitsandbytes AdamW8bit: not validated on a GPU)")
+      ->capture_default_str();
   trainc->add_flag("--checkpointing", train_checkpointing, "gradient checkpointing per decoder layer");
   trainc->add_option("--batch", train_batch, "sequences per step")->capture_default_str()->check(number_in(1, 65536, "sequences", true));
   trainc->add_option("--seq", train_seq, "tokens per sequence")->capture_default_str()->check(number_in(1, 16777216, "tokens", true));

@@ -136,12 +136,20 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
                   r.alloc_conf.empty() ? "" : "; PYTORCH_CUDA_ALLOC_CONF=", r.alloc_conf.c_str(),
                   gib(r.allocator_peak_reserved).c_str(), gib(r.gpu_available).c_str());
   } else {
+    const bool fragmented = m.peak() <= r.gpu_available;
+    char why[256];
+    if (fragmented)
+      std::snprintf(why, sizeof why,
+                    "the peak above (%s) is below it: the segments the allocator cached cannot hold this request "
+                    "(fragmentation)",
+                    gib(m.peak()).c_str());
+    else
+      std::snprintf(why, sizeof why, "the peak above is %s, short by %s", gib(m.peak()).c_str(),
+                    gib(m.peak() - r.gpu_available).c_str());
     std::snprintf(last, sizeof last,
-                  "  out of memory in step %u's %s, allocating %s (%s) with %s reserved and %s allocated of %s; the "
-                  "peak above is %s, short by %s\n",
+                  "  out of memory in step %u's %s, allocating %s (%s) with %s reserved and %s allocated of %s; %s\n",
                   r.oom_step, r.oom_phase.c_str(), r.oom_tensor.c_str(), gib(r.oom_requested).c_str(),
-                  gib(r.oom_reserved).c_str(), gib(r.oom_allocated).c_str(), gib(r.gpu_available).c_str(),
-                  gib(m.peak()).c_str(), gib(std::max(0.0, m.peak() - r.gpu_available)).c_str());
+                  gib(r.oom_reserved).c_str(), gib(r.oom_allocated).c_str(), gib(r.gpu_available).c_str(), why);
   }
   out << last;
   if (r.step_seconds > 0) {

@@ -88,6 +88,37 @@ TEST(TrainingMemory, TheLogitsScaleWithTheVocabulary) {
   EXPECT_DOUBLE_EQ(training_memory(m, o).loss_transient, 1024.0 * static_cast<double>(m.vocab_size) * (2 + 4));
 }
 
+TEST(TrainingMemory, EightBitAdamKeepsOneByteStatesWithBlockScalesAndFp32StatesForSmallTensors) {
+  TrainingOptions o;
+  o.optimizer = TrainOptimizer::AdamW8bit;
+  // bitsandbytes: below 4096 elements two fp32 states; else two uint8 states and two fp32 absmax per 2048 elements.
+  EXPECT_DOUBLE_EQ(optimizer_state_bytes(4095, o), 8.0 * 4095);
+  EXPECT_DOUBLE_EQ(optimizer_state_bytes(4096, o), 2.0 * 4096 + 2 * 4 * 2);
+  EXPECT_DOUBLE_EQ(optimizer_state_bytes(4097, o), 2.0 * 4097 + 2 * 4 * 3);
+  EXPECT_EQ(optimizer_state_tensors(1 << 20, o).size(), 4u);
+  const ModelConfig m = qwen4b();
+  const TrainingMemory eight = training_memory(m, o);
+  o.optimizer = TrainOptimizer::AdamW;
+  const TrainingMemory full = training_memory(m, o);
+  EXPECT_NEAR(eight.optimizer_state, full.optimizer_state / 2, 0.01 * full.optimizer_state);  // bf16: 4 B -> ~2 B
+  EXPECT_DOUBLE_EQ(eight.optimizer_temporary, 0.0);
+  EXPECT_LT(eight.peak(), full.peak());
+  // Its update: one kernel per parameter tensor, reading parameter, gradient and two byte states.
+  o.optimizer = TrainOptimizer::AdamW8bit;
+  o.seq = 128;
+  TrainingTraceGenerator g(m, o, 1);
+  trace::Step step;
+  ASSERT_TRUE(g.next(step));
+  std::uint32_t launches = 0;
+  double read = 0;
+  for (std::size_t i = step.ops.size() - (m.num_hidden_layers + 2); i < step.ops.size(); ++i) {
+    launches += step.ops[i].launches;
+    read += static_cast<double>(step.ops[i].reads.front().bytes);
+  }
+  EXPECT_EQ(launches, 11u * m.num_hidden_layers + 2);
+  EXPECT_NEAR(read, static_cast<double>(m.total_params()) * (2 * 2 + 2), 1.0);
+}
+
 TEST(TrainingTrace, HostCostsPriceEachPhaseAsTheRuntimeSays) {
   const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-0.6b.json");
   runtime::TrainingHostCosts c;
@@ -169,6 +200,11 @@ TEST(TrainCommand, SaysWhereItRunsOutOfMemoryAndByHowMuch) {
   EXPECT_GE(reserved, allocated);
   // The replay's allocated peak is the analytic one plus rounding and short-lived tensors the sum leaves out.
   EXPECT_NEAR(allocated, sj["peak_bytes"]["step"].get<double>(), 0.02 * allocated);
+  // A peak below the card's memory can still fail: the cached segments cannot hold a request (fragmentation).
+  const auto frag = run_sim("train --model traces/models/qwen3-4b.json --hw rtx4090 --optimizer adamw8bit --checkpointing");
+  EXPECT_EQ(frag.code, 3) << frag.out;
+  EXPECT_NE(frag.out.find("(fragmentation)"), std::string::npos) << frag.out;
+  EXPECT_EQ(frag.out.find("short by"), std::string::npos) << frag.out;
 }
 
 // The step's time from the event engine: recomputation, the optimizer's passes and fp32 matmuls cost what their

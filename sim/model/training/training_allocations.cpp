@@ -104,11 +104,9 @@ std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const Tr
     s.free(grad);
 
     s.phase = "optimizer step";
-    if (state.empty()) {
-      const int per = o.optimizer == TrainOptimizer::AdamW ? 2 : o.optimizer == TrainOptimizer::SgdMomentum ? 1 : 0;
+    if (state.empty())  // lazily, at the first step: each parameter's state as the optimizer's init_state makes it
       for (const auto& [layer, n] : params)
-        for (int k = 0; k < per; ++k) state.push_back(s.alloc(static_cast<double>(n) * wb, "optimizer state"));
-    }
+        for (double bytes : optimizer_state_tensors(n, o)) state.push_back(s.alloc(bytes, "optimizer state"));
     if (o.optimizer == TrainOptimizer::AdamW) {  // torch._foreach_sqrt(exp_avg_sqs): one tensor per parameter
       std::vector<std::uint64_t> sqrt;
       for (const auto& [layer, n] : params) sqrt.push_back(s.alloc(static_cast<double>(n) * wb, "AdamW sqrt temporary"));

@@ -1,6 +1,7 @@
 #include "model/training/training_memory.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace tiersim::model {
@@ -17,7 +18,8 @@ TrainOptimizer parse_train_optimizer(const std::string& name) {
   if (name == "adamw") return TrainOptimizer::AdamW;
   if (name == "sgd") return TrainOptimizer::Sgd;
   if (name == "sgd-momentum") return TrainOptimizer::SgdMomentum;
-  throw std::invalid_argument("unknown optimizer '" + name + "' (adamw, sgd, sgd-momentum)");
+  if (name == "adamw8bit") return TrainOptimizer::AdamW8bit;
+  throw std::invalid_argument("unknown optimizer '" + name + "' (adamw, sgd, sgd-momentum, adamw8bit: bitsandbytes' AdamW8bit)");
 }
 
 const char* to_string(TrainPrecision p) {
@@ -35,6 +37,7 @@ const char* to_string(TrainOptimizer o) {
     case TrainOptimizer::AdamW: return "adamw";
     case TrainOptimizer::Sgd: return "sgd";
     case TrainOptimizer::SgdMomentum: return "sgd-momentum";
+    case TrainOptimizer::AdamW8bit: return "adamw8bit";
   }
   return "?";
 }
@@ -50,6 +53,27 @@ const char* TrainingMemory::peak_phase() const {
 
 double parameter_bytes(const TrainingOptions& o) {
   return o.precision == TrainPrecision::Fp32 || o.precision == TrainPrecision::Fp32AutocastBf16 ? 4 : 2;
+}
+
+std::vector<double> optimizer_state_tensors(std::uint64_t n, const TrainingOptions& o) {
+  const double N = static_cast<double>(n), wb = parameter_bytes(o);
+  switch (o.optimizer) {
+    case TrainOptimizer::AdamW: return {N * wb, N * wb};  // exp_avg, exp_avg_sq: zeros_like(p)
+    case TrainOptimizer::SgdMomentum: return {N * wb};    // momentum_buffer: a clone of the first gradient
+    case TrainOptimizer::Sgd: return {};
+    case TrainOptimizer::AdamW8bit: {
+      if (n < 4096) return {4 * N, 4 * N};  // state1, state2 in fp32 below min_8bit_size
+      const double blocks = std::ceil(N / 2048.0);
+      return {N, N, 4 * blocks, 4 * blocks};  // uint8 state1, state2; fp32 absmax1, absmax2
+    }
+  }
+  return {};
+}
+
+double optimizer_state_bytes(std::uint64_t n, const TrainingOptions& o) {
+  double total = 0;
+  for (double b : optimizer_state_tensors(n, o)) total += b;
+  return total;
 }
 
 // Saved per token by one RMSNorm over `width`: its fp32 input (a copy unless already fp32), y in the activation
@@ -117,7 +141,7 @@ TrainingMemory training_memory(const ModelConfig& m, const TrainingOptions& o) {
   const double T = static_cast<double>(o.batch) * static_cast<double>(o.seq);
 
   r.weights = P * wb;
-  r.optimizer_state = o.optimizer == TrainOptimizer::AdamW ? 2 * P * wb : o.optimizer == TrainOptimizer::SgdMomentum ? P * wb : 0;
+  for (const auto& [layer, n] : parameter_tensors(m)) r.optimizer_state += optimizer_state_bytes(n, o);
   r.optimizer_temporary = o.optimizer == TrainOptimizer::AdamW ? P * wb : 0;
   r.gradients = P * wb;
   if (autocast) {

@@ -35,7 +35,11 @@
 namespace tiersim::model {
 
 enum class TrainPrecision { Bf16, Fp16, Fp32, Fp32AutocastBf16 };
-enum class TrainOptimizer { AdamW, Sgd, SgdMomentum };
+// AdamW8bit: bitsandbytes' bnb.optim.AdamW8bit with its defaults (bitsandbytes/optim/optimizer.py,
+// Optimizer2State.init_state and update_step): a parameter of fewer than min_8bit_size = 4096 elements keeps two fp32
+// states; a larger one two uint8 states and, block-wise, two fp32 absmax vectors of one value per 2048 elements;
+// one fused kernel per parameter (optimizer_update_8bit_blockwise), no foreach temporaries.
+enum class TrainOptimizer { AdamW, Sgd, SgdMomentum, AdamW8bit };
 
 struct TrainingOptions {
   TrainPrecision precision = TrainPrecision::Bf16;
@@ -45,7 +49,7 @@ struct TrainingOptions {
   std::uint32_t seq = 1024;
 };
 TrainPrecision parse_train_precision(const std::string& name);  // bf16, fp16, fp32, fp32-autocast; std::invalid_argument
-TrainOptimizer parse_train_optimizer(const std::string& name);  // adamw, sgd, sgd-momentum
+TrainOptimizer parse_train_optimizer(const std::string& name);  // adamw, sgd, sgd-momentum, adamw8bit
 const char* to_string(TrainPrecision p);
 const char* to_string(TrainOptimizer o);
 
@@ -81,5 +85,9 @@ std::vector<SavedTensor> saved_per_layer(const ModelConfig& m, const TrainingOpt
 std::vector<SavedTensor> saved_final_norm(const ModelConfig& m, const TrainingOptions& o);
 std::vector<std::pair<std::int32_t, std::uint64_t>> parameter_tensors(const ModelConfig& m);
 double parameter_bytes(const TrainingOptions& o);  // per parameter (and gradient, optimizer state element)
+// The optimizer's state for one parameter tensor of `n` elements (bytes), and how it is allocated: tensors of
+// `sizes` bytes (torch's states are one tensor each; bitsandbytes' 8-bit ones come with their absmax vectors).
+std::vector<double> optimizer_state_tensors(std::uint64_t n, const TrainingOptions& o);
+double optimizer_state_bytes(std::uint64_t n, const TrainingOptions& o);
 
 }  // namespace tiersim::model

@@ -147,12 +147,21 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
   }
   // The optimizer: torch's foreach passes over every parameter, element bytes read and written per parameter
   // (adamw: lerp_ 3, mul_ 2, addcmul_ 3, sqrt 2, div_ 2, add_ 2, weight decay mul_ 2, addcdiv_ 4).
+  // bitsandbytes' AdamW8bit: one fused kernel per parameter reading the parameter, its gradient and two one-byte
+  // states (fp32 below 4096 elements, ignored here) and writing the parameter and the states.
+  const bool eight_bit = options.optimizer == TrainOptimizer::AdamW8bit;
   const std::uint64_t passes = options.optimizer == TrainOptimizer::AdamW ? 20
                                : options.optimizer == TrainOptimizer::SgdMomentum ? 8 : 3;
   const std::uint32_t calls = options.optimizer == TrainOptimizer::AdamW ? 8 : options.optimizer == TrainOptimizer::SgdMomentum ? 3 : 1;
   const std::size_t optimizer_begin = ops.size();
-  for (const auto& [layer, n] : params)
-    ops.push_back(make_op(OpKind::Elementwise, layer, passes * n / 2, act, passes * n * wb / 2, passes * n * wb / 2, calls));
+  for (const auto& [layer, n] : params) {
+    if (eight_bit) {
+      const auto tensors = static_cast<std::uint32_t>(parameter_tensors[layer]);
+      ops.push_back(make_op(OpKind::Elementwise, layer, 20 * n, act, n * (2 * wb + 2), n * (wb + 2), tensors));
+    } else {
+      ops.push_back(make_op(OpKind::Elementwise, layer, passes * n / 2, act, passes * n * wb / 2, passes * n * wb / 2, calls));
+    }
+  }
   std::uint64_t workspace = 0;
   for (const Op& op : ops) {
     for (const auto& r : op.reads) if (r.tensor == act) workspace = std::max(workspace, r.bytes);
@@ -175,7 +184,7 @@ void TrainingTraceGenerator::price_host(std::size_t forward_end, const std::vect
   std::vector<char> recompute(ops.size(), 0), recompute_start(ops.size(), 0);
   for (std::size_t i : recomputed_ops) recompute[i] = 1;
   for (std::size_t i : recompute_starts) recompute_start[i] = 1;
-  m.optimizer_calls = calls;
+  m.optimizer_calls = options_.optimizer == TrainOptimizer::AdamW8bit ? 0 : calls;  // 8-bit: one call per tensor
   for (const auto& [layer, n] : parameter_tensors) m.parameter_tensors += n;
   m.checkpointed_layers = recompute_starts.size();
   const double scale = !host ? 1.0
@@ -206,8 +215,15 @@ void TrainingTraceGenerator::price_host(std::size_t forward_end, const std::vect
     } else if (host) {
       const auto it = parameter_tensors.find(op.layer);
       const double tensors = it == parameter_tensors.end() ? 0.0 : static_cast<double>(it->second);
-      seconds = tensors * (host->optimizer_per_tensor + calls * host->optimizer_per_tensor_call);
-      if (i == optimizer_begin) seconds += host->optimizer_per_step + calls * host->optimizer_per_call;
+      if (options_.optimizer == TrainOptimizer::AdamW8bit) {
+        // bitsandbytes updates parameter by parameter from Python: each one a call of its own (assumed priced as
+        // one of torch's foreach calls over one tensor; not calibrated).
+        seconds = tensors * (host->optimizer_per_call + host->optimizer_per_tensor + host->optimizer_per_tensor_call);
+        if (i == optimizer_begin) seconds += host->optimizer_per_step;
+      } else {
+        seconds = tensors * (host->optimizer_per_tensor + calls * host->optimizer_per_tensor_call);
+        if (i == optimizer_begin) seconds += host->optimizer_per_step + calls * host->optimizer_per_call;
+      }
       m.optimizer_seconds += seconds;
     }
     if (host) op.host_seconds = seconds;

@@ -5,7 +5,8 @@
 // input's and the weight's gradient; attention's backward at 2.5x its forward FLOPs, as FlashAttention-2's five
 // matmuls against two; the other ops reading their saved inputs and the incoming gradient), each checkpointed layer
 // recomputed before its backward, and the optimizer's foreach passes over every parameter (AdamW: 20 element
-// reads and writes per parameter in torch/optim/adamw.py's _multi_tensor_adamw; SGD 3, with momentum 8). Under
+// reads and writes per parameter in torch/optim/adamw.py's _multi_tensor_adamw; SGD 3, with momentum 8; bitsandbytes'
+// AdamW8bit one kernel per parameter over the parameter, its gradient and two one-byte states). Under
 // fp32 weights with bf16 autocast each layer's matrices are cast once a step, and their bf16 gradients added into
 // the fp32 ones. Replayed as `iteration` steps: one repeated unit of work. With the runtime's training host costs
 // each op carries its host time: forward (and recomputed) ops their inference price scaled for autograd, backward
