@@ -43,7 +43,7 @@ const std::vector<PartInfo<MemoryKind>>& memory_kinds() {
       {"device", "GPU tensors in device memory (cudaMalloc through the framework's allocator)", "", make_device_memory},
       {"managed", "CUDA managed memory (cudaMallocManaged) with cudaMemAdvise on the weights",
        "prefer-cpu, accessed-by, read-mostly; scope=all|weights|offloaded (all); allocator=caching|per-tensor "
-       "(caching); prefetch=N (0); advise=weights|all (weights); filled=cpu|gpu (cpu: PreferredLocation=CPU weights written by the CPU pay a mapping fault at the first GPU touch)",
+       "(caching); prefetch=N (0); advise=weights|all (weights); filled=copy|gpu|cpu (copy: weights loaded with cudaMemcpy, mapped; cpu: written by the CPU, a mapping fault at each block's first GPU touch)",
        make_managed_memory},
   };
   return list;

@@ -10,6 +10,9 @@
 //   gpu-init-advise    a GPU kernel writes it (no advice), prefetch to the CPU, then advise CPU
 //   gpu-init-cpu-touch as gpu-init-prefetch, then the CPU writes every page
 //   cpu-written-accessed-by  as cpu-written plus AccessedBy=GPU
+//   h2d-copy-pageable  advise CPU, then cudaMemcpy from a pageable host buffer into it (what tensor.copy_(cpu_tensor)
+//                      does when a checkpoint is loaded into a managed CUDA tensor)
+//   h2d-copy-pinned    the same from pinned host memory
 // One JSON line per variant on stdout.
 //   nvcc -O2 -o managed_first_read experiments/validate/managed_first_read.cu && ./managed_first_read
 #include <cuda_runtime.h>
@@ -17,6 +20,7 @@
 #include "device_common.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -56,7 +60,16 @@ int main() {
   CUDA_CHECK(cudaEventCreate(&c));
   const int grid = prop.multiProcessorCount * 8, block = 256;
   const std::vector<std::string> variants = {"cpu-written", "gpu-init-prefetch", "gpu-init-advise", "gpu-init-cpu-touch",
-                                             "cpu-written-accessed-by"};
+                                             "cpu-written-accessed-by", "h2d-copy-pageable", "h2d-copy-pinned"};
+  char* pageable = static_cast<char*>(std::malloc(bytes));
+  if (!pageable) {
+    std::fprintf(stderr, "managed_first_read: no host memory\n");
+    return 1;
+  }
+  std::memset(pageable, 0x44, bytes);
+  char* pinned = nullptr;
+  CUDA_CHECK(cudaMallocHost(&pinned, bytes));
+  std::memset(pinned, 0x44, bytes);
   for (const std::string& v : variants) {
     std::vector<double> first, second;
     for (int rep = 0; rep < 3; ++rep) {
@@ -65,7 +78,9 @@ int main() {
       const bool gpu_init = v.rfind("gpu-init", 0) == 0;
       if (v != "gpu-init-advise")
         CUDA_CHECK(cudaMemAdvise(p, bytes, cudaMemAdviseSetPreferredLocation, device_common::host_location()));
-      if (gpu_init) {
+      if (v.rfind("h2d-copy", 0) == 0) {
+        CUDA_CHECK(cudaMemcpy(p, v == "h2d-copy-pinned" ? pinned : pageable, bytes, cudaMemcpyHostToDevice));
+      } else if (gpu_init) {
         write_range<<<grid, block, 0, s>>>(reinterpret_cast<float*>(p), bytes / sizeof(float));
         CUDA_CHECK(cudaGetLastError());
         CUDA_CHECK(cudaMemPrefetchAsync(p, bytes, device_common::host_location(), 0, s));
@@ -99,5 +114,7 @@ int main() {
     std::fflush(stdout);
   }
   CUDA_CHECK(cudaFree(sink));
+  CUDA_CHECK(cudaFreeHost(pinned));
+  std::free(pageable);
   return 0;
 }

@@ -12,14 +12,15 @@
 //   advise=weights|all                     which managed tensors get the advice: the weights (default), or
 //                                          every one, KV cache and activations too, as the seeds' allocator
 //                                          applies its mode to every allocation
-//   filled=cpu|gpu                         how PreferredLocation=CPU weights got their contents: cpu (default), written
-//                                          by the CPU (a checkpoint loaded into host memory): the GPU's first
-//                                          touch of a PreferredLocation=CPU block maps it (a mapping fault);
-//                                          gpu, written by GPU kernels (random initialisation, as the validation
-//                                          harness does) and then prefetched to host memory: the GPU keeps its
-//                                          mappings, and the first touch costs what a mapped read does
-//                                          (experiments/validate/managed_first_read.cu: 0.84-1.11 s per GiB
-//                                          against 21 ms on the H100, results/calib/h100-s10)
+//   filled=copy|gpu|cpu                    how PreferredLocation=CPU weights got their contents: copy (default),
+//                                          cudaMemcpy from host memory as tensor.copy_() does when a checkpoint is
+//                                          loaded; gpu, written by GPU kernels (random initialisation, as the
+//                                          validation harness does) and then prefetched to host memory: in both
+//                                          the GPU maps the pages and its first touch costs what a mapped read
+//                                          does; cpu, written by the CPU itself (memset, a NumPy view): the GPU's
+//                                          first touch of each block pays a mapping fault
+//                                          (experiments/validate/managed_first_read.cu on the H100,
+//                                          results/calib/h100-s10: 0.92-1.24 s per GiB against 21-24 ms)
 // The driver, not the strategy, then decides where each block is (sim/managed/managed_memory.hpp).
 #include "core/error.hpp"
 #include "policies/memory_kinds/kinds.hpp"
@@ -50,8 +51,8 @@ class ManagedMemory final : public MemoryKind {
     if (o.has("prefetch")) prefetch_ = o.integer("prefetch", 0, 1000);
     if (o.has("filled")) {
       const std::string f = o.text("filled");
-      if (f != "cpu" && f != "gpu") o.fail("filled", "must be 'cpu' or 'gpu', not '" + f + "'");
-      gpu_filled_ = f == "gpu";
+      if (f != "copy" && f != "gpu" && f != "cpu") o.fail("filled", "must be 'copy', 'gpu' or 'cpu', not '" + f + "'");
+      filled_ = f;
     }
     if (o.has("advise")) {
       const std::string a = o.text("advise");
@@ -70,7 +71,7 @@ class ManagedMemory final : public MemoryKind {
     p.managed.advice.assign(header.tensors.size(), placement::kAdviseNone);
     p.managed.caching_allocator = caching_;
     p.managed.prefetch = prefetch_;
-    p.managed.weights_mapped = gpu_filled_;
+    p.managed.weights_mapped = filled_ != "cpu";
     for (const auto& t : header.tensors) {
       const bool weight = t.kind == trace::TensorKind::Weight;
       const bool on_gpu = p.device[t.id] == placement::kComputeGpu;
@@ -89,7 +90,8 @@ class ManagedMemory final : public MemoryKind {
     resolved.emplace_back("managed", what + ", " + (caching_ ? "caching allocator" : "cudaMallocManaged per tensor") +
                                          (advise_all_ && advice_ ? ", advice on every managed tensor" : ""));
     if (prefetch_ > 0) resolved.emplace_back("managed prefetch", std::to_string(prefetch_) + " layer(s) ahead");
-    if (gpu_filled_) resolved.emplace_back("managed weights", "filled by the GPU, then in host memory: already mapped");
+    if (filled_ == "cpu") resolved.emplace_back("managed weights", "written by the CPU: mapped at the GPU's first touch");
+    if (filled_ == "gpu") resolved.emplace_back("managed weights", "written by GPU kernels, then in host memory: mapped");
   }
   bool takes_offloaded() const override { return scope_ == Scope::Offloaded; }
 
@@ -99,7 +101,7 @@ class ManagedMemory final : public MemoryKind {
   bool caching_ = true;
   int prefetch_ = 0;
   bool advise_all_ = false;
-  bool gpu_filled_ = false;
+  std::string filled_ = "copy";
 };
 
 }  // namespace

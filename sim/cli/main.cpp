@@ -155,7 +155,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "llamacpp.ngl, accelerate.auto|balanced|balanced_low_0|sequential, device_map:file=PATH (sim parts)");
   cmd.add_option("--memory", o.memory,
                  "memory kind, NAME[:OPTION,...]: device, or managed[:prefer-cpu,accessed-by,read-mostly,"
-                 "scope=all|weights|offloaded,allocator=caching|per-tensor,prefetch=N,advise=weights|all,filled=cpu|gpu]");
+                 "scope=all|weights|offloaded,allocator=caching|per-tensor,prefetch=N,advise=weights|all,filled=copy|gpu|cpu]");
   cmd.add_option("--offload", o.offload,
                  "offload path, NAME[:OPTION,...]: copy[:pinned|pageable,prefetch=N,stream,sync,peer=copy|execute] "
                  "or execute (layers run where their weights are: CPU or another GPU)");
@@ -183,9 +183,10 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--um-scope", o.um_scope, "um*: all (default: weights, KV cache, activations managed) or weights")
       ->check(CLI::IsMember({"all", "weights"}));
   cmd.add_option("--um-filled", o.um_filled,
-                 "um*: how PreferredLocation=CPU weights got their contents: cpu (default: loaded by the CPU, the GPU's "
-                 "first touch of each block maps it) or gpu (initialised on the GPU, then prefetched to host memory)")
-      ->check(CLI::IsMember({"cpu", "gpu"}));
+                 "um*: how PreferredLocation=CPU weights got their contents: copy (default: cudaMemcpy, as loading a "
+                 "checkpoint does), gpu (written by GPU kernels, then prefetched to host memory), or cpu (written by "
+                 "the CPU itself: the GPU's first touch of each block maps it)")
+      ->check(CLI::IsMember({"copy", "gpu", "cpu"}));
   cmd.add_option("--threads", o.threads, "execute path: CPU threads running host-resident layers (llama.cpp's -t; "
                  "default: the host's physical cores, host.cpu_kernels.cores)")
       ->check(CLI::Range(1, 4096));

@@ -82,8 +82,9 @@ struct ManagedSpec {
   std::vector<std::uint8_t> advice;           // by tensor id, ManagedAdvice flags
   bool caching_allocator = true;              // false: cudaMallocManaged/cudaFree for every tensor
   int prefetch = 0;                           // cudaMemPrefetchAsync of weights this many layers ahead
-  // The managed weights were written by GPU kernels and then moved to host memory: the GPU's mappings of their
-  // pages survive, so no first touch of theirs pays a mapping fault. false: written by the CPU (loaded).
+  // The GPU maps the managed weights' host pages from the start: they were filled by cudaMemcpy (loaded) or by GPU
+  // kernels and then moved to host memory, so no first touch of theirs pays a mapping fault. false: the CPU wrote
+  // them itself, and each PreferredLocation=CPU block's first GPU touch maps it.
   bool weights_mapped = false;
   // false on Windows and WSL2 (no concurrentManagedAccess): no GPU page faults; managed data the GPU
   // uses is migrated whole when a kernel is launched, and the footprint cannot exceed GPU memory.

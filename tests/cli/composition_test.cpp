@@ -200,4 +200,21 @@ TEST(Results, OnlyTheStepKindsATraceHasAreSummarised) {
   EXPECT_EQ(r.out.find("prefill"), std::string::npos) << r.out;
 }
 
+TEST(Composition, ManagedWeightsAreMappedUnlessTheCpuWroteThem) {
+  // PreferredLocation=CPU weights loaded with cudaMemcpy (the default, filled=copy) or written by GPU kernels are
+  // mapped from the start; only CPU-written ones pay a mapping fault per block at the first GPU touch.
+  auto faults = [](const std::string& extra) {
+    const auto r = sim("--trace traces/qwen.trace --policy um-cpu --decode 2 --json" + extra, false);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return nlohmann::json::parse(r.out)["managed_memory"]["mapping_faults"].get<long long>();
+  };
+  EXPECT_EQ(faults(""), 0);
+  EXPECT_EQ(faults(" --um-filled gpu"), 0);
+  EXPECT_EQ(faults(" --memory managed:prefer-cpu,filled=copy"), 0);
+  EXPECT_GT(faults(" --um-filled cpu"), 0);
+  const auto bad = sim("--trace traces/qwen.trace --memory managed:prefer-cpu,filled=disk");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("filled"), std::string::npos) << bad.out;
+}
+
 }  // namespace
