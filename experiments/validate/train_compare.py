@@ -21,10 +21,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
 HERE = os.path.join(ROOT, "results", "validation", "training")
 MODELS = {"Qwen3-0.6B": "traces/models/qwen3-0.6b.json", "Qwen3-1.7B": "traces/models/qwen3-1.7b.json",
-          "Qwen3-4B": "traces/models/qwen3-4b.json", "Llama-3.1-8B": "traces/models/llama-3.1-8b.json"}
+          "Qwen3-4B": "traces/models/qwen3-4b.json", "Qwen3-8B": "traces/models/qwen3-8b.json",
+          "Llama-3.1-8B": "traces/models/llama-3.1-8b.json"}
 PRECISION = {("float32", "bf16"): "fp32-autocast", ("bfloat16", "none"): "bf16", ("float32", "none"): "fp32"}
 GIB = 1024.0 ** 3
-FILES = ["train_memory.jsonl", "train_memory_2.jsonl"]  # the first lease's rows, then the second's
+FILES = ["train_memory.jsonl", "train_memory_2.jsonl", "train_lora.jsonl"]  # by lease; LoRA rows last
 
 
 def sim_args(row):
@@ -33,6 +34,8 @@ def sim_args(row):
             "--optimizer", row["optimizer"], "--batch", str(row["batch"]), "--seq", str(row["seq"])]
     if row.get("PYTORCH_CUDA_ALLOC_CONF"):
         args += ["--alloc-conf", row["PYTORCH_CUDA_ALLOC_CONF"]]
+    if row.get("lora_rank"):
+        args += ["--lora", str(row["lora_rank"]), "--lora-targets", row["lora_targets"]]
     return args + (["--checkpointing"] if row["gradient_checkpointing"] else [])
 
 
@@ -69,7 +72,7 @@ def main():
         for k in errors:
             errors[k].append(e[k])
         lines.append(
-            f"| {r['model']} | {r['setup']} | {'on' if r['gradient_checkpointing'] else 'off'} | "
+            f"| {r['model']} | {r['setup'] + (' + LoRA r' + str(r['lora_rank']) + ' ' + r['lora_targets'] if r.get('lora_rank') else '')} | {'on' if r['gradient_checkpointing'] else 'off'} | "
             f"{r['batch']}x{r['seq']} | {r.get('PYTORCH_CUDA_ALLOC_CONF') or ''} | {m_alloc / GIB:.2f} / {p_alloc / GIB:.2f} | {e['alloc']:+.1f}% | "
             f"{m_res / GIB:.2f} / {p_res / GIB:.2f} | {e['reserved']:+.1f}% | "
             f"{(m_res - m_alloc) / GIB:.2f} / {(p_res - p_alloc) / GIB:.2f} | {e['forward']:+.1f}% | "

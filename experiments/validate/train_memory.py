@@ -259,6 +259,17 @@ def run_row(row, desc, args, mem, base):
     model.train()
     if row["ckpt"]:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if args.lora:
+        # peft's LoRA with its defaults but rank and targets: frozen base, adapters A and B (fp32 under
+        # get_peft_model's autocast_adapter_dtype), lora_dropout 0 (nn.Identity), lora_alpha 8.
+        import peft
+        targets = (["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+                   if args.lora_targets == "all-linear" else args.lora_targets.split(","))
+        model = peft.get_peft_model(model, peft.LoraConfig(r=args.lora, target_modules=targets, lora_dropout=0.0))
+        adapters = [p for n, p in model.named_parameters() if p.requires_grad]
+        rec.update(lora_rank=args.lora, lora_targets=args.lora_targets, peft=peft.__version__,
+                   adapter_params=sum(p.numel() for p in adapters),
+                   adapter_dtypes=sorted({str(p.dtype) for p in adapters}))
     rec.update(info)
     rec["params"] = sum(p.numel() for p in model.parameters())
     rec["param_bytes"] = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -267,7 +278,7 @@ def run_row(row, desc, args, mem, base):
     rec["after_build_allocated"] = mem.alloc()
     rec["after_build_reserved"] = mem.reserved()
     rec["build_peak_allocated"] = mem.peak_alloc()
-    opt = make_optimizer(optk, model.parameters())
+    opt = make_optimizer(optk, [p for p in model.parameters() if p.requires_grad])  # what Trainer hands it
     rec["foreach_default"] = opt.defaults.get("foreach")
     rec["foreach_resolved"] = foreach_resolved(opt)
     g = torch.Generator(device="cpu").manual_seed(args.seed + 1)
@@ -344,6 +355,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--fake", action="store_true", help="a small stand-in model (tests the harness, no transformers)")
+    ap.add_argument("--lora", type=int, default=0, help="LoRA rank through peft (0: full fine-tuning)")
+    ap.add_argument("--lora-targets", default="q_proj,v_proj", help="comma list of projections, or all-linear")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
@@ -373,6 +386,8 @@ def main():
             wdt, adt, optk = SETUPS[row["setup"]]
             head = dict(base, model=name, setup=row["setup"], weights_dtype=wdt, autocast=adt and "bf16" or "none",
                         optimizer=optk, gradient_checkpointing=row["ckpt"], batch=row["batch"], seq=row["seq"])
+            if args.lora:
+                head.update(lora_rank=args.lora, lora_targets=args.lora_targets)
             if time.perf_counter() - t_start > args.budget_s:
                 rec = dict(head, skipped=f"time budget {args.budget_s:.0f} s spent")
             else:

@@ -1101,6 +1101,16 @@ int main(int argc, char** argv) {
   trainc->add_option("--batch", train_batch, "sequences per step")->capture_default_str()->check(number_in(1, 65536, "sequences", true));
   trainc->add_option("--seq", train_seq, "tokens per sequence")->capture_default_str()->check(number_in(1, 16777216, "tokens", true));
   trainc->add_flag("--json", train_json_out, "print one JSON object instead of the summary");
+  std::uint32_t train_lora = 0;
+  std::string train_lora_targets = "q_proj,v_proj";
+  trainc->add_option("--lora", train_lora,
+                     "LoRA rank (peft: frozen weights, fp32 adapters A and B on the targeted projections; 0: full "
+                     "fine-tuning)")
+      ->check(number_in(0, 65536, "rank", true));
+  trainc->add_option("--lora-targets", train_lora_targets,
+                     "with --lora: the projections adapted, q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj or "
+                     "all-linear (default q_proj,v_proj, peft's for Llama and Qwen2)")
+      ->capture_default_str();
   std::string train_alloc_conf;
   trainc->add_option("--alloc-conf", train_alloc_conf,
                      "PYTORCH_CUDA_ALLOC_CONF for the caching allocator's replay (expandable_segments:True, "
@@ -1201,6 +1211,17 @@ int main(int argc, char** argv) {
         throw InputError("", 0, "--optimizer", e.what());
       }
       t.checkpointing = train_checkpointing;
+      if (train_lora > 0) {
+        try {
+          t.lora.targets = model::parse_lora_targets(train_lora_targets);
+        } catch (const std::invalid_argument& e) {
+          throw InputError("", 0, "--lora-targets", e.what());
+        }
+        t.lora.rank = train_lora;
+        if (t.precision != model::TrainPrecision::Bf16 && t.precision != model::TrainPrecision::Fp16)
+          throw InputError("", 0, "--precision", "LoRA is modelled over bf16 or fp16 weights (peft's fp32 adapters on a "
+                                                 "half-precision model)");
+      }
       t.batch = train_batch;
       t.seq = train_seq;
       // One machine: the full report. A list (commas, or the catalogue's words): a table ranked by price among

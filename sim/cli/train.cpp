@@ -102,7 +102,9 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
                                                                                       : "bf16 weights";
   out << "  set-up                 " << precision << ", " << model::to_string(o.optimizer)
       << ", batch " << o.batch << " x " << o.seq << " tokens, " << (o.checkpointing ? "" : "no ")
-      << "gradient checkpointing\n\n";
+      << "gradient checkpointing";
+  if (o.lora_enabled()) out << ", LoRA rank " << o.lora.rank << " on " << o.lora.targets.size() << " projection(s) a layer";
+  out << "\n\n";
   out << "  memory (what PyTorch allocates)\n";
   auto row = [&](const char* name, double bytes, const char* when) {
     if (bytes <= 0) return;
@@ -111,7 +113,8 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
     else std::snprintf(line, sizeof line, "  %-22s %10s\n", name, gib(bytes).c_str());
     out << line;
   };
-  row("weights", m.weights, "always");
+  row("weights", m.weights, o.lora_enabled() ? "always (frozen, with the adapters)" : "always");
+  row("LoRA adapters (fp32)", m.adapters, "always (trained)");
   row("optimizer state", m.optimizer_state, "always (from the first step)");
   row("autocast weight cache", m.autocast_cache, "forward through backward");
   row("saved activations", m.saved_activations, "end of forward, freed through backward");
@@ -184,8 +187,10 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
   j["checkpointing"] = r.options.checkpointing;
   j["batch"] = r.options.batch;
   j["seq"] = r.options.seq;
+  if (r.options.lora_enabled()) j["lora_rank"] = r.options.lora.rank;
   if (!r.alloc_conf.empty()) j["alloc_conf"] = r.alloc_conf;
   j["memory_bytes"] = {{"weights", m.weights},
+                       {"lora_adapters", m.adapters},
                        {"optimizer_state", m.optimizer_state},
                        {"autocast_cache", m.autocast_cache},
                        {"saved_activations", m.saved_activations},

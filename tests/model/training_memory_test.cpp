@@ -119,6 +119,31 @@ TEST(TrainingMemory, EightBitAdamKeepsOneByteStatesWithBlockScalesAndFp32StatesF
   EXPECT_NEAR(read, static_cast<double>(m.total_params()) * (2 * 2 + 2), 1.0);
 }
 
+TEST(TrainingMemory, LoraTrainsFp32AdaptersOverFrozenWeightsAndSavesLess) {
+  const ModelConfig m = qwen4b();
+  TrainingOptions full;
+  TrainingOptions o;
+  o.lora.rank = 16;
+  o.lora.targets = parse_lora_targets("v_proj,q_proj");  // the model's order, whatever the list's
+  ASSERT_EQ(o.lora.targets.size(), 2u);
+  EXPECT_EQ(o.lora.targets[0], LoraModule::Q);
+  EXPECT_EQ(parse_lora_targets("all-linear").size(), 7u);
+  EXPECT_THROW(parse_lora_targets("q_proj,lm_head"), std::invalid_argument);
+  // A (r x in) and B (out x r) per targeted projection and layer, fp32.
+  const double qd = static_cast<double>(m.num_attention_heads * m.head_dim), kvd = static_cast<double>(m.num_key_value_heads * m.head_dim);
+  const double h = static_cast<double>(m.hidden_size);
+  const double adapter = m.num_hidden_layers * 16.0 * ((h + qd) + (h + kvd));
+  const auto trainable = trainable_tensors(m, o);
+  EXPECT_EQ(trainable.size(), 4u * m.num_hidden_layers);
+  const TrainingMemory r = training_memory(m, o), f = training_memory(m, full);
+  EXPECT_DOUBLE_EQ(r.adapters, 4 * adapter);
+  EXPECT_DOUBLE_EQ(r.weights, f.weights + 4 * adapter);
+  EXPECT_DOUBLE_EQ(r.gradients, 4 * adapter);
+  EXPECT_DOUBLE_EQ(r.optimizer_state, 2 * 4 * adapter);  // AdamW's states follow the fp32 adapters
+  EXPECT_LT(r.saved_activations, f.saved_activations);     // frozen projections keep no inputs
+  EXPECT_LT(r.peak(), f.peak() / 2);
+}
+
 TEST(TrainingTrace, HostCostsPriceEachPhaseAsTheRuntimeSays) {
   const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-0.6b.json");
   runtime::TrainingHostCosts c;
@@ -201,6 +226,12 @@ TEST(TrainCommand, SaysWhereItRunsOutOfMemoryAndByHowMuch) {
   // The replay's allocated peak is the analytic one plus rounding and short-lived tensors the sum leaves out.
   EXPECT_NEAR(allocated, sj["peak_bytes"]["step"].get<double>(), 0.02 * allocated);
   // A peak below the card's memory can still fail: the cached segments cannot hold a request (fragmentation).
+  const auto lora_fp32 = run_sim("train --model traces/models/qwen3-4b.json --hw rtx4090 --lora 8 --precision fp32");
+  EXPECT_EQ(lora_fp32.code, 2);
+  EXPECT_NE(lora_fp32.out.find("--precision"), std::string::npos) << lora_fp32.out;
+  const auto lora_bad = run_sim("train --model traces/models/qwen3-4b.json --hw rtx4090 --lora 8 --lora-targets qkv");
+  EXPECT_EQ(lora_bad.code, 2);
+  EXPECT_NE(lora_bad.out.find("--lora-targets"), std::string::npos) << lora_bad.out;
   const auto frag = run_sim("train --model traces/models/qwen3-4b.json --hw rtx4090 --optimizer adamw8bit --checkpointing");
   EXPECT_EQ(frag.code, 3) << frag.out;
   EXPECT_NE(frag.out.find("(fragmentation)"), std::string::npos) << frag.out;

@@ -19,9 +19,14 @@ std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const Tr
   // table when tied.
   auto is_matrix = [&](std::uint64_t n) { return n > m.hidden_size && n > m.head_dim; };
 
+  const bool lora = o.lora_enabled();
+  const auto trainable = trainable_tensors(m, o);
   AllocationSequence s;
   std::vector<std::uint64_t> weights;
   for (const auto& [layer, n] : params) weights.push_back(s.alloc(static_cast<double>(n) * wb, "parameter"));
+  if (lora)  // get_peft_model: each targeted Linear's A and B, after the model is built
+    for (const TrainableTensor& t : trainable)
+      weights.push_back(s.alloc(static_cast<double>(t.n) * t.element_bytes, "LoRA adapter"));
   std::vector<std::uint64_t> state;
   for (std::uint32_t step = 1; step <= steps; ++step) {
     s.step = step;
@@ -68,7 +73,7 @@ std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const Tr
     const std::uint64_t cast_grad = fp32 ? 0 : s.alloc(T * V * act, "logits gradient");
     s.free(lsm_grad);
     std::uint64_t grad = s.alloc(T * h * act, "lm_head input gradient");
-    grads[m.tie_word_embeddings ? -1 : L].push_back(s.alloc(V * h * wb, "gradient of the output matrix"));
+    if (!lora) grads[m.tie_word_embeddings ? -1 : L].push_back(s.alloc(V * h * wb, "gradient of the output matrix"));
     if (cast_grad) s.free(cast_grad);
     s.free_all(head_cast);
     s.free_all(head);
@@ -77,7 +82,12 @@ std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const Tr
       std::vector<std::uint64_t> recomputed;
       if (o.checkpointing)
         for (const auto& t : layer_saved) recomputed.push_back(s.alloc(T * t.bytes_per_token, layer + t.what + " (recomputed)"));
-      for (auto it = params.rbegin(); it != params.rend(); ++it)
+      if (lora)  // only the adapters get gradients, in fp32, the last module's first
+        for (auto it = trainable.rbegin(); it != trainable.rend(); ++it) {
+          if (it->layer == l)
+            grads[l].push_back(s.alloc(static_cast<double>(it->n) * it->element_bytes, layer + "LoRA adapter gradient"));
+        }
+      for (auto it = params.rbegin(); !lora && it != params.rend(); ++it)
         if (it->first == l) {
           const double n = static_cast<double>(it->second);
           if (autocast && is_matrix(it->second)) {  // the bf16 gradient, added into the fp32 one
@@ -98,18 +108,21 @@ std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const Tr
       grad = next;
     }
     // The embedding's dense gradient: a new tensor, added into the tied output matrix's when they share one.
-    const std::uint64_t embedding = s.alloc(V * h * wb, "embedding gradient");
-    if (m.tie_word_embeddings) s.free(embedding);
-    else grads[-1].push_back(embedding);
+    if (!lora) {  // a frozen embedding gets none
+      const std::uint64_t embedding = s.alloc(V * h * wb, "embedding gradient");
+      if (m.tie_word_embeddings) s.free(embedding);
+      else grads[-1].push_back(embedding);
+    }
     s.free(grad);
 
     s.phase = "optimizer step";
     if (state.empty())  // lazily, at the first step: each parameter's state as the optimizer's init_state makes it
-      for (const auto& [layer, n] : params)
-        for (double bytes : optimizer_state_tensors(n, o)) state.push_back(s.alloc(bytes, "optimizer state"));
+      for (const TrainableTensor& t : trainable)
+        for (double bytes : optimizer_state_tensors(t.n, o, t.element_bytes)) state.push_back(s.alloc(bytes, "optimizer state"));
     if (o.optimizer == TrainOptimizer::AdamW) {  // torch._foreach_sqrt(exp_avg_sqs): one tensor per parameter
       std::vector<std::uint64_t> sqrt;
-      for (const auto& [layer, n] : params) sqrt.push_back(s.alloc(static_cast<double>(n) * wb, "AdamW sqrt temporary"));
+      for (const TrainableTensor& t : trainable)
+        sqrt.push_back(s.alloc(static_cast<double>(t.n) * t.element_bytes, "AdamW sqrt temporary"));
       s.free_all(sqrt);
     }
     s.phase = "zero_grad";

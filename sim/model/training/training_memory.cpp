@@ -55,8 +55,67 @@ double parameter_bytes(const TrainingOptions& o) {
   return o.precision == TrainPrecision::Fp32 || o.precision == TrainPrecision::Fp32AutocastBf16 ? 4 : 2;
 }
 
-std::vector<double> optimizer_state_tensors(std::uint64_t n, const TrainingOptions& o) {
-  const double N = static_cast<double>(n), wb = parameter_bytes(o);
+bool LoraOptions::targets_module(LoraModule m) const { return std::find(targets.begin(), targets.end(), m) != targets.end(); }
+
+std::vector<LoraModule> parse_lora_targets(const std::string& list) {
+  static const std::pair<const char*, LoraModule> names[] = {
+      {"q_proj", LoraModule::Q},       {"k_proj", LoraModule::K},   {"v_proj", LoraModule::V},
+      {"o_proj", LoraModule::O},       {"gate_proj", LoraModule::Gate}, {"up_proj", LoraModule::Up},
+      {"down_proj", LoraModule::Down}};
+  if (list == "all-linear") {
+    std::vector<LoraModule> all;
+    for (const auto& [name, m] : names) all.push_back(m);
+    return all;
+  }
+  std::vector<bool> chosen(7, false);
+  for (std::size_t start = 0; start <= list.size();) {
+    const std::size_t comma = list.find(',', start);
+    const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    bool known = false;
+    for (const auto& [name, m] : names)
+      if (item == name) known = true, chosen[static_cast<int>(m)] = true;
+    if (!known)
+      throw std::invalid_argument("unknown LoRA target '" + item +
+                                  "' (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, or all-linear)");
+    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+  }
+  std::vector<LoraModule> out;  // the model's own order, whatever the list's
+  for (const auto& [name, m] : names)
+    if (chosen[static_cast<int>(m)]) out.push_back(m);
+  return out;
+}
+
+std::pair<std::uint64_t, std::uint64_t> lora_module_shape(const ModelConfig& m, LoraModule module) {
+  const std::uint64_t h = m.hidden_size, qd = m.num_attention_heads * m.head_dim, kvd = m.num_key_value_heads * m.head_dim;
+  switch (module) {
+    case LoraModule::Q: return {h, qd};
+    case LoraModule::K:
+    case LoraModule::V: return {h, kvd};
+    case LoraModule::O: return {qd, h};
+    case LoraModule::Gate:
+    case LoraModule::Up: return {h, m.intermediate_size};
+    case LoraModule::Down: return {m.intermediate_size, h};
+  }
+  return {0, 0};
+}
+
+std::vector<TrainableTensor> trainable_tensors(const ModelConfig& m, const TrainingOptions& o) {
+  std::vector<TrainableTensor> v;
+  if (!o.lora_enabled()) {
+    for (const auto& [layer, n] : parameter_tensors(m)) v.push_back({layer, n, parameter_bytes(o)});
+    return v;
+  }
+  for (std::uint64_t l = 0; l < m.num_hidden_layers; ++l)
+    for (LoraModule module : o.lora.targets) {
+      const auto [in, out] = lora_module_shape(m, module);
+      v.push_back({static_cast<std::int32_t>(l), o.lora.rank * in, 4});   // lora_A.weight (r x in)
+      v.push_back({static_cast<std::int32_t>(l), out * o.lora.rank, 4});  // lora_B.weight (out x r)
+    }
+  return v;
+}
+
+std::vector<double> optimizer_state_tensors(std::uint64_t n, const TrainingOptions& o, double element_bytes) {
+  const double N = static_cast<double>(n), wb = element_bytes > 0 ? element_bytes : parameter_bytes(o);
   switch (o.optimizer) {
     case TrainOptimizer::AdamW: return {N * wb, N * wb};  // exp_avg, exp_avg_sq: zeros_like(p)
     case TrainOptimizer::SgdMomentum: return {N * wb};    // momentum_buffer: a clone of the first gradient
@@ -70,9 +129,9 @@ std::vector<double> optimizer_state_tensors(std::uint64_t n, const TrainingOptio
   return {};
 }
 
-double optimizer_state_bytes(std::uint64_t n, const TrainingOptions& o) {
+double optimizer_state_bytes(std::uint64_t n, const TrainingOptions& o, double element_bytes) {
   double total = 0;
-  for (double b : optimizer_state_tensors(n, o)) total += b;
+  for (double b : optimizer_state_tensors(n, o, element_bytes)) total += b;
   return total;
 }
 
@@ -93,6 +152,23 @@ std::vector<SavedTensor> saved_per_layer(const ModelConfig& m, const TrainingOpt
   const double qd = static_cast<double>(m.num_attention_heads * m.head_dim);
   const double kvd = static_cast<double>(m.num_key_value_heads * m.head_dim);
   const double inter = static_cast<double>(m.intermediate_size), heads = static_cast<double>(m.num_attention_heads);
+  if (o.lora_enabled()) {
+    // Frozen weights: autograd saves an op's input only for the gradients it must compute. A frozen Linear keeps
+    // nothing (its input's gradient needs only the weight); a frozen norm weight's product keeps nothing either, so
+    // an RMSNorm keeps its fp32 input alone. Each LoRA module keeps its input cast to fp32 (for A's gradient) and
+    // A's output (for B's). Layer 0's first norm, before any trainable op, keeps nothing in reality: not modelled.
+    std::vector<SavedTensor> v{{"norm input, fp32", f * h}};
+    if (m.qk_norm) v.insert(v.end(), {{"q_norm input", f * qd}, {"k_norm input", f * kvd}});
+    v.insert(v.end(), {{"sdpa q", act * qd}, {"sdpa k", act * kvd}, {"sdpa v", act * kvd}, {"sdpa output", act * qd},
+                       {"sdpa log-sum-exp", f * heads}, {"norm input, fp32", f * h}, {"gate", act * inter},
+                       {"silu(gate)", act * inter}, {"up", act * inter}});
+    for (LoraModule module : o.lora.targets) {
+      const auto [in, out] = lora_module_shape(m, module);
+      v.push_back({"LoRA input, fp32", f * static_cast<double>(in)});
+      v.push_back({"LoRA A output", f * static_cast<double>(o.lora.rank)});
+    }
+    return v;
+  }
   std::vector<SavedTensor> v = norm_saved(o, h);
   if (m.qk_norm) {  // Qwen3's per-head q/k norms: the fp32 input (a copy of the bf16 projection) and y in its dtype
     const double y = fp32 ? f : 2;
@@ -106,6 +182,7 @@ std::vector<SavedTensor> saved_per_layer(const ModelConfig& m, const TrainingOpt
 }
 
 std::vector<SavedTensor> saved_final_norm(const ModelConfig& m, const TrainingOptions& o) {
+  if (o.lora_enabled()) return {{"norm input, fp32", 4.0 * static_cast<double>(m.hidden_size)}};  // frozen norm and head
   return norm_saved(o, static_cast<double>(m.hidden_size));
 }
 
@@ -141,9 +218,13 @@ TrainingMemory training_memory(const ModelConfig& m, const TrainingOptions& o) {
   const double T = static_cast<double>(o.batch) * static_cast<double>(o.seq);
 
   r.weights = P * wb;
-  for (const auto& [layer, n] : parameter_tensors(m)) r.optimizer_state += optimizer_state_bytes(n, o);
-  r.optimizer_temporary = o.optimizer == TrainOptimizer::AdamW ? P * wb : 0;
-  r.gradients = P * wb;
+  for (const TrainableTensor& t : trainable_tensors(m, o)) {
+    const double bytes = static_cast<double>(t.n) * t.element_bytes;
+    if (o.lora_enabled()) r.weights += bytes, r.adapters += bytes;  // the adapters, beside the frozen weights
+    r.optimizer_state += optimizer_state_bytes(t.n, o, t.element_bytes);
+    r.optimizer_temporary += o.optimizer == TrainOptimizer::AdamW ? bytes : 0;
+    r.gradients += bytes;
+  }
   if (autocast) {
     // Every Linear's weight cast once (lm_head reads the embedding table when tied); norms and the embedding
     // lookup run in fp32.

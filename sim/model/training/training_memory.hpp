@@ -41,12 +41,27 @@ enum class TrainPrecision { Bf16, Fp16, Fp32, Fp32AutocastBf16 };
 // one fused kernel per parameter (optimizer_update_8bit_blockwise), no foreach temporaries.
 enum class TrainOptimizer { AdamW, Sgd, SgdMomentum, AdamW8bit };
 
+// LoRA as peft applies it (peft/tuners/lora/layer.py, Linear.forward; LoraConfig defaults: lora_dropout 0, so
+// dropout is nn.Identity): every targeted Linear keeps its frozen weight and gains A (r x in) and B (out x r), in
+// fp32 (get_peft_model's autocast_adapter_dtype=True upcasts bf16 adapters); its forward casts the input to fp32
+// (_cast_input_dtype), result + B(A(x)) * scaling, back to the input's dtype. Only the adapters train.
+enum class LoraModule { Q, K, V, O, Gate, Up, Down };
+struct LoraOptions {
+  std::uint32_t rank = 0;  // 0: no LoRA, every parameter trains
+  std::vector<LoraModule> targets;
+  bool targets_module(LoraModule m) const;
+};
+// "q_proj,v_proj", "all-linear" (every projection, not the head); std::invalid_argument naming the bad name.
+std::vector<LoraModule> parse_lora_targets(const std::string& list);
+
 struct TrainingOptions {
   TrainPrecision precision = TrainPrecision::Bf16;
   TrainOptimizer optimizer = TrainOptimizer::AdamW;
   bool checkpointing = false;
   std::uint32_t batch = 1;
   std::uint32_t seq = 1024;
+  LoraOptions lora;
+  bool lora_enabled() const { return lora.rank > 0; }
 };
 TrainPrecision parse_train_precision(const std::string& name);  // bf16, fp16, fp32, fp32-autocast; std::invalid_argument
 TrainOptimizer parse_train_optimizer(const std::string& name);  // adamw, sgd, sgd-momentum, adamw8bit
@@ -54,8 +69,8 @@ const char* to_string(TrainPrecision p);
 const char* to_string(TrainOptimizer o);
 
 struct TrainingMemory {
-  // Persistent between steps.
-  double weights = 0, optimizer_state = 0;
+  // Persistent between steps (weights include the LoRA adapters, `adapters` of them).
+  double weights = 0, optimizer_state = 0, adapters = 0;
   // Live during a step.
   double autocast_cache = 0;       // bf16 copies of fp32 matrices (forward through backward)
   double saved_activations = 0;    // every layer's, at the end of the forward pass
@@ -87,7 +102,18 @@ std::vector<std::pair<std::int32_t, std::uint64_t>> parameter_tensors(const Mode
 double parameter_bytes(const TrainingOptions& o);  // per parameter (and gradient, optimizer state element)
 // The optimizer's state for one parameter tensor of `n` elements (bytes), and how it is allocated: tensors of
 // `sizes` bytes (torch's states are one tensor each; bitsandbytes' 8-bit ones come with their absmax vectors).
-std::vector<double> optimizer_state_tensors(std::uint64_t n, const TrainingOptions& o);
-double optimizer_state_bytes(std::uint64_t n, const TrainingOptions& o);
+// `element_bytes`: the parameter's own (its state follows it; 0: the set-up's parameter bytes).
+std::vector<double> optimizer_state_tensors(std::uint64_t n, const TrainingOptions& o, double element_bytes = 0);
+double optimizer_state_bytes(std::uint64_t n, const TrainingOptions& o, double element_bytes = 0);
+// The parameters that train, by layer group: every parameter, or with LoRA each targeted Linear's A and B (fp32),
+// in the order peft creates them.
+struct TrainableTensor {
+  std::int32_t layer = 0;
+  std::uint64_t n = 0;
+  double element_bytes = 0;
+};
+std::vector<TrainableTensor> trainable_tensors(const ModelConfig& m, const TrainingOptions& o);
+// A projection's (in, out) features.
+std::pair<std::uint64_t, std::uint64_t> lora_module_shape(const ModelConfig& m, LoraModule module);
 
 }  // namespace tiersim::model

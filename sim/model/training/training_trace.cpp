@@ -65,6 +65,49 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
       ++parameter_tensors[t.layer];
     }
 
+  // LoRA (peft): which projection a forward matmul is, from its weight's Hugging Face name, and its adapter's ops.
+  const bool lora = options.lora_enabled();
+  const std::uint64_t r = options.lora.rank;
+  auto lora_module = [&](const Op& op, LoraModule& module) {
+    if (!lora || op.layer < 0 || op.layer >= L || (op.kind != OpKind::Gemm && op.kind != OpKind::Gemv)) return false;
+    const std::string& name = tensors[op.reads.front().tensor].name;
+    static const std::pair<const char*, LoraModule> names[] = {
+        {"q_proj", LoraModule::Q},       {"k_proj", LoraModule::K},  {"v_proj", LoraModule::V},
+        {"o_proj", LoraModule::O},       {"gate_proj", LoraModule::Gate}, {"up_proj", LoraModule::Up},
+        {"down_proj", LoraModule::Down}};
+    for (const auto& [key, m] : names)
+      if (name.find(key) != std::string::npos && options.lora.targets_module(m)) {
+        module = m;
+        return true;
+      }
+    return false;
+  };
+  auto fp32_gemm = [&](std::int32_t layer, std::uint64_t flops, std::uint64_t read, std::uint64_t written) {
+    Op g = make_op(OpKind::Gemm, layer, flops, act, read, written, 1);
+    g.dtype = "fp32";  // fp32 adapters (autocast_adapter_dtype), fp32 input: matmuls at the fp32 rate
+    return g;
+  };
+  // Linear.forward's LoRA branch after the base matmul: x.to(fp32), A, B, * scaling, result + that, .to(dtype).
+  auto lora_forward = [&](std::int32_t layer, LoraModule module, std::vector<Op>& out) {
+    const auto [in, o] = lora_module_shape(model_, module);
+    out.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * in * a, T * in * 4, 1));
+    out.push_back(fp32_gemm(layer, 2 * T * in * r, T * in * 4 + r * in * 4, T * r * 4));
+    out.push_back(fp32_gemm(layer, 2 * T * r * o, T * r * 4 + o * r * 4, T * o * 4));
+    out.push_back(make_op(OpKind::Elementwise, layer, T * o, act, T * o * 4, T * o * 4, 1));
+    out.push_back(make_op(OpKind::Elementwise, layer, T * o, act, T * o * (a + 4), T * o * 4, 1));
+    out.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * o * 4, T * o * a, 1));
+  };
+  // Its backward: the cast back, B's weight and input gradients, A's, the cast of the input's gradient added in.
+  auto lora_backward = [&](std::int32_t layer, LoraModule module, std::vector<Op>& out) {
+    const auto [in, o] = lora_module_shape(model_, module);
+    out.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * o * a, T * o * 4, 1));
+    out.push_back(fp32_gemm(layer, 2 * T * r * o, T * o * 4 + T * r * 4, o * r * 4));
+    out.push_back(fp32_gemm(layer, 2 * T * r * o, T * o * 4 + o * r * 4, T * r * 4));
+    out.push_back(fp32_gemm(layer, 2 * T * in * r, T * r * 4 + T * in * 4, r * in * 4));
+    out.push_back(fp32_gemm(layer, 2 * T * in * r, T * r * 4 + r * in * 4, T * in * 4));
+    out.push_back(make_op(OpKind::Elementwise, layer, T * in, act, T * in * (4 + a), T * in * a, 2));
+  };
+
   // Forward: the prompt step less its last-token head (norm kept), then the head over every token and the loss.
   std::vector<Op> fwd;
   std::uint32_t lm_head = 0;
@@ -85,6 +128,8 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
       ops.push_back(make_op(OpKind::Elementwise, op.layer, 0, act, 4 * params[op.layer], 2 * params[op.layer], 1));
     }
     ops.push_back(op);
+    LoraModule module;
+    if (lora_module(op, module)) lora_forward(op.layer, module, ops);
   }
   if (autocast) ops.push_back(make_op(OpKind::Elementwise, L, 0, act, 4 * V * h, 2 * V * h, 1));  // lm_head's cast
   Op head = make_op(OpKind::Gemm, L, 2 * T * h * V, act, 0, T * V * a, 1);
@@ -104,7 +149,7 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
   Op dgrad = make_op(OpKind::Gemm, L, 2 * T * h * V, act, T * V * a, T * h * a, 1);
   dgrad.reads.push_back(TensorAccess{lm_head, tensors[lm_head].bytes});
   ops.push_back(dgrad);
-  ops.push_back(make_op(OpKind::Gemm, L, 2 * T * h * V, act, T * V * a + T * h * a, tensors[lm_head].bytes / stored * wb, 1));
+  if (!lora) ops.push_back(make_op(OpKind::Gemm, L, 2 * T * h * V, act, T * V * a + T * h * a, tensors[lm_head].bytes / stored * wb, 1));
   // Every forward op in reverse; a checkpointed layer's forward ops again before its backward.
   std::int32_t recomputed = INT32_MIN;
   for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
@@ -112,10 +157,15 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     if (options.checkpointing && f.layer >= 0 && f.layer < L && f.layer != recomputed) {
       recomputed = f.layer;
       recompute_starts.push_back(ops.size());
-      for (const Op& r : fwd)
-        if (r.layer == f.layer) {
-          recomputed_ops.push_back(ops.size());
-          ops.push_back(r);
+      for (const Op& again : fwd)
+        if (again.layer == f.layer) {
+          std::vector<Op> made{again};
+          LoraModule module;
+          if (lora_module(again, module)) lora_forward(again.layer, module, made);
+          for (Op& op : made) {
+            recomputed_ops.push_back(ops.size());
+            ops.push_back(std::move(op));
+          }
         }
     }
     const std::uint64_t in = sum(f.reads), out = sum(f.writes);
@@ -123,18 +173,22 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
       case OpKind::Gemm:
       case OpKind::Gemv: {
         const std::uint64_t weight = f.reads.front().bytes, x = in - weight;
+        LoraModule module;
+        if (lora_module(f, module)) lora_backward(f.layer, module, ops);
         Op dx = make_op(OpKind::Gemm, f.layer, f.flops, act, out + 0, x, f.launches);
         dx.reads.push_back(TensorAccess{f.reads.front().tensor, weight});
         ops.push_back(dx);
-        ops.push_back(make_op(OpKind::Gemm, f.layer, f.flops, act, out + x, weight / stored * wb, f.launches));
+        if (!lora)  // a frozen weight gets no gradient
+          ops.push_back(make_op(OpKind::Gemm, f.layer, f.flops, act, out + x, weight / stored * wb, f.launches));
         break;
       }
       case OpKind::Attention:
         ops.push_back(make_op(OpKind::Attention, f.layer, f.flops * 5 / 2, act, in + out, in, f.launches));
         break;
       case OpKind::Embedding:
-        // A dense gradient of the table, zeroed, then the rows scattered into it.
-        ops.push_back(make_op(OpKind::Elementwise, f.layer, T * h, act, T * h * a, params[f.layer] * wb + T * h * wb, 2));
+        // A dense gradient of the table, zeroed, then the rows scattered into it (none for a frozen table).
+        if (!lora)
+          ops.push_back(make_op(OpKind::Elementwise, f.layer, T * h, act, T * h * a, params[f.layer] * wb + T * h * wb, 2));
         break;
       default:
         ops.push_back(make_op(f.kind, f.layer, 2 * f.flops, act, in + out, in, f.launches));
@@ -154,12 +208,24 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
                                : options.optimizer == TrainOptimizer::SgdMomentum ? 8 : 3;
   const std::uint32_t calls = options.optimizer == TrainOptimizer::AdamW ? 8 : options.optimizer == TrainOptimizer::SgdMomentum ? 3 : 1;
   const std::size_t optimizer_begin = ops.size();
-  for (const auto& [layer, n] : params) {
+  // What trains, by layer group: every parameter, or with LoRA the adapters (fp32).
+  std::map<std::int32_t, std::uint64_t> trained = params, trained_tensors = parameter_tensors;
+  std::uint64_t eb = wb;
+  if (lora) {
+    trained.clear();
+    trained_tensors.clear();
+    for (const TrainableTensor& t : trainable_tensors(model_, options)) {
+      trained[t.layer] += t.n;
+      ++trained_tensors[t.layer];
+    }
+    eb = 4;
+  }
+  for (const auto& [layer, n] : trained) {
     if (eight_bit) {
-      const auto tensors = static_cast<std::uint32_t>(parameter_tensors[layer]);
-      ops.push_back(make_op(OpKind::Elementwise, layer, 20 * n, act, n * (2 * wb + 2), n * (wb + 2), tensors));
+      const auto count = static_cast<std::uint32_t>(trained_tensors[layer]);
+      ops.push_back(make_op(OpKind::Elementwise, layer, 20 * n, act, n * (2 * eb + 2), n * (eb + 2), count));
     } else {
-      ops.push_back(make_op(OpKind::Elementwise, layer, passes * n / 2, act, passes * n * wb / 2, passes * n * wb / 2, calls));
+      ops.push_back(make_op(OpKind::Elementwise, layer, passes * n / 2, act, passes * n * eb / 2, passes * n * eb / 2, calls));
     }
   }
   std::uint64_t workspace = 0;
@@ -168,7 +234,7 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     for (const auto& w : op.writes) if (w.tensor == act) workspace = std::max(workspace, w.bytes);
   }
   header_.tensors[act].bytes = workspace;
-  price_host(forward_end, recomputed_ops, recompute_starts, optimizer_begin, parameter_tensors, calls, host, inference_host);
+  price_host(forward_end, recomputed_ops, recompute_starts, optimizer_begin, trained_tensors, calls, host, inference_host);
   step_.kind = trace::StepKind::Iteration;
   step_.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(T, UINT32_MAX));
 }
