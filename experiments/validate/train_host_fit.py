@@ -33,6 +33,7 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
 DATA = os.path.join(ROOT, "results", "training-calibration", "train_calib.jsonl")
+LORA_DATA = os.path.join(ROOT, "results", "training-calibration", "train_lora_calib.jsonl")
 REPORT = os.path.join(ROOT, "results", "training-calibration", "fit.md")
 RUNTIME = os.path.join(ROOT, "calib", "runtimes", "pytorch-hf-h100.yaml")
 MODELS = {"tiny-4": "experiments/validate/calibration_models/tiny-4.json",
@@ -50,6 +51,8 @@ def host_model(row):
             "--batch", str(row["batch"]), "--seq", str(row["seq"])]
     if row["gradient_checkpointing"]:
         args.append("--checkpointing")
+    if row.get("lora_rank"):
+        args += ["--lora", str(row["lora_rank"]), "--lora-targets", row["lora_targets"]]
     out = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
     if out.returncode != 0:
         raise SystemExit(f"sim failed: {' '.join(args)}\n{out.stderr}")
@@ -130,8 +133,42 @@ def main():
     fit["forward_per_step"], fit["backward_per_step"] = statistics.mean(res_f), statistics.mean(res_b)
     for k in COSTS:
         fit[k] = max(0.0, fit[k])  # a cost below zero is noise: none
+    lora_fwd, lora_bwd = fit_lora(fit)
+    fit["lora_forward_per_module"] = max(0.0, statistics.mean(lora_fwd))
+    fit["lora_backward_per_module"] = max(0.0, statistics.mean(lora_bwd))
     write_runtime(fit)
-    write_report(rows, fit, fwd_scale, ac_scale, bwd_per_op, ck_fwd, ck_bwd, slope, intercept)
+    write_report(rows, fit, fwd_scale, ac_scale, bwd_per_op, ck_fwd, ck_bwd, slope, intercept, lora_fwd, lora_bwd)
+
+
+def fit_lora(fit):
+    """LoRA's adapter branch per adapted projection, from train_lora_calib.jsonl (another host, one process per
+    set: tiny-4 and tiny-24 without LoRA and with rank 16 on q_proj,v_proj and on all-linear). Within that call the
+    branch's cost is what the LoRA rows' 20-layer difference adds over the plain rows' (backward: beyond the plain
+    ops that remain, at that host's cost per backward op); it is then scaled to the host the rest of the block was
+    fitted on by the ratio of the two hosts' plain costs (forward: the block's forward price of the plain rows over
+    their measured difference; backward: backward_per_op over that host's). Returns the estimates, per set and shape."""
+    rows = [json.loads(line) for line in open(LORA_DATA)]
+    by = {}
+    for r in rows:
+        by[(r.get("lora_targets") if r.get("lora_rank") else None, r["batch"], r["seq"], r["model"])] = r
+    fwd, bwd = [], []
+    for (targets, b, q, model), r in sorted(by.items(), key=lambda kv: str(kv[0])):
+        if targets is None or model != "tiny-4":
+            continue
+        l4, l24 = r, by[(targets, b, q, "tiny-24")]
+        p4, p24 = by[(None, b, q, "tiny-4")], by[(None, b, q, "tiny-24")]
+        hl4, hl24, hp4, hp24 = (host_model(x) for x in (l4, l24, p4, p24))
+        modules = hl24["lora_modules"] - hl4["lora_modules"]
+        d = lambda a, z, k: phases(z)[k] - phases(a)[k]  # noqa: E731
+        # forward: the branch alone (the plain ops are the same); to the block's host by the plain rows' ratio
+        local_fwd = (d(l4, l24, "forward") - d(p4, p24, "forward")) / modules
+        plain_fwd_pred = fit["forward_scale"] * (hp24["forward_inference_seconds"] - hp4["forward_inference_seconds"])
+        fwd.append(local_fwd * plain_fwd_pred / d(p4, p24, "forward"))
+        # backward: what the LoRA rows' plain ops cost at this host's per-op cost, the rest is the branches'
+        local_per_op = d(p4, p24, "backward") / (hp24["backward_ops"] - hp4["backward_ops"])
+        local_bwd = (d(l4, l24, "backward") - local_per_op * (hl24["backward_ops"] - hl4["backward_ops"])) / modules
+        bwd.append(local_bwd * fit["backward_per_op"] / local_per_op)
+    return fwd, bwd
 
 
 def us(seconds):
@@ -141,12 +178,14 @@ def us(seconds):
 def write_runtime(fit):
     source = ("experiments/validate/train_host_fit.py on results/training-calibration/train_calib.jsonl (the calibration "
               "models tiny-4 and tiny-24, H100 host, PyTorch 2.11 + transformers 5.17, 1x128 and 4x128 tokens, "
-              "checkpointing off and on; each phase's difference between the two models over 20 decoder layers)")
+              "checkpointing off and on; each phase's difference between the two models over 20 decoder layers); "
+              "lora_*: train_lora_calib.jsonl (the same two models without and with rank-16 LoRA, another H100 host), "
+              "the branches' share of the difference, scaled to this host by the plain rows' ratio")
     block = ("training:\n"
              f"  source: \"{source}\"\n"
              f"  forward_scale: {fit['forward_scale']:.4f}\n"
              f"  autocast_forward_scale: {fit['autocast_forward_scale']:.4f}\n")
-    for k in COSTS:
+    for k in COSTS + ("lora_forward_per_module", "lora_backward_per_module"):
         block += f"  {k}: \"{us(fit[k])}\"\n"
     text = open(RUNTIME).read()
     at = text.find("\ntraining:")
@@ -155,7 +194,7 @@ def write_runtime(fit):
         f.write(text)
 
 
-def write_report(rows, fit, fwd_scale, ac_scale, bwd_per_op, ck_fwd, ck_bwd, slope, intercept):
+def write_report(rows, fit, fwd_scale, ac_scale, bwd_per_op, ck_fwd, ck_bwd, slope, intercept, lora_fwd, lora_bwd):
     lines = ["# Training host costs fitted on the calibration models (experiments/validate/train_host_fit.py)", "",
              "Fitted (written to calib/runtimes/pytorch-hf-h100.yaml, `training:`):", ""]
     for k, v in fit.items():
@@ -164,7 +203,9 @@ def write_report(rows, fit, fwd_scale, ac_scale, bwd_per_op, ck_fwd, ck_bwd, slo
               f"forward_scale {', '.join(f'{x:.3f}' for x in fwd_scale)}; autocast {', '.join(f'{x:.3f}' for x in ac_scale)}; "
               f"backward_per_op {', '.join(us(x) for x in bwd_per_op)}; checkpoint forward {', '.join(us(x) for x in ck_fwd)}; "
               f"checkpoint backward {', '.join(us(x) for x in ck_bwd)}; optimizer slope per tensor "
-              f"{', '.join(f'{k} {us(v)}' for k, v in slope.items())}, intercept {', '.join(f'{k} {us(v)}' for k, v in intercept.items())}.",
+              f"{', '.join(f'{k} {us(v)}' for k, v in slope.items())}, intercept {', '.join(f'{k} {us(v)}' for k, v in intercept.items())}; "
+              f"LoRA forward per module {', '.join(us(x) for x in lora_fwd)}, backward {', '.join(us(x) for x in lora_bwd)} "
+              "(q_proj,v_proj then all-linear, 1x128 then 4x128; train_lora_calib.jsonl, scaled to this host).",
               "", "Calibration rows against `sim train` with the fitted block (event engine, h100-measured):", "",
               "| model | set-up | ckpt | shape | step ms meas / pred | err | fwd ms meas / host pred | bwd ms meas / host pred | opt+zero_grad ms meas / host pred |",
               "|---|---|---|---|---|---|---|---|---|"]

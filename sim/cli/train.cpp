@@ -234,7 +234,9 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
                  {"recompute_ops", h.recompute_ops},
                  {"checkpointed_layers", h.checkpointed_layers},
                  {"parameter_tensors", h.parameter_tensors},
-                 {"optimizer_calls", h.optimizer_calls}};
+                 {"optimizer_calls", h.optimizer_calls},
+                 {"lora_modules", h.lora_modules},
+                 {"lora_ops", h.lora_ops}};
   }
   return j;
 }

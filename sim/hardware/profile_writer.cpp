@@ -177,6 +177,10 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
                      {"optimizer_per_call", quantity(t.optimizer_per_call, "s")},
                      {"optimizer_per_tensor", quantity(t.optimizer_per_tensor, "s")},
                      {"optimizer_per_tensor_call", quantity(t.optimizer_per_tensor_call, "s")}};
+    if (t.lora_forward_per_module >= 0) {
+      j["training"]["lora_forward_per_module"] = quantity(t.lora_forward_per_module, "s");
+      j["training"]["lora_backward_per_module"] = quantity(t.lora_backward_per_module, "s");
+    }
   }
   return j;
 }

@@ -48,6 +48,10 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
     c.optimizer_per_call = t.duration("optimizer_per_call");
     c.optimizer_per_tensor = t.duration("optimizer_per_tensor");
     c.optimizer_per_tensor_call = t.duration("optimizer_per_tensor_call");
+    if (t.has("lora_forward_per_module") || t.has("lora_backward_per_module")) {
+      c.lora_forward_per_module = t.duration("lora_forward_per_module");
+      c.lora_backward_per_module = t.duration("lora_backward_per_module");
+    }
     t.finish();
     r.training = c;
   }

@@ -28,6 +28,9 @@ struct TrainingHostCosts {
   // calls x per_tensor_call), calls = the optimizer's foreach passes (AdamW 8, SGD 1, SGD with momentum 3).
   double optimizer_per_step = 0.0, optimizer_per_call = 0.0, optimizer_per_tensor = 0.0,
          optimizer_per_tensor_call = 0.0;
+  // Optional (< 0: absent, each op of an adapter priced as above): the host time of one LoRA-adapted projection's
+  // adapter branch (peft's cast, A, B, scaling, sum, cast back) in the forward pass, and of its backward.
+  double lora_forward_per_module = -1.0, lora_backward_per_module = -1.0;
 };
 
 struct RuntimeProfile {

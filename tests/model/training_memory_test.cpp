@@ -186,6 +186,29 @@ TEST(TrainingTrace, HostCostsPriceEachPhaseAsTheRuntimeSays) {
       EXPECT_NEAR(sum, h.forward_seconds + h.backward_seconds + h.optimizer_seconds, 1e-12);
       EXPECT_EQ(h.recompute_ops > 0, checkpointing);
     }
+  // LoRA: each adapter branch priced once at its first op, apart from the plain ops' counts.
+  c.lora_forward_per_module = 300e-6;
+  c.lora_backward_per_module = 400e-6;
+  for (const bool checkpointing : {false, true}) {
+    TrainingOptions o;
+    o.seq = 128;
+    o.checkpointing = checkpointing;
+    o.lora.rank = 8;
+    o.lora.targets = parse_lora_targets("q_proj,v_proj");
+    TrainingTraceGenerator g(m, o, 1, &c, one_us);
+    trace::Step step;
+    ASSERT_TRUE(g.next(step));
+    const TrainingHostModel& h = g.host_model();
+    const double modules = 2.0 * m.num_hidden_layers;
+    EXPECT_EQ(h.lora_modules, checkpointing ? 2 * modules : modules);  // recomputed branches are forward branches too
+    EXPECT_EQ(h.lora_ops, static_cast<std::uint64_t>(6 * (h.lora_modules + modules)));
+    const double L = static_cast<double>(m.num_hidden_layers);
+    EXPECT_NEAR(h.forward_seconds, 1e-3 + 2.0 * 1e-6 * h.forward_ops + modules * 300e-6 + (checkpointing ? L * 100e-6 : 0),
+                1e-12);
+    EXPECT_NEAR(h.backward_seconds, 2e-3 + 10e-6 * h.backward_ops + 2.0 * 1e-6 * h.recompute_ops + modules * 400e-6 +
+                                        (checkpointing ? modules * 300e-6 + L * 200e-6 : 0),
+                1e-12);
+  }
   // Without the runtime's training costs the ops keep the engine's inference pricing.
   TrainingOptions o;
   o.seq = 128;

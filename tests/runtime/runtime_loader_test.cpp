@@ -86,6 +86,18 @@ TEST(RuntimeLoader, ReadsTheOptionalTrainingCosts) {
   reject("forward_scale: 1.5", "forward_scale: 0", "training.forward_scale");
   reject("optimizer_per_call: \"90 us\"", "optimizer_per_call: \"-1 us\"", "training.optimizer_per_call");
   reject("  source: \"test\"\n", "  source: \"test\"\n  per_layer: \"1 us\"\n", "training.per_layer");
+  // LoRA's branch costs: optional, both or neither.
+  EXPECT_LT(r.training->lora_forward_per_module, 0.0);
+  const RuntimeProfile l = parse_runtime(std::string(kRuntime) + kTraining +
+                                             "  lora_forward_per_module: \"300 us\"\n  lora_backward_per_module: \"400 us\"\n",
+                                         "ok.yaml");
+  EXPECT_DOUBLE_EQ(l.training->lora_backward_per_module, 400e-6);
+  try {
+    parse_runtime(std::string(kRuntime) + kTraining + "  lora_forward_per_module: \"300 us\"\n", "bad.yaml");
+    ADD_FAILURE() << "accepted one LoRA cost without the other";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "training.lora_backward_per_module") << e.what();
+  }
 }
 
 TEST(RuntimeLoader, RejectsBadInputNamingFileLineAndKey) {

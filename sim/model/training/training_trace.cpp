@@ -88,7 +88,17 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     return g;
   };
   // Linear.forward's LoRA branch after the base matmul: x.to(fp32), A, B, * scaling, result + that, .to(dtype).
+  // Each branch's ops are marked in `lora_marks` (1 its first op, 2 the others), index for index with `out`.
+  std::vector<std::uint8_t> lora_marks;
+  auto mark = [&](std::vector<Op>& out, std::size_t before) {
+    if (&out != &step_.ops) return;  // a recomputation's ops are marked as they are appended
+    lora_marks.resize(out.size(), 0);
+    lora_marks[before] = 1;
+    for (std::size_t i = before + 1; i < out.size(); ++i) lora_marks[i] = 2;
+  };
   auto lora_forward = [&](std::int32_t layer, LoraModule module, std::vector<Op>& out) {
+    const std::size_t before = out.size();
+    ++host_model_.lora_modules;
     const auto [in, o] = lora_module_shape(model_, module);
     out.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * in * a, T * in * 4, 1));
     out.push_back(fp32_gemm(layer, 2 * T * in * r, T * in * 4 + r * in * 4, T * r * 4));
@@ -96,9 +106,11 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     out.push_back(make_op(OpKind::Elementwise, layer, T * o, act, T * o * 4, T * o * 4, 1));
     out.push_back(make_op(OpKind::Elementwise, layer, T * o, act, T * o * (a + 4), T * o * 4, 1));
     out.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * o * 4, T * o * a, 1));
+    mark(out, before);
   };
   // Its backward: the cast back, B's weight and input gradients, A's, the cast of the input's gradient added in.
   auto lora_backward = [&](std::int32_t layer, LoraModule module, std::vector<Op>& out) {
+    const std::size_t before = out.size();
     const auto [in, o] = lora_module_shape(model_, module);
     out.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * o * a, T * o * 4, 1));
     out.push_back(fp32_gemm(layer, 2 * T * r * o, T * o * 4 + T * r * 4, o * r * 4));
@@ -106,6 +118,7 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     out.push_back(fp32_gemm(layer, 2 * T * in * r, T * r * 4 + T * in * 4, r * in * 4));
     out.push_back(fp32_gemm(layer, 2 * T * in * r, T * r * 4 + r * in * 4, T * in * 4));
     out.push_back(make_op(OpKind::Elementwise, layer, T * in, act, T * in * (4 + a), T * in * a, 2));
+    mark(out, before);
   };
 
   // Forward: the prompt step less its last-token head (norm kept), then the head over every token and the loss.
@@ -162,9 +175,11 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
           std::vector<Op> made{again};
           LoraModule module;
           if (lora_module(again, module)) lora_forward(again.layer, module, made);
-          for (Op& op : made) {
+          for (std::size_t k = 0; k < made.size(); ++k) {
             recomputed_ops.push_back(ops.size());
-            ops.push_back(std::move(op));
+            ops.push_back(std::move(made[k]));
+            lora_marks.resize(ops.size(), 0);
+            if (k > 0) lora_marks.back() = k == 1 ? 1 : 2;  // made[0] is the base matmul, then the branch
           }
         }
     }
@@ -234,6 +249,8 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     for (const auto& w : op.writes) if (w.tensor == act) workspace = std::max(workspace, w.bytes);
   }
   header_.tensors[act].bytes = workspace;
+  lora_marks.resize(ops.size(), 0);
+  lora_op_ = std::move(lora_marks);
   price_host(forward_end, recomputed_ops, recompute_starts, optimizer_begin, trained_tensors, calls, host, inference_host);
   step_.kind = trace::StepKind::Iteration;
   step_.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(T, UINT32_MAX));
@@ -261,6 +278,22 @@ void TrainingTraceGenerator::price_host(std::size_t forward_end, const std::vect
     Op& op = ops[i];
     const double inference = inference_host ? inference_host(op) : 0.0;
     double seconds = 0;
+    if (lora_op_[i] != 0) {
+      // An adapter branch's op: with the runtime's LoRA costs the branch's host time sits on its first op (the
+      // forward cost for a forward or recomputed branch, its own in backward); without them each op is priced
+      // like any other. Counted apart from the ops the other costs multiply.
+      ++m.lora_ops;
+      const bool backward = i >= forward_end && i < optimizer_begin && !recompute[i];
+      if (host && host->lora_forward_per_module >= 0)
+        seconds = lora_op_[i] == 1 ? (backward ? host->lora_backward_per_module : host->lora_forward_per_module) : 0.0;
+      else if (host)
+        seconds = backward ? host->backward_per_op : scale * inference;
+      if (host) {
+        op.host_seconds = seconds;
+        (i < forward_end ? m.forward_seconds : m.backward_seconds) += seconds;
+      }
+      continue;
+    }
     if (i < forward_end) {
       ++m.forward_ops;
       m.forward_inference_seconds += inference;

@@ -32,6 +32,8 @@ struct TrainingHostModel {
   double forward_inference_seconds = 0, recompute_inference_seconds = 0;
   std::uint64_t forward_ops = 0, backward_ops = 0, recompute_ops = 0, parameter_tensors = 0, checkpointed_layers = 0;
   std::uint32_t optimizer_calls = 0;
+  std::uint64_t lora_modules = 0;  // adapter branches run forward, recomputed ones included (layers x projections)
+  std::uint64_t lora_ops = 0;      // their ops, forward, recomputed and backward (not in the counts above)
   double forward_seconds = 0, backward_seconds = 0, optimizer_seconds = 0;  // priced, with the training costs
 };
 
@@ -48,6 +50,8 @@ class TrainingTraceGenerator final : public trace::StepSource {
   const TrainingHostModel& host_model() const { return host_model_; }
 
  private:
+  // Ops of a LoRA adapter branch: 1 at the branch's first op, 2 at the others (by index in the step).
+  std::vector<std::uint8_t> lora_op_;
   void price_host(std::size_t forward_end, const std::vector<std::size_t>& recomputed_ops,
                   const std::vector<std::size_t>& recompute_starts, std::size_t optimizer_begin,
                   const std::map<std::int32_t, std::uint64_t>& parameter_tensors, std::uint32_t calls,
