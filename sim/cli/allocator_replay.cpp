@@ -52,13 +52,8 @@ AllocatorReplay replay_allocations(const std::vector<model::AllocationEvent>& ev
     const memory::AllocResult a = allocator.allocate(e.bytes);
     if (!a.ok()) {
       close();
-      r.out_of_memory = true;
-      r.oom_step = e.step;
-      r.oom_phase = e.phase;
-      r.oom_tensor = e.what;
-      r.oom_requested = static_cast<double>(a.oom->requested);
-      r.oom_reserved = static_cast<double>(a.oom->reserved);
-      r.oom_allocated = static_cast<double>(a.oom->allocated);
+      r.oom = report::AllocationFailure{e.step, e.phase, e.what, static_cast<double>(a.oom->requested),
+                                        static_cast<double>(a.oom->reserved), static_cast<double>(a.oom->allocated)};
       return r;
     }
     live[e.tensor] = *a.id;

@@ -4,10 +4,12 @@
 // torch.cuda.reset_peak_memory_stats() at its start and max_memory_allocated/reserved() at its end would, or
 // the allocation that does not fit (as torch.OutOfMemoryError would name it).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/allocation_event.hpp"
+#include "report/reporters.hpp"
 
 namespace tiersim::app {
 
@@ -19,10 +21,7 @@ struct PhasePeak {
 
 struct AllocatorReplay {
   std::vector<PhasePeak> phases;  // in order; up to the failing one when out of memory
-  bool out_of_memory = false;
-  std::uint32_t oom_step = 0;
-  std::string oom_phase, oom_tensor;
-  double oom_requested = 0, oom_reserved = 0, oom_allocated = 0;
+  std::optional<report::AllocationFailure> oom;
   // The largest peaks over the runs of `phase` (every phase when empty) from step `from_step` on.
   PhasePeak peak(const std::string& phase = "", std::uint32_t from_step = 0) const;
 };

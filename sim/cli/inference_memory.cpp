@@ -41,14 +41,8 @@ std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, con
   a.capacity = std::max(0.0, hw.gpu.memory - hw.gpu.reserved);
   const AllocatorReplay r =
       replay_allocations(model::inference_allocations(m, shape), a.capacity, hw.gpu.memory, in.alloc_conf, "--alloc-conf");
-  if (r.out_of_memory) {
-    a.out_of_memory = true;
-    a.oom_step = r.oom_step;
-    a.oom_phase = r.oom_phase;
-    a.oom_tensor = r.oom_tensor;
-    a.oom_requested = r.oom_requested;
-    a.oom_reserved = r.oom_reserved;
-    a.oom_allocated = r.oom_allocated;
+  if (r.oom) {
+    a.oom = r.oom;
     return a;
   }
   const PhasePeak prefill = r.peak("prefill"), decode = r.peak("decode");

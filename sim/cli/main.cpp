@@ -487,7 +487,7 @@ int run_command(const app::RunInputs& in, bool json, const std::string& timeline
   else report::write_console(std::cout, c);
   report::check_stdout("standard output");
   // Out of memory in the caching allocator's replay is the run's outcome: the prediction is printed, with it.
-  return allocator && allocator->out_of_memory ? 3 : 0;
+  return allocator && allocator->oom ? 3 : 0;
 }
 
 // Simulates one point of a sweep into its row (an offload-sweep or grid row): the summary, the peak on
@@ -1278,7 +1278,7 @@ int main(int argc, char** argv) {
           }
           if (price) std::snprintf(usd, sizeof usd, "%.0f", price->usd);
           const std::string oom =
-              r->fits() ? "" : r->oom_phase + " (step " + std::to_string(r->oom_step) + "): " + r->oom_tensor;
+              r->fits() ? "" : r->oom->phase + " (step " + std::to_string(r->oom->step) + "): " + r->oom->tensor;
           std::cout << "| " << r->hw_name << " | " << (r->fits() ? "yes" : "no") << " | " << reserved << " | " << step
                     << " | " << tps << " | " << usd << " | " << oom << " |\n";
         }

@@ -40,15 +40,8 @@ TrainReport train_report(const std::string& model_path, const replay::RunSetup& 
         replay_allocations(model::training_allocations(r.model, o, kSteps), std::max(0.0, r.gpu_available), hw.gpu.memory,
                            alloc_conf, "--alloc-conf");
     r.alloc_conf = alloc_conf;
-    if (replay.out_of_memory) {
-      r.out_of_memory = true;
-      r.oom_step = replay.oom_step;
-      r.oom_phase = replay.oom_phase;
-      r.oom_tensor = replay.oom_tensor;
-      r.oom_requested = replay.oom_requested;
-      r.oom_reserved = replay.oom_reserved;
-      r.oom_allocated = replay.oom_allocated;
-    } else {
+    r.oom = replay.oom;
+    if (!r.oom) {
       const PhasePeak p = replay.peak("", kSteps);
       r.allocator_peak_allocated = p.allocated;
       r.allocator_peak_reserved = p.reserved;
@@ -151,8 +144,8 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
                     gib(m.peak() - r.gpu_available).c_str());
     std::snprintf(last, sizeof last,
                   "  out of memory in step %u's %s, allocating %s (%s) with %s reserved and %s allocated of %s; %s\n",
-                  r.oom_step, r.oom_phase.c_str(), r.oom_tensor.c_str(), gib(r.oom_requested).c_str(),
-                  gib(r.oom_reserved).c_str(), gib(r.oom_allocated).c_str(), gib(r.gpu_available).c_str(), why);
+                  r.oom->step, r.oom->phase.c_str(), r.oom->tensor.c_str(), gib(r.oom->requested).c_str(),
+                  gib(r.oom->reserved).c_str(), gib(r.oom->allocated).c_str(), gib(r.gpu_available).c_str(), why);
   }
   out << last;
   if (r.step_seconds > 0) {
@@ -214,9 +207,9 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
     j["allocator_peak_allocated_bytes"] = r.allocator_peak_allocated;
     j["allocator_peak_reserved_bytes"] = r.allocator_peak_reserved;
   } else {
-    j["out_of_memory"] = {{"step", r.oom_step}, {"phase", r.oom_phase}, {"tensor", r.oom_tensor},
-                          {"requested_bytes", r.oom_requested}, {"reserved_bytes", r.oom_reserved},
-                          {"allocated_bytes", r.oom_allocated}, {"short_by_bytes", std::max(0.0, m.peak() - r.gpu_available)}};
+    j["out_of_memory"] = {{"step", r.oom->step}, {"phase", r.oom->phase}, {"tensor", r.oom->tensor},
+                          {"requested_bytes", r.oom->requested}, {"reserved_bytes", r.oom->reserved},
+                          {"allocated_bytes", r.oom->allocated}, {"short_by_bytes", std::max(0.0, m.peak() - r.gpu_available)}};
   }
   if (r.step_seconds > 0) {
     j["step_seconds"] = r.step_seconds;

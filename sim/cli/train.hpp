@@ -9,6 +9,7 @@
 #include "model/training/training_memory.hpp"
 #include "model/training/training_trace.hpp"
 #include "replay/run_setup.hpp"
+#include "report/reporters.hpp"
 
 namespace tiersim::app {
 
@@ -27,11 +28,8 @@ struct TrainReport {
   // that much memory: the third step's peaks (as torch.cuda.max_memory_allocated/reserved after two warm-up
   // steps), or the allocation that does not fit.
   double allocator_peak_allocated = 0, allocator_peak_reserved = 0;
-  bool out_of_memory = false;
-  std::uint32_t oom_step = 0;
-  std::string oom_phase, oom_tensor;
-  double oom_requested = 0, oom_reserved = 0, oom_allocated = 0;
-  bool fits() const { return !out_of_memory; }
+  std::optional<report::AllocationFailure> oom;
+  bool fits() const { return !oom; }
   // A step's time from the event engine (training_trace.hpp), everything resident; 0 when it does not fit.
   double step_seconds = 0, forward_backward_flops = 0;
   // The step's host time by phase and what it is made of; priced with the runtime's training costs where it has

@@ -112,11 +112,12 @@ void write_console(std::ostream& out, const Context& c) {
   if (c.allocator && c.allocator->not_modelled.empty()) {  // why not is said in the JSON only
     const AllocatorMemory& a = *c.allocator;
     out << "\n";
-    if (a.out_of_memory) {
-      line("PyTorch allocator", "OUT OF MEMORY in step " + std::to_string(a.oom_step) + " (" + a.oom_phase + "): " +
-                                    a.oom_tensor + " asks " + units::format_bytes(a.oom_requested) + " with " +
-                                    units::format_bytes(a.oom_reserved) + " reserved, " +
-                                    units::format_bytes(a.oom_allocated) + " allocated, of " +
+    if (a.oom) {
+      const AllocationFailure& f = *a.oom;
+      line("PyTorch allocator", "OUT OF MEMORY in step " + std::to_string(f.step) + " (" + f.phase + "): " +
+                                    f.tensor + " asks " + units::format_bytes(f.requested) + " with " +
+                                    units::format_bytes(f.reserved) + " reserved, " +
+                                    units::format_bytes(f.allocated) + " allocated, of " +
                                     units::format_bytes(a.capacity));
     } else {
       line("PyTorch allocator", "prefill peak " + units::format_bytes(a.prefill_allocated) + " allocated, " +

@@ -116,10 +116,11 @@ void write_json(std::ostream& out, const Context& c) {
       m["not_modelled"] = a.not_modelled;
     } else {
       m["capacity_bytes"] = whole(a.capacity);
-      if (a.out_of_memory) {
-        m["out_of_memory"] = {{"step", a.oom_step}, {"phase", a.oom_phase}, {"tensor", a.oom_tensor},
-                              {"device", "cuda:0"}, {"requested_bytes", whole(a.oom_requested)},
-                              {"reserved_bytes", whole(a.oom_reserved)}, {"allocated_bytes", whole(a.oom_allocated)}};
+      if (a.oom) {
+        const AllocationFailure& f = *a.oom;
+        m["out_of_memory"] = {{"step", f.step}, {"phase", f.phase}, {"tensor", f.tensor},
+                              {"device", "cuda:0"}, {"requested_bytes", whole(f.requested)},
+                              {"reserved_bytes", whole(f.reserved)}, {"allocated_bytes", whole(f.allocated)}};
       } else {
         m["prefill_peak_allocated_bytes"] = whole(a.prefill_allocated);
         m["prefill_peak_reserved_bytes"] = whole(a.prefill_reserved);

@@ -2,6 +2,7 @@
 // Reporters turn a finished simulation into text. They never run the engine (google/benchmark style).
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,15 +20,20 @@ inline constexpr int kJsonSchemaVersion = 1;
 // PyTorch's caching allocator replaying the framework's own allocations of the run (sim/cli/inference_memory.hpp):
 // what torch.cuda.max_memory_allocated/reserved would say for the prefill and the decode steps, or the allocation
 // that would fail. `not_modelled` non-empty: no prediction, and why.
+// The allocation PyTorch's caching allocator could not make, as torch.OutOfMemoryError names it: the step and
+// phase of the loop, the tensor, what it asked for, and what was reserved and allocated then (bytes).
+struct AllocationFailure {
+  std::uint32_t step = 0;
+  std::string phase, tensor;
+  double requested = 0, reserved = 0, allocated = 0;
+};
+
 struct AllocatorMemory {
   std::string framework;  // what was replayed ("transformers generate, DynamicCache")
   std::string not_modelled;
   double capacity = 0;    // bytes the allocator may reserve (the GPU's memory less its reserve)
   double prefill_allocated = 0, prefill_reserved = 0, decode_allocated = 0, decode_reserved = 0;
-  bool out_of_memory = false;
-  std::uint32_t oom_step = 0;
-  std::string oom_phase, oom_tensor;
-  double oom_requested = 0, oom_reserved = 0, oom_allocated = 0;
+  std::optional<AllocationFailure> oom;
 };
 
 struct Context {

@@ -46,7 +46,7 @@ TEST(InferenceAllocations, TheLongPromptsPeakIsTheMlpOnTopOfWeightsCacheAndResid
   s.prompt = 32768;
   s.decode = 2;
   const auto r = app::replay_allocations(inference_allocations(m, s), 1e18, 80e9);
-  ASSERT_FALSE(r.out_of_memory);
+  ASSERT_FALSE(r.oom);
   double params = 0;
   for (const auto& [layer, n] : parameter_tensors(m)) params += 2.0 * static_cast<double>(n);
   const double T = 32768, h = static_cast<double>(m.hidden_size), I = static_cast<double>(m.intermediate_size);
