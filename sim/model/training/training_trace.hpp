@@ -8,7 +8,9 @@
 // reads and writes per parameter in torch/optim/adamw.py's _multi_tensor_adamw; SGD 3, with momentum 8; bitsandbytes'
 // AdamW8bit one kernel per parameter over the parameter, its gradient and two one-byte states). Under
 // fp32 weights with bf16 autocast each layer's matrices are cast once a step, and their bf16 gradients added into
-// the fp32 ones. Replayed as `iteration` steps: one repeated unit of work. With the runtime's training host costs
+// the fp32 ones. With LoRA (peft) each targeted projection's adapter branch follows its matmul (a cast to fp32, A and
+// B as fp32 matmuls, the scaling, the sum, the cast back) and has its own backward; frozen weights get no gradient
+// matmuls, and the optimizer passes over the adapters alone. Replayed as `iteration` steps: one repeated unit of work. With the runtime's training host costs
 // each op carries its host time: forward (and recomputed) ops their inference price scaled for autograd, backward
 // ops the autograd engine's per-op cost, checkpointed layers their wrapper's, the optimizer its foreach dispatch.
 #include <cstdint>
