@@ -136,6 +136,14 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{2147483647}));
 }
 
+// PYTORCH_CUDA_ALLOC_CONF for the caching allocator's replay: `sim run` (PyTorch runtimes) and `sim train` only,
+// the commands that replay it (sweep and plan do not, so they do not take it).
+void add_alloc_conf_option(CLI::App& cmd, std::string& alloc_conf) {
+  cmd.add_option("--alloc-conf", alloc_conf,
+                 "PyTorch: PYTORCH_CUDA_ALLOC_CONF for the caching allocator's replay (expandable_segments:True, "
+                 "max_split_size_mb:N, roundup_power2_divisions:N, max_non_split_rounding_mb:N; default: unset)");
+}
+
 void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--trace", o.trace, "trace file (traces/FORMAT.md)");
   cmd.add_option("--model", o.model, "model description (HF config.json fields) to generate the trace from");
@@ -217,9 +225,6 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "prefill step each (llama.cpp's -ub counts all sequences' tokens: with --batch B give -ub / B; 512 "
                  "under the llamacpp preset; 0: the whole prompt in one step)")
       ->check(CLI::Range(0u, 1u << 24));
-  cmd.add_option("--alloc-conf", o.alloc_conf,
-                 "PyTorch runtimes: PYTORCH_CUDA_ALLOC_CONF for the caching allocator's replay (expandable_segments:True, "
-                 "max_split_size_mb:N, roundup_power2_divisions:N, max_non_split_rounding_mb:N; default: unset)");
   cmd.add_option("--lengths", o.lengths,
                  "warm: the process has run these sequence lengths before; fresh: every step is a new length, as "
                  "in a first generate (charges the runtime's new_length_attention once per step)")
@@ -1013,6 +1018,7 @@ int main(int argc, char** argv) {
 
   auto* run = app.add_subcommand("run", "predict one configuration (the default subcommand)");
   add_common_options(*run, run_o);
+  add_alloc_conf_option(*run, run_o.alloc_conf);
   run->add_flag("--json", json, "print one JSON object instead of the summary (its \"inputs\" re-run it: --config)");
   std::string config_path;
   run->add_option("--config", config_path,
@@ -1112,9 +1118,7 @@ int main(int argc, char** argv) {
                      "all-linear (default q_proj,v_proj, peft's for Llama and Qwen2)")
       ->capture_default_str();
   std::string train_alloc_conf;
-  trainc->add_option("--alloc-conf", train_alloc_conf,
-                     "PYTORCH_CUDA_ALLOC_CONF for the caching allocator's replay (expandable_segments:True, "
-                     "max_split_size_mb:N, roundup_power2_divisions:N, max_non_split_rounding_mb:N; default: unset)");
+  add_alloc_conf_option(*trainc, train_alloc_conf);
 
   auto* gen = app.add_subcommand("gen", "write the trace of a model description");
   gen->add_option("--model", gen_o.model, "model description (HF config.json fields)")->required();
