@@ -87,38 +87,33 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     g.dtype = "fp32";  // fp32 adapters (autocast_adapter_dtype), fp32 input: matmuls at the fp32 rate
     return g;
   };
-  // Linear.forward's LoRA branch after the base matmul: x.to(fp32), A, B, * scaling, result + that, .to(dtype).
-  // Each branch's ops are marked in `lora_marks` (1 its first op, 2 the others), index for index with `out`.
-  std::vector<std::uint8_t> lora_marks;
-  auto mark = [&](std::vector<Op>& out, std::size_t before) {
-    if (&out != &step_.ops) return;  // a recomputation's ops are marked as they are appended
-    lora_marks.resize(out.size(), 0);
-    lora_marks[before] = 1;
-    for (std::size_t i = before + 1; i < out.size(); ++i) lora_marks[i] = 2;
-  };
-  auto lora_forward = [&](std::int32_t layer, LoraModule module, std::vector<Op>& out) {
-    const std::size_t before = out.size();
+  // Linear.forward's LoRA branch after the base matmul: x.to(fp32), A, B, * scaling, result + that, .to(dtype),
+  // appended to the step; each branch's [first, end) op indices go to `lora_branches`.
+  std::vector<Op>& ops = step_.ops;
+  std::vector<std::pair<std::size_t, std::size_t>> lora_branches;
+  auto lora_forward = [&](std::int32_t layer, LoraModule module) {
+    const std::size_t before = ops.size();
     ++host_model_.lora_modules;
     const auto [in, o] = lora_module_shape(model_, module);
-    out.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * in * a, T * in * 4, 1));
-    out.push_back(fp32_gemm(layer, 2 * T * in * r, T * in * 4 + r * in * 4, T * r * 4));
-    out.push_back(fp32_gemm(layer, 2 * T * r * o, T * r * 4 + o * r * 4, T * o * 4));
-    out.push_back(make_op(OpKind::Elementwise, layer, T * o, act, T * o * 4, T * o * 4, 1));
-    out.push_back(make_op(OpKind::Elementwise, layer, T * o, act, T * o * (a + 4), T * o * 4, 1));
-    out.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * o * 4, T * o * a, 1));
-    mark(out, before);
+    ops.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * in * a, T * in * 4, 1));
+    ops.push_back(fp32_gemm(layer, 2 * T * in * r, T * in * 4 + r * in * 4, T * r * 4));
+    ops.push_back(fp32_gemm(layer, 2 * T * r * o, T * r * 4 + o * r * 4, T * o * 4));
+    ops.push_back(make_op(OpKind::Elementwise, layer, T * o, act, T * o * 4, T * o * 4, 1));
+    ops.push_back(make_op(OpKind::Elementwise, layer, T * o, act, T * o * (a + 4), T * o * 4, 1));
+    ops.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * o * 4, T * o * a, 1));
+    lora_branches.emplace_back(before, ops.size());
   };
   // Its backward: the cast back, B's weight and input gradients, A's, the cast of the input's gradient added in.
-  auto lora_backward = [&](std::int32_t layer, LoraModule module, std::vector<Op>& out) {
-    const std::size_t before = out.size();
+  auto lora_backward = [&](std::int32_t layer, LoraModule module) {
+    const std::size_t before = ops.size();
     const auto [in, o] = lora_module_shape(model_, module);
-    out.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * o * a, T * o * 4, 1));
-    out.push_back(fp32_gemm(layer, 2 * T * r * o, T * o * 4 + T * r * 4, o * r * 4));
-    out.push_back(fp32_gemm(layer, 2 * T * r * o, T * o * 4 + o * r * 4, T * r * 4));
-    out.push_back(fp32_gemm(layer, 2 * T * in * r, T * r * 4 + T * in * 4, r * in * 4));
-    out.push_back(fp32_gemm(layer, 2 * T * in * r, T * r * 4 + r * in * 4, T * in * 4));
-    out.push_back(make_op(OpKind::Elementwise, layer, T * in, act, T * in * (4 + a), T * in * a, 2));
-    mark(out, before);
+    ops.push_back(make_op(OpKind::Elementwise, layer, 0, act, T * o * a, T * o * 4, 1));
+    ops.push_back(fp32_gemm(layer, 2 * T * r * o, T * o * 4 + T * r * 4, o * r * 4));
+    ops.push_back(fp32_gemm(layer, 2 * T * r * o, T * o * 4 + o * r * 4, T * r * 4));
+    ops.push_back(fp32_gemm(layer, 2 * T * in * r, T * r * 4 + T * in * 4, r * in * 4));
+    ops.push_back(fp32_gemm(layer, 2 * T * in * r, T * r * 4 + r * in * 4, T * in * 4));
+    ops.push_back(make_op(OpKind::Elementwise, layer, T * in, act, T * in * (4 + a), T * in * a, 2));
+    lora_branches.emplace_back(before, ops.size());
   };
 
   // Forward: the prompt step less its last-token head (norm kept), then the head over every token and the loss.
@@ -132,7 +127,6 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     if (op.kind == OpKind::Sample) continue;
     fwd.push_back(op);
   }
-  std::vector<Op>& ops = step_.ops;
   // fp32 weights under autocast: each layer's matrices cast to bf16 once, at the layer's first op.
   std::int32_t cast_layer = INT32_MIN;
   for (const Op& op : fwd) {
@@ -142,7 +136,7 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     }
     ops.push_back(op);
     LoraModule module;
-    if (lora_module(op, module)) lora_forward(op.layer, module, ops);
+    if (lora_module(op, module)) lora_forward(op.layer, module);
   }
   if (autocast) ops.push_back(make_op(OpKind::Elementwise, L, 0, act, 4 * V * h, 2 * V * h, 1));  // lm_head's cast
   Op head = make_op(OpKind::Gemm, L, 2 * T * h * V, act, 0, T * V * a, 1);
@@ -172,15 +166,11 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
       recompute_starts.push_back(ops.size());
       for (const Op& again : fwd)
         if (again.layer == f.layer) {
-          std::vector<Op> made{again};
+          const std::size_t first = ops.size();
+          ops.push_back(again);
           LoraModule module;
-          if (lora_module(again, module)) lora_forward(again.layer, module, made);
-          for (std::size_t k = 0; k < made.size(); ++k) {
-            recomputed_ops.push_back(ops.size());
-            ops.push_back(std::move(made[k]));
-            lora_marks.resize(ops.size(), 0);
-            if (k > 0) lora_marks.back() = k == 1 ? 1 : 2;  // made[0] is the base matmul, then the branch
-          }
+          if (lora_module(again, module)) lora_forward(again.layer, module);
+          for (std::size_t k = first; k < ops.size(); ++k) recomputed_ops.push_back(k);
         }
     }
     const std::uint64_t in = sum(f.reads), out = sum(f.writes);
@@ -189,7 +179,7 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
       case OpKind::Gemv: {
         const std::uint64_t weight = f.reads.front().bytes, x = in - weight;
         LoraModule module;
-        if (lora_module(f, module)) lora_backward(f.layer, module, ops);
+        if (lora_module(f, module)) lora_backward(f.layer, module);
         Op dx = make_op(OpKind::Gemm, f.layer, f.flops, act, out + 0, x, f.launches);
         dx.reads.push_back(TensorAccess{f.reads.front().tensor, weight});
         ops.push_back(dx);
@@ -249,8 +239,11 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     for (const auto& w : op.writes) if (w.tensor == act) workspace = std::max(workspace, w.bytes);
   }
   header_.tensors[act].bytes = workspace;
-  lora_marks.resize(ops.size(), 0);
-  lora_op_ = std::move(lora_marks);
+  lora_op_.assign(ops.size(), 0);
+  for (const auto& [first, end] : lora_branches) {
+    lora_op_[first] = 1;
+    std::fill(lora_op_.begin() + static_cast<std::ptrdiff_t>(first) + 1, lora_op_.begin() + static_cast<std::ptrdiff_t>(end), 2);
+  }
   price_host(forward_end, recomputed_ops, recompute_starts, optimizer_begin, trained_tensors, calls, host, inference_host);
   step_.kind = trace::StepKind::Iteration;
   step_.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(T, UINT32_MAX));
