@@ -188,8 +188,12 @@ def write_runtime(fit):
     for k in COSTS + ("lora_forward_per_module", "lora_backward_per_module"):
         block += f"  {k}: \"{us(fit[k])}\"\n"
     text = open(RUNTIME).read()
+    kept = ""  # a cpu_offload block after it (experiments/validate/cpu_offload_fit.py writes it) stays as it is
+    at = text.find("\ncpu_offload:")
+    if at >= 0:
+        text, kept = text[:at + 1], text[at + 1:]
     at = text.find("\ntraining:")
-    text = (text if at < 0 else text[:at + 1]).rstrip("\n") + "\n" + block
+    text = (text if at < 0 else text[:at + 1]).rstrip("\n") + "\n" + block + kept
     with open(RUNTIME, "w") as f:
         f.write(text)
 

@@ -171,7 +171,39 @@ class FakeDecoder(torch.nn.Module):
         return type("Out", (), {"loss": loss, "logits": logits})()
 
 
-def make_optimizer(kind, params):
+def load_cpu_offload():
+    """torchao's CPUOffloadOptimizer from the file stage_torchao.sh staged (.ext/torchao-offload, or
+    $TORCHAO_STAGED), run as is. Its one torchao import (torchao.utils) is served for the import only: a
+    `torchao` left importable makes transformers ask for torchao's package version, which a staged file has not."""
+    import importlib.util
+    import types
+    staged = os.environ.get("TORCHAO_STAGED", os.path.join(ROOT, ".ext", "torchao-offload"))
+    utils = types.ModuleType("torchao.utils")
+    with open(os.path.join(staged, "torchao", "utils.py")) as f:
+        exec(compile(f.read(), f.name, "exec"), utils.__dict__)  # noqa: S102 - the staged helper
+    saved = {k: sys.modules.get(k) for k in ("torchao", "torchao.utils")}
+    sys.modules["torchao"], sys.modules["torchao.utils"] = types.ModuleType("torchao"), utils
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "torchao_cpu_offload", os.path.join(staged, "torchao", "optim", "cpu_offload.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+    return mod.CPUOffloadOptimizer
+
+
+def make_optimizer(kind, params, offload=None):
+    if offload is not None:  # torchao's CPUOffloadOptimizer (staged by stage_torchao.sh): AdamW, fused, on the CPU
+        CPUOffloadOptimizer = load_cpu_offload()
+        if kind != "adamw":
+            raise ValueError("optimizer offload is validated with AdamW only")
+        return CPUOffloadOptimizer(params, optimizer_class=torch.optim.AdamW, offload_gradients=offload == "gradients",
+                                   lr=1e-5)
     if kind == "adamw":
         return torch.optim.AdamW(params, lr=1e-5)
     if kind == "sgd":
@@ -183,6 +215,8 @@ def make_optimizer(kind, params):
 
 def foreach_resolved(opt):
     """Whether torch will run the optimizer's foreach (multi-tensor) path: its own default rule."""
+    if not hasattr(opt, "defaults"):  # CPUOffloadOptimizer: fused AdamW on the CPU (and on the GPU for small ones)
+        return False
     f = opt.defaults.get("foreach")
     if f is not None:
         return bool(f)
@@ -278,8 +312,13 @@ def run_row(row, desc, args, mem, base):
     rec["after_build_allocated"] = mem.alloc()
     rec["after_build_reserved"] = mem.reserved()
     rec["build_peak_allocated"] = mem.peak_alloc()
-    opt = make_optimizer(optk, [p for p in model.parameters() if p.requires_grad])  # what Trainer hands it
-    rec["foreach_default"] = opt.defaults.get("foreach")
+    offload = {"none": None, "cpu": "states", "cpu-gradients": "gradients"}[args.optimizer_offload]
+    opt = make_optimizer(optk, [p for p in model.parameters() if p.requires_grad], offload)  # what Trainer hands it
+    if offload is not None:
+        rec.update(optimizer_offload=args.optimizer_offload, offloaded_params=len(opt.param_d2h_map),
+                   offloaded_elements=sum(p.numel() for p in opt.param_d2h_map),
+                   torch_threads=torch.get_num_threads())
+    rec["foreach_default"] = getattr(opt, "defaults", {}).get("foreach")
     rec["foreach_resolved"] = foreach_resolved(opt)
     g = torch.Generator(device="cpu").manual_seed(args.seed + 1)
     ids = torch.randint(0, vocab, (row["batch"], row["seq"]), generator=g).to(args.device)
@@ -316,6 +355,11 @@ def run_row(row, desc, args, mem, base):
     rec["phase_ms"] = {p: statistics.median(t[p] for t in all_times) for p in PHASES}
     rec["step_ms_all"] = [round(t["step"], 3) for t in all_times]
     rec["allocator_stats"] = mem.stats()
+    try:  # the process's resident host memory after the measured steps (pinned buffers and CPU optimizer state)
+        with open("/proc/self/statm") as f:
+            rec["host_rss_bytes"] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        pass
     return rec
 
 
@@ -357,6 +401,9 @@ def main():
     ap.add_argument("--fake", action="store_true", help="a small stand-in model (tests the harness, no transformers)")
     ap.add_argument("--lora", type=int, default=0, help="LoRA rank through peft (0: full fine-tuning)")
     ap.add_argument("--lora-targets", default="q_proj,v_proj", help="comma list of projections, or all-linear")
+    ap.add_argument("--optimizer-offload", default="none", choices=["none", "cpu", "cpu-gradients"],
+                    help="torchao's CPUOffloadOptimizer (cpu-gradients: offload_gradients=True); loads "
+                         "torchao's own file staged by stage_torchao.sh (carry .ext)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
@@ -388,6 +435,8 @@ def main():
                         optimizer=optk, gradient_checkpointing=row["ckpt"], batch=row["batch"], seq=row["seq"])
             if args.lora:
                 head.update(lora_rank=args.lora, lora_targets=args.lora_targets)
+            if args.optimizer_offload != "none":
+                head.update(optimizer_offload=args.optimizer_offload)
             if time.perf_counter() - t_start > args.budget_s:
                 rec = dict(head, skipped=f"time budget {args.budget_s:.0f} s spent")
             else:

@@ -182,6 +182,13 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
       j["training"]["lora_backward_per_module"] = quantity(t.lora_backward_per_module, "s");
     }
   }
+  if (r.cpu_offload) {
+    const runtime::CpuOffloadCosts& c = *r.cpu_offload;
+    j["cpu_offload"] = {{"source", c.source},
+                        {"per_tensor", quantity(c.per_tensor, "s")},
+                        {"per_element_fp32", quantity(c.per_element_fp32, "s")},
+                        {"per_element_bf16", quantity(c.per_element_bf16, "s")}};
+  }
   return j;
 }
 

@@ -55,6 +55,16 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
     t.finish();
     r.training = c;
   }
+  if (top.has("cpu_offload")) {
+    config::Section t = top.child("cpu_offload");
+    CpuOffloadCosts c;
+    c.source = t.text("source");
+    c.per_tensor = t.duration("per_tensor");
+    c.per_element_fp32 = t.duration("per_element_fp32");
+    c.per_element_bf16 = t.duration("per_element_bf16");
+    t.finish();
+    r.cpu_offload = c;
+  }
   top.finish();
   return r;
 }

@@ -33,6 +33,16 @@ struct TrainingHostCosts {
   double lora_forward_per_module = -1.0, lora_backward_per_module = -1.0;
 };
 
+// The CPU side of an optimizer offloaded to the host (torchao's CPUOffloadOptimizer, torchao/optim/cpu_offload.py:
+// step() runs, parameter after parameter, torch.optim.AdamW(fused=True) on the pinned host copy and queues the copy
+// back): per offloaded tensor (the event wait, the optimizer call, the copy's issue) and per element by the
+// parameter's dtype. Seconds; calibrated on synthetic parameters (experiments/validate/cpu_offload_fit.py).
+struct CpuOffloadCosts {
+  std::string source;
+  double per_tensor = 0.0;
+  double per_element_fp32 = 0.0, per_element_bf16 = 0.0;
+};
+
 struct RuntimeProfile {
   std::string name;
   std::string description;
@@ -69,6 +79,8 @@ struct RuntimeProfile {
   std::map<std::string, double> gpu_gemm;
   // Optional: training's host costs; without it sim train prices every op at its inference cost.
   std::optional<TrainingHostCosts> training;
+  // Optional: the CPU optimizer of sim train --optimizer-offload; without it that option is refused.
+  std::optional<CpuOffloadCosts> cpu_offload;
 };
 
 }  // namespace tiersim::runtime
