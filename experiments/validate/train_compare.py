@@ -36,6 +36,8 @@ def sim_args(row):
         args += ["--alloc-conf", row["PYTORCH_CUDA_ALLOC_CONF"]]
     if row.get("lora_rank"):
         args += ["--lora", str(row["lora_rank"]), "--lora-targets", row["lora_targets"]]
+    if row.get("optimizer_offload"):
+        args += ["--optimizer-offload", row["optimizer_offload"]]
     return args + (["--checkpointing"] if row["gradient_checkpointing"] else [])
 
 

@@ -1119,6 +1119,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::string train_alloc_conf;
   add_alloc_conf_option(*trainc, train_alloc_conf);
+  std::string train_offload = "none";
+  trainc->add_option("--optimizer-offload", train_offload,
+                     "the optimizer on the CPU as torchao's CPUOffloadOptimizer runs it: none, cpu (AdamW states and "
+                     "update on the host), cpu-gradients (also offload_gradients=True: GPU gradients freed once copied)")
+      ->capture_default_str();
 
   auto* gen = app.add_subcommand("gen", "write the trace of a model description");
   gen->add_option("--model", gen_o.model, "model description (HF config.json fields)")->required();
@@ -1215,6 +1220,11 @@ int main(int argc, char** argv) {
         throw InputError("", 0, "--optimizer", e.what());
       }
       t.checkpointing = train_checkpointing;
+      try {
+        t.offload = model::parse_optimizer_offload(train_offload);
+      } catch (const std::invalid_argument& e) {
+        throw InputError("", 0, "--optimizer-offload", e.what());
+      }
       if (train_lora > 0) {
         try {
           t.lora.targets = model::parse_lora_targets(train_lora_targets);
@@ -1281,8 +1291,9 @@ int main(int argc, char** argv) {
             std::snprintf(tps, sizeof tps, "%.0f", t.batch * double(t.seq) / r->step_seconds);
           }
           if (price) std::snprintf(usd, sizeof usd, "%.0f", price->usd);
-          const std::string oom =
-              r->fits() ? "" : r->oom->phase + " (step " + std::to_string(r->oom->step) + "): " + r->oom->tensor;
+          const std::string oom = r->fits() ? ""
+                                  : r->oom ? r->oom->phase + " (step " + std::to_string(r->oom->step) + "): " + r->oom->tensor
+                                           : "host memory (offloaded optimizer)";
           std::cout << "| " << r->hw_name << " | " << (r->fits() ? "yes" : "no") << " | " << reserved << " | " << step
                     << " | " << tps << " | " << usd << " | " << oom << " |\n";
         }

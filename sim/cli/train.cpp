@@ -29,7 +29,18 @@ TrainReport train_report(const std::string& model_path, const replay::RunSetup& 
     throw InputError(model_path, 0, "model_type",
                      "training memory is modelled for dense decoders; '" + r.model.model_type + "' is a mixture of experts");
   r.options = o;
+  if (o.offload != model::OptimizerOffload::None) {
+    if (o.optimizer != model::TrainOptimizer::AdamW)
+      throw InputError("", 0, "--optimizer-offload",
+                       "is modelled for AdamW (torchao's CPUOffloadOptimizer default: torch.optim.AdamW, fused, on the CPU)");
+    if (o.precision == model::TrainPrecision::Fp16)
+      throw InputError("", 0, "--optimizer-offload", "the CPU AdamW step is calibrated for fp32 and bf16 parameters, not fp16");
+    if (!setup.runtime.cpu_offload)
+      throw InputError(setup.runtime.origin, 0, "cpu_offload",
+                       "runtime '" + setup.runtime.name + "' has no cpu_offload costs for --optimizer-offload (pytorch-hf-h100 has)");
+  }
   r.memory = model::training_memory(r.model, o);
+  r.host_memory = hw.host.memory;
   r.hw_name = hw.name;
   r.gpu_count = hw.gpu.count;
   r.gpu_available = hw.gpu.memory - hw.gpu.reserved;
@@ -64,6 +75,29 @@ TrainReport train_report(const std::string& model_path, const replay::RunSetup& 
     const placement::Placement placement = strategy::compose(steps.header(), timing, strategy::preset_spec("resident"));
     const result::RunResult run = replay::run_event_engine(timing_setup, placement, steps, nullptr);
     r.step_seconds = result::summarize(run).iteration_median;
+    if (o.offload != model::OptimizerOffload::None) {
+      // The backward pass's share of the step: each op's longer of its GPU time and its host time.
+      const trace::Step& s = steps.step();
+      const std::string dtype = steps.header().default_dtype();
+      double all = 0, backward = 0;
+      for (std::size_t i = 0; i < s.ops.size(); ++i) {
+        const trace::Op& op = s.ops[i];
+        const double t = std::max(hw::gpu_op_seconds(timing, op, dtype),
+                                  op.host_seconds >= 0 ? op.host_seconds : hw::host_issue_seconds(rt, op));
+        all += t;
+        if (i >= steps.backward_begin() && i < steps.optimizer_begin()) backward += t;
+      }
+      r.backward_seconds = all > 0 ? r.step_seconds * backward / all : 0;
+      const runtime::CpuOffloadCosts& c = *rt.cpu_offload;
+      model::OffloadCpuCosts cpu;
+      cpu.per_tensor = c.per_tensor;
+      cpu.per_element = model::parameter_bytes(o) == 4 || o.lora_enabled() ? c.per_element_fp32 : c.per_element_bf16;
+      if (host) cpu.gpu_step_host = host->optimizer_per_step + host->optimizer_per_call;  // the fused step's one call
+      const auto d2h = [&hw](double bytes) { return hw.host_link.d2h_pinned.seconds(bytes); };
+      const auto h2d = [&hw](double bytes) { return hw.host_link.h2d_pinned.seconds(bytes); };
+      r.offload = model::optimizer_offload_time(model::offload_queue(r.model, o), r.backward_seconds, d2h, h2d, cpu);
+      r.step_seconds += r.offload->added();
+    }
     model::TrainingTraceGenerator again(r.model, o, 1);
     trace::Step step;
     again.next(step);
@@ -117,6 +151,12 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
   row("logits' gradients", m.logits_grad, "start of backward");
   row("gradients", m.gradients, "end of backward to zero_grad");
   row("optimizer temporaries", m.optimizer_temporary, "optimizer step");
+  if (o.offload != model::OptimizerOffload::None) {
+    out << "\n  host memory (optimizer offloaded: torchao CPUOffloadOptimizer"
+        << (o.offload == model::OptimizerOffload::CpuGradients ? ", offload_gradients" : "") << ")\n";
+    row("pinned copies", m.host_pinned, "parameters and gradients, power-of-two blocks");
+    row("optimizer state", m.host_optimizer_state, "from the first step");
+  }
   out << "\n  peak allocated by moment\n";
   row("end of forward", m.forward_peak, "");
   row("start of backward", m.backward_start, "");
@@ -124,7 +164,12 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
   row("optimizer step", m.optimizer_peak, "");
   out << "\n";
   char last[768];
-  if (r.fits()) {
+  if (!r.oom && !r.host_fits()) {
+    std::snprintf(last, sizeof last,
+                  "  does not fit the host: the offloaded optimizer needs %s of host memory, the machine has %s (short by %s)\n",
+                  gib(m.host_pinned + m.host_optimizer_state).c_str(), gib(r.host_memory).c_str(),
+                  gib(m.host_pinned + m.host_optimizer_state - r.host_memory).c_str());
+  } else if (r.fits()) {
     std::snprintf(last, sizeof last,
                   "  caching allocator      peak allocated %s, peak reserved %s (the third step, after two warm-up "
                   "steps%s%s)\n  fits: %s of %s on the GPU (its memory less the reserve)\n",
@@ -163,6 +208,16 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
     } else {
       out << "  host time              runtime " << r.runtime_name << " has no training costs: every op priced as at inference\n";
     }
+    if (r.offload) {
+      const model::OptimizerOffloadTime& f = *r.offload;
+      std::snprintf(t, sizeof t,
+                    "  optimizer offload      +%s: %llu tensors; gradients to the host %s (%s beyond backward), "
+                    "CPU AdamW %s, copies back %s beyond it\n",
+                    units::format_duration(f.added()).c_str(), static_cast<unsigned long long>(f.tensors),
+                    units::format_duration(f.d2h_seconds).c_str(), units::format_duration(f.d2h_exposed).c_str(),
+                    units::format_duration(f.cpu_seconds).c_str(), units::format_duration(f.h2d_exposed).c_str());
+      out << t;
+    }
   }
   if (r.gpu_count > 1)
     out << "  one GPU of the machine's " << r.gpu_count << ": data parallelism (DDP, FSDP) across them is not modelled\n";
@@ -182,6 +237,7 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
   j["seq"] = r.options.seq;
   if (r.options.lora_enabled()) j["lora_rank"] = r.options.lora.rank;
   if (!r.alloc_conf.empty()) j["alloc_conf"] = r.alloc_conf;
+  if (r.options.offload != model::OptimizerOffload::None) j["optimizer_offload"] = model::to_string(r.options.offload);
   j["memory_bytes"] = {{"weights", m.weights},
                        {"lora_adapters", m.adapters},
                        {"optimizer_state", m.optimizer_state},
@@ -199,11 +255,14 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
                      {"optimizer", m.optimizer_peak},
                      {"step", m.peak()}};
   j["peak_phase"] = m.peak_phase();
+  if (r.options.offload != model::OptimizerOffload::None)
+    j["host_memory_bytes"] = {{"pinned", m.host_pinned}, {"optimizer_state", m.host_optimizer_state},
+                              {"available", r.host_memory}, {"fits", r.host_fits()}};
   j["gpu_available_bytes"] = r.gpu_available;
   j["fits"] = r.fits();
   j["gpus_used"] = 1;  // of gpu_count: data parallelism is not modelled
   j["gpu_count"] = r.gpu_count;
-  if (r.fits()) {
+  if (!r.oom) {
     j["allocator_peak_allocated_bytes"] = r.allocator_peak_allocated;
     j["allocator_peak_reserved_bytes"] = r.allocator_peak_reserved;
   } else {
@@ -230,6 +289,14 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
                  {"optimizer_calls", h.optimizer_calls},
                  {"lora_modules", h.lora_modules},
                  {"lora_ops", h.lora_ops}};
+    if (r.offload) {
+      const model::OptimizerOffloadTime& f = *r.offload;
+      j["optimizer_offload_time"] = {{"added_seconds", f.added()},       {"tensors", f.tensors},
+                                     {"elements", f.elements},           {"backward_seconds", r.backward_seconds},
+                                     {"d2h_bytes", f.d2h_bytes},         {"d2h_seconds", f.d2h_seconds},
+                                     {"d2h_exposed_seconds", f.d2h_exposed}, {"cpu_seconds", f.cpu_seconds},
+                                     {"h2d_bytes", f.h2d_bytes},         {"h2d_exposed_seconds", f.h2d_exposed}};
+    }
   }
   return j;
 }

@@ -6,6 +6,7 @@
 
 #include "hardware/profile.hpp"
 #include "model/model_config.hpp"
+#include "model/training/optimizer_offload.hpp"
 #include "model/training/training_memory.hpp"
 #include "model/training/training_trace.hpp"
 #include "replay/run_setup.hpp"
@@ -29,7 +30,10 @@ struct TrainReport {
   // steps), or the allocation that does not fit.
   double allocator_peak_allocated = 0, allocator_peak_reserved = 0;
   std::optional<report::AllocationFailure> oom;
-  bool fits() const { return !oom; }
+  // With the optimizer offloaded: what its host buffers and state need against the host's memory.
+  double host_memory = 0;
+  bool host_fits() const { return memory.host_pinned + memory.host_optimizer_state <= host_memory; }
+  bool fits() const { return !oom && host_fits(); }
   // A step's time from the event engine (training_trace.hpp), everything resident; 0 when it does not fit.
   double step_seconds = 0, forward_backward_flops = 0;
   // The step's host time by phase and what it is made of; priced with the runtime's training costs where it has
@@ -38,6 +42,10 @@ struct TrainReport {
   bool host_priced = false;
   std::string runtime_name;
   std::string alloc_conf;
+  // --optimizer-offload: what the offloaded optimizer adds to the step (optimizer_offload.hpp), and the backward
+  // pass's share of the engine's step it was placed in.
+  std::optional<model::OptimizerOffloadTime> offload;
+  double backward_seconds = 0;
 };
 
 // Reads the model (a dense decoder's config.json: a mixture of experts or a diffusion model is refused, naming

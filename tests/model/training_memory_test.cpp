@@ -2,11 +2,15 @@
 // set the peak, and `sim train`'s verdict and exit codes.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
 #include "model/model_config.hpp"
+#include "model/training/optimizer_offload.hpp"
+#include "model/training/training_allocations.hpp"
 #include "model/training/training_memory.hpp"
 #include "model/training/training_trace.hpp"
 #include "support/run_sim.hpp"
@@ -142,6 +146,82 @@ TEST(TrainingMemory, LoraTrainsFp32AdaptersOverFrozenWeightsAndSavesLess) {
   EXPECT_DOUBLE_EQ(r.optimizer_state, 2 * 4 * adapter);  // AdamW's states follow the fp32 adapters
   EXPECT_LT(r.saved_activations, f.saved_activations);     // frozen projections keep no inputs
   EXPECT_LT(r.peak(), f.peak() / 2);
+}
+
+// torchao's CPUOffloadOptimizer: tensors of 4,096 elements or more keep their state on the host (with pinned
+// copies of the parameter and gradient in power-of-two blocks); offload_gradients also frees their GPU gradients.
+TEST(OptimizerOffload, StatesMoveToTheHostAndOffloadedGradientsLeaveTheGpu) {
+  const ModelConfig m = qwen4b();
+  TrainingOptions o;
+  const TrainingMemory gpu = training_memory(m, o);
+  o.offload = OptimizerOffload::Cpu;
+  const TrainingMemory cpu = training_memory(m, o);
+  double small = 0, pinned = 0, big = 0;
+  for (const auto& [layer, n] : parameter_tensors(m)) {
+    if (n < kOffloadMinimalSize) small += 2.0 * n;
+    else big += 2.0 * n, pinned += 2 * std::exp2(std::ceil(std::log2(2.0 * n)));
+  }
+  EXPECT_DOUBLE_EQ(cpu.optimizer_state, 2 * small);     // AdamW's two bf16 states of the norm weights alone
+  EXPECT_DOUBLE_EQ(cpu.host_optimizer_state, 2 * big);  // the rest on the host
+  EXPECT_DOUBLE_EQ(cpu.host_pinned, pinned);
+  EXPECT_GT(cpu.host_pinned, 2 * big);                  // rounded up
+  EXPECT_DOUBLE_EQ(cpu.optimizer_temporary, 0);         // fused AdamW for the small ones: no foreach sqrt
+  EXPECT_DOUBLE_EQ(cpu.gradients, gpu.gradients);
+  EXPECT_DOUBLE_EQ(gpu.host_pinned + gpu.host_optimizer_state, 0);
+  o.offload = OptimizerOffload::CpuGradients;
+  const TrainingMemory grads = training_memory(m, o);
+  EXPECT_DOUBLE_EQ(grads.gradients, small);
+  // The tied embedding's gradient lives to the end of backward (the embedding's share is added into it last).
+  EXPECT_DOUBLE_EQ(grads.backward_end - grads.recompute - grads.gradients - grads.weights - grads.optimizer_state,
+                   2.0 * static_cast<double>(m.embedding_params()));
+  // The caching allocator's replay sees the same: less at the end of backward, nothing for the optimizer step.
+  auto peak = [&](const TrainingOptions& opts, const std::string& phase) {
+    double live = 0, top = 0;
+    std::map<std::uint64_t, double> sizes;
+    for (const AllocationEvent& e : training_allocations(m, opts, 2)) {
+      if (e.allocate) sizes[e.tensor] = static_cast<double>(e.bytes), live += static_cast<double>(e.bytes);
+      else live -= sizes[e.tensor];
+      if (e.step == 2 && e.phase == phase) top = std::max(top, live);
+    }
+    return top;
+  };
+  TrainingOptions plain;
+  o.offload = OptimizerOffload::Cpu;
+  EXPECT_LT(peak(o, "optimizer step"), peak(plain, "optimizer step") - 2 * big);
+  TrainingOptions og = o;
+  og.offload = OptimizerOffload::CpuGradients;
+  EXPECT_LT(peak(og, "zero_grad"), peak(o, "zero_grad") - 0.9 * big);
+}
+
+// The step's added time: copies behind the gradients through backward, then the CPU steps in the hooks' order,
+// each followed by its copy back on the one side stream.
+TEST(OptimizerOffload, CopiesFollowTheGradientsAndTheCpuStepsRunInTurn) {
+  const std::vector<TrainableTensor> queue{{1, 1000, 2}, {0, 1000, 2}, {-1, 2000, 2}};  // layer 1, layer 0, embedding
+  OffloadCpuCosts cpu;
+  cpu.per_tensor = 1.0;
+  cpu.per_element = 0.001;
+  cpu.gpu_step_host = 0.5;
+  const auto copy = [](double bytes) { return bytes / 1000.0; };  // 1 s per 1000 bytes
+  // Backward of 10 s: the layers' gradients ready at 5 s and 10 s, copied in 2 s each; the embedding's at 10 s.
+  const OptimizerOffloadTime t = optimizer_offload_time(queue, 10.0, copy, copy, cpu);
+  EXPECT_EQ(t.tensors, 3u);
+  EXPECT_DOUBLE_EQ(t.d2h_seconds, 2 + 2 + 4);
+  EXPECT_DOUBLE_EQ(t.d2h_exposed, 2 + 4);  // 5-7, 10-12, 12-16
+  // CPU: 0.5 + (1 + 1) + (1 + 1) + (1 + 2) = 7.5; copies back 2.5-4.5, 4.5-6.5, 7.5-11.5
+  EXPECT_DOUBLE_EQ(t.cpu_seconds, 7.5);
+  EXPECT_DOUBLE_EQ(t.h2d_exposed, 4.0);
+  EXPECT_DOUBLE_EQ(t.added(), 6 + 7.5 + 4);
+  // A long backward hides the copies of all but the gradients made at its end (the first layer's, the embedding's).
+  EXPECT_DOUBLE_EQ(optimizer_offload_time(queue, 100.0, copy, copy, cpu).d2h_exposed, 2.0 + 4.0);
+  // The queue is backward's order: the embedding last, the untied output matrix first.
+  const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/llama-3.1-8b.json");
+  TrainingOptions o;
+  o.offload = OptimizerOffload::Cpu;
+  const auto q = offload_queue(m, o);
+  ASSERT_FALSE(q.empty());
+  EXPECT_EQ(q.front().layer, static_cast<std::int32_t>(m.num_hidden_layers));
+  EXPECT_EQ(q.back().layer, -1);
+  for (const TrainableTensor& x : q) EXPECT_GE(x.n, kOffloadMinimalSize);
 }
 
 TEST(TrainingTrace, HostCostsPriceEachPhaseAsTheRuntimeSays) {
@@ -307,6 +387,40 @@ TEST(TrainCommand, AListOfMachinesIsRankedByWhetherItFitsThenByPrice) {
   EXPECT_TRUE(rows[2].contains("out_of_memory"));
   const auto table = run_sim("train --model traces/models/qwen3-1.7b.json --hw rtx4070,rtx5090,rtx3090 --checkpointing");
   EXPECT_NE(table.out.find("| rtx3090 | yes |"), std::string::npos) << table.out;
+}
+
+// --optimizer-offload: the GPU keeps less, the host holds the state, the step pays the CPU's update.
+TEST(TrainCommand, OffloadingTheOptimizerTradesGpuMemoryForHostMemoryAndTime) {
+  auto json = [](const std::string& extra) {
+    const auto r = run_sim("train --model traces/models/qwen3-1.7b.json --hw h100-measured --json " + extra, false);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto gpu = json(""), cpu = json("--optimizer-offload cpu"), grads = json("--optimizer-offload cpu-gradients");
+  EXPECT_LT(cpu["allocator_peak_allocated_bytes"].get<double>(), gpu["allocator_peak_allocated_bytes"].get<double>());
+  EXPECT_LE(grads["memory_bytes"]["gradients"].get<double>(), 0.01 * cpu["memory_bytes"]["gradients"].get<double>());
+  EXPECT_GT(cpu["host_memory_bytes"]["optimizer_state"].get<double>(), 0);
+  EXPECT_GT(cpu["step_seconds"].get<double>(), gpu["step_seconds"].get<double>());
+  EXPECT_EQ(cpu["optimizer_offload"], "cpu");
+  EXPECT_GT(cpu["optimizer_offload_time"]["cpu_seconds"].get<double>(), 0);
+  const auto console = run_sim("train --model traces/models/qwen3-1.7b.json --hw h100-measured --optimizer-offload cpu");
+  EXPECT_NE(console.out.find("optimizer offload      +"), std::string::npos) << console.out;
+  EXPECT_NE(console.out.find("pinned copies"), std::string::npos) << console.out;
+  // What it does not model, and a runtime without the CPU's costs, are refused naming the option or the key.
+  for (const auto& [args, what] : std::vector<std::pair<std::string, std::string>>{
+           {"--optimizer-offload cpu --optimizer sgd", "--optimizer-offload"},
+           {"--optimizer-offload cpu --precision fp16", "--optimizer-offload"},
+           {"--optimizer-offload disk", "--optimizer-offload"},
+           {"--optimizer-offload cpu --runtime pytorch-eager", "cpu_offload"}}) {
+    const auto r = run_sim("train --model traces/models/qwen3-1.7b.json " + args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(what), std::string::npos) << r.out;
+  }
+  // A host too small for the offloaded state: does not fit (exit 3), and says so.
+  const auto small = run_sim("train --model traces/models/qwen3-4b.json --hw h100-measured --optimizer-offload cpu "
+                             "--precision fp32-autocast --set 'host.memory=32 GiB'");
+  EXPECT_EQ(small.code, 3) << small.out;
+  EXPECT_NE(small.out.find("does not fit the host"), std::string::npos) << small.out;
 }
 
 TEST(TrainCommand, RefusesWhatItDoesNotModel) {

@@ -73,7 +73,18 @@ std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const Tr
     const std::uint64_t cast_grad = fp32 ? 0 : s.alloc(T * V * act, "logits gradient");
     s.free(lsm_grad);
     std::uint64_t grad = s.alloc(T * h * act, "lm_head input gradient");
-    if (!lora) grads[m.tie_word_embeddings ? -1 : L].push_back(s.alloc(V * h * wb, "gradient of the output matrix"));
+    // With offload_gradients a gradient is freed once its copy to the host is queued (the tied matrix's only after
+    // the embedding's share is added, at the end of backward).
+    // (Freed at once: the copy stream's hold on the block, record_stream, is not modelled.)
+    auto keep_grad = [&](std::int32_t group, std::uint64_t n, std::uint64_t id) {
+      if (o.gradient_offloaded(n)) s.free(id);
+      else grads[group].push_back(id);
+    };
+    if (!lora) {
+      const std::uint64_t out = s.alloc(V * h * wb, "gradient of the output matrix");
+      if (m.tie_word_embeddings) grads[-1].push_back(out);
+      else keep_grad(L, m.embedding_params(), out);
+    }
     if (cast_grad) s.free(cast_grad);
     s.free_all(head_cast);
     s.free_all(head);
@@ -85,17 +96,18 @@ std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const Tr
       if (lora)  // only the adapters get gradients, in fp32, the last module's first
         for (auto it = trainable.rbegin(); it != trainable.rend(); ++it) {
           if (it->layer == l)
-            grads[l].push_back(s.alloc(static_cast<double>(it->n) * it->element_bytes, layer + "LoRA adapter gradient"));
+            keep_grad(l, it->n, s.alloc(static_cast<double>(it->n) * it->element_bytes, layer + "LoRA adapter gradient"));
         }
       for (auto it = params.rbegin(); !lora && it != params.rend(); ++it)
         if (it->first == l) {
           const double n = static_cast<double>(it->second);
           if (autocast && is_matrix(it->second)) {  // the bf16 gradient, added into the fp32 one
             const std::uint64_t half = s.alloc(2 * n, layer + "bf16 weight gradient");
-            grads[l].push_back(s.alloc(n * wb, layer + "parameter gradient"));
+            const std::uint64_t full = s.alloc(n * wb, layer + "parameter gradient");
             s.free(half);
+            keep_grad(l, it->second, full);
           } else {
-            grads[l].push_back(s.alloc(n * wb, layer + "parameter gradient"));
+            keep_grad(l, it->second, s.alloc(n * wb, layer + "parameter gradient"));
           }
         }
       const std::uint64_t mlp = s.alloc(T * inter * act, layer + "MLP gradient");
@@ -111,15 +123,17 @@ std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const Tr
     if (!lora) {  // a frozen embedding gets none
       const std::uint64_t embedding = s.alloc(V * h * wb, "embedding gradient");
       if (m.tie_word_embeddings) s.free(embedding);
-      else grads[-1].push_back(embedding);
+      else keep_grad(-1, m.embedding_params(), embedding);
+      if (m.tie_word_embeddings && o.gradient_offloaded(m.embedding_params())) s.free_all(grads[-1]), grads[-1].clear();
     }
     s.free(grad);
 
     s.phase = "optimizer step";
     if (state.empty())  // lazily, at the first step: each parameter's state as the optimizer's init_state makes it
       for (const TrainableTensor& t : trainable)
-        for (double bytes : optimizer_state_tensors(t.n, o, t.element_bytes)) state.push_back(s.alloc(bytes, "optimizer state"));
-    if (o.optimizer == TrainOptimizer::AdamW) {  // torch._foreach_sqrt(exp_avg_sqs): one tensor per parameter
+        if (!o.offloaded(t.n))  // an offloaded one's is on the host
+          for (double bytes : optimizer_state_tensors(t.n, o, t.element_bytes)) state.push_back(s.alloc(bytes, "optimizer state"));
+    if (o.optimizer == TrainOptimizer::AdamW && o.offload == OptimizerOffload::None) {  // torch._foreach_sqrt(exp_avg_sqs): one tensor per parameter
       std::vector<std::uint64_t> sqrt;
       for (const TrainableTensor& t : trainable)
         sqrt.push_back(s.alloc(static_cast<double>(t.n) * t.element_bytes, "AdamW sqrt temporary"));

@@ -22,6 +22,23 @@ TrainOptimizer parse_train_optimizer(const std::string& name) {
   throw std::invalid_argument("unknown optimizer '" + name + "' (adamw, sgd, sgd-momentum, adamw8bit: bitsandbytes' AdamW8bit)");
 }
 
+OptimizerOffload parse_optimizer_offload(const std::string& name) {
+  if (name == "none") return OptimizerOffload::None;
+  if (name == "cpu") return OptimizerOffload::Cpu;
+  if (name == "cpu-gradients") return OptimizerOffload::CpuGradients;
+  throw std::invalid_argument("unknown optimizer offload '" + name +
+                              "' (none, cpu: torchao's CPUOffloadOptimizer, cpu-gradients: with offload_gradients=True)");
+}
+
+const char* to_string(OptimizerOffload o) {
+  switch (o) {
+    case OptimizerOffload::None: return "none";
+    case OptimizerOffload::Cpu: return "cpu";
+    case OptimizerOffload::CpuGradients: return "cpu-gradients";
+  }
+  return "?";
+}
+
 const char* to_string(TrainPrecision p) {
   switch (p) {
     case TrainPrecision::Bf16: return "bf16";
@@ -221,9 +238,17 @@ TrainingMemory training_memory(const ModelConfig& m, const TrainingOptions& o) {
   for (const TrainableTensor& t : trainable_tensors(m, o)) {
     const double bytes = static_cast<double>(t.n) * t.element_bytes;
     if (o.lora_enabled()) r.weights += bytes, r.adapters += bytes;  // the adapters, beside the frozen weights
-    r.optimizer_state += optimizer_state_bytes(t.n, o, t.element_bytes);
-    r.optimizer_temporary += o.optimizer == TrainOptimizer::AdamW ? bytes : 0;
-    r.gradients += bytes;
+    if (o.offloaded(t.n)) {
+      // torch.empty_like(..., pin_memory=True) twice (the copy and its gradient): the pinned host allocator's
+      // blocks are powers of two (aten/src/ATen/core/CachingHostAllocator.h, allocate: PowerOf2Ceil).
+      r.host_pinned += 2 * std::exp2(std::ceil(std::log2(bytes)));
+      r.host_optimizer_state += optimizer_state_bytes(t.n, o, t.element_bytes);
+    } else {
+      r.optimizer_state += optimizer_state_bytes(t.n, o, t.element_bytes);
+      // the offloading optimizer's on-GPU AdamW for the small ones is fused: no foreach temporaries
+      r.optimizer_temporary += o.optimizer == TrainOptimizer::AdamW && o.offload == OptimizerOffload::None ? bytes : 0;
+    }
+    if (!o.gradient_offloaded(t.n)) r.gradients += bytes;
   }
   if (autocast) {
     // Every Linear's weight cast once (lm_head reads the embedding table when tied); norms and the embedding
@@ -252,6 +277,9 @@ TrainingMemory training_memory(const ModelConfig& m, const TrainingOptions& o) {
   r.forward_peak = persistent + r.autocast_cache + r.saved_activations + r.logits + r.loss_transient;
   r.backward_start = persistent + r.autocast_cache + r.saved_activations + r.logits + r.logits_grad;
   r.backward_end = persistent + r.gradients + r.recompute;
+  // offload_gradients frees a tied output matrix's gradient only after the embedding's share is added into it
+  if (m.tie_word_embeddings && !o.lora_enabled() && o.gradient_offloaded(m.embedding_params()))
+    r.backward_end += static_cast<double>(m.embedding_params()) * wb;
   r.optimizer_peak = persistent + r.gradients + r.optimizer_temporary;
   return r;
 }

@@ -54,6 +54,14 @@ struct LoraOptions {
 // "q_proj,v_proj", "all-linear" (every projection, not the head); std::invalid_argument naming the bad name.
 std::vector<LoraModule> parse_lora_targets(const std::string& list);
 
+// The optimizer offloaded to the CPU as torchao's CPUOffloadOptimizer does it (torchao/optim/cpu_offload.py,
+// pytorch/ao 36027d82d; the whole model in optimizer_offload.hpp): every trainable tensor of at least 4,096
+// elements (minimal_size) keeps a pinned host copy and a pinned host gradient, its optimizer state on the host, and
+// its update there; smaller ones (norm weights) stay with a fused AdamW on the GPU. CpuGradients is
+// offload_gradients=True: each offloaded gradient is freed on the GPU once its copy to the host is queued.
+enum class OptimizerOffload { None, Cpu, CpuGradients };
+inline constexpr std::uint64_t kOffloadMinimalSize = 4096;
+
 struct TrainingOptions {
   TrainPrecision precision = TrainPrecision::Bf16;
   TrainOptimizer optimizer = TrainOptimizer::AdamW;
@@ -61,12 +69,19 @@ struct TrainingOptions {
   std::uint32_t batch = 1;
   std::uint32_t seq = 1024;
   LoraOptions lora;
+  OptimizerOffload offload = OptimizerOffload::None;
   bool lora_enabled() const { return lora.rank > 0; }
+  // Whether a trainable tensor of `n` elements has its optimizer on the host, and its gradient freed on the GPU
+  // once copied there.
+  bool offloaded(std::uint64_t n) const { return offload != OptimizerOffload::None && n >= kOffloadMinimalSize; }
+  bool gradient_offloaded(std::uint64_t n) const { return offload == OptimizerOffload::CpuGradients && offloaded(n); }
 };
 TrainPrecision parse_train_precision(const std::string& name);  // bf16, fp16, fp32, fp32-autocast; std::invalid_argument
 TrainOptimizer parse_train_optimizer(const std::string& name);  // adamw, sgd, sgd-momentum, adamw8bit
+OptimizerOffload parse_optimizer_offload(const std::string& name);  // none, cpu, cpu-gradients; std::invalid_argument
 const char* to_string(TrainPrecision p);
 const char* to_string(TrainOptimizer o);
+const char* to_string(OptimizerOffload o);
 
 struct TrainingMemory {
   // Persistent between steps (weights include the LoRA adapters, `adapters` of them).
@@ -80,6 +95,9 @@ struct TrainingMemory {
   double logits_grad = 0;          // backward's dense fp32 gradients: nll_loss's and log_softmax's
   double gradients = 0;
   double optimizer_temporary = 0;  // AdamW's foreach sqrt of the second moments
+  // With the optimizer offloaded: the host's share (pinned copies of the parameters and their gradients, by the
+  // pinned allocator's power-of-two blocks; the optimizer state in ordinary memory). GPU terms above exclude them.
+  double host_pinned = 0, host_optimizer_state = 0;
   // Peak allocated at each moment, and the step's.
   double forward_peak = 0, backward_start = 0, backward_end = 0, optimizer_peak = 0;
   double peak() const;

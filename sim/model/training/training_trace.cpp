@@ -225,6 +225,12 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     }
     eb = 4;
   }
+  if (options.offload != OptimizerOffload::None) {
+    // Offloaded (optimizer_offload.hpp): the host runs the update; the GPU's fused step for the few small tensors
+    // runs under it, its issue priced there.
+    trained.clear();
+    trained_tensors.clear();
+  }
   for (const auto& [layer, n] : trained) {
     if (eight_bit) {
       const auto count = static_cast<std::uint32_t>(trained_tensors[layer]);
@@ -245,6 +251,8 @@ TrainingTraceGenerator::TrainingTraceGenerator(const ModelConfig& model, const T
     std::fill(lora_op_.begin() + static_cast<std::ptrdiff_t>(first) + 1, lora_op_.begin() + static_cast<std::ptrdiff_t>(end), 2);
   }
   price_host(forward_end, recomputed_ops, recompute_starts, optimizer_begin, trained_tensors, calls, host, inference_host);
+  backward_begin_ = forward_end;
+  optimizer_begin_ = optimizer_begin;
   step_.kind = trace::StepKind::Iteration;
   step_.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(T, UINT32_MAX));
 }

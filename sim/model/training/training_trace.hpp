@@ -50,6 +50,10 @@ class TrainingTraceGenerator final : public trace::StepSource {
   const trace::Header& header() const override { return header_; }
   bool next(trace::Step& out) override;
   const TrainingHostModel& host_model() const { return host_model_; }
+  // The step's ops (every step is the same) and where its backward pass and its optimizer begin among them.
+  const trace::Step& step() const { return step_; }
+  std::size_t backward_begin() const { return backward_begin_; }
+  std::size_t optimizer_begin() const { return optimizer_begin_; }
 
  private:
   // Ops of a LoRA adapter branch: 1 at the branch's first op, 2 at the others (by index in the step).
@@ -66,6 +70,7 @@ class TrainingTraceGenerator final : public trace::StepSource {
   trace::Header header_;  // the forward pass's tensors and a workspace for the loss's and backward's tensors
   trace::Step step_;      // built once: every step is the same
   TrainingHostModel host_model_;
+  std::size_t backward_begin_ = 0, optimizer_begin_ = 0;
 };
 
 }  // namespace tiersim::model
