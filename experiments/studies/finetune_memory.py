@@ -31,10 +31,14 @@ SETUPS = [
     ("bf16 weights, SGD, checkpointing", ["--precision", "bf16", "--optimizer", "sgd", "--checkpointing"], None),
     ("bf16 weights, 8-bit AdamW (bitsandbytes), checkpointing",
      ["--precision", "bf16", "--optimizer", "adamw8bit", "--checkpointing"], None),
+    ("bf16 weights, AdamW on the CPU (torchao CPUOffloadOptimizer), checkpointing",
+     ["--precision", "bf16", "--optimizer-offload", "cpu", "--checkpointing"], None),
+    ("same, offload_gradients=True", ["--precision", "bf16", "--optimizer-offload", "cpu-gradients", "--checkpointing"], None),
     ("fp32 weights, AdamW", ["--precision", "fp32"], "float32"),
 ]
 SHAPE = ["--batch", "1", "--seq", "2048"]
 GIB = 1024 ** 3
+HOST = {}  # the offload rows' host memory by model (the same with offload_gradients), for the note under the table
 
 
 def accelerate_training(params, dtype):
@@ -68,6 +72,9 @@ def main():
             logits = m["logits"] + max(m["loss_transient"], m["logits_grad"])
             reserved = (f"{j['allocator_peak_reserved_bytes'] / GIB:.1f}" if "allocator_peak_reserved_bytes" in j
                         else "more than a B200 holds")
+            if "host_memory_bytes" in j:
+                h = j["host_memory_bytes"]
+                HOST[name] = f"{name} {(h['pinned'] + h['optimizer_state']) / GIB:.0f} GiB"
             acc = f"{accelerate_training(j['parameters'], acc_dtype) / GIB:.1f} GiB ({acc_dtype})" if acc_dtype else "no row (it assumes fp32 weights)"
             lines.append(f"| {name} | {label} | {m['weights'] / GIB:.1f} | {m['optimizer_state'] / GIB:.1f} | "
                          f"{m['gradients'] / GIB:.1f} | {act / GIB:.1f} | {logits / GIB:.1f} | "
@@ -76,7 +83,9 @@ def main():
               "states, or its \"step\" of four model copies in fp32), not the sum that is alive at once; it leaves out "
               "the activations, the logits (Qwen3's 151,936-token vocabulary makes them several GiB at 2048 tokens), "
               "AdamW's foreach temporary (one more copy of the parameters during the step) and autocast's bf16 weight "
-              "copies; and it has no row for bf16 weights with bf16 optimizer states, the cheapest full fine-tune here."]
+              "copies; and it has no row for bf16 weights with bf16 optimizer states, the cheapest full fine-tune here. "
+              "The optimizer-offload rows keep AdamW's states (and pinned copies of the parameters and gradients) in "
+              "host memory instead (with or without offload_gradients): " + ", ".join(HOST.values()) + "."]
     with open(os.path.join(OUT, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(OUT, "commands.txt"), "w") as f:

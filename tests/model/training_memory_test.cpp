@@ -403,6 +403,12 @@ TEST(TrainCommand, OffloadingTheOptimizerTradesGpuMemoryForHostMemoryAndTime) {
   EXPECT_GT(cpu["step_seconds"].get<double>(), gpu["step_seconds"].get<double>());
   EXPECT_EQ(cpu["optimizer_offload"], "cpu");
   EXPECT_GT(cpu["optimizer_offload_time"]["cpu_seconds"].get<double>(), 0);
+  EXPECT_EQ(cpu["optimizer_offload_time"]["cpu_bound"], "calibrated");
+  // A desktop's two DDR4 channels cannot stream the fused AdamW's traffic at the calibration host's rate.
+  const auto desktop = nlohmann::json::parse(
+      run_sim("train --model traces/models/qwen3-1.7b.json --hw rtx4090 --optimizer-offload cpu --checkpointing --json", false).out);
+  EXPECT_EQ(desktop["optimizer_offload_time"]["cpu_bound"], "host memory");
+  EXPECT_GT(desktop["optimizer_offload_time"]["cpu_seconds"].get<double>(), 2 * cpu["optimizer_offload_time"]["cpu_seconds"].get<double>());
   const auto console = run_sim("train --model traces/models/qwen3-1.7b.json --hw h100-measured --optimizer-offload cpu");
   EXPECT_NE(console.out.find("optimizer offload      +"), std::string::npos) << console.out;
   EXPECT_NE(console.out.find("pinned copies"), std::string::npos) << console.out;
