@@ -11,8 +11,11 @@ Writes results/validation/inference-memory/compare.md and prints it.
 """
 import json
 import os
-import statistics
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_compare  # noqa: E402  (its table writer)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
@@ -54,12 +57,7 @@ def main():
         lines.append(f"| {r['model']} | {r.get('batch', 1)} | {r['prompt']} | {r.get('PYTORCH_CUDA_ALLOC_CONF') or ''} | "
                      + " | ".join(cells) + " |")
     lines += ["", f"{len(rows)} rows, each with 32 decode steps after the prefill. Mean absolute error (worst):"]
-    for (phase, kind), v in errors.items():
-        lines.append(f"- {phase} peak {kind}: {statistics.mean(abs(x) for x in v):.1f}% ({max(v, key=abs):+.1f}%)")
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(HERE, "compare.md"), "w") as f:
-        f.write(text)
-    print(text, end="")
+    train_compare.write_table(lines, errors, os.path.join(HERE, "compare.md"), "{} peak {}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Writes results/validation/optimizer-offload/compare.md and prints it.
 """
 import json
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +35,6 @@ def main():
     errors = {"alloc": [], "reserved": [], "step": [], "optimizer phase": []}
     for r in rows:
         p = train_compare.predict(r)
-        t = p["host"]
         f = p["optimizer_offload_time"]
         # sim's step = engine step (forward, backward) + what the offload adds; its backward phase is the engine's
         # backward share plus the copies' exposed time, its optimizer phase the CPU steps and the copies back.
@@ -56,17 +54,8 @@ def main():
             f"{e['reserved']:+.1f}% | {r['step_ms']:.0f} / {1000 * p['step_seconds']:.0f} | {e['step']:+.1f}% | "
             f"{r['phase_ms']['backward']:.0f} / {1000 * p_bwd:.0f} | {r['phase_ms']['optimizer']:.0f} / {1000 * p_opt:.0f} | "
             f"{e['optimizer phase']:+.1f}% | {r['host_rss_bytes'] / GIB:.1f} / {(host['pinned'] + host['optimizer_state']) / GIB:.1f} |")
-        del t
-    lines.append("")
-    lines.append(f"{len(rows)} rows. Mean absolute error (worst):")
-    for k, v in errors.items():
-        worst = max(v, key=abs)
-        lines.append(f"- {k}: {statistics.mean(abs(x) for x in v):.1f}% ({worst:+.1f}%)")
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(HERE, "compare.md"), "w") as f:
-        f.write(text)
-    print(text, end="")
-
+    lines += ["", f"{len(rows)} rows. Mean absolute error (worst):"]
+    train_compare.write_table(lines, errors, os.path.join(HERE, "compare.md"))
 
 if __name__ == "__main__":
     main()

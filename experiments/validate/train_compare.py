@@ -52,6 +52,17 @@ def err(pred, meas):
     return 100.0 * (pred - meas) / meas
 
 
+def write_table(lines, errors, path, label="{}"):
+    """Appends each error list's mean absolute and worst value (label formats its key), writes and prints."""
+    for k, v in errors.items():
+        lines.append(f"- {label.format(*k) if isinstance(k, tuple) else label.format(k)}: "
+                     f"{statistics.mean(abs(x) for x in v):.1f}% ({max(v, key=abs):+.1f}%)")
+    text = "\n".join(lines) + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+    print(text, end="")
+
+
 def main():
     rows = [json.loads(line) for name in FILES if os.path.exists(os.path.join(HERE, name))
             for line in open(os.path.join(HERE, name))]
@@ -80,15 +91,8 @@ def main():
             f"{(m_res - m_alloc) / GIB:.2f} / {(p_res - p_alloc) / GIB:.2f} | {e['forward']:+.1f}% | "
             f"{e['backward']:+.1f}% | {e['optimizer']:+.1f}% | {r['step_ms']:.1f} / {1000 * p['step_seconds']:.1f} | "
             f"{e['step']:+.1f}% |")
-    lines.append("")
-    lines.append(f"{len(rows)} rows. Mean absolute error (worst):")
-    for k, v in errors.items():
-        worst = max(v, key=abs)
-        lines.append(f"- {k}: {statistics.mean(abs(x) for x in v):.1f}% ({worst:+.1f}%)")
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(HERE, "compare.md"), "w") as f:
-        f.write(text)
-    print(text, end="")
+    lines += ["", f"{len(rows)} rows. Mean absolute error (worst):"]
+    write_table(lines, errors, os.path.join(HERE, "compare.md"))
 
 
 if __name__ == "__main__":
