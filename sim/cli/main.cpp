@@ -19,6 +19,7 @@
 #include "analytic/step_bound.hpp"
 #include "cli/plan.hpp"
 #include "cli/inference_memory.hpp"
+#include "cli/plan_training.hpp"
 #include "cli/train.hpp"
 #include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
@@ -734,7 +735,8 @@ std::vector<std::string> expand_hardware(const std::vector<std::string>& items, 
 int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, const std::string& hw_list,
                  const std::string& strategy_list, const app::PlanGoal& goal, int jobs, const std::string& format,
                  const std::string& output, const std::vector<std::string>& price_items, bool exhaustive,
-                 const std::vector<int>& counts, std::optional<double> vram_margin_gib, std::optional<double> host_ram_gib) {
+                 const std::vector<int>& counts, std::optional<double> vram_margin_gib, std::optional<double> host_ram_gib,
+                 bool train, std::optional<std::uint32_t> train_seq) {
   if (o.policy.size() || o.placement || o.memory || o.offload)
     throw InputError("", 0, o.policy.size() ? "--policy" : "--placement", "sim plan chooses the strategies itself (--strategies)");
   if (format != "md" && format != "csv" && format != "jsonl")
@@ -769,6 +771,37 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
       std::snprintf(text, sizeof text, "host.memory=%.6g GiB", *host_ram_gib);
       hw_args[h].insert(hw_args[h].end(), {"--set", text});
     }
+  }
+  if (train_seq && !train) throw InputError("", 0, "--seq", "is the training workload's (with --train)");
+  if (train) {
+    // A training workload: the model, batch x seq; every machine x training set-up through sim train.
+    if (o.prompt || o.decode || o.resolution || o.dtype || o.trace.size())
+      throw InputError("", 0, o.prompt ? "--prompt" : o.decode ? "--decode" : o.resolution ? "--resolution" : o.dtype ? "--dtype" : "--trace",
+                       "is an inference workload's; sim plan --train takes --model, --batch and --seq");
+    if (goal.max_seconds_per_iteration)
+      throw InputError("", 0, "--max-s-per-iteration", "is a diffusion goal; a training plan's goal is --min-tps (tokens/s)");
+    if (o.model.empty()) throw InputError("", 0, "--model", "sim plan --train needs the model (a dense decoder's config.json)");
+    std::vector<std::string> setups = split(strategy_list);
+    if (setups.empty())
+      for (const auto& s : app::train_setups()) setups.push_back(s.name);
+    const app::TrainPlanWorkload w{o.model, o.batch, train_seq.value_or(1024)};
+    const app::TrainMachineResolver resolve = [&](const std::string& h, const std::vector<std::string>& own) {
+      CommonOptions machine;
+      machine.hw = h;
+      machine.sets = o.sets;
+      for (std::size_t i = 0; i + 1 < own.size(); i += 2) machine.sets.push_back(own[i + 1]);  // own: --set X pairs
+      machine.runtime = o.runtime.empty() ? app::kDefaultTrainingRuntime : o.runtime;
+      auto m = std::make_shared<app::RunInputs>();
+      resolve_machine(machine, *m);
+      return std::shared_ptr<const app::RunInputs>(m);
+    };
+    const app::PlanPricer price = [&](const std::string& h) { return hw::price_of(h, prices); };
+    report::OutputFile out(output.empty() ? "-" : output, "-o");
+    const auto rows = app::plan_training(w, hardware, setups, goal, price, jobs, resolve, hw_args);
+    std::cerr << "sim plan --train: " << rows.size() << " machine x set-up candidates predicted by sim train\n";
+    app::write_plan(out.stream(), format, rows, goal);
+    out.commit();
+    return 0;
   }
   // The workload's arguments as given (sim plan ...), less the plan's own.
   std::vector<std::string> base;
@@ -1078,6 +1111,14 @@ int main(int argc, char** argv) {
                   "(the same answer, slower: a check)");
   planc->add_option("--jobs", plan_jobs, "candidates predicted at once (threads; default: the machine's cores)")
       ->check(number_in(1, 1024, "threads", true));
+  bool plan_train = false;
+  std::optional<std::uint32_t> plan_train_seq;
+  planc->add_flag("--train", plan_train,
+                  "plan a fine-tune instead of inference: every machine x training set-up (--strategies names set-ups: "
+                  "bf16-adamw, mixed-adamw, bf16-adamw8bit, bf16-adamw-cpu, lora-qv, lora-all), each through sim train, "
+                  "--min-tps in training tokens/s");
+  planc->add_option("--seq", plan_train_seq, "with --train: tokens per sequence (default 1024; --batch sequences a step)")
+      ->check(number_in(1, 16777216, "tokens", true));
   planc->add_option("--format", plan_format, "md (default), csv (RFC 4180) or jsonl");
   planc->add_option("-o,--output", plan_out, "output file (default: standard output)");
 
@@ -1205,7 +1246,8 @@ int main(int argc, char** argv) {
       }
       if (planc->get_option("--hw")->count() > 0) plan_hw = plan_o.hw;
       return plan_command(raw, plan_o, plan_hw, plan_strategies_text, plan_goal, plan_jobs, plan_format, plan_out,
-                          plan_prices, plan_exhaustive, plan_counts, plan_vram_margin, plan_host_ram);
+                          plan_prices, plan_exhaustive, plan_counts, plan_vram_margin, plan_host_ram, plan_train,
+                          plan_train_seq);
     }
     if (*trainc) {
       model::TrainingOptions t;

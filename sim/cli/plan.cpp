@@ -243,7 +243,11 @@ std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std:
       }
     throw InputError("", 0, "--strategies", "no strategy applies to this model on these machines (" + why + ")");
   }
-  rows = std::move(kept);
+  return rank_plan(std::move(kept), hardware, goal, price);
+}
+
+std::vector<PlanRow> rank_plan(std::vector<PlanRow> rows, const std::vector<std::string>& hardware, const PlanGoal& goal,
+                               const PlanPricer& price) {
   std::map<std::string, std::optional<hw::Price>> prices;
   for (const auto& hw : hardware) prices.emplace(hw, price(hw));
   for (auto& r : rows) r.price = prices.at(r.hw);
@@ -315,7 +319,7 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
       } else {
         j["error"] = r.point.error;
       }
-      j["command"] = point_command(r.args);
+      j["command"] = point_command(r.args, r.subcommand);
       out << j.dump() << '\n';
     }
     return;
@@ -332,7 +336,7 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
                      !goal_set || !ok ? "" : r.meets ? "yes" : "no", r.price ? fmt("%.0f", r.price->usd) : "",
                      ok ? fmt("%.2f", r.point.vram_peak / 1073741824.0) : "",
                      ok ? fmt("%.2f", r.point.offloaded / 1e9) : "", ok ? r.point.bottleneck : r.point.error,
-                     ok && r.pareto ? "yes" : "", point_command(r.args)});
+                     ok && r.pareto ? "yes" : "", point_command(r.args, r.subcommand)});
     if (workloads) table.back().insert(table.back().begin() + 2, r.workload);
   }
   report::write_table(out, format == "csv" ? report::GridFormat::Csv : report::GridFormat::Markdown, header, table);

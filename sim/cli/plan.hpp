@@ -48,6 +48,7 @@ struct PlanRow {
   std::optional<hw::Price> price;     // what the machine costs (its GPUs), where the catalogue prices it
   std::optional<double> bound;        // the screen's speed bound for the point (where it was screened)
   bool meets = false, pareto = false;
+  std::string subcommand = "run";     // the sim command `args` are for (sim plan --train: train)
 };
 
 struct PlanGoal {
@@ -107,6 +108,11 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
                           const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs,
                           const PlanScreener& screen = nullptr, bool exhaustive = false, PlanWork* work = nullptr,
                           const std::map<std::string, std::vector<std::string>>& hw_args = {});
+
+// Prices `rows`, marks the ones that meet the goal and the Pareto front of speed against GPU memory and price, and
+// ranks them (the tail of plan(), shared with the training plan).
+std::vector<PlanRow> rank_plan(std::vector<PlanRow> rows, const std::vector<std::string>& hardware, const PlanGoal& goal,
+                               const PlanPricer& price);
 
 // The ranked table: markdown (default), csv or jsonl.
 void write_plan(std::ostream& out, const std::string& format, const std::vector<PlanRow>& rows, const PlanGoal& goal);

@@ -144,8 +144,8 @@ Grid expand_grid(const std::vector<std::string>& args) {
   return g;
 }
 
-std::string point_command(const std::vector<std::string>& args) {
-  std::string out = "sim run";
+std::string point_command(const std::vector<std::string>& args, const std::string& subcommand) {
+  std::string out = "sim " + subcommand;
   for (const auto& a : args) {
     out += ' ';
     if (shell_safe(a)) {

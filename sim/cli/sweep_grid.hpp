@@ -31,6 +31,6 @@ bool takes_list(const std::string& option);
 Grid expand_grid(const std::vector<std::string>& args);
 
 // The command that reproduces one point: "sim run" and its arguments, quoted for a POSIX shell.
-std::string point_command(const std::vector<std::string>& args);
+std::string point_command(const std::vector<std::string>& args, const std::string& subcommand = "run");
 
 }  // namespace tiersim::app

@@ -3,6 +3,7 @@
 // planner cannot do is refused.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -189,6 +190,50 @@ TEST(Plan, ADiffusionModelIsPlannedInSecondsPerIteration) {
   ASSERT_FALSE(rows.empty());
   EXPECT_TRUE(rows.front().contains("s_per_iteration")) << rows.front().dump();
   EXPECT_TRUE(rows.front()["meets_goal"].get<bool>());
+}
+
+// A training workload: every machine x fine-tuning set-up through sim train, ranked like the inference plan, each
+// row's command reproducing its numbers.
+TEST(Plan, ATrainingWorkloadRanksMachinesAndSetUpsBySimTrain) {
+  const auto plan = run_sim("plan --train --model traces/models/qwen3-1.7b.json --seq 512 --hw rtx4070,rtx4090 "
+                            "--strategies bf16-adamw,bf16-adamw-cpu,lora-qv --format jsonl", false);
+  ASSERT_EQ(plan.code, 0) << plan.out;
+  const auto rows = lines(plan.out);
+  ASSERT_EQ(rows.size(), 6u);
+  double last = HUGE_VAL;
+  bool fitting = true;
+  for (const auto& r : rows) {
+    const std::string command = r["command"];
+    ASSERT_EQ(command.rfind("sim train ", 0), 0u) << command;
+    if (!r.contains("tokens_per_s")) {
+      fitting = false;
+      EXPECT_TRUE(r.contains("error")) << r.dump();
+      continue;
+    }
+    EXPECT_TRUE(fitting) << "a fitting row below one that does not fit";
+    EXPECT_LE(r["tokens_per_s"].get<double>(), last);  // ranked by speed
+    last = r["tokens_per_s"];
+    const auto again = run_sim(command.substr(4) + " --json", false);
+    ASSERT_EQ(again.code, 0) << again.out;
+    const auto j = nlohmann::json::parse(again.out);
+    EXPECT_DOUBLE_EQ(j["tokens_per_s"].get<double>(), r["tokens_per_s"].get<double>()) << command;
+    EXPECT_EQ(r["vram_peak_bytes"].get<double>(), std::llround(j["allocator_peak_reserved_bytes"].get<double>()));
+  }
+  // Full fine-tuning with AdamW on the GPU does not fit 12 GB; offloading its state to the CPU does.
+  std::map<std::string, bool> fits;
+  for (const auto& r : rows) fits[r["hw"].get<std::string>() + " " + r["strategy"].get<std::string>()] = r.contains("tokens_per_s");
+  EXPECT_FALSE(fits["rtx4070 bf16-adamw"]);
+  EXPECT_TRUE(fits["rtx4070 bf16-adamw-cpu"]);
+  EXPECT_TRUE(fits["rtx4090 bf16-adamw"]);
+  for (const auto& [args, what] : std::vector<std::pair<std::string, std::string>>{
+           {"plan --train --model traces/models/qwen3-1.7b.json --strategies lora-99", "--strategies"},
+           {"plan --model traces/models/qwen3-1.7b.json --seq 512", "--seq"},
+           {"plan --train --model traces/models/qwen3-1.7b.json --prompt 512", "--prompt"},
+           {"plan --train --model traces/models/qwen3-1.7b.json --max-s-per-iteration 2", "--max-s-per-iteration"}}) {
+    const auto r = run_sim(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(what), std::string::npos) << r.out;
+  }
 }
 
 }  // namespace
