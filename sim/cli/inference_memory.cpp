@@ -1,6 +1,7 @@
 #include "cli/inference_memory.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "cli/allocator_replay.hpp"
 #include "model/inference/inference_allocations.hpp"
@@ -51,6 +52,21 @@ std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, con
   a.decode_allocated = decode.allocated;
   a.decode_reserved = decode.reserved;
   return a;
+}
+
+std::optional<std::string> allocator_out_of_memory(const RunInputs& machine, const TraceSpec& spec, const Simulation& sim) {
+  RunInputs in = machine;
+  in.trace = spec;
+  const std::optional<report::AllocatorMemory> a = inference_memory(in, sim);
+  if (!a || !a->oom) return std::nullopt;
+  const report::AllocationFailure& f = *a->oom;
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "PyTorch's caching allocator runs out of memory in step %u's %s, allocating %s (%.2f GiB) with %.2f GiB "
+                "reserved of %.2f GiB",
+                f.step, f.phase.c_str(), f.tensor.c_str(), f.requested / 1073741824.0, f.reserved / 1073741824.0,
+                a->capacity / 1073741824.0);
+  return std::string(text);
 }
 
 }  // namespace tiersim::app

@@ -14,4 +14,9 @@ namespace tiersim::app {
 // nullopt when the run's framework is not PyTorch (llama.cpp keeps its own buffers).
 std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, const Simulation& sim);
 
+// For the commands that predict many points (plan, sweep): why the caching allocator's replay runs out of memory
+// for a point simulated on `machine` with `spec` (the reason `sim run` would exit 3), or nothing where it fits or
+// is not modelled.
+std::optional<std::string> allocator_out_of_memory(const RunInputs& machine, const TraceSpec& spec, const Simulation& sim);
+
 }  // namespace tiersim::app

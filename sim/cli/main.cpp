@@ -503,6 +503,10 @@ void simulate_point(Row& row, const app::RunInputs& machine, const strategy::Str
                     app::EngineKind engine, const app::TraceSpec& spec) {
   try {
     const auto sim = app::simulate(machine.setup(), strategy, engine, spec);
+    if (const auto oom = app::allocator_out_of_memory(machine, spec, sim)) {  // what sim run would exit 3 with
+      row.error = *oom;
+      return;
+    }
     row.ok = true;
     row.summary = result::summarize(sim.result);
     row.vram_peak = sim.result.peak_bytes.at("cuda:0");
@@ -886,6 +890,10 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
     const Point at = point(args);
     try {
       const auto sim = app::simulate(at.machine->setup(), at.strategy, app::parse_engine(at.q.engine), at.spec);
+      if (const auto oom = app::allocator_out_of_memory(*at.machine, at.spec, sim)) {  // sim run would exit 3
+        p.error = *oom;
+        return p;
+      }
       p.ok = true;
       p.summary = result::summarize(sim.result);
       p.diffusion = p.summary.decode_steps == 0 && p.summary.iteration_steps > 0;

@@ -236,5 +236,27 @@ TEST(Plan, ATrainingWorkloadRanksMachinesAndSetUpsBySimTrain) {
   }
 }
 
+// A point sim run would end with "out of memory" (exit 3: PyTorch's caching allocator replaying generate()) does not
+// fit in a plan or a sweep either, with the same reason.
+TEST(Plan, APointTheCachingAllocatorCannotHoldDoesNotFit) {
+  const std::string point = "--model traces/models/qwen3-8b.json --hw rtx4090 --runtime pytorch-hf-h100 --decode 4";
+  const auto run = run_sim("run " + point + " --policy resident --prompt 32768");
+  EXPECT_EQ(run.code, 3) << run.out;
+  const auto plan = run_sim("plan " + point + " --prompt 32768 --strategies resident --format jsonl", false);
+  ASSERT_EQ(plan.code, 0) << plan.out;
+  const auto rows = lines(plan.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_FALSE(rows[0].contains("tokens_per_s")) << rows[0].dump();
+  EXPECT_NE(rows[0]["error"].get<std::string>().find("caching allocator runs out of memory in step 1's prefill"),
+            std::string::npos) << rows[0].dump();
+  const auto sweep = run_sim("sweep " + point + " --policy resident --prompt 1024,32768 --format jsonl", false);
+  ASSERT_EQ(sweep.code, 0) << sweep.out;
+  const auto points = lines(sweep.out);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0]["status"], "ok");
+  EXPECT_EQ(points[1]["status"], "error");
+  EXPECT_NE(points[1]["error"].get<std::string>().find("caching allocator"), std::string::npos) << points[1].dump();
+}
+
 }  // namespace
 }  // namespace tiersim::testing
