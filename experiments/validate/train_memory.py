@@ -228,10 +228,12 @@ def foreach_resolved(opt):
         return None
 
 
-def one_step(model, opt, ids, autocast, mem, device, record):
-    """One training step; per-phase times (ms) and, when record, the memory at phase ends and peaks."""
+def one_step(model, opt, ids, autocast, mem, device, record, sync=True):
+    """One training step; per-phase times (ms) and, when record, the memory at phase ends and peaks. Without
+    sync no phase waits for the GPU (a training loop's own rhythm; the phase times are then the host's)."""
     times, m = {}, {}
-    mem.sync()
+    if sync:
+        mem.sync()
     if record:
         m["at_step_start_allocated"] = mem.alloc()
         m["at_step_start_reserved"] = mem.reserved()
@@ -243,7 +245,8 @@ def one_step(model, opt, ids, autocast, mem, device, record):
         return time.perf_counter()
 
     def end(phase, t0):
-        mem.sync()
+        if sync:
+            mem.sync()
         times[phase] = (time.perf_counter() - t0) * 1e3
         if record:
             m[phase] = {"allocated_end": mem.alloc(), "reserved_end": mem.reserved(),
@@ -343,6 +346,13 @@ def run_row(row, desc, args, mem, base):
         peaks_r.append(max(m[p]["peak_reserved"] for p in PHASES))
         if first_mem is None:
             first_mem = m
+    if args.no_phase_sync:  # the loop without synchronizing: steps back to back, one synchronize at the end
+        mem.sync()
+        t0 = time.perf_counter()
+        for i in range(steps):
+            one_step(model, opt, ids, adtype, mem, args.device, record=False, sync=False)
+        mem.sync()
+        rec["unsynced_step_ms"] = (time.perf_counter() - t0) * 1e3 / steps
     rec["measured_steps"] = steps
     rec["loss"] = loss
     rec["max_memory_allocated"] = peaks_a[0]
@@ -404,6 +414,8 @@ def main():
     ap.add_argument("--optimizer-offload", default="none", choices=["none", "cpu", "cpu-gradients"],
                     help="torchao's CPUOffloadOptimizer (cpu-gradients: offload_gradients=True); loads "
                          "torchao's own file staged by stage_torchao.sh (carry .ext)")
+    ap.add_argument("--no-phase-sync", action="store_true",
+                    help="also time the measured steps again back to back without synchronizing (unsynced_step_ms)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
