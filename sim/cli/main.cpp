@@ -784,6 +784,9 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
                        "is an inference workload's; sim plan --train takes --model, --batch and --seq");
     if (goal.max_seconds_per_iteration)
       throw InputError("", 0, "--max-s-per-iteration", "is a diffusion goal; a training plan's goal is --min-tps (tokens/s)");
+    if (o.engine != "event" || exhaustive)
+      throw InputError("", 0, o.engine != "event" ? "--engine" : "--exhaustive",
+                       "sim plan --train predicts every candidate with sim train (the event engine), nothing to choose");
     if (o.model.empty()) throw InputError("", 0, "--model", "sim plan --train needs the model (a dense decoder's config.json)");
     std::vector<std::string> setups = split(strategy_list);
     if (setups.empty())
@@ -801,8 +804,10 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
     };
     const app::PlanPricer price = [&](const std::string& h) { return hw::price_of(h, prices); };
     report::OutputFile out(output.empty() ? "-" : output, "-o");
-    const auto rows = app::plan_training(w, hardware, setups, goal, price, jobs, resolve, hw_args);
+    std::vector<std::string> dropped;
+    const auto rows = app::plan_training(w, hardware, setups, goal, price, jobs, resolve, hw_args, &dropped);
     std::cerr << "sim plan --train: " << rows.size() << " machine x set-up candidates predicted by sim train\n";
+    for (const auto& d : dropped) std::cerr << "  left out, does not apply: " << d << "\n";
     app::write_plan(out.stream(), format, rows, goal);
     out.commit();
     return 0;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cli/train.hpp"
@@ -80,7 +81,8 @@ PlanPoint point_of(const TrainReport& r) {
 std::vector<PlanRow> plan_training(const TrainPlanWorkload& workload, const std::vector<std::string>& hardware,
                                    const std::vector<std::string>& setups, const PlanGoal& goal, const PlanPricer& price,
                                    int jobs, const TrainMachineResolver& resolve,
-                                   const std::map<std::string, std::vector<std::string>>& hw_args) {
+                                   const std::map<std::string, std::vector<std::string>>& hw_args,
+                                   std::vector<std::string>* dropped) {
   std::vector<const TrainSetup*> chosen;
   for (const auto& name : setups) {
     const TrainSetup* s = nullptr;
@@ -107,6 +109,7 @@ std::vector<PlanRow> plan_training(const TrainPlanWorkload& workload, const std:
     for (const TrainSetup* s : chosen) candidates.push_back({hw, own, machine, s});
   }
   std::vector<PlanRow> rows(candidates.size());
+  std::vector<std::optional<InputError>> refused(candidates.size());  // a set-up that does not apply (its reason)
   std::atomic<std::size_t> next{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
@@ -131,6 +134,8 @@ std::vector<PlanRow> plan_training(const TrainPlanWorkload& workload, const std:
           row.args.insert(row.args.end(), {"--runtime", origin.rfind("preset:", 0) == 0 ? origin.substr(7) : origin});
         }
         row.point = point_of(r);
+      } catch (const InputError& e) {
+        refused[i] = e;
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -142,7 +147,14 @@ std::vector<PlanRow> plan_training(const TrainPlanWorkload& workload, const std:
   for (int t = 0; t < n; ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
-  return rank_plan(std::move(rows), hardware, goal, price);
+  // A set-up the model or machine cannot take (a runtime without CPU-optimizer costs, a mixture of experts) is
+  // dropped; when none applies, the first reason is the error.
+  std::vector<PlanRow> kept;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (!refused[i]) kept.push_back(std::move(rows[i]));
+    else if (dropped) dropped->push_back(candidates[i].setup->name + " on " + candidates[i].hw + ": " + refused[i]->message());
+  if (kept.empty() && !refused.empty() && refused.front()) throw *refused.front();
+  return rank_plan(std::move(kept), hardware, goal, price);
 }
 
 }  // namespace tiersim::app

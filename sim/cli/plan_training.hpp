@@ -35,10 +35,12 @@ struct TrainPlanWorkload {
 using TrainMachineResolver =
     std::function<std::shared_ptr<const RunInputs>(const std::string& hw, const std::vector<std::string>& hw_args)>;
 
-// Every machine x set-up, `jobs` at once; throws InputError naming --strategies for an unknown set-up.
+// Every machine x set-up, `jobs` at once; throws InputError naming --strategies for an unknown set-up. A set-up that
+// does not apply (sim train refuses it) is left out and said in `dropped`; when none applies, the first reason is thrown.
 std::vector<PlanRow> plan_training(const TrainPlanWorkload& workload, const std::vector<std::string>& hardware,
                                    const std::vector<std::string>& setups, const PlanGoal& goal, const PlanPricer& price,
                                    int jobs, const TrainMachineResolver& resolve,
-                                   const std::map<std::string, std::vector<std::string>>& hw_args = {});
+                                   const std::map<std::string, std::vector<std::string>>& hw_args = {},
+                                   std::vector<std::string>* dropped = nullptr);
 
 }  // namespace tiersim::app

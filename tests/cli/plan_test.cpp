@@ -229,7 +229,9 @@ TEST(Plan, ATrainingWorkloadRanksMachinesAndSetUpsBySimTrain) {
            {"plan --train --model traces/models/qwen3-1.7b.json --strategies lora-99", "--strategies"},
            {"plan --model traces/models/qwen3-1.7b.json --seq 512", "--seq"},
            {"plan --train --model traces/models/qwen3-1.7b.json --prompt 512", "--prompt"},
-           {"plan --train --model traces/models/qwen3-1.7b.json --max-s-per-iteration 2", "--max-s-per-iteration"}}) {
+           {"plan --train --model traces/models/qwen3-1.7b.json --max-s-per-iteration 2", "--max-s-per-iteration"},
+           {"plan --train --model traces/models/qwen3-1.7b.json --engine analytic", "--engine"},
+           {"plan --train --model traces/models/qwen3-30b-a3b.json --hw rtx4090", "mixture of experts"}}) {
     const auto r = run_sim(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_NE(r.out.find(what), std::string::npos) << r.out;
