@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`sim train --optimizer-offload` against training steps with torchao's CPUOffloadOptimizer measured on an H100
-(results/validation/optimizer-offload/train_offload.jsonl, made by experiments/validate/run_offload_lease.sh:
+(results/validation/optimizer-offload/train_offload.jsonl, made by experiments/validate/run_offload_lease.sh, and
+train_offload_8b.jsonl: Llama-3.1-8B, see the README there;
 transformers' Qwen3ForCausalLM with random weights, torchao's own cpu_offload.py staged by stage_torchao.sh,
 2 warm-up + 3 measured steps, a process per row). Nothing was fitted to these rows: the GPU side is sim train's
 (its tensors, the caching allocator, the runtime's training costs), the CPU AdamW step's costs were fitted on
@@ -26,7 +27,8 @@ GIB = 1024.0 ** 3
 
 
 def main():
-    rows = [json.loads(line) for line in open(os.path.join(HERE, "train_offload.jsonl"))]
+    rows = [json.loads(line) for name in ("train_offload.jsonl", "train_offload_8b.jsonl")
+            for line in open(os.path.join(HERE, name))]
     rows = [r for r in rows if "max_memory_allocated" in r]
     lines = ["| model | set-up | ckpt | offload | alloc GiB meas / pred | err | reserved GiB meas / pred | err |"
              " step ms meas / pred | err | backward ms meas / pred | optimizer ms meas / pred | err |"
