@@ -163,6 +163,27 @@ PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, 
 
 }  // namespace
 
+void for_each_in_parallel(std::size_t count, int jobs, const std::function<void(std::size_t)>& body) {
+  std::atomic<std::size_t> next{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < count;) {
+      try {
+        body(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const int n = std::max(1, std::min<int>(jobs, static_cast<int>(count)));
+  for (int t = 0; t < n; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
 std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vector<std::string>& hardware,
                           const std::vector<std::string>& strategies, int layers, double model_gb,
                           const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs,
@@ -197,28 +218,13 @@ std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std:
     }
   std::vector<PlanRow> rows(candidates.size());
   WorkCounters counters;
-  std::atomic<std::size_t> next{0};
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  auto worker = [&] {
-    for (std::size_t i; (i = next++) < candidates.size();) {
-      try {
-        const Candidate& c = candidates[i];
-        const auto extra = hw_args.find(c.hw);
-        rows[i] = best_point(c.workload->base, c.hw, extra == hw_args.end() ? std::vector<std::string>{} : extra->second,
-                             *c.strategy, c.workload->layers, c.workload->model_gb, evaluate, screen, exhaustive, counters);
-        rows[i].workload = c.workload->label;
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  const int n = std::max(1, std::min<int>(jobs, static_cast<int>(candidates.size())));
-  for (int t = 0; t < n; ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
+  for_each_in_parallel(candidates.size(), jobs, [&](std::size_t i) {
+    const Candidate& c = candidates[i];
+    const auto extra = hw_args.find(c.hw);
+    rows[i] = best_point(c.workload->base, c.hw, extra == hw_args.end() ? std::vector<std::string>{} : extra->second,
+                         *c.strategy, c.workload->layers, c.workload->model_gb, evaluate, screen, exhaustive, counters);
+    rows[i].workload = c.workload->label;
+  });
   if (work) *work = {counters.screened.load(), counters.predicted.load(), counters.pruned.load()};
   // Dropped: strategies that do not apply (a second GPU on a one-GPU machine), and a searched strategy whose
   // best point keeps everything on the GPU where `resident` fits on the same machine (the same placement).

@@ -109,6 +109,10 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
                           const PlanScreener& screen = nullptr, bool exhaustive = false, PlanWork* work = nullptr,
                           const std::map<std::string, std::vector<std::string>>& hw_args = {});
 
+// Runs body(0..count-1) on `jobs` threads, each index once; the first exception a body throws is rethrown after all
+// have stopped.
+void for_each_in_parallel(std::size_t count, int jobs, const std::function<void(std::size_t)>& body);
+
 // Prices `rows`, marks the ones that meet the goal and the Pareto front of speed against GPU memory and price, and
 // ranks them (the tail of plan(), shared with the training plan).
 std::vector<PlanRow> rank_plan(std::vector<PlanRow> rows, const std::vector<std::string>& hardware, const PlanGoal& goal,

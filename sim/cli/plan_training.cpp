@@ -1,11 +1,7 @@
 #include "cli/plan_training.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 #include "cli/train.hpp"
 #include "core/error.hpp"
@@ -110,43 +106,30 @@ std::vector<PlanRow> plan_training(const TrainPlanWorkload& workload, const std:
   }
   std::vector<PlanRow> rows(candidates.size());
   std::vector<std::optional<InputError>> refused(candidates.size());  // a set-up that does not apply (its reason)
-  std::atomic<std::size_t> next{0};
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  auto worker = [&] {
-    for (std::size_t i; (i = next++) < candidates.size();) {
-      try {
-        const Candidate& c = candidates[i];
-        model::TrainingOptions o = c.setup->options;
-        o.batch = workload.batch;
-        o.seq = workload.seq;
-        TrainReport r = train_report(workload.model, c.machine->setup(), o);
-        PlanRow& row = rows[i];
-        row.hw = c.hw;
-        row.strategy = c.setup->name;
-        row.subcommand = "train";
-        row.args = {"--model", workload.model, "--hw", c.hw};
-        row.args.insert(row.args.end(), c.hw_args.begin(), c.hw_args.end());
-        row.args.insert(row.args.end(), c.setup->args.begin(), c.setup->args.end());
-        row.args.insert(row.args.end(), {"--batch", std::to_string(workload.batch), "--seq", std::to_string(workload.seq)});
-        if (c.machine->runtime.name != kDefaultTrainingRuntime) {
-          const std::string& origin = c.machine->runtime.origin;
-          row.args.insert(row.args.end(), {"--runtime", origin.rfind("preset:", 0) == 0 ? origin.substr(7) : origin});
-        }
-        row.point = point_of(r);
-      } catch (const InputError& e) {
-        refused[i] = e;
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
+  for_each_in_parallel(candidates.size(), jobs, [&](std::size_t i) {
+    const Candidate& c = candidates[i];
+    model::TrainingOptions o = c.setup->options;
+    o.batch = workload.batch;
+    o.seq = workload.seq;
+    try {
+      TrainReport r = train_report(workload.model, c.machine->setup(), o);
+      PlanRow& row = rows[i];
+      row.hw = c.hw;
+      row.strategy = c.setup->name;
+      row.subcommand = "train";
+      row.args = {"--model", workload.model, "--hw", c.hw};
+      row.args.insert(row.args.end(), c.hw_args.begin(), c.hw_args.end());
+      row.args.insert(row.args.end(), c.setup->args.begin(), c.setup->args.end());
+      row.args.insert(row.args.end(), {"--batch", std::to_string(workload.batch), "--seq", std::to_string(workload.seq)});
+      if (c.machine->runtime.name != kDefaultTrainingRuntime) {
+        const std::string& origin = c.machine->runtime.origin;
+        row.args.insert(row.args.end(), {"--runtime", origin.rfind("preset:", 0) == 0 ? origin.substr(7) : origin});
       }
+      row.point = point_of(r);
+    } catch (const InputError& e) {
+      refused[i] = e;
     }
-  };
-  std::vector<std::thread> threads;
-  const int n = std::max(1, std::min<int>(jobs, static_cast<int>(candidates.size())));
-  for (int t = 0; t < n; ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
+  });
   // A set-up the model or machine cannot take (a runtime without CPU-optimizer costs, a mixture of experts) is
   // dropped; when none applies, the first reason is the error.
   std::vector<PlanRow> kept;
