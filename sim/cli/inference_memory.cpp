@@ -11,18 +11,22 @@
 namespace tiersim::app {
 
 std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, const Simulation& sim) {
+  return inference_memory(in, in.trace, sim);
+}
+
+std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, const TraceSpec& trace, const Simulation& sim) {
   if (in.runtime.name.rfind("pytorch", 0) != 0) return std::nullopt;
   report::AllocatorMemory a;
   a.framework = "transformers generate, DynamicCache, one GPU" +
                 (in.alloc_conf.empty() ? std::string() : ", PYTORCH_CUDA_ALLOC_CONF=" + in.alloc_conf);
-  const auto& g = in.trace.generation;
-  if (in.trace.model_path.empty()) a.not_modelled = "a recorded trace (the allocations come from a model's config)";
+  const auto& g = trace.generation;
+  if (trace.model_path.empty()) a.not_modelled = "a recorded trace (the allocations come from a model's config)";
   else if (g.gguf_file || g.dtype == model::WeightDtype::Gguf) a.not_modelled = "a GGUF model";
-  else if (model::model_family(in.trace.model_path) != model::ModelFamily::Decoder) a.not_modelled = "a diffusion model";
+  else if (model::model_family(trace.model_path) != model::ModelFamily::Decoder) a.not_modelled = "a diffusion model";
   else if (g.dtype != model::WeightDtype::Bf16 && g.dtype != model::WeightDtype::Fp16 && g.dtype != model::WeightDtype::Fp32)
     a.not_modelled = "weights that are neither bf16, fp16 nor fp32";
   if (!a.not_modelled.empty()) return a;
-  const model::ModelConfig m = model::load_model_config(in.trace.model_path);
+  const model::ModelConfig m = model::load_model_config(trace.model_path);
   if (m.is_moe()) {
     a.not_modelled = "a mixture of experts";
     return a;
@@ -55,9 +59,7 @@ std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, con
 }
 
 std::optional<std::string> allocator_out_of_memory(const RunInputs& machine, const TraceSpec& spec, const Simulation& sim) {
-  RunInputs in = machine;
-  in.trace = spec;
-  const std::optional<report::AllocatorMemory> a = inference_memory(in, sim);
+  const std::optional<report::AllocatorMemory> a = inference_memory(machine, spec, sim);
   if (!a || !a->oom) return std::nullopt;
   const report::AllocationFailure& f = *a->oom;
   char text[320];

@@ -13,6 +13,8 @@ namespace tiersim::app {
 
 // nullopt when the run's framework is not PyTorch (llama.cpp keeps its own buffers).
 std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, const Simulation& sim);
+// The same for a run of `trace` on `in`'s machine and runtime (in.trace is not read).
+std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, const TraceSpec& trace, const Simulation& sim);
 
 // For the commands that predict many points (plan, sweep): why the caching allocator's replay runs out of memory
 // for a point simulated on `machine` with `spec` (the reason `sim run` would exit 3), or nothing where it fits or
