@@ -91,14 +91,9 @@ TrainReport train_report(const std::string& model_path, const replay::RunSetup& 
       const runtime::CpuOffloadCosts& c = *rt.cpu_offload;
       model::OffloadCpuCosts cpu;
       cpu.per_tensor = c.per_tensor;
-      // The calibrated rate is the calibration host's (16 threads of a server Xeon); a host whose memory cannot
-      // stream a fused AdamW element's traffic that fast (the parameter, its gradient and two states read, three
-      // written: 7 element sizes) is bound by its memory instead (assumed, not validated: no such host was measured).
-      const double eb = model::parameter_bytes(o) == 4 || o.lora_enabled() ? 4.0 : 2.0;
-      const double host_rate = hw.host.memory_bandwidth * hw.host.memory_efficiency;
-      const double calibrated = eb == 4 ? c.per_element_fp32 : c.per_element_bf16;
-      cpu.per_element = host_rate > 0 ? std::max(calibrated, 7 * eb / host_rate) : calibrated;
-      r.cpu_memory_bound = cpu.per_element > calibrated;
+      cpu.per_element_fp32 = c.per_element_fp32;  // the calibration host's (16 threads of a server Xeon)
+      cpu.per_element_bf16 = c.per_element_bf16;
+      cpu.host_memory_rate = hw.host.memory_bandwidth * hw.host.memory_efficiency;
       if (host) cpu.gpu_step_host = host->optimizer_per_step + host->optimizer_per_call;  // the fused step's one call
       const auto d2h = [&hw](double bytes) { return hw.host_link.d2h_pinned.seconds(bytes); };
       const auto h2d = [&hw](double bytes) { return hw.host_link.h2d_pinned.seconds(bytes); };
@@ -224,7 +219,7 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
                     units::format_duration(f.added()).c_str(), static_cast<unsigned long long>(f.tensors),
                     units::format_duration(f.d2h_seconds).c_str(), units::format_duration(f.d2h_exposed).c_str(),
                     units::format_duration(f.cpu_seconds).c_str(),
-                    r.cpu_memory_bound ? " (bound by this host's memory rate)" : "",
+                    f.memory_bound ? " (bound by this host's memory rate)" : "",
                     units::format_duration(f.h2d_exposed).c_str());
       out << t;
     }
@@ -306,7 +301,7 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
                                      {"d2h_bytes", f.d2h_bytes},         {"d2h_seconds", f.d2h_seconds},
                                      {"d2h_exposed_seconds", f.d2h_exposed}, {"cpu_seconds", f.cpu_seconds},
                                      {"h2d_bytes", f.h2d_bytes},         {"h2d_exposed_seconds", f.h2d_exposed},
-                                     {"cpu_bound", r.cpu_memory_bound ? "host memory" : "calibrated"}};
+                                     {"cpu_bound", f.memory_bound ? "host memory" : "calibrated"}};
     }
   }
   return j;

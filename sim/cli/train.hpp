@@ -46,7 +46,6 @@ struct TrainReport {
   // pass's share of the engine's step it was placed in.
   std::optional<model::OptimizerOffloadTime> offload;
   double backward_seconds = 0;
-  bool cpu_memory_bound = false;  // the CPU step priced by the host's memory rate, not the calibrated one
 };
 
 // Reads the model (a dense decoder's config.json: a mixture of experts or a diffusion model is refused, naming

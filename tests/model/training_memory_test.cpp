@@ -199,7 +199,8 @@ TEST(OptimizerOffload, CopiesFollowTheGradientsAndTheCpuStepsRunInTurn) {
   const std::vector<TrainableTensor> queue{{1, 1000, 2}, {0, 1000, 2}, {-1, 2000, 2}};  // layer 1, layer 0, embedding
   OffloadCpuCosts cpu;
   cpu.per_tensor = 1.0;
-  cpu.per_element = 0.001;
+  cpu.per_element_bf16 = 0.001;  // the tensors' 2-byte elements
+  cpu.per_element_fp32 = 1.0;
   cpu.gpu_step_host = 0.5;
   const auto copy = [](double bytes) { return bytes / 1000.0; };  // 1 s per 1000 bytes
   // Backward of 10 s: the layers' gradients ready at 5 s and 10 s, copied in 2 s each; the embedding's at 10 s.
@@ -211,6 +212,13 @@ TEST(OptimizerOffload, CopiesFollowTheGradientsAndTheCpuStepsRunInTurn) {
   EXPECT_DOUBLE_EQ(t.cpu_seconds, 7.5);
   EXPECT_DOUBLE_EQ(t.h2d_exposed, 4.0);
   EXPECT_DOUBLE_EQ(t.added(), 6 + 7.5 + 4);
+  EXPECT_FALSE(t.memory_bound);
+  // A host whose memory moves 7 x 2 bytes an element in 0.002 s is slower than the calibrated 0.001 s: it bounds them.
+  OffloadCpuCosts slow = cpu;
+  slow.host_memory_rate = 7000.0;
+  const OptimizerOffloadTime s = optimizer_offload_time(queue, 10.0, copy, copy, slow);
+  EXPECT_TRUE(s.memory_bound);
+  EXPECT_DOUBLE_EQ(s.cpu_seconds, 0.5 + (1 + 2) + (1 + 2) + (1 + 4));
   // A long backward hides the copies of all but the gradients made at its end (the first layer's, the embedding's).
   EXPECT_DOUBLE_EQ(optimizer_offload_time(queue, 100.0, copy, copy, cpu).d2h_exposed, 2.0 + 4.0);
   // The queue is backward's order: the embedding last, the untied output matrix first.

@@ -14,6 +14,11 @@ std::vector<TrainableTensor> offload_queue(const ModelConfig& m, const TrainingO
   return q;
 }
 
+double OffloadCpuCosts::per_element(double element_bytes) const {
+  const double calibrated = element_bytes == 4 ? per_element_fp32 : per_element_bf16;
+  return host_memory_rate > 0 ? std::max(calibrated, 7 * element_bytes / host_memory_rate) : calibrated;
+}
+
 OptimizerOffloadTime optimizer_offload_time(const std::vector<TrainableTensor>& queue, double backward_seconds,
                                             const std::function<double(double)>& d2h,
                                             const std::function<double(double)>& h2d, const OffloadCpuCosts& cpu) {
@@ -42,7 +47,9 @@ OptimizerOffloadTime optimizer_offload_time(const std::vector<TrainableTensor>& 
   // step(): from the end of the pass, every gradient on the host.
   double host = cpu.gpu_step_host, stream = 0;
   for (const TrainableTensor& t : queue) {
-    host += cpu.per_tensor + static_cast<double>(t.n) * cpu.per_element;
+    const double per_element = cpu.per_element(t.element_bytes);
+    r.memory_bound |= per_element > (t.element_bytes == 4 ? cpu.per_element_fp32 : cpu.per_element_bf16);
+    host += cpu.per_tensor + static_cast<double>(t.n) * per_element;
     const double bytes = static_cast<double>(t.n) * t.element_bytes;
     stream = std::max(stream, host) + h2d(bytes);
     r.h2d_bytes += bytes;

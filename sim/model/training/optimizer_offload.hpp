@@ -24,8 +24,15 @@ namespace tiersim::model {
 
 struct OffloadCpuCosts {
   double per_tensor = 0;          // s per offloaded tensor
-  double per_element = 0;         // s per element, for the set-up's parameter dtype
+  double per_element_fp32 = 0;    // s per element of an fp32 tensor (calibrated on one host)
+  double per_element_bf16 = 0;    // and of a bf16 one
+  // The host's memory rate (B/s; 0: none given). A fused AdamW element moves 7 of its sizes (parameter, gradient and
+  // two states read, three written); a host that cannot stream that at the calibrated rate is bound by its memory
+  // instead (assumed, not validated: no such host was measured).
+  double host_memory_rate = 0;
   double gpu_step_host = 0;       // s: the on-GPU optimizer's step() for the small tensors, issued first
+  // Seconds per element of a tensor of `element_bytes` (4: fp32, else bf16), with the memory bound.
+  double per_element(double element_bytes) const;
 };
 
 struct OptimizerOffloadTime {
@@ -36,6 +43,7 @@ struct OptimizerOffloadTime {
   double d2h_exposed = 0;         // beyond the backward pass's compute
   double cpu_seconds = 0;         // the CPU steps, in turn
   double h2d_exposed = 0;         // the copies back not hidden under the CPU steps
+  bool memory_bound = false;      // some tensor's CPU step priced by the host's memory rate, not the calibrated one
   double added() const { return d2h_exposed + cpu_seconds + h2d_exposed; }
 };
 
