@@ -205,17 +205,7 @@ std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std:
   std::vector<Candidate> candidates;
   for (const auto& w : workloads)
   for (const auto& hw : hardware)
-    for (const auto& name : strategies) {
-      const PlanStrategy* s = nullptr;
-      for (const auto& p : plan_strategies())
-        if (p.name == name) s = &p;
-      if (!s) {
-        std::string known;
-        for (const auto& p : plan_strategies()) known += (known.empty() ? "" : ", ") + p.name;
-        throw InputError("", 0, "--strategies", "unknown strategy '" + name + "' (" + known + ")");
-      }
-      candidates.push_back({&w, hw, s});
-    }
+    for (const auto& name : strategies) candidates.push_back({&w, hw, &named_strategy(plan_strategies(), name, "strategy")});
   std::vector<PlanRow> rows(candidates.size());
   WorkCounters counters;
   for_each_in_parallel(candidates.size(), jobs, [&](std::size_t i) {

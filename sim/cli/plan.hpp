@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "hardware/catalogue.hpp"
 #include "result/run_result.hpp"
 
@@ -108,6 +109,17 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
                           const PlanGoal& goal, const PlanEvaluate& evaluate, const PlanPricer& price, int jobs,
                           const PlanScreener& screen = nullptr, bool exhaustive = false, PlanWork* work = nullptr,
                           const std::map<std::string, std::vector<std::string>>& hw_args = {});
+
+// The entry of `list` (plan_strategies(), train_setups()) whose name is `name`; an InputError naming --strategies
+// and listing the known names, as "unknown <what> 'name' (a, b, ...)", when there is none.
+template <typename T>
+const T& named_strategy(const std::vector<T>& list, const std::string& name, const std::string& what) {
+  for (const T& t : list)
+    if (t.name == name) return t;
+  std::string known;
+  for (const T& t : list) known += (known.empty() ? "" : ", ") + t.name;
+  throw InputError("", 0, "--strategies", "unknown " + what + " '" + name + "' (" + known + ")");
+}
 
 // Runs body(0..count-1) on `jobs` threads, each index once; the first exception a body throws is rethrown after all
 // have stopped.

@@ -80,17 +80,7 @@ std::vector<PlanRow> plan_training(const TrainPlanWorkload& workload, const std:
                                    const std::map<std::string, std::vector<std::string>>& hw_args,
                                    std::vector<std::string>* dropped) {
   std::vector<const TrainSetup*> chosen;
-  for (const auto& name : setups) {
-    const TrainSetup* s = nullptr;
-    for (const auto& t : train_setups())
-      if (t.name == name) s = &t;
-    if (!s) {
-      std::string known;
-      for (const auto& t : train_setups()) known += (known.empty() ? "" : ", ") + t.name;
-      throw InputError("", 0, "--strategies", "unknown training set-up '" + name + "' (" + known + ")");
-    }
-    chosen.push_back(s);
-  }
+  for (const auto& name : setups) chosen.push_back(&named_strategy(train_setups(), name, "training set-up"));
   struct Candidate {
     std::string hw;
     std::vector<std::string> hw_args;
