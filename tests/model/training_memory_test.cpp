@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -230,6 +231,33 @@ TEST(OptimizerOffload, CopiesFollowTheGradientsAndTheCpuStepsRunInTurn) {
   EXPECT_EQ(q.front().layer, static_cast<std::int32_t>(m.num_hidden_layers));
   EXPECT_EQ(q.back().layer, -1);
   for (const TrainableTensor& x : q) EXPECT_GE(x.n, kOffloadMinimalSize);
+}
+
+// Which tensors torchao offloads, against torchao's own code: every measured row recorded how many parameters its
+// CPUOffloadOptimizer put in param_d2h_map and their elements (experiments/validate/train_memory.py on the H100).
+TEST(OptimizerOffload, TheQueueHoldsTheTensorsTorchaoOffloaded) {
+  const std::map<std::string, std::string> configs{{"Qwen3-0.6B", "qwen3-0.6b"}, {"Qwen3-1.7B", "qwen3-1.7b"},
+                                                   {"Qwen3-4B", "qwen3-4b"}, {"Llama-3.1-8B", "llama-3.1-8b"}};
+  std::size_t checked = 0;
+  for (const char* file : {"train_offload.jsonl", "train_offload_8b.jsonl"}) {
+    std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/results/validation/optimizer-offload/" + file);
+    ASSERT_TRUE(in) << file;
+    for (std::string line; std::getline(in, line);) {
+      const auto row = nlohmann::json::parse(line);
+      const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" +
+                                              configs.at(row["model"].get<std::string>()) + ".json");
+      TrainingOptions o;
+      o.offload = OptimizerOffload::Cpu;
+      std::uint64_t elements = 0;
+      const auto queue = offload_queue(m, o);
+      for (const TrainableTensor& t : queue) elements += t.n;
+      EXPECT_EQ(queue.size(), row["offloaded_params"].get<std::size_t>()) << row["model"];
+      EXPECT_EQ(elements, row["offloaded_elements"].get<std::uint64_t>()) << row["model"];
+      EXPECT_EQ(m.total_params(), row["params"].get<std::uint64_t>()) << row["model"];
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 22u);
 }
 
 TEST(TrainingTrace, HostCostsPriceEachPhaseAsTheRuntimeSays) {
