@@ -2,7 +2,16 @@
 offload, for comparison with tiersim's predictions of the same placements.
 
 One iteration is one forward of the diffusion transformer (bf16) on one GPU, under torch.no_grad(), with random
-weights, built as ComfyUI (Comfy-Org/ComfyUI a125cd84b054a57729b5eecab930ca9408719832) builds it. The builder
+weights, built as ComfyUI (Comfy-Org/ComfyUI a125cd84b054a57729b5eecab930ca9408719832) builds it. Weights
+(--weight-dtype): bf16; fp8 (every Linear's weight float8_e4m3fn, cast per forward: fp8_weights); or, FLUX only, a
+GGUF file type run by ComfyUI-GGUF (city96/ComfyUI-GGUF 795e451): Q8_0, Q6_K, Q5_K_S, Q5_K_M, Q4_K_S, Q4_K_M, Q4_0
+(gguf_weights.py). Its type rule (tools/convert.py, then llama-quantize with tools/lcpp.patch): biases and norm
+scales F32; the 2-D weights of txt_in., img_in., time_in., vector_in., guidance_in., final_layer. stay BF16; every
+other Linear weight gets the file type's base type (Q8_0, Q6_K, Q5_K, Q4_K, Q4_0), except "attn.qkv.weight"
+(img_attn.qkv, txt_attn.qkv) in Q4_K_M -> Q5_K and in Q5_K_M -> Q6_K (img_tensor_get_type). Each Linear's forward
+runs ComfyUI-GGUF's own dequantize_tensor from the carried dequant.py (--gguf-dequant; it imports `gguf`, which
+gguf_shim/ stands in for): ops.py GGMLLayer.cast_bias_weight, F32 bias .to(bf16), weight .to(device) then
+dequantized to bf16 on the GPU, then F.linear. Norms stay bf16. The builder
 follows the config's _class_name:
   FluxTransformer2DModel  flux_dit.py (comfy/ldm/flux: Flux.forward_orig, layers.py, math.py). A W x H image is
                           (H/16)*(W/16) image tokens (VAE /8, then 2x2 packing) plus 512 text tokens (T5).
@@ -57,8 +66,9 @@ offloaded_bytes, offloaded_modules (every cpu leaf, the unlisted ones included),
 unlisted_modules (of those, the leaves outside ComfyUI's load list), model_bytes, leaf_modules, iteration_s
 (every timed iteration: all its forwards), median_s, warmup_s, iterations, warmup, setup_s (moving the cpu leaves to host
 memory), peak_bytes (torch.cuda.max_memory_allocated), torch, gpu, totals, depth (Wan: num_layers),
-depth_single_blocks (null for Wan), weight_dtype (bf16 | fp8), tiny, sdpa_priority (whether ComfyUI's cuDNN-first backend priority was
-applied).
+depth_single_blocks (null for Wan), weight_dtype (bf16 | fp8 | the GGUF file type as given, e.g. Q8_0), tiny,
+sdpa_priority (whether ComfyUI's cuDNN-first backend priority was applied); GGUF rows also gguf_tensor_types
+({GGML type: Linear weights of it}).
 """
 import argparse
 import json
@@ -77,6 +87,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "frameworks"))
 import decode_latency  # noqa: E402
 import flux_dit  # noqa: E402
+import gguf_weights  # noqa: E402
 import qwen_image_dit  # noqa: E402
 import wan_dit  # noqa: E402
 from distorch_allocations import load_distorch  # noqa: E402
@@ -195,8 +206,13 @@ def main():
     ap.add_argument("--negative-tokens", type=int, default=None,
                     help="Qwen-Image: the negative prompt's tokens; other than --text-tokens (with cfg != 1) the "
                          "negative prompt runs as a second forward")
-    ap.add_argument("--weight-dtype", choices=["bf16", "fp8"], default="bf16",
-                    help="fp8: every Linear's weight in float8_e4m3fn, cast to bf16 per forward, as ComfyUI does")
+    ap.add_argument("--weight-dtype", choices=["bf16", "fp8"] + list(gguf_weights.FILE_TYPES), default="bf16",
+                    help="fp8: every Linear's weight in float8_e4m3fn, cast to bf16 per forward, as ComfyUI does; "
+                         "Q8_0 ... Q4_0 (FLUX only): a GGUF file of that type, dequantized per forward as "
+                         "ComfyUI-GGUF does")
+    ap.add_argument("--gguf-dequant", default=gguf_weights.DEFAULT_DEQUANT,
+                    help="ComfyUI-GGUF's dequant.py (default .ext/ComfyUI-GGUF/dequant.py under the repository root), "
+                         "used with a GGUF --weight-dtype")
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--tiny", action="store_true", help="2 double + 2 single blocks (FLUX), 2 blocks (Wan): smoke run")
@@ -204,6 +220,11 @@ def main():
     a = ap.parse_args()
     logging.disable(logging.CRITICAL)
     fam = Family(a.model, a.tiny)
+    gguf = a.weight_dtype in gguf_weights.FILE_TYPES
+    if gguf and fam.short != "flux":
+        sys.exit(f"--weight-dtype {a.weight_dtype}: GGUF file types are modelled for FLUX.1 only (lcpp.patch's "
+                 f"LLM_ARCH_FLUX rules in gguf_weights.flux_tensor_type); {a.model} is {fam.class_name}")
+    dequant = gguf_weights.load_dequant(a.gguf_dequant) if gguf else None
     if fam.video:
         frames_list = a.frames or [81]
     elif a.frames:
@@ -227,6 +248,9 @@ def main():
     model = fam.module.build(params)
     if a.weight_dtype == "fp8":
         model = fp8_weights(model)
+    elif gguf:
+        model = gguf_weights.gguf_weights(model, a.weight_dtype, dequant)
+        print(f"{a.weight_dtype}: Linear weights {model.gguf_tensor_types}", file=sys.stderr, flush=True)
     leaves = fam.module.leaf_modules(model)
     names = [n for n, _, _, _ in leaves]
     model_bytes = sum(b for _, _, _, b in leaves)
@@ -256,6 +280,8 @@ def main():
                   torch=torch.__version__, gpu=torch.cuda.get_device_name(0), totals=totals, depth=fam.depth,
                   depth_single_blocks=fam.depth_single, tiny=a.tiny,
                   sdpa_priority=flux_dit.SDPA_PRIORITY is not None)
+    if gguf:
+        common["gguf_tensor_types"] = model.gguf_tensor_types
     inputs = {(r, fr): [fam.make_inputs(w, h, fr, batch, a.text_tokens)] +
               ([fam.make_inputs(w, h, fr, batch, a.negative_tokens)] if separate else [])
               for r, w, h, fr in shapes}
