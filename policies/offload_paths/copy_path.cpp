@@ -8,8 +8,11 @@
 //                                             while this one computes (ComfyUI's offload streams)
 //   peer=copy|execute                         weights on another GPU: copied too (a donor, default), or their
 //                                             layers run on that GPU (a pipeline, as accelerate's device_map)
+#include <algorithm>
 #include <map>
 #include <set>
+
+#include "core/error.hpp"
 
 #include "policies/offload_paths/paths.hpp"
 
@@ -58,6 +61,24 @@ class CopyPath final : public OffloadPath {
       if (d == placement::kComputeGpu) continue;
       const bool executes = d > placement::kComputeGpu && peer_executes_ && devices_of_layer[t.layer].size() == 1;
       p.path[t.id] = executes ? placement::Path::Execute : placement::Path::Copy;
+    }
+    // A model whose layers copy their own weights (ComfyUI-GGUF: GGMLLayer.cast_bias_weight calls
+    // s.weight.to(device) without non_blocking) copies synchronously on the compute stream, whatever the
+    // framework around it would do with an ordinary module.
+    const auto own = header.meta.find("weight_copy");
+    if (own != header.meta.end()) {
+      if (own->second != "sync")
+        throw InputError("", 0, "meta weight_copy", "must be 'sync' (the model's layers copy with a blocking .to()), not '" +
+                                                        own->second + "'");
+      const bool copies = std::any_of(header.tensors.begin(), header.tensors.end(),
+                                      [&](const trace::Tensor& t) { return p.path[t.id] == placement::Path::Copy; });
+      if (copies) {
+        p.copy.sync = true;
+        p.copy.stream = false;
+        p.copy.prefetch = 0;
+        resolved.emplace_back("weight copies", "blocking .to(device) in the model's own layers, on the compute stream "
+                                               "(ComfyUI-GGUF's GGMLLayer.cast_bias_weight)");
+      }
     }
     if (placement::has_pipeline(p)) resolved.emplace_back("other GPUs", "run the layers they hold (pipeline)");
   }

@@ -218,6 +218,7 @@ class StepModel {
           // Bounds staging memory; in the throughput bounds below a slot is always free in time.
           break;
         case ActionKind::AllocatorSync:
+        case ActionKind::OpSync:
           seg.host = issue_at;
           close_segment(seg, total, true);
           total += a.after_wait_seconds;

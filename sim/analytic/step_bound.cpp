@@ -24,6 +24,7 @@ bool host_waits(const Action& a) {
   switch (a.kind) {
     case ActionKind::AwaitSlot:
     case ActionKind::AllocatorSync:
+    case ActionKind::OpSync:
     case ActionKind::ActivationToHost:
     case ActionKind::ActivationToDevice:
     case ActionKind::Sync: return true;

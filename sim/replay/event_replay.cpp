@@ -228,6 +228,7 @@ class Replay final : public engine::EventHandler,
       case ActionKind::ActivationToDevice: return "activations to GPU";
       case ActionKind::ActivationToPeer: return "activations to cuda:" + std::to_string(a.device);
       case ActionKind::AllocatorSync: return "cudaFree (syncs)";
+      case ActionKind::OpSync: return "blocking copy in the op (syncs)";
       case ActionKind::Sync: return "end-of-step sync";
       case ActionKind::StepOverhead: return "per-step host work";
     }
@@ -497,7 +498,8 @@ class Replay final : public engine::EventHandler,
         copy_jobs_.push_back(job);
         return std::nullopt;
       }
-      case ActionKind::AllocatorSync: {
+      case ActionKind::AllocatorSync:
+      case ActionKind::OpSync: {
         const JobId job = compute_job(placement::kComputeGpu);
         label_job(job, a);
         compute_[0]->enqueue_compute(job, 0);

@@ -460,6 +460,15 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       const bool per_tensor_allocator = placement_.managed.enabled && !placement_.managed.caching_allocator;
       if (per_tensor_allocator && hw_.managed_memory) a.host_seconds += hw_.managed_memory->alloc_call;
       out.actions.push_back(a);
+      for (std::uint32_t s = 0; s < op.syncs; ++s) {
+        // A blocking host-to-device copy of a few bytes the op makes after its kernels are issued (its host call
+        // is a copy's, per_copy), which returns when the GPU has run all that was queued before it.
+        Action sync;
+        sync.kind = ActionKind::OpSync;
+        sync.host_seconds = runtime_.per_copy;
+        sync.host_waits = true;
+        out.actions.push_back(sync);
+      }
       if (per_tensor_allocator && hw_.managed_memory) {
         // The op's temporaries are released with cudaFree, which waits for the device to be idle.
         Action release;

@@ -27,6 +27,7 @@ enum class ActionKind : std::uint8_t {
                        // GPU's compute stream, after the sending GPU's last kernel; the host does not wait)
   ManagedPrefetch,     // cudaMemPrefetchAsync of a managed weight to the GPU, on the copy stream
   AllocatorSync,       // non-caching managed allocator: cudaFree of the op's temporaries, which syncs
+  OpSync,              // a blocking copy of a few bytes inside an op (trace::Op::syncs): the host waits for the GPU
   Sync,                // end of step: the host waits for all device work
   StepOverhead,        // host time per step outside the ops
 };

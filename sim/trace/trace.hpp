@@ -40,6 +40,9 @@ struct Op {
   double gpu_seconds = -1.0;    // measured GPU time (captured traces); < 0 when absent
   double host_seconds = -1.0;   // measured host time before issue (captured traces); < 0 when absent
   std::string dtype;            // compute dtype; empty = the trace's default
+  // Times the host waits for the GPU's queued work inside the op, after issuing its kernels: a blocking copy of a
+  // few bytes (ComfyUI-GGUF's dequantize builds its shift table with torch.tensor(..., device=)). 0: none.
+  std::uint32_t syncs = 0;
 };
 
 struct Step {

@@ -44,6 +44,7 @@ constexpr std::uint64_t kMaxTensorBytes = std::uint64_t{1} << 50;   // 1 PiB
 constexpr std::uint64_t kMaxTotalBytes = std::uint64_t{1} << 56;    // 64 PiB over all tensors
 constexpr std::uint64_t kMaxOpFlops = 1'000'000'000'000'000'000u;  // 10^18: 1000 s at 1 PFLOP/s
 constexpr std::uint32_t kMaxLaunches = 1'000'000;
+constexpr std::uint32_t kMaxSyncs = 1'000;
 constexpr double kMaxOpMicros = 1e9;  // 1000 s for one op
 
 }  // namespace
@@ -167,6 +168,7 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
   op.gpu_seconds = -1.0;
   op.host_seconds = -1.0;
   op.dtype.clear();
+  op.syncs = 0;
   bool have_layer = false;
   for (std::string_view tok = next_token(s); !tok.empty(); tok = next_token(s)) {
     std::size_t eq = tok.find('=');
@@ -192,8 +194,10 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
       (key == "gpu_us" ? op.gpu_seconds : op.host_seconds) = us * 1e-6;
     } else if (key == "dtype") {
       op.dtype = std::string(value);
+    } else if (key == "syncs") {
+      if (!parse_int(value, op.syncs) || op.syncs > kMaxSyncs) fail("syncs", "must be an integer from 0 to 1,000");
     } else {
-      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype)");
+      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs)");
     }
   }
   if (!have_layer) fail("layer", "every op needs layer=N");

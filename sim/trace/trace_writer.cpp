@@ -44,6 +44,7 @@ void write_step(std::ostream& out, const Header& header, const Step& step) {
     write_micros(out, "gpu_us", op.gpu_seconds);
     write_micros(out, "host_us", op.host_seconds);
     if (!op.dtype.empty()) out << " dtype=" << op.dtype;
+    if (op.syncs) out << " syncs=" << op.syncs;
     out << '\n';
   }
 }

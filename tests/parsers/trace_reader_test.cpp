@@ -26,6 +26,7 @@ const char* kGood =
     "op gemm layer=0 flops=16000 read=0 write=1:100 launches=2\n"
     "step decode tokens=2\n"
     "op attention layer=0 read=1:250 gpu_us=12.5 host_us=3 dtype=fp16\n"
+    "op elementwise layer=0 read=0 write=1:20 launches=20 dtype=q4_k syncs=1\n"
     "end\n";
 
 TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
@@ -45,6 +46,9 @@ TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
   EXPECT_DOUBLE_EQ(s.ops[0].gpu_seconds, 12.5e-6);
   EXPECT_DOUBLE_EQ(s.ops[0].host_seconds, 3e-6);
   EXPECT_EQ(s.ops[0].dtype, "fp16");
+  EXPECT_EQ(s.ops[0].syncs, 0u);
+  EXPECT_EQ(s.ops[1].syncs, 1u);  // ComfyUI-GGUF's dequantize waits for the GPU once
+  EXPECT_EQ(s.ops[1].dtype, "q4_k");
   EXPECT_FALSE(r->next(s));
   EXPECT_FALSE(r->next(s));
 }
@@ -79,6 +83,8 @@ TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
   expect_error(head + "step decode tokens=1\nop warp layer=0\nend\n", 4, "op");
   expect_error(head + "step decode tokens=1\nop gemv layer=0 gpu_us=-1\nend\n", 4, "gpu_us");
   expect_error(head + "step sideways tokens=1\nop gemv layer=0\nend\n", 3, "step");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 syncs=1001\nend\n", 4, "syncs");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 syncs=-1\nend\n", 4, "syncs");
   expect_error(head + "step decode tokens=1\nop gemv layer=0\n", 4, "end");  // truncated
 }
 
@@ -97,6 +103,11 @@ TEST(TraceWriter, GeneratedTraceRoundTripsByteForByte) {
   std::ostringstream second;
   write_trace(second, back);
   EXPECT_EQ(first.str(), second.str());
+  // An op's syncs are written back as read.
+  TraceReader good(std::make_unique<std::istringstream>(kGood), "good");
+  std::ostringstream again;
+  write_trace(again, good);
+  EXPECT_NE(again.str().find("dtype=q4_k syncs=1\n"), std::string::npos) << again.str();
 }
 
 }  // namespace
