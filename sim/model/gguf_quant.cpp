@@ -34,6 +34,13 @@ bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n 
 
 }  // namespace
 
+const QuantType& quant_type(const std::string& name) {
+  const std::string u = upper(name);
+  for (const QuantType* t : {&kF32, &kF16, &kBF16, &kQ8_0, &kQ4_0, &kQ5_0, &kQ2_K, &kQ3_K, &kQ4_K, &kQ5_K, &kQ6_K, &kIQ4_XS})
+    if (u == t->name) return *t;
+  throw std::invalid_argument("unknown ggml type '" + name + "'");
+}
+
 bool is_file_type(const std::string& name) { return bases().count(upper(name)) > 0; }
 
 std::string file_type_name(const std::string& name) {

@@ -33,6 +33,9 @@ bool is_file_type(const std::string& name);
 std::string file_type_name(const std::string& name);
 // The type a tensor of `role` in layer `layer` (0-based; -1 for none) gets in a file of `file_type`.
 const QuantType& tensor_type(const std::string& file_type, Role role, int layer, const FileTypeFacts& facts);
+// A ggml type by its name (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS; any case);
+// throws std::invalid_argument if unknown.
+const QuantType& quant_type(const std::string& name);
 // Bytes of `params` weights in `type` (whole blocks).
 std::uint64_t tensor_bytes(const QuantType& type, std::uint64_t params);
 // The base type of a file type (what most matrices get).

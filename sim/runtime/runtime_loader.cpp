@@ -1,5 +1,7 @@
 #include "runtime/runtime_loader.hpp"
 
+#include <set>
+
 #include "config/embedded_files.hpp"
 #include "config/profile_source.hpp"
 #include "config/strict_reader.hpp"
@@ -38,7 +40,10 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
     r.gpu_cast_source = t.text("source");
     for (const std::string& type : t.keys())
       if (type != "source") {
-        if (type != "fp8") t.fail(type, "not a storage type the generators cast (fp8)");
+        static const std::set<std::string> kCast{"fp8", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "gguf_bf16", "gguf_f16"};
+        if (!kCast.count(type))
+          t.fail(type, "not a storage type the generators cast (fp8; ComfyUI-GGUF's q8_0, q4_0, q4_k, q5_k, q6_k, "
+                       "gguf_bf16, gguf_f16)");
         r.gpu_cast[type] = t.number(type, 0.01, 1);
       }
     t.finish();

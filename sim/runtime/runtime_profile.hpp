@@ -78,7 +78,8 @@ struct RuntimeProfile {
   std::map<std::string, double> gpu_gemv;
   std::map<std::string, double> gpu_gemm;
   // The framework's cast of a weight from its storage type to the compute dtype (ComfyUI's fp8 weights cast to bf16
-  // before each Linear), by storage type ("fp8"): the kernel's rate as a share of the GPU's memory rate, which the
+  // before each Linear; ComfyUI-GGUF's dequantization of GGUF blocks: "q4_k", ...), by storage type ("fp8"): the
+  // kernels' rate as a share of the GPU's memory rate, which the
   // cast's bytes (read and written) then take. Optional; without it a cast runs at the memory rate.
   std::map<std::string, double> gpu_cast;
   std::string gpu_cast_source;

@@ -7,12 +7,15 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "model/flux/flux_config.hpp"
+#include "model/diffusion/gguf_dit.hpp"
 #include "model/flux/flux_trace_generator.hpp"
 #include "model/model_family.hpp"
 #include "support/run_sim.hpp"
+#include "trace/trace_writer.hpp"
 
 namespace tiersim::model {
 namespace {
@@ -236,6 +239,150 @@ TEST(Flux, CommandLineReportsSecondsPerIterationAndRefusesDecoderOptions) {
   const auto bad = testing::run_sim("--model traces/models/flux.1-dev.json --resolution 512 --policy resident");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("WIDTHxHEIGHT"), std::string::npos) << bad.out;
+}
+
+}  // namespace
+}  // namespace tiersim::model
+
+namespace tiersim::model {
+namespace {
+
+GenerationOptions gguf_image(const std::string& file_type) {
+  GenerationOptions o;
+  o.image = default_image(ModelFamily::Flux);
+  o.image.width = o.image.height = 512;
+  o.image.steps = 1;
+  set_dtype(o, file_type);
+  return o;
+}
+
+// ComfyUI-GGUF's FLUX files (tools/convert.py, tools/lcpp.patch): the inputs and the final layer stay BF16, a
+// fused qkv gets more bits in the _M files, and a K-quant needs rows of whole 256-element super-blocks.
+TEST(FluxGguf, EachWeightGetsTheTypeComfyUIGgufsQuantizerGivesIt) {
+  EXPECT_STREQ(flux_weight_type("txt_in", 4096, "Q4_K_S").name, "BF16");
+  EXPECT_STREQ(flux_weight_type("final_layer.adaLN_modulation.1", 3072, "Q8_0").name, "BF16");
+  EXPECT_STREQ(flux_weight_type("guidance_in.in_layer", 256, "Q4_K_M").name, "BF16");
+  EXPECT_STREQ(flux_weight_type("double_blocks.0.img_attn.qkv", 3072, "Q4_K_S").name, "Q4_K");
+  EXPECT_STREQ(flux_weight_type("double_blocks.0.img_attn.qkv", 3072, "Q4_K_M").name, "Q5_K");
+  EXPECT_STREQ(flux_weight_type("double_blocks.18.txt_attn.qkv", 3072, "Q5_K_M").name, "Q6_K");
+  EXPECT_STREQ(flux_weight_type("double_blocks.0.img_attn.proj", 3072, "Q4_K_M").name, "Q4_K");
+  EXPECT_STREQ(flux_weight_type("double_blocks.0.img_mlp.2", 12288, "Q4_K_M").name, "Q4_K");  // no ffn_down rule
+  EXPECT_STREQ(flux_weight_type("single_blocks.37.linear2", 15360, "Q8_0").name, "Q8_0");
+  EXPECT_STREQ(flux_weight_type("single_blocks.0.linear1", 3072, "q4_0").name, "Q4_0");
+  EXPECT_STREQ(flux_weight_type("single_blocks.0.linear1", 3000, "Q4_K_S").name, "F16");  // 3000 % 256 != 0
+  EXPECT_STREQ(flux_weight_type("single_blocks.0.linear1", 3000, "Q8_0").name, "Q8_0");   // 32-element blocks
+  EXPECT_TRUE(is_dit_gguf_file_type("q4_k_s"));
+  EXPECT_FALSE(is_dit_gguf_file_type("Q3_K_M"));  // no measured dequantization rate
+  EXPECT_FALSE(is_dit_gguf_file_type("IQ4_XS"));  // lcpp.patch refuses IQ types for image models
+}
+
+// dequant.py read kernel by kernel (the calibration's profiler counts them on the GPU: results/calib/h100-gguf).
+TEST(FluxGguf, DequantizationKernelsAndBlockingCopiesPerType) {
+  auto dq = [](const char* t) { return gguf_dequant(gguf::quant_type(t)); };
+  EXPECT_EQ(dq("Q8_0").launches, 2u);
+  EXPECT_EQ(dq("Q8_0").syncs, 0u);
+  EXPECT_EQ(dq("Q4_K").launches, 19u);
+  EXPECT_EQ(dq("Q4_K").syncs, 1u);
+  EXPECT_EQ(dq("Q5_K").syncs, 2u);
+  EXPECT_EQ(dq("Q6_K").syncs, 2u);
+  EXPECT_STREQ(dq("BF16").cast_tag, "gguf_bf16");
+  EXPECT_EQ(dq("Q4_0").syncs, 1u);
+}
+
+TEST(FluxGguf, TheTraceHoldsStoredBytesAndADequantizationPerLinear) {
+  const FluxConfig dev = load_flux_config(model_path("flux.1-dev"));
+  FluxTraceGenerator q(dev, gguf_image("Q4_K_M"));
+  const auto& h = q.header();
+  EXPECT_EQ(h.meta.at("weight_dtype"), "Q4_K_M");
+  EXPECT_EQ(h.meta.at("weight_copy"), "sync");
+  EXPECT_EQ(h.meta.at("dtype"), "bf16");
+  std::map<std::string, std::uint64_t> bytes;
+  std::uint64_t total = 0;
+  for (const auto& t : h.tensors)
+    if (t.kind == trace::TensorKind::Weight) bytes[t.name] = t.bytes, total += t.bytes;
+  // Blocks of 256 weights: Q4_K 144 bytes, Q5_K 176; BF16 2 bytes a weight; biases F32.
+  EXPECT_EQ(bytes.at("double_blocks.0.img_attn.qkv"), 3072ull * 9216 / 256 * 176 + 4 * 9216);
+  EXPECT_EQ(bytes.at("double_blocks.0.img_attn.proj"), 3072ull * 3072 / 256 * 144 + 4 * 3072);
+  EXPECT_EQ(bytes.at("txt_in"), 4096ull * 3072 * 2 + 4 * 3072);
+  EXPECT_EQ(bytes.at("single_blocks.0.norm.query_norm"), 128u * 4);  // 1-D: F32
+  EXPECT_GT(total, 6'800'000'000ull);  // 11.9 B parameters at ~4.6 bits, the BF16 inputs and outputs
+  EXPECT_LT(total, 7'100'000'000ull);
+  trace::Step step;
+  ASSERT_TRUE(q.next(step));
+  std::size_t linears = 0, casts = 0, syncs = 0;
+  for (const auto& op : step.ops) {
+    linears += op.kind == trace::OpKind::Gemm || op.kind == trace::OpKind::Gemv;
+    if (op.kind == trace::OpKind::Elementwise && !op.dtype.empty()) {
+      ++casts;
+      syncs += op.syncs;
+      const std::string& name = h.tensors[op.reads[0].tensor].name;
+      if (name == "double_blocks.0.img_attn.qkv") {
+        EXPECT_EQ(op.dtype, "q5_k");
+        EXPECT_EQ(op.launches, 23u + 1);  // the dequantization and the bias's cast
+        EXPECT_EQ(op.syncs, 2u);
+        EXPECT_EQ(op.writes[0].bytes, 2 * (3072ull * 9216 + 9216));  // the bf16 copies the product reads
+      }
+      if (name == "txt_in") EXPECT_EQ(op.dtype, "gguf_bf16");
+    }
+  }
+  EXPECT_EQ(casts, linears);
+  EXPECT_GT(syncs, linears);  // one or two per quantized Linear, none for the BF16 ones
+}
+
+TEST(FluxGguf, OffloadedWeightsAreCopiedByTheLayersThemselvesAndOtherFamiliesRefuseGguf) {
+  const auto run = testing::run_sim("--model traces/models/flux.1-dev.json --dtype Q4_K_S --resolution 512x512 --steps 1 "
+                                    "--hw rtx3090 --policy bytes --offload-gb 2");
+  EXPECT_EQ(run.code, 0) << run.out;
+  EXPECT_NE(run.out.find("weights Q4_K_S"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("blocking .to(device) in the model's own layers"), std::string::npos) << run.out;
+  const auto resident = testing::run_sim("--model traces/models/flux.1-dev.json --dtype Q4_K_S --resolution 512x512 "
+                                         "--steps 1 --hw rtx3090 --policy resident");
+  EXPECT_EQ(resident.code, 0) << resident.out;
+  EXPECT_EQ(resident.out.find("blocking .to(device)"), std::string::npos) << resident.out;  // nothing is copied
+  for (const char* other : {"qwen-image", "wan2.1-t2v-1.3b"}) {
+    const auto r = testing::run_sim(std::string("--model traces/models/") + other + ".json --dtype Q8_0 --policy resident");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("FLUX only"), std::string::npos) << r.out;
+  }
+  const auto q3 = testing::run_sim("--model traces/models/flux.1-dev.json --dtype Q3_K_M --policy resident");
+  EXPECT_EQ(q3.code, 2) << q3.out;
+  EXPECT_NE(q3.out.find("Q8_0, Q6_K"), std::string::npos) << q3.out;
+}
+
+// The blocking copies inside the K-quant dequantization keep the host from running ahead of the GPU, so the GPU
+// idles while the host issues the next ops: the same trace without them is faster.
+TEST(FluxGguf, TheDequantizersBlockingCopiesCostTime) {
+  const FluxConfig dev = load_flux_config(model_path("flux.1-dev"));
+  GenerationOptions small = gguf_image("Q4_K_S");
+  small.image.width = small.image.height = 256;  // little GPU work a Linear: the host's issue time shows
+  FluxTraceGenerator q(dev, small);
+  std::ostringstream with, without;
+  trace::write_header(with, q.header());
+  trace::write_header(without, q.header());
+  trace::Step step;
+  ASSERT_TRUE(q.next(step));
+  trace::write_step(with, q.header(), step);
+  for (auto& op : step.ops) op.syncs = 0;
+  trace::write_step(without, q.header(), step);
+  trace::write_end(with);
+  trace::write_end(without);
+  auto seconds = [](const std::string& path) {
+    const auto r = testing::run_sim("--trace " + path + " --hw rtx3090 --policy resident --json", false);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return nlohmann::json::parse(r.out)["step_kinds"]["iteration"]["median_seconds"].get<double>();
+  };
+  const double synced = seconds(testing::scratch_file("flux_q4ks_syncs.trace", with.str()));
+  const double free_running = seconds(testing::scratch_file("flux_q4ks_nosyncs.trace", without.str()));
+  EXPECT_GT(synced, free_running * 1.01);
+  // A trace's weight_copy names how the layers copy; any other value than sync is an error naming the key.
+  std::string text = without.str();
+  const auto at = text.find("meta weight_copy sync");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 21, "meta weight_copy soon");
+  const auto bad = testing::run_sim("--trace " + testing::scratch_file("flux_bad_copy.trace", text) +
+                                    " --hw rtx3090 --policy bytes --offload-gb 2");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("weight_copy"), std::string::npos) << bad.out;
 }
 
 }  // namespace

@@ -114,15 +114,21 @@ TEST(RuntimeLoader, RejectsBadInputNamingFileLineAndKey) {
   expect_error("per_launch: \"6 us\"\n", "per_lanch: \"6 us\"\n", "per_launch", 5);
 }
 
-// gpu_cast: the share of the memory rate a weight's cast from its storage type runs at (fp8 only), with its source.
+// gpu_cast: the share of the memory rate a weight's cast from its storage type runs at (fp8, GGUF types), with its source.
 TEST(RuntimeLoader, ReadsTheCastShareAndRefusesOtherTypes) {
   const std::string with = std::string(kRuntime) + "gpu_cast: {source: \"a microbenchmark\", fp8: 0.364}\n";
   const RuntimeProfile r = parse_runtime(with, "ok.yaml");
   EXPECT_DOUBLE_EQ(r.gpu_cast.at("fp8"), 0.364);
   EXPECT_EQ(r.gpu_cast_source, "a microbenchmark");
   EXPECT_TRUE(parse_runtime(kRuntime, "ok.yaml").gpu_cast.empty());
+  // ComfyUI-GGUF's dequantizations, by stored type.
+  const RuntimeProfile g = parse_runtime(std::string(kRuntime) + "gpu_cast: {source: \"x\", q4_k: 0.2, gguf_bf16: 0.3}\n", "g.yaml");
+  EXPECT_DOUBLE_EQ(g.gpu_cast.at("q4_k"), 0.2);
+  EXPECT_DOUBLE_EQ(g.gpu_cast.at("gguf_bf16"), 0.3);
   expect_error("peer_copy_overlaps_compute: true\n",
                "peer_copy_overlaps_compute: true\ngpu_cast: {source: \"x\", int8: 0.5}\n", "gpu_cast.int8", 12);
+  expect_error("peer_copy_overlaps_compute: true\n",
+               "peer_copy_overlaps_compute: true\ngpu_cast: {source: \"x\", q3_k: 0.5}\n", "gpu_cast.q3_k", 12);
   expect_error("peer_copy_overlaps_compute: true\n",
                "peer_copy_overlaps_compute: true\ngpu_cast: {source: \"x\", fp8: 2}\n", "gpu_cast.fp8", 12);
   expect_error("peer_copy_overlaps_compute: true\n", "peer_copy_overlaps_compute: true\ngpu_cast: {fp8: 0.5}\n",

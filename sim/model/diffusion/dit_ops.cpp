@@ -1,16 +1,19 @@
 #include "model/diffusion/dit_ops.hpp"
 
 #include <cstdio>
+#include <stdexcept>
 
 #include "core/error.hpp"
+#include "model/diffusion/gguf_dit.hpp"
 
 namespace tiersim::model {
 
 using trace::OpKind;
 using trace::TensorAccess;
 
-DitOps::DitOps(trace::Step& out, const trace::Header& header, std::uint32_t act, WeightDtype dtype)
-    : out_(out), header_(header), act_(act), dtype_(dtype), a_(activation_bytes(dtype)) {}
+DitOps::DitOps(trace::Step& out, const trace::Header& header, std::uint32_t act, WeightDtype dtype,
+               const std::vector<const gguf::QuantType*>* gguf_types)
+    : out_(out), header_(header), act_(act), dtype_(dtype), gguf_types_(gguf_types), a_(activation_bytes(dtype)) {}
 
 TensorAccess DitOps::whole(std::uint32_t tensor) const { return {tensor, header_.tensors[tensor].bytes}; }
 
@@ -33,6 +36,16 @@ void DitOps::linear(std::int32_t group, std::uint32_t weight, std::uint64_t rows
     // The whole weight and bias cast to a bf16 copy per forward; the product reads the copy.
     const std::uint64_t copy = 2 * (in * out + out);
     add(OpKind::Elementwise, group, in * out, {whole(weight)}, {raw(copy)}, 1, "fp8");
+    add(kind, group, 2 * rows * in * out, {raw(copy), act(rows * in)}, {act(rows * out)}, DitLaunches::linear);
+  } else if (dtype_ == WeightDtype::Gguf) {
+    // ComfyUI-GGUF (ops.py GGMLLayer.cast_bias_weight): the weight dequantized and the F32 bias cast into bf16
+    // copies per forward (one more kernel), with the dequantizer's blocking copies; the product reads the copies.
+    const gguf::QuantType* type = gguf_types_ && weight < gguf_types_->size() ? (*gguf_types_)[weight] : nullptr;
+    if (!type) throw std::logic_error("a GGUF Linear without its stored type: " + header_.tensors[weight].name);
+    const GgufDequant dq = gguf_dequant(*type);
+    const std::uint64_t copy = 2 * (in * out + out);
+    add(OpKind::Elementwise, group, in * out, {whole(weight)}, {raw(copy)}, dq.launches + 1, dq.cast_tag);
+    out_.ops.back().syncs = dq.syncs;
     add(kind, group, 2 * rows * in * out, {raw(copy), act(rows * in)}, {act(rows * out)}, DitLaunches::linear);
   } else {
     add(kind, group, 2 * rows * in * out, {whole(weight), act(rows * in)}, {act(rows * out)}, DitLaunches::linear);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/gguf_quant.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
 #include "trace/trace.hpp"
@@ -25,8 +26,10 @@ struct DitLaunches {
 class DitOps {
  public:
   // `act`: the trace's activation workspace tensor; `dtype`: the weights' format (fp8 weights are cast to
-  // bf16 before each Linear, comfy/ops.py cast_bias_weight).
-  DitOps(trace::Step& out, const trace::Header& header, std::uint32_t act, WeightDtype dtype);
+  // bf16 before each Linear, comfy/ops.py cast_bias_weight; GGUF ones dequantized, gguf_dit.hpp).
+  // `gguf_types`: with GGUF weights, each tensor's stored type by id (nullptr for tensors that are not Linears).
+  DitOps(trace::Step& out, const trace::Header& header, std::uint32_t act, WeightDtype dtype,
+         const std::vector<const gguf::QuantType*>* gguf_types = nullptr);
 
   std::uint64_t act_bytes() const { return a_; }  // bytes per activation element
   trace::TensorAccess act(std::uint64_t elems) const { return {act_, elems * a_}; }
@@ -54,6 +57,7 @@ class DitOps {
   const trace::Header& header_;
   std::uint32_t act_;
   WeightDtype dtype_;
+  const std::vector<const gguf::QuantType*>* gguf_types_;
   std::uint64_t a_;
 };
 

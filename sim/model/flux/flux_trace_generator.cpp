@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "model/diffusion/dit_ops.hpp"
+#include "model/diffusion/gguf_dit.hpp"
 
 namespace tiersim::model {
 
@@ -20,11 +21,12 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
     : model_(model), options_(options) {
   const auto& im = options_.image;
   const WeightDtype d = options_.dtype;
-  if (d != WeightDtype::Bf16 && d != WeightDtype::Fp16 && d != WeightDtype::Fp8 && d != WeightDtype::Fp32)
+  const bool gguf = d == WeightDtype::Gguf && is_dit_gguf_file_type(options_.gguf);
+  if (d != WeightDtype::Bf16 && d != WeightDtype::Fp16 && d != WeightDtype::Fp8 && d != WeightDtype::Fp32 && !gguf)
     throw InputError("", 0, "--dtype",
                      std::string("'") + dtype_name(options_) + "' is not modelled for a FLUX transformer: bf16, fp16, "
-                     "fp32, or fp8 (ComfyUI's fp8_e4m3fn weights, cast to bf16 before each Linear); GGUF diffusion "
-                     "models (ComfyUI-GGUF) are not modelled yet");
+                     "fp32, fp8 (ComfyUI's fp8_e4m3fn weights, cast to bf16 before each Linear), or a GGUF file as "
+                     "ComfyUI-GGUF runs it: " + kDitGgufFileTypes);
   check_image_options(options_, "FLUX");
   // The largest products the steps form: attention FLOPs and the activation workspace.
   const std::uint64_t S = flux_image_tokens(im) + im.text_tokens, h = model_.hidden();
@@ -50,6 +52,7 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   header_.meta["text_tokens"] = std::to_string(im.text_tokens);
   header_.meta["hidden_size"] = std::to_string(h);
   header_.meta["source"] = "tiersim FLUX generator (ComfyUI's Flux modules; comfy/ldm/flux at a125cd84)";
+  if (gguf) header_.meta["weight_copy"] = "sync";  // ComfyUI-GGUF's layers copy their own weights
 
   // Leaf modules in ComfyUI's registration order (Flux.__init__): groups -1 (inputs), 0..D-1 (double
   // blocks), D..D+S-1 (single blocks), D+S (final layer).
@@ -99,12 +102,12 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   // Live activations of a single block, the widest point of the forward: the stream x, its modulated norm,
   // linear1's output (3d + 4d), q and k in fp32 for the rotary embedding, the attention output, GELU's
   // output, their concatenation (5d) and linear2's output; plus the rotary table and, for fp8 weights, the
-  // bf16 copy of the largest Linear. An estimate of PyTorch's working set, not its allocator's peak.
+  // bf16 copy of the largest Linear (GGUF weights: its dequantized result and bf16 copy). An estimate of PyTorch's working set, not its allocator's peak.
   const std::uint64_t a = activation_bytes(d);
   const std::uint64_t rows = checked_product(im.guided_batch(options_.batch), S, "--resolution", "the activation workspace");
   std::uint64_t widest_linear = 0;
   for (const auto& t : header_.tensors) widest_linear = std::max(widest_linear, t.bytes);
-  const std::uint64_t cast_copy = d == WeightDtype::Fp8 ? 2 * widest_linear : 0;
+  const std::uint64_t cast_copy = d == WeightDtype::Fp8 ? 2 * widest_linear : widest_dequant_;
   act_ = add_tensor(TensorKind::Activation,
                     checked_product(rows, h * (20 * a + 16) + hd * 8, "--resolution", "the activation workspace") + cast_copy,
                     -1, "activations");
@@ -116,7 +119,15 @@ std::uint32_t FluxTraceGenerator::add_tensor(TensorKind kind, std::uint64_t byte
 
 std::uint32_t FluxTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in,
                                             std::uint64_t out) {
-  return add_tensor(TensorKind::Weight, linear_bytes(in, out, options_.dtype), group, name);
+  if (options_.dtype != WeightDtype::Gguf) return add_tensor(TensorKind::Weight, linear_bytes(in, out, options_.dtype), group, name);
+  // The weight in its stored type, the bias in F32.
+  const gguf::QuantType& type = flux_weight_type(name, in, options_.gguf);
+  const std::uint32_t id = add_tensor(TensorKind::Weight, gguf::tensor_bytes(type, in * out) + 4 * out, group, name);
+  gguf_types_.resize(id + 1, nullptr);
+  gguf_types_[id] = &type;
+  const std::uint64_t result_bytes = std::string(type.name) == "BF16" ? 4 : 2;  // dequantize_blocks_BF16 gives fp32
+  widest_dequant_ = std::max(widest_dequant_, (in * out + out) * (result_bytes + 2));
+  return id;
 }
 
 bool FluxTraceGenerator::next(trace::Step& out) {
@@ -140,7 +151,7 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
   out.kind = StepKind::Iteration;
   out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(S, 0xffffffffu));
   out.ops.clear();
-  DitOps ops(out, header_, act_, d);
+  DitOps ops(out, header_, act_, d, &gguf_types_);
   auto act = [&](std::uint64_t elems) { return ops.act(elems); };
   auto raw = [&](std::uint64_t bytes) { return ops.raw(bytes); };
   auto add = [&](OpKind k, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,

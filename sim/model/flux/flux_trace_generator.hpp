@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/flux/flux_config.hpp"
+#include "model/gguf_quant.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
 #include "trace/trace.hpp"
@@ -46,6 +47,10 @@ class FluxTraceGenerator final : public trace::StepSource {
   std::vector<DoubleBlock> double_;
   std::vector<SingleBlock> single_;
   std::uint32_t final_linear_ = 0, final_modulation_ = 0, act_ = 0;
+  // GGUF weights: each tensor's stored type (nullptr for all but Linears), and the most bytes one Linear's
+  // dequantization holds at once (its fp16 or fp32 result and the bf16 copy).
+  std::vector<const gguf::QuantType*> gguf_types_;
+  std::uint64_t widest_dequant_ = 0;
   std::uint32_t steps_done_ = 0;
 };
 

@@ -32,7 +32,8 @@ QwenImageTraceGenerator::QwenImageTraceGenerator(const QwenImageConfig& model, c
     throw InputError("", 0, "--dtype",
                      std::string("'") + dtype_name(options_) + "' is not modelled for Qwen-Image: bf16, fp32, or fp8 "
                      "(ComfyUI's qwen_image_fp8_e4m3fn weights, cast to bf16 before each Linear); ComfyUI runs it in "
-                     "bf16 or fp32 only (supported_models.py QwenImage), and GGUF diffusion models are not modelled");
+                     "bf16 or fp32 only (supported_models.py QwenImage); GGUF files are modelled for FLUX only (ComfyUI-GGUF's "
+                     "quantizer, tools/lcpp.patch, has image-model rules for FLUX and SD alone)");
   check_image_options(options_, "Qwen-Image");
   if ((im.guided() && im.negative_tokens < 1) || im.negative_tokens > 4096)
     throw InputError("", 0, "--negative-tokens", "must be from 1 to 4096");

@@ -23,7 +23,8 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   if (d != WeightDtype::Bf16 && d != WeightDtype::Fp16 && d != WeightDtype::Fp8 && d != WeightDtype::Fp32)
     throw InputError("", 0, "--dtype",
                      std::string("'") + dtype_name(options_) + "' is not modelled for a Wan transformer: bf16, fp16, "
-                     "fp32, or fp8 (ComfyUI's fp8_e4m3fn weights, cast to bf16 before each Linear)");
+                     "fp32, or fp8 (ComfyUI's fp8_e4m3fn weights, cast to bf16 before each Linear); GGUF files are modelled "
+                     "for FLUX only");
   const std::uint64_t px = 8 * model_.patch[1], py = 8 * model_.patch[2];
   // patch[1] is the height's, patch[2] the width's (WanModel's patch_size (t, h, w)).
   if (im.width < py || im.height < px || im.width > 16384 || im.height > 16384 || im.width % py != 0 ||
