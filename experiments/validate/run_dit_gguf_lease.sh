@@ -8,13 +8,18 @@
 # 2. a --tiny smoke of the harness in Q4_K_S
 # 3. FLUX.1-dev (cfg 1) in Q8_0 and in Q4_K_S at 1024x1024 and 512x512, resident and with DisTorch's virtual VRAM
 #    4 and 8 GB on the cpu from pageable memory -> flux_q8_0/, flux_q4_k_s/ (dit_iteration.jsonl, device maps) + .log
+# The device tool brings back a limited number of files: with OUT set, everything is written under /tmp and packed
+# into $OUT/gguf_lease.tar at the end. SKIP_CALIB=1 skips step 1 (a repeat of the FLUX runs alone).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-results/validation/new}
+final=${OUT:-}
+out=${OUT:+/tmp/gguf_lease}
+out=${out:-results/validation/new}
 mkdir -p "$out/flux_q8_0" "$out/flux_q4_k_s"
 export PYTHONUNBUFFERED=1
 export PYTHONPATH="$PWD/experiments/validate/gguf_shim${PYTHONPATH:+:$PYTHONPATH}"
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv | tee "$out/gpu.txt"
+[ "${SKIP_CALIB:-0}" = 1 ] ||
 python3 experiments/calibrate/gguf_dequant_rate.py --dequant .ext/ComfyUI-GGUF/dequant.py --out "$out/gguf_dequant.json" \
   2>&1 | grep -v -E "[Ww]arn" | tee "$out/gguf_dequant.log"
 python3 experiments/validate/dit_iteration.py --model traces/models/flux.1-dev.json --distorch .ext/distorch_2.py \
@@ -28,3 +33,4 @@ for ft in Q8_0 Q4_K_S; do
     --allocations none "#cuda:0;4.0;cpu" "#cuda:0;8.0;cpu" --host-memory pageable \
     --iterations 3 --warmup 1 --out "$out/$d" 2>&1 | grep -v -E "[Ww]arn" | tee "$out/$d.log"
 done
+[ -n "$final" ] && tar -C "$out" -cf "$final/gguf_lease.tar" .
