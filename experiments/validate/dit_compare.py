@@ -1,5 +1,5 @@
 """tiersim against diffusion-transformer iterations measured on a lent H100 (experiments/validate/dit_iteration.py):
-FLUX.1-dev (images; bf16 and fp8 weights), Wan2.1-T2V-14B (videos, cond and uncond in one batch at cfg 6) and Qwen-Image (images; at cfg
+FLUX.1-dev (images; bf16, fp8 and GGUF Q8_0 / Q4_K_S weights), Wan2.1-T2V-14B (videos, cond and uncond in one batch at cfg 6) and Qwen-Image (images; at cfg
 2.5 the empty negative prompt, 5 tokens against the prompt's 100, runs as a second forward, as ComfyUI runs it).
 
 Each measured row ran ComfyUI's model structure (random bf16 weights) resident, or with the leaf modules
@@ -36,7 +36,13 @@ SOURCES = [("FLUX.1-dev, 1024x1024 and 512x512, batch 1", "dit_iteration.jsonl",
            ("Qwen-Image, fp8 weights (cast to bf16 per forward), cfg 2.5", "qwen_fp8_iteration.jsonl",
             "traces/models/qwen-image.json", "qwenfp8_"),
            ("FLUX.1-dev, fp8 weights (cast to bf16 per forward), 1024x1024", "flux_fp8_iteration.jsonl",
-            "traces/models/flux.1-dev.json", "fluxfp8_")]
+            "traces/models/flux.1-dev.json", "fluxfp8_"),
+           ("FLUX.1-dev, GGUF Q8_0 (ComfyUI-GGUF: dequantized per forward, offloaded weights copied by the layers)",
+            "flux_q8_0_iteration.jsonl", "traces/models/flux.1-dev.json", "fluxq80_"),
+           ("FLUX.1-dev, GGUF Q4_K_S (ComfyUI-GGUF: dequantized per forward, offloaded weights copied by the layers)",
+            "flux_q4_k_s_iteration.jsonl", "traces/models/flux.1-dev.json", "fluxq4ks_"),
+           ("FLUX.1-dev, GGUF Q4_K_S, the same configurations measured in an earlier call (repeatability)",
+            "flux_q4_k_s_run1_iteration.jsonl", "traces/models/flux.1-dev.json", "fluxq4ks_")]
 
 
 def workload(row, model):

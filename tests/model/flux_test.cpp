@@ -373,7 +373,7 @@ TEST(FluxGguf, TheDequantizersBlockingCopiesCostTime) {
   };
   const double synced = seconds(testing::scratch_file("flux_q4ks_syncs.trace", with.str()));
   const double free_running = seconds(testing::scratch_file("flux_q4ks_nosyncs.trace", without.str()));
-  EXPECT_GT(synced, free_running * 1.01);
+  EXPECT_GT(synced - free_running, 1e-3);  // ~300 waits, each leaving the GPU idle while the host issues on
   // A trace's weight_copy names how the layers copy; any other value than sync is an error naming the key.
   std::string text = without.str();
   const auto at = text.find("meta weight_copy sync");
