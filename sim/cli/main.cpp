@@ -18,6 +18,7 @@
 
 #include "analytic/step_bound.hpp"
 #include "cli/plan.hpp"
+#include "cli/image_job_run.hpp"
 #include "cli/inference_memory.hpp"
 #include "cli/plan_training.hpp"
 #include "cli/train.hpp"
@@ -502,6 +503,13 @@ int run_command(const app::RunInputs& in, bool json, const std::string& timeline
   c.inputs = &inputs;
   const std::optional<report::AllocatorMemory> allocator = app::inference_memory(in, sim);
   if (allocator) c.allocator = &*allocator;
+  std::optional<app::ImageJobResult> job;
+  if (in.image_job) {
+    job = app::run_image_job(in, sim);
+    c.image_job = &job->job;
+    c.image_job_spec = &job->spec;
+    c.image_job_text = {job->t5_seconds, job->clip_seconds};
+  }
   if (json) report::write_json(std::cout, c);
   else report::write_console(std::cout, c);
   report::check_stdout("standard output");
@@ -1080,6 +1088,13 @@ int main(int argc, char** argv) {
   add_common_options(*run, run_o);
   add_alloc_conf_option(*run, run_o.alloc_conf);
   run->add_flag("--json", json, "print one JSON object instead of the summary (its \"inputs\" re-run it: --config)");
+  bool image_job = false;
+  std::string text_encoder_dtype;
+  run->add_flag("--image-job", image_job,
+                "FLUX: the whole ComfyUI text-to-image job too (its text encoders and VAE read beside the model's "
+                "config, ComfyUI's loads and unloads between them): seconds per image, first and next");
+  run->add_option("--text-encoder-dtype", text_encoder_dtype,
+                  "with --image-job: T5-XXL's weights, fp16 (t5xxl_fp16, the default) or fp8 (t5xxl_fp8_e4m3fn)");
   std::string config_path;
   run->add_option("--config", config_path,
                   "re-run a result: a JSON written by --json, whose \"inputs\" hold everything it was computed from "
@@ -1255,7 +1270,20 @@ int main(int argc, char** argv) {
           throw InputError("", 0, opt->get_name(), "cannot be combined with --config (the config holds every input)");
       return run_command(app::inputs_from_config(config_path), true, timeline_path, timeline_steps);
     }
-    if (*run) return run_command(run_inputs(run_o), json, timeline_path, timeline_steps);
+    if (*run) {
+      app::RunInputs in = run_inputs(run_o);
+      if (image_job) {
+        in.image_job = app::ImageJobOptions{};
+        if (!text_encoder_dtype.empty()) {
+          if (text_encoder_dtype != "fp16" && text_encoder_dtype != "fp8")
+            throw InputError("", 0, "--text-encoder-dtype", "must be fp16 or fp8, not '" + text_encoder_dtype + "'");
+          in.image_job->text_encoder_dtype = model::parse_weight_dtype(text_encoder_dtype);
+        }
+      } else if (!text_encoder_dtype.empty()) {
+        throw InputError("", 0, "--text-encoder-dtype", "goes with --image-job");
+      }
+      return run_command(in, json, timeline_path, timeline_steps);
+    }
     if (*sweep && (!grid.axes.empty() || !sweep_format.empty())) {
       if (!range.empty())
         throw InputError("", 0, "--gb", "is the offload sweep; in a grid give --offload-gb FROM:TO:STEP as an axis");

@@ -119,6 +119,7 @@ ordered_json inputs_to_json(const RunInputs& in) {
                     {"runtime_origin", in.runtime.origin},
                     {"runtime", config::runtime_to_json(in.runtime)}};
   if (!in.alloc_conf.empty()) j["alloc_conf"] = in.alloc_conf;  // absent: unset (and results before it)
+  if (in.image_job) j["image_job"] = {{"text_encoder_dtype", model::to_string(in.image_job->text_encoder_dtype)}};
   return j;
 }
 
@@ -229,6 +230,13 @@ RunInputs inputs_from_config(const std::string& path) {
   r.runtime = runtime::parse_runtime_node(in.child("runtime").node(), path);
   r.runtime.origin = rt_origin;
   if (in.has("alloc_conf")) r.alloc_conf = in.text("alloc_conf");
+  if (in.has("image_job")) {
+    config::Section j = in.child("image_job");
+    const std::string d = j.text("text_encoder_dtype");
+    if (d != "fp16" && d != "fp8") j.fail("text_encoder_dtype", "must be fp16 or fp8, not '" + d + "'");
+    r.image_job = ImageJobOptions{model::parse_weight_dtype(d)};
+    j.finish();
+  }
   in.finish();
   return r;
 }

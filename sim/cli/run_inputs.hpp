@@ -4,6 +4,7 @@
 // options, the engine and the run options. A result's JSON carries it as "inputs", and `sim run
 // --config RESULT.json` reads it back to re-run the prediction to the same bytes.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "cli/simulation.hpp"
@@ -13,6 +14,11 @@
 
 namespace tiersim::app {
 
+// `sim run --image-job`: the whole ComfyUI job of a FLUX run (cli/image_job_run.hpp).
+struct ImageJobOptions {
+  model::WeightDtype text_encoder_dtype = model::WeightDtype::Fp16;  // t5xxl_fp16; fp8: t5xxl_fp8_e4m3fn
+};
+
 struct RunInputs {
   TraceSpec trace;
   hw::HardwareProfile hw;
@@ -20,6 +26,7 @@ struct RunInputs {
   strategy::StrategySpec strategy;
   EngineKind engine = EngineKind::Event;
   bool fresh_lengths = false;
+  std::optional<ImageJobOptions> image_job;  // set: report the whole job too
   std::string alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF for PyTorch's caching allocator model (empty: unset)
   replay::RunSetup setup() const { return {hw, runtime, fresh_lengths}; }
 };

@@ -7,6 +7,64 @@ namespace tiersim::report {
 
 using namespace std::string_literals;
 
+namespace {
+
+// sim run --image-job: the ComfyUI job's stages for the first image and the next one, same prompt or new.
+void write_image_job(std::ostream& out, const Context& c) {
+  auto line = [&](const char* label, const std::string& value) {
+    char b[64];
+    std::snprintf(b, sizeof b, "  %-22s ", label);
+    out << b << value << "\n";
+  };
+  const pipeline::ImageJob& j = *c.image_job;
+  const pipeline::ImageJobSpec& s = *c.image_job_spec;
+  const pipeline::ImageCost* images[] = {&j.first, &j.same_prompt, &j.new_prompt};
+  char buf[256];
+  auto row = [&](const char* name, auto cell) {
+    std::snprintf(buf, sizeof buf, "  %-22s", name);
+    out << buf;
+    for (const pipeline::ImageCost* i : images) {
+      std::snprintf(buf, sizeof buf, " %-20s", cell(*i).c_str());
+      out << buf;
+    }
+    out << "\n";
+  };
+  auto secs = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f s", v);
+    return std::string(b);
+  };
+  out << "\n";
+  std::snprintf(buf, sizeof buf, "  %-22s %-20s %-20s %-20s\n", "ComfyUI image job", "first image", "next, same prompt",
+                "next, new prompt");
+  out << buf;
+  row("text encoders", [&](const pipeline::ImageCost& i) { return i.text.ran ? secs(i.text.compute_seconds) : std::string("cached"); });
+  row("loads and unloads", [&](const pipeline::ImageCost& i) {
+    return secs(i.text.transfer_seconds + i.sampler.transfer_seconds + i.vae.transfer_seconds);
+  });
+  const std::string iterations = std::to_string(s.steps) + " iterations";
+  row(iterations.c_str(), [&](const pipeline::ImageCost& i) { return secs(i.sampler.compute_seconds); });
+  row("VAE decode", [&](const pipeline::ImageCost& i) { return secs(i.vae.compute_seconds); });
+  row("s/image", [&](const pipeline::ImageCost& i) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f", i.seconds());
+    return std::string(b);
+  });
+  row("H2D / D2H", [&](const pipeline::ImageCost& i) {
+    return units::format_bytes(i.h2d_bytes()) + " / " + units::format_bytes(i.d2h_bytes());
+  });
+  line("job's models", s.text_encoder_name + " " + units::format_bytes(s.text_encoder_bytes) + ", " + s.dit_name + " " +
+                           units::format_bytes(s.dit_bytes) + " (" + units::format_bytes(j.dit_loaded) +
+                           " on the GPU at its iterations, the rest cast per forward), " + s.vae_name + " " +
+                           units::format_bytes(s.vae_bytes));
+  char t[160];
+  std::snprintf(t, sizeof t, "T5 %.3f s + CLIP %.3f s, %.3f s/iteration as ComfyUI loads it; ComfyUI a125cd84's "
+                "model management, pageable copies", c.image_job_text.first, c.image_job_text.second, s.iteration_seconds);
+  line("job's stages", t);
+}
+
+}  // namespace
+
 void write_console(std::ostream& out, const Context& c) {
   const result::Summary s = result::summarize(*c.result);
   const auto& hw = *c.hw;
@@ -128,6 +186,7 @@ void write_console(std::ostream& out, const Context& c) {
                                     units::format_bytes(a.decode_reserved) + " reserved (" + a.framework + ")");
     }
   }
+  if (c.image_job) write_image_job(out, c);
   out << "\n";
   line("offloaded weights", units::format_bytes(placement::offloaded_weight_bytes(h, *c.placement)) + " of " +
                                 units::format_bytes(placement::weight_bytes(h)));

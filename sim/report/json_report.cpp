@@ -130,6 +130,35 @@ void write_json(std::ostream& out, const Context& c) {
     }
     j["pytorch_memory"] = m;
   }
+  if (c.image_job) {
+    const pipeline::ImageJobSpec& sp = *c.image_job_spec;
+    auto stage = [&](const pipeline::StageCost& st) {
+      ordered_json moves = ordered_json::array();
+      for (const auto& m : st.moves) moves.push_back({{"model", m.model}, {"h2d_bytes", whole(m.h2d)}, {"d2h_bytes", whole(m.d2h)}});
+      return ordered_json{{"ran", st.ran}, {"compute_seconds", st.compute_seconds}, {"transfer_seconds", st.transfer_seconds},
+                          {"h2d_bytes", whole(st.h2d_bytes)}, {"d2h_bytes", whole(st.d2h_bytes)}, {"moves", moves}};
+    };
+    auto image = [&](const pipeline::ImageCost& i) {
+      return ordered_json{{"seconds", i.seconds()},
+                          {"text_encoders", stage(i.text)},
+                          {"sampler", stage(i.sampler)},
+                          {"vae_decode", stage(i.vae)}};
+    };
+    j["image_job"] = {{"framework", "ComfyUI a125cd84 (model management: experiments/frameworks/comfyui_model_management.md)"},
+                      {"free_bytes", whole(sp.free_bytes)},
+                      {"text_encoder_bytes", whole(sp.text_encoder_bytes)},
+                      {"diffusion_model_bytes", whole(sp.dit_bytes)},
+                      {"diffusion_model_loaded_bytes", whole(c.image_job->dit_loaded)},
+                      {"vae_bytes", whole(sp.vae_bytes)},
+                      {"t5_seconds", c.image_job_text.first},
+                      {"clip_seconds", c.image_job_text.second},
+                      {"iteration_seconds", sp.iteration_seconds},
+                      {"steps", sp.steps},
+                      {"vae_decode_seconds", sp.vae_seconds},
+                      {"first_image", image(c.image_job->first)},
+                      {"next_same_prompt", image(c.image_job->same_prompt)},
+                      {"next_new_prompt", image(c.image_job->new_prompt)}};
+  }
   j["events"] = c.result->events;
   if (c.inputs) j["inputs"] = *c.inputs;
   out << j.dump(2) << "\n";

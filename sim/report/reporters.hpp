@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hardware/profile.hpp"
+#include "pipeline/image_job.hpp"
 #include "placement/placement.hpp"
 #include "runtime/runtime_profile.hpp"
 #include "result/run_result.hpp"
@@ -48,6 +49,10 @@ struct Context {
   const result::RunResult* result = nullptr;
   const nlohmann::ordered_json* inputs = nullptr;  // the resolved inputs (JSON only), to re-run from
   const AllocatorMemory* allocator = nullptr;      // absent: the run's framework has no allocator model
+  // sim run --image-job: the ComfyUI job around the run's iterations, and its text encoders' seconds (T5, CLIP).
+  const pipeline::ImageJob* image_job = nullptr;
+  const pipeline::ImageJobSpec* image_job_spec = nullptr;
+  std::pair<double, double> image_job_text{0, 0};
 };
 
 std::string version();  // tiersim's version, e.g. "0.1.0"

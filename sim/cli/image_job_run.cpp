@@ -1,0 +1,101 @@
+#include "cli/image_job_run.hpp"
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "model/model_family.hpp"
+#include "model/text_encoder/text_encoder_trace_generator.hpp"
+#include "model/vae/vae_decoder_trace_generator.hpp"
+#include "policies/strategy/presets.hpp"
+#include "replay/event_replay.hpp"
+
+namespace tiersim::app {
+
+namespace {
+
+// ComfyUI's FLUX (supported_models.py Flux.memory_usage_factor) and its VAE (sd.py VAE: memory_used_decode).
+constexpr double kFluxMemoryUsageFactor = 3.1;
+constexpr double kVaeDecodeFactor = 2178.0 * 64;
+
+std::string component(const std::string& model_path, const char* file) {
+  const std::filesystem::path p = std::filesystem::path(model_path).parent_path() / file;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec))
+    throw InputError(p.string(), 0, "--image-job",
+                     std::string("the job reads ") + file + " beside the model's config; it is not there");
+  return p.string();
+}
+
+// One stage's forward, resident on the run's machine: its step's seconds.
+double stage_seconds(const RunInputs& in, trace::StepSource& source) {
+  const placement::Placement placement = strategy::compose(source.header(), in.hw, strategy::preset_spec("resident"));
+  const result::RunResult r = replay::run_event_engine(in.setup(), placement, source);
+  double s = 0;
+  for (const auto& step : r.steps) s += step.seconds;
+  return s;
+}
+
+double weight_bytes(const trace::Header& h) {
+  double b = 0;
+  for (const auto& t : h.tensors)
+    if (t.kind == trace::TensorKind::Weight) b += static_cast<double>(t.bytes);
+  return b;
+}
+
+}  // namespace
+
+ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
+  if (in.trace.model_path.empty() || model::model_family(in.trace.model_path) != model::ModelFamily::Flux)
+    throw InputError("", 0, "--image-job", "the whole job is modelled for FLUX only (--model a FLUX config)");
+  const model::GenerationOptions& g = in.trace.generation;
+  const auto& im = g.image;
+  ImageJobResult r;
+  r.t5_file = component(in.trace.model_path, "t5-v1_1-xxl.json");
+  r.clip_file = component(in.trace.model_path, "clip-vit-large-patch14.json");
+  r.vae_file = component(in.trace.model_path, "flux.1-vae.json");
+  const model::TextEncoderConfig t5 = model::load_text_encoder_config(r.t5_file);
+  const model::TextEncoderConfig clip = model::load_text_encoder_config(r.clip_file);
+  const model::VaeConfig vae = model::load_vae_config(r.vae_file);
+  // FLUX's T5 sees the prompt padded to 256 tokens at least (--text-tokens); CLIP-L its 77 positions. One prompt
+  // at cfg 1 (FLUX.1-dev's guidance is distilled); a negative prompt is a second encode.
+  const std::uint32_t prompts = im.guided() ? 2 : 1;
+  model::TextEncoderTraceGenerator t5_trace(t5, im.text_tokens, in.image_job->text_encoder_dtype);
+  model::TextEncoderTraceGenerator clip_trace(clip, clip.positions, model::WeightDtype::Fp16);
+  // ComfyUI decodes in bf16 on GPUs that have it (model_management.vae_dtype), the batch's images at once.
+  model::VaeDecoderTraceGenerator vae_trace(vae, im.width, im.height, g.batch, model::WeightDtype::Bf16);
+  r.t5_seconds = prompts * stage_seconds(in, t5_trace);
+  r.clip_seconds = prompts * stage_seconds(in, clip_trace);
+  pipeline::ImageJobSpec& s = r.spec;
+  s.free_bytes = in.hw.gpu.memory - in.hw.gpu.reserved;
+  s.text_encoder_bytes = weight_bytes(t5_trace.header()) + weight_bytes(clip_trace.header());
+  s.dit_bytes = weight_bytes(sim.header);
+  s.vae_bytes = 2.0 * static_cast<double>(vae.params());  // ae.safetensors (fp32) made bf16 at load
+  s.text_seconds = r.t5_seconds + r.clip_seconds;
+  s.steps = im.steps;
+  s.vae_seconds = stage_seconds(in, vae_trace);
+  // model_base.memory_required: latent area x the compute dtype's bytes (bf16) x 0.01 x the factor, in MiB, at
+  // the batch doubled (cond and uncond) and at the batch.
+  const double area = static_cast<double>(g.batch) * (im.width / 8.0) * (im.height / 8.0);
+  s.sampling_minimum = area * 2 * 0.01 * kFluxMemoryUsageFactor * 1048576.0;
+  s.sampling_memory = 2 * s.sampling_minimum;
+  s.vae_memory = kVaeDecodeFactor * (im.width / 8.0) * (im.height / 8.0) * 2;
+  s.text_encoder_name = "text encoders (T5-XXL + CLIP-L)";
+  s.dit_name = sim.header.meta.count("model") ? sim.header.meta.at("model") : "diffusion model";
+  s.vae_name = "VAE";
+  // Where ComfyUI puts the diffusion model at the sampler (its load budget), then its iterations placed so: the
+  // comfy.lowvram rule of that era (version=2025-07: no pinning, no offload streams) with the same free memory and
+  // estimates, the offloaded leaves cast per forward from pageable memory on the compute stream.
+  const pipeline::ImageJob placed = pipeline::comfy_image_job(s, in.hw.host_link);
+  char opts[256];
+  std::snprintf(opts, sizeof opts, "comfy.lowvram:version=2025-07,free=%.0fB,memory-required=%.0fB,minimum-memory-required=%.0fB",
+                placed.dit_free, s.sampling_memory, s.sampling_minimum);
+  r.dit_strategy.placement = strategy::PartSpec::parse(opts, "--image-job");
+  r.dit_strategy.offload = strategy::PartSpec::parse("copy:host=pageable", "--image-job");
+  r.dit_strategy.custom = true;
+  const Simulation dit = simulate(in.setup(), r.dit_strategy, in.engine, in.trace);
+  s.iteration_seconds = result::summarize(dit.result).iteration_median;
+  r.job = pipeline::comfy_image_job(s, in.hw.host_link);
+  return r;
+}
+
+}  // namespace tiersim::app

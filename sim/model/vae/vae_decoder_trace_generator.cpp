@@ -1,0 +1,157 @@
+#include "model/vae/vae_decoder_trace_generator.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace tiersim::model {
+
+using trace::OpKind;
+using trace::TensorAccess;
+using trace::TensorKind;
+
+VaeDecoderTraceGenerator::VaeDecoderTraceGenerator(const VaeConfig& model, std::uint32_t width, std::uint32_t height,
+                                                   std::uint32_t images, WeightDtype dtype)
+    : model_(model), width_(width), height_(height), images_(images), dtype_(dtype) {
+  const std::uint64_t f = model_.downscale();
+  if (width_ < f || height_ < f || width_ > 16384 || height_ > 16384 || width_ % f != 0 || height_ % f != 0)
+    throw InputError("", 0, "--resolution",
+                     "the VAE decodes sides that are multiples of " + std::to_string(f) + " up to 16384");
+  if (images_ < 1 || images_ > 4096) throw InputError("", 0, "--batch", "images per decode: 1 to 4096");
+  if (dtype_ != WeightDtype::Bf16 && dtype_ != WeightDtype::Fp16 && dtype_ != WeightDtype::Fp32)
+    throw InputError("", 0, "--vae-dtype", "the VAE runs in bf16, fp16 or fp32");
+  const std::uint64_t a = activation_bytes(dtype_);
+  header_.meta["model"] = model_.name;
+  header_.meta["family"] = "vae";
+  header_.meta["dtype"] = to_string(dtype_);
+  header_.meta["weight_dtype"] = to_string(dtype_);
+  header_.meta["batch"] = std::to_string(images_);
+  header_.meta["resolution"] = std::to_string(width_) + "x" + std::to_string(height_);
+  header_.meta["parameters"] = std::to_string(model_.decoder_params());
+  header_.meta["source"] = "tiersim VAE decoder generator (comfy/ldm/modules/diffusionmodules/model.py at a125cd84)";
+  // The decoder's weights in the order its forward reads them (names as ComfyUI's state dict has them).
+  const std::uint64_t top = model_.channels.back();
+  const std::int32_t levels = static_cast<std::int32_t>(model_.channels.size());
+  auto resnet = [&](std::int32_t g, const std::string& p, std::uint64_t in, std::uint64_t out) {
+    norms_.push_back(trace::append_tensor(header_, TensorKind::Weight, 2 * in * a, g, p + "norm1"));
+    add_conv(g, p + "conv1", in, out, 3);
+    norms_.push_back(trace::append_tensor(header_, TensorKind::Weight, 2 * out * a, g, p + "norm2"));
+    add_conv(g, p + "conv2", out, out, 3);
+    if (in != out) add_conv(g, p + "nin_shortcut", in, out, 1);
+  };
+  add_conv(-1, "decoder.conv_in", model_.latent_channels, top, 3);
+  resnet(0, "decoder.mid.block_1.", top, top);
+  norms_.push_back(trace::append_tensor(header_, TensorKind::Weight, 2 * top * a, 0, "decoder.mid.attn_1.norm"));
+  for (const char* n : {"q", "k", "v", "proj_out"}) add_conv(0, std::string("decoder.mid.attn_1.") + n, top, top, 1);
+  resnet(0, "decoder.mid.block_2.", top, top);
+  std::uint64_t c = top;
+  for (std::int32_t i = levels - 1; i >= 0; --i) {
+    const std::int32_t g = levels - i;  // groups 1..levels from the lowest resolution up
+    const std::string p = "decoder.up." + std::to_string(i) + ".";
+    for (std::uint64_t b = 0; b <= model_.res_blocks; ++b) {
+      resnet(g, p + "block." + std::to_string(b) + ".", c, model_.channels[static_cast<std::size_t>(i)]);
+      c = model_.channels[static_cast<std::size_t>(i)];
+    }
+    if (i != 0) add_conv(g, p + "upsample.conv", c, c, 3);
+  }
+  norms_.push_back(trace::append_tensor(header_, TensorKind::Weight, 2 * c * a, levels + 1, "decoder.norm_out"));
+  add_conv(levels + 1, "decoder.conv_out", c, model_.out_channels, 3);
+  // Live at the widest point (the first block at full resolution): its input, the upsampled tensor's conv
+  // output, the norm's output, conv1, norm2 and conv2, the shortcut and the sum, at the largest channel count
+  // reaching full resolution; and at the mid attention, q, k, v, their transposed copies and the output.
+  const std::uint64_t px = width_ * height_ * images_, lat = px / (f * f);
+  const std::uint64_t full = px * std::max(model_.channels[0], model_.channels.size() > 1 ? model_.channels[1] : 0);
+  act_ = trace::append_tensor(header_, TensorKind::Activation, a * std::max(6 * full, 9 * lat * top), -1, "activations");
+}
+
+std::uint32_t VaeDecoderTraceGenerator::add_conv(std::int32_t group, const std::string& name, std::uint64_t in,
+                                                 std::uint64_t out, std::uint64_t k) {
+  const std::uint32_t id = trace::append_tensor(header_, TensorKind::Weight,
+                                                (in * out * k * k + out) * activation_bytes(dtype_), group, name);
+  convs_.push_back(id);
+  return id;
+}
+
+bool VaeDecoderTraceGenerator::next(trace::Step& out) {
+  if (done_) return false;
+  done_ = true;
+  const std::uint64_t a = activation_bytes(dtype_), f = model_.downscale(), B = images_;
+  const std::uint64_t lat = (width_ / f) * (height_ / f);  // latent pixels per image
+  out.kind = trace::StepKind::Prefill;
+  out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(B * lat, 0xffffffffu));
+  out.ops.clear();
+  std::size_t ci = 0, ni = 0;
+  auto act = [&](std::uint64_t elems) { return TensorAccess{act_, elems * a}; };
+  auto add = [&](OpKind kind, std::int32_t g, std::uint64_t flops, std::vector<TensorAccess> reads,
+                 std::vector<TensorAccess> writes, std::uint32_t launches) {
+    trace::Op op;
+    op.kind = kind;
+    op.layer = g;
+    op.flops = flops;
+    op.reads = std::move(reads);
+    op.writes = std::move(writes);
+    op.launches = launches;
+    out.ops.push_back(std::move(op));
+  };
+  // A convolution as cuDNN's implicit GEMM: 2 k^2 in out FLOPs per output pixel; its input, weights and output.
+  auto conv = [&](std::int32_t g, std::uint64_t in, std::uint64_t o, std::uint64_t k, std::uint64_t pixels) {
+    const std::uint32_t w = convs_[ci++];
+    add(OpKind::Gemm, g, 2 * k * k * in * o * pixels, {{w, header_.tensors[w].bytes}, act(in * pixels)}, {act(o * pixels)}, 1);
+  };
+  // GroupNorm (native_group_norm: statistics, then the normalisation) and SiLU in place.
+  auto norm_silu = [&](std::int32_t g, std::uint64_t c, std::uint64_t pixels) {
+    const std::uint32_t w = norms_[ni++];
+    add(OpKind::Norm, g, 8 * c * pixels, {{w, header_.tensors[w].bytes}, act(2 * c * pixels)}, {act(c * pixels)}, 2);
+    add(OpKind::Elementwise, g, 4 * c * pixels, {act(c * pixels)}, {act(c * pixels)}, 1);
+  };
+  auto resnet = [&](std::int32_t g, std::uint64_t in, std::uint64_t o, std::uint64_t pixels) {
+    norm_silu(g, in, pixels);
+    conv(g, in, o, 3, pixels);
+    norm_silu(g, o, pixels);
+    conv(g, o, o, 3, pixels);
+    if (in != o) conv(g, in, o, 1, pixels);
+    add(OpKind::Elementwise, g, o * pixels, {act(2 * o * pixels)}, {act(o * pixels)}, 1);  // x + h
+  };
+  const std::uint64_t top = model_.channels.back();
+  std::uint64_t px = B * lat;
+  conv(-1, model_.latent_channels, top, 3, px);
+  resnet(0, top, top, px);
+  {
+    // AttnBlock: GroupNorm, q, k, v (1x1), each made (B, 1, HW, C) contiguous, SDPA with one head of C, the
+    // output transposed back, proj_out (1x1), the residual sum.
+    const std::uint32_t w = norms_[ni++];
+    add(OpKind::Norm, 0, 8 * top * px, {{w, header_.tensors[w].bytes}, act(2 * top * px)}, {act(top * px)}, 2);
+    for (int k = 0; k < 3; ++k) conv(0, top, top, 1, px);
+    add(OpKind::Elementwise, 0, 0, {act(3 * top * px)}, {act(3 * top * px)}, 3);
+    add(OpKind::Attention, 0, 4 * B * lat * lat * top, {act(3 * top * px)}, {act(top * px)}, 1);
+    add(OpKind::Elementwise, 0, 0, {act(top * px)}, {act(top * px)}, 1);
+    conv(0, top, top, 1, px);
+    add(OpKind::Elementwise, 0, top * px, {act(2 * top * px)}, {act(top * px)}, 1);
+  }
+  resnet(0, top, top, px);
+  std::uint64_t c = top;
+  const std::int32_t levels = static_cast<std::int32_t>(model_.channels.size());
+  for (std::int32_t i = levels - 1; i >= 0; --i) {
+    const std::int32_t g = levels - i;
+    const std::uint64_t o = model_.channels[static_cast<std::size_t>(i)];
+    for (std::uint64_t b = 0; b <= model_.res_blocks; ++b) {
+      resnet(g, c, o, px);
+      c = o;
+    }
+    if (i != 0) {
+      add(OpKind::Elementwise, g, 0, {act(c * px)}, {act(4 * c * px)}, 1);  // nearest 2x
+      px *= 4;
+      conv(g, c, c, 3, px);
+    }
+  }
+  {
+    // norm_out, SiLU (out of place), conv_out
+    const std::uint32_t w = norms_[ni++];
+    add(OpKind::Norm, levels + 1, 8 * c * px, {{w, header_.tensors[w].bytes}, act(2 * c * px)}, {act(c * px)}, 2);
+    add(OpKind::Elementwise, levels + 1, 4 * c * px, {act(c * px)}, {act(c * px)}, 1);
+  }
+  conv(levels + 1, c, model_.out_channels, 3, px);
+  return true;
+}
+
+}  // namespace tiersim::model

@@ -1,0 +1,72 @@
+#include "pipeline/image_job.hpp"
+
+namespace tiersim::pipeline {
+
+double ImageCost::seconds() const {
+  double s = 0;
+  for (const StageCost* c : {&text, &sampler, &vae}) s += c->compute_seconds + c->transfer_seconds;
+  return s;
+}
+
+namespace {
+
+struct Job {
+  const ImageJobSpec& spec;
+  const hw::HostLinkSpec& link;
+  ComfyModelManager manager;
+  std::size_t text, dit, vae;
+  double dit_loaded = 0, dit_free = 0;  // during the last image's iterations
+
+  Job(const ImageJobSpec& s, const hw::HostLinkSpec& l) : spec(s), link(l), manager(s.free_bytes) {
+    text = manager.add(s.text_encoder_name, s.text_encoder_bytes);
+    dit = manager.add(s.dit_name, s.dit_bytes);
+    vae = manager.add(s.vae_name, s.vae_bytes);
+  }
+
+  StageCost load(std::size_t model, double memory_required, double minimum, double compute) {
+    StageCost c;
+    c.compute_seconds = compute;
+    c.moves = manager.load(model, memory_required, minimum);
+    for (const ModelMove& m : c.moves) {
+      c.h2d_bytes += m.h2d;
+      c.d2h_bytes += m.d2h;
+      // Each model's copy is one synchronous stream of its leaves, one after another.
+      if (m.h2d > 0) c.transfer_seconds += link.h2d_pageable.seconds(m.h2d);
+      if (m.d2h > 0) c.transfer_seconds += link.d2h_pageable.seconds(m.d2h);
+    }
+    return c;
+  }
+
+  ImageCost image(bool encode) {
+    ImageCost i;
+    if (encode) i.text = load(text, 0, 0, spec.text_seconds);  // CLIPTextEncode: memory_required 0
+    else i.text.ran = false;
+    i.sampler = load(dit, spec.sampling_memory, spec.sampling_minimum, spec.steps * spec.iteration_seconds);
+    dit_loaded = manager.loaded(dit);
+    dit_free = manager.last_budget_free();
+    // VAE.decode passes memory_used_decode alone: the minimum is the same.
+    i.vae = load(vae, spec.vae_memory, spec.vae_memory, spec.vae_seconds);
+    return i;
+  }
+};
+
+}  // namespace
+
+ImageJob comfy_image_job(const ImageJobSpec& spec, const hw::HostLinkSpec& link) {
+  ImageJob out;
+  {
+    Job j(spec, link);
+    out.first = j.image(true);
+    out.dit_loaded = j.dit_loaded;
+    out.dit_free = j.dit_free;
+    out.same_prompt = j.image(false);
+  }
+  {
+    Job j(spec, link);
+    (void)j.image(true);
+    out.new_prompt = j.image(true);
+  }
+  return out;
+}
+
+}  // namespace tiersim::pipeline

@@ -1,0 +1,124 @@
+// A diffusion job's other stages: the text encoders (T5-XXL, CLIP-L) and the VAE, read from the configs ComfyUI ships
+// or the model publishes, their parameters against ComfyUI's own modules (counted by experiments/validate/
+// comfy_stages_check.py on ComfyUI's classes), the ops of one forward, and the errors a bad config gets.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+#include "model/text_encoder/text_encoder_trace_generator.hpp"
+#include "model/vae/vae_decoder_trace_generator.hpp"
+
+namespace tiersim::model {
+namespace {
+
+std::string model_path(const std::string& name) { return std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + name + ".json"; }
+
+std::uint64_t weight_bytes(const trace::Header& h) {
+  std::uint64_t b = 0;
+  for (const auto& t : h.tensors) b += t.kind == trace::TensorKind::Weight ? t.bytes : 0;
+  return b;
+}
+
+TEST(TextEncoders, ParameterCountsEqualComfyUIsModules) {
+  const TextEncoderConfig t5 = load_text_encoder_config(model_path("t5-v1_1-xxl"));
+  EXPECT_EQ(t5.kind, TextEncoderConfig::Kind::T5);
+  EXPECT_EQ(t5.params(), 4'762'310'656u);  // ComfyUI's T5 (encoder and shared embedding)
+  const TextEncoderConfig clip = load_text_encoder_config(model_path("clip-vit-large-patch14"));
+  EXPECT_EQ(clip.kind, TextEncoderConfig::Kind::Clip);
+  EXPECT_EQ(clip.params(), 123'650'304u);  // CLIPTextModel with its text_projection
+  // The traces hold every parameter in the stored format: t5xxl_fp16 is 9.52 GB.
+  TextEncoderTraceGenerator fp16(t5, 256, WeightDtype::Fp16), fp8(t5, 256, WeightDtype::Fp8);
+  EXPECT_EQ(weight_bytes(fp16.header()), 2 * t5.params());  // = the measured run's parameter bytes
+  EXPECT_LT(weight_bytes(fp8.header()), weight_bytes(fp16.header()) / 2 + 1'000'000);
+  TextEncoderTraceGenerator c(clip, 77, WeightDtype::Fp16);
+  EXPECT_NEAR(static_cast<double>(weight_bytes(c.header())), 2.0 * clip.params(), 2.0 * 25 * 2 * 768);
+}
+
+TEST(TextEncoders, OneForwardInFp32WithEveryWeightCast) {
+  const TextEncoderConfig t5 = load_text_encoder_config(model_path("t5-v1_1-xxl"));
+  TextEncoderTraceGenerator g(t5, 256, WeightDtype::Fp16);
+  EXPECT_EQ(g.header().meta.at("dtype"), "fp32");
+  trace::Step s;
+  ASSERT_TRUE(g.next(s));
+  EXPECT_FALSE(g.next(s));
+  std::size_t gemms = 0, casts = 0, attention = 0, bias = 0;
+  std::uint64_t flops = 0;
+  for (const auto& op : s.ops) {
+    gemms += op.kind == trace::OpKind::Gemm;
+    attention += op.kind == trace::OpKind::Attention;
+    bias += op.kind == trace::OpKind::Other;
+    if (op.kind == trace::OpKind::Gemm) flops += op.flops;
+    if (op.kind == trace::OpKind::Elementwise && !op.reads.empty() &&
+        g.header().tensors[op.reads[0].tensor].kind == trace::TensorKind::Weight)
+      ++casts;
+  }
+  EXPECT_EQ(gemms, 24u * 7);  // q, k, v, o, wi_0, wi_1, wo
+  EXPECT_EQ(casts, gemms);    // manual_cast: each weight to fp32 first
+  EXPECT_EQ(attention, 24u);
+  EXPECT_EQ(bias, 1u);        // the relative position bias, built once (umT5 would build it per block)
+  EXPECT_EQ(flops, 2ull * 256 * 24 * (4 * 4096 * 4096 + 3 * 4096 * 10240));
+  EXPECT_THROW(TextEncoderTraceGenerator(t5, 0, WeightDtype::Fp16), InputError);
+  const TextEncoderConfig clip = load_text_encoder_config(model_path("clip-vit-large-patch14"));
+  EXPECT_THROW(TextEncoderTraceGenerator(clip, 78, WeightDtype::Fp16), InputError);  // 77 positions
+}
+
+TEST(TextEncoders, ConfigErrorsNameTheKey) {
+  auto key_of = [](const std::string& text) {
+    try {
+      parse_text_encoder_config(text, "te.json");
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("no error");
+  };
+  const std::string t5 = R"("d_ff":10240,"d_kv":64,"d_model":4096,"num_heads":64,"num_layers":24,"vocab_size":32128)";
+  EXPECT_EQ(key_of("{\"model_type\":\"t5\"," + t5 + "}"), "no error");
+  EXPECT_EQ(key_of("{" + t5 + "}"), "model_type");
+  EXPECT_EQ(key_of("{\"model_type\":\"bert\"," + t5 + "}"), "model_type");
+  EXPECT_EQ(key_of("{\"model_type\":\"t5\",\"num_experts\":8," + t5 + "}"), "num_experts");  // changes the weights
+  EXPECT_EQ(key_of("{\"model_type\":\"t5\",\"dense_act_fn\":\"swiglu\"," + t5 + "}"), "dense_act_fn");
+  EXPECT_EQ(key_of("{\"model_type\":\"t5\",\"relative_attention_num_buckets\":64," + t5 + "}"),
+            "relative_attention_num_buckets");
+  EXPECT_EQ(key_of(R"({"model_type":"clip_text_model","hidden_size":768,"intermediate_size":3072,"num_hidden_layers":12,
+                       "num_attention_heads":7,"max_position_embeddings":77,"vocab_size":49408})"),
+            "num_attention_heads");
+}
+
+TEST(Vae, FluxsAeHasComfyUIsParametersAndDecodesWhole) {
+  const VaeConfig ae = load_vae_config(model_path("flux.1-vae"));
+  EXPECT_EQ(ae.downscale(), 8u);
+  EXPECT_EQ(ae.decoder_params(), 49'545'475u);  // ComfyUI's Decoder for FLUX's ddconfig
+  EXPECT_EQ(ae.params(), 83'819'683u);          // with the encoder: ae.safetensors
+  VaeDecoderTraceGenerator g(ae, 1024, 1024, 1, WeightDtype::Bf16);
+  trace::Step s;
+  ASSERT_TRUE(g.next(s));
+  std::size_t convs = 0, norms = 0, attention = 0;
+  for (const auto& op : s.ops) {
+    convs += op.kind == trace::OpKind::Gemm;
+    norms += op.kind == trace::OpKind::Norm;
+    attention += op.kind == trace::OpKind::Attention;
+  }
+  EXPECT_EQ(convs, 1u + 28 + 3 + 2 + 4 + 1);  // conv_in, 14 ResnetBlocks x 2, 3 upsamples, 2 shortcuts, attention's 4, conv_out
+  EXPECT_EQ(norms, 30u);
+  EXPECT_EQ(attention, 1u);  // one head over 128 x 128 latent pixels
+  EXPECT_EQ(weight_bytes(g.header()), 2 * ae.decoder_params());
+  EXPECT_THROW(VaeDecoderTraceGenerator(ae, 1020, 1024, 1, WeightDtype::Bf16), InputError);
+  auto key_of = [](const std::string& text) {
+    try {
+      parse_vae_config(text, "vae.json");
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("no error");
+  };
+  const std::string base = R"("_class_name":"AutoencoderKL","block_out_channels":[128,256,512,512],"layers_per_block":2,"latent_channels":16)";
+  EXPECT_EQ(key_of("{" + base + "}"), "no error");
+  EXPECT_EQ(key_of(R"({"_class_name":"AutoencoderKLWan","block_out_channels":[128],"layers_per_block":2,"latent_channels":16})"), "_class_name");
+  EXPECT_EQ(key_of("{" + base + R"(,"norm_num_groups":48})"), "norm_num_groups");
+  EXPECT_EQ(key_of("{" + base + R"(,"up_block_types":["AttnUpDecoderBlock2D"]})"), "up_block_types");
+  EXPECT_EQ(key_of("{" + base + R"(,"temporal_compression_ratio":4})"), "temporal_compression_ratio");
+}
+
+}  // namespace
+}  // namespace tiersim::model

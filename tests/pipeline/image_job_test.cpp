@@ -1,0 +1,108 @@
+// ComfyUI's model management between a FLUX job's nodes (a125cd84), against the transfers read from its source in
+// experiments/frameworks/comfyui_model_management.md (section 4: the 24 GB and the 80 GB GPU), and the command.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeline/comfy_model_management.hpp"
+#include "pipeline/image_job.hpp"
+#include "support/run_sim.hpp"
+
+namespace tiersim::pipeline {
+namespace {
+
+constexpr double GB = 1e9;
+// FLUX.1-dev bf16, t5xxl fp16 + clip_l, ae in bf16; 1024x1024's estimates (model_base.memory_required, 3.1;
+// memory_used_decode).
+constexpr double kTe = 9.77 * GB, kFlux = 23.80 * GB, kVae = 0.167 * GB;
+constexpr double kSampling = 2.130 * GB, kSamplingMin = 1.065 * GB, kDecode = 4.568 * GB;
+
+TEST(ComfyModelManager, A24GbCardEvictsTheTextEncodersAndLendsFluxToTheVae) {
+  ComfyModelManager m(24.5 * GB);
+  const auto te = m.add("te", kTe), flux = m.add("flux", kFlux), vae = m.add("vae", kVae);
+  auto moves = m.load(te, 0, 0);
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_DOUBLE_EQ(moves[0].h2d, kTe);  // whole: its budget is free - 1.28 GB
+  moves = m.load(flux, kSampling, kSamplingMin);
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_EQ(moves[0].model, "te");
+  EXPECT_DOUBLE_EQ(moves[0].d2h, kTe);  // the text encoders go whole
+  const double streamed = kFlux - m.loaded(flux);
+  EXPECT_NEAR(streamed, 25.29 * GB - 24.5 * GB, 0.01 * GB);  // S = max(0, 25.29 GB - F)
+  moves = m.load(vae, kDecode, kDecode);
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_EQ(moves[0].model, "flux");
+  EXPECT_NEAR(moves[0].d2h, 3.69 * GB, 0.01 * GB);  // FLUX lends 3.69 GB to the decode
+  EXPECT_DOUBLE_EQ(moves[1].h2d, kVae);
+  // The next image, same prompt: the VAE goes, FLUX's 3.69 GB come back.
+  moves = m.load(flux, kSampling, kSamplingMin);
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_DOUBLE_EQ(moves[0].d2h, kVae);
+  EXPECT_NEAR(moves[1].h2d, 3.69 * GB, 0.01 * GB);
+  EXPECT_NEAR(kFlux - m.loaded(flux), streamed, 1.0);
+  // A new prompt: FLUX, the most offloaded, lends ~7.0 GB to the text encoders; the VAE stays.
+  (void)m.load(vae, kDecode, kDecode);
+  moves = m.load(te, 0, 0);
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_EQ(moves[0].model, "flux");
+  EXPECT_NEAR(moves[0].d2h, 7.03 * GB, 0.02 * GB);
+  EXPECT_DOUBLE_EQ(m.loaded(vae), kVae);
+}
+
+TEST(ComfyModelManager, On80GbEverythingStaysAndNothingMovesAfterTheFirstImage) {
+  hw::HostLinkSpec link;
+  link.h2d_pageable.bandwidth = link.d2h_pageable.bandwidth = 20 * GB;
+  ImageJobSpec s;
+  s.free_bytes = 84 * GB;
+  s.text_encoder_bytes = kTe;
+  s.dit_bytes = kFlux;
+  s.vae_bytes = kVae;
+  s.text_seconds = 0.07;
+  s.iteration_seconds = 0.5;
+  s.steps = 28;
+  s.vae_seconds = 0.09;
+  s.sampling_memory = kSampling;
+  s.sampling_minimum = kSamplingMin;
+  s.vae_memory = kDecode;
+  const ImageJob j = comfy_image_job(s, link);
+  EXPECT_DOUBLE_EQ(j.first.h2d_bytes(), kTe + kFlux + kVae);
+  EXPECT_DOUBLE_EQ(j.first.d2h_bytes(), 0);
+  EXPECT_DOUBLE_EQ(j.dit_loaded, kFlux);
+  EXPECT_DOUBLE_EQ(j.same_prompt.h2d_bytes() + j.same_prompt.d2h_bytes(), 0);
+  EXPECT_DOUBLE_EQ(j.new_prompt.h2d_bytes() + j.new_prompt.d2h_bytes(), 0);
+  EXPECT_FALSE(j.same_prompt.text.ran);  // ComfyUI's execution cache
+  EXPECT_NEAR(j.same_prompt.seconds(), 28 * 0.5 + 0.09, 1e-9);
+  EXPECT_NEAR(j.new_prompt.seconds(), 0.07 + 28 * 0.5 + 0.09, 1e-9);
+  EXPECT_NEAR(j.first.seconds() - j.new_prompt.seconds(), (kTe + kFlux + kVae) / (20 * GB), 1e-6);
+}
+
+TEST(ImageJob, TheCommandReportsSecondsPerImageForFluxOnly) {
+  const auto r = testing::run_sim("--model traces/models/flux.1-dev.json --resolution 512x512 --steps 2 --hw rtx4090 "
+                                  "--policy resident --image-job --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& job = j["image_job"];
+  EXPECT_GT(job["first_image"]["seconds"].get<double>(), job["next_same_prompt"]["seconds"].get<double>());
+  EXPECT_FALSE(job["next_same_prompt"]["text_encoders"]["ran"].get<bool>());
+  EXPECT_EQ(j["inputs"]["image_job"]["text_encoder_dtype"], "fp16");
+  // The result re-runs from its inputs to the same bytes.
+  const std::string saved = testing::scratch_file("image_job_result.json", r.out);
+  const auto again = testing::run_sim("run --config " + saved, false);
+  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(again.out, r.out);
+  const auto wan = testing::run_sim("--model traces/models/wan2.1-t2v-1.3b.json --steps 1 --policy resident --image-job");
+  EXPECT_EQ(wan.code, 2) << wan.out;
+  EXPECT_NE(wan.out.find("FLUX only"), std::string::npos) << wan.out;
+  const auto lone = testing::run_sim("--model traces/models/flux.1-dev.json --policy resident --text-encoder-dtype fp8");
+  EXPECT_EQ(lone.code, 2) << lone.out;
+  EXPECT_NE(lone.out.find("goes with --image-job"), std::string::npos) << lone.out;
+  const auto bad = testing::run_sim("--model traces/models/flux.1-dev.json --policy resident --image-job --text-encoder-dtype int4");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  const std::string elsewhere = testing::scratch_file("flux_alone.json", R"({"_class_name":"FluxTransformer2DModel","attention_head_dim":128,"num_attention_heads":24,"num_layers":19,"num_single_layers":38,"in_channels":64,"joint_attention_dim":4096,"pooled_projection_dim":768,"guidance_embeds":true})");
+  const auto missing = testing::run_sim("--model " + elsewhere + " --resolution 512x512 --steps 1 --policy resident --image-job");
+  EXPECT_EQ(missing.code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("t5-v1_1-xxl.json"), std::string::npos) << missing.out;
+}
+
+}  // namespace
+}  // namespace tiersim::pipeline
