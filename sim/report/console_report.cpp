@@ -20,14 +20,18 @@ void write_image_job(std::ostream& out, const Context& c) {
   const pipeline::ImageJobSpec& s = *c.image_job_spec;
   const pipeline::ImageCost* images[] = {&j.first, &j.same_prompt, &j.new_prompt};
   char buf[256];
+  auto emit = [&](std::string text) {  // without the last column's padding
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out << text << "\n";
+  };
   auto row = [&](const char* name, auto cell) {
     std::snprintf(buf, sizeof buf, "  %-22s", name);
-    out << buf;
+    std::string text = buf;
     for (const pipeline::ImageCost* i : images) {
-      std::snprintf(buf, sizeof buf, " %-20s", cell(*i).c_str());
-      out << buf;
+      std::snprintf(buf, sizeof buf, " %-23s", cell(*i).c_str());
+      text += buf;
     }
-    out << "\n";
+    emit(text);
   };
   auto secs = [](double v) {
     char b[32];
@@ -35,9 +39,9 @@ void write_image_job(std::ostream& out, const Context& c) {
     return std::string(b);
   };
   out << "\n";
-  std::snprintf(buf, sizeof buf, "  %-22s %-20s %-20s %-20s\n", "ComfyUI image job", "first image", "next, same prompt",
+  std::snprintf(buf, sizeof buf, "  %-22s %-23s %-23s %-23s", "ComfyUI image job", "first image", "next, same prompt",
                 "next, new prompt");
-  out << buf;
+  emit(buf);
   row("text encoders", [&](const pipeline::ImageCost& i) { return i.text.ran ? secs(i.text.compute_seconds) : std::string("cached"); });
   row("loads and unloads", [&](const pipeline::ImageCost& i) {
     return secs(i.text.transfer_seconds + i.sampler.transfer_seconds + i.vae.transfer_seconds);
