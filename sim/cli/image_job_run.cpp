@@ -1,12 +1,13 @@
 #include "cli/image_job_run.hpp"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "core/error.hpp"
 #include "model/model_family.hpp"
 #include "model/text_encoder/text_encoder_trace_generator.hpp"
 #include "model/vae/vae_decoder_trace_generator.hpp"
-#include "policies/strategy/presets.hpp"
+#include "policies/strategy/strategy.hpp"
 #include "replay/event_replay.hpp"
 
 namespace tiersim::app {
@@ -26,9 +27,23 @@ std::string component(const std::string& model_path, const char* file) {
   return p.string();
 }
 
-// One stage's forward, resident on the run's machine: its step's seconds.
-double stage_seconds(const RunInputs& in, trace::StepSource& source) {
-  const placement::Placement placement = strategy::compose(source.header(), in.hw, strategy::preset_spec("resident"));
+// How ComfyUI's load of that era leaves a model with `free` bytes to budget from: comfy.lowvram version=2025-07 (no
+// pinning, no offload streams) with the node's memory estimates, the offloaded leaves cast per forward from
+// pageable memory on the compute stream.
+strategy::StrategySpec comfy_load(double free, double memory_required, double minimum) {
+  strategy::StrategySpec st;
+  char opts[256];
+  std::snprintf(opts, sizeof opts, "comfy.lowvram:version=2025-07,free=%.0fB,memory-required=%.0fB,minimum-memory-required=%.0fB",
+                free, memory_required, minimum);
+  st.placement = strategy::PartSpec::parse(opts, "--image-job");
+  st.offload = strategy::PartSpec::parse("copy:host=pageable", "--image-job");
+  st.custom = true;
+  return st;
+}
+
+// One stage's forward on the run's machine, its model loaded as ComfyUI loads it: its step's seconds.
+double stage_seconds(const RunInputs& in, trace::StepSource& source, const strategy::StrategySpec& load) {
+  const placement::Placement placement = strategy::compose(source.header(), in.hw, load);
   const result::RunResult r = replay::run_event_engine(in.setup(), placement, source);
   double s = 0;
   for (const auto& step : r.steps) s += step.seconds;
@@ -63,16 +78,12 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
   model::TextEncoderTraceGenerator clip_trace(clip, clip.positions, model::WeightDtype::Fp16);
   // ComfyUI decodes in bf16 on GPUs that have it (model_management.vae_dtype), the batch's images at once.
   model::VaeDecoderTraceGenerator vae_trace(vae, im.width, im.height, g.batch, model::WeightDtype::Bf16);
-  r.t5_seconds = prompts * stage_seconds(in, t5_trace);
-  r.clip_seconds = prompts * stage_seconds(in, clip_trace);
   pipeline::ImageJobSpec& s = r.spec;
   s.free_bytes = in.hw.gpu.memory - in.hw.gpu.reserved;
   s.text_encoder_bytes = weight_bytes(t5_trace.header()) + weight_bytes(clip_trace.header());
   s.dit_bytes = weight_bytes(sim.header);
   s.vae_bytes = 2.0 * static_cast<double>(vae.params());  // ae.safetensors (fp32) made bf16 at load
-  s.text_seconds = r.t5_seconds + r.clip_seconds;
   s.steps = im.steps;
-  s.vae_seconds = stage_seconds(in, vae_trace);
   // model_base.memory_required: latent area x the compute dtype's bytes (bf16) x 0.01 x the factor, in MiB, at
   // the batch doubled (cond and uncond) and at the batch.
   const double area = static_cast<double>(g.batch) * (im.width / 8.0) * (im.height / 8.0);
@@ -82,16 +93,16 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
   s.text_encoder_name = "text encoders (T5-XXL + CLIP-L)";
   s.dit_name = sim.header.meta.count("model") ? sim.header.meta.at("model") : "diffusion model";
   s.vae_name = "VAE";
-  // Where ComfyUI puts the diffusion model at the sampler (its load budget), then its iterations placed so: the
-  // comfy.lowvram rule of that era (version=2025-07: no pinning, no offload streams) with the same free memory and
-  // estimates, the offloaded leaves cast per forward from pageable memory on the compute stream.
+  // Where ComfyUI's loads leave each model (the first image's), then each stage run placed so; the encoders and
+  // the VAE usually load whole, the diffusion model on a small card partly. T5 and CLIP are one ComfyUI model (one
+  // budget); each is placed here within that budget on its own (T5's leaves, the larger, load first either way).
   const pipeline::ImageJob placed = pipeline::comfy_image_job(s, in.hw.host_link);
-  char opts[256];
-  std::snprintf(opts, sizeof opts, "comfy.lowvram:version=2025-07,free=%.0fB,memory-required=%.0fB,minimum-memory-required=%.0fB",
-                placed.dit_free, s.sampling_memory, s.sampling_minimum);
-  r.dit_strategy.placement = strategy::PartSpec::parse(opts, "--image-job");
-  r.dit_strategy.offload = strategy::PartSpec::parse("copy:host=pageable", "--image-job");
-  r.dit_strategy.custom = true;
+  const strategy::StrategySpec te_load = comfy_load(placed.first.text.budget_free, 0, 0);
+  r.t5_seconds = prompts * stage_seconds(in, t5_trace, te_load);
+  r.clip_seconds = prompts * stage_seconds(in, clip_trace, te_load);
+  s.text_seconds = r.t5_seconds + r.clip_seconds;
+  s.vae_seconds = stage_seconds(in, vae_trace, comfy_load(placed.first.vae.budget_free, s.vae_memory, s.vae_memory));
+  r.dit_strategy = comfy_load(placed.first.sampler.budget_free, s.sampling_memory, s.sampling_minimum);
   const Simulation dit = simulate(in.setup(), r.dit_strategy, in.engine, in.trace);
   s.iteration_seconds = result::summarize(dit.result).iteration_median;
   r.job = pipeline::comfy_image_job(s, in.hw.host_link);

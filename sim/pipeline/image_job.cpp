@@ -27,6 +27,7 @@ struct Job {
     StageCost c;
     c.compute_seconds = compute;
     c.moves = manager.load(model, memory_required, minimum);
+    c.budget_free = manager.last_budget_free();
     for (const ModelMove& m : c.moves) {
       c.h2d_bytes += m.h2d;
       c.d2h_bytes += m.d2h;

@@ -27,6 +27,7 @@ struct ImageJobSpec {
 
 struct StageCost {
   bool ran = true;
+  double budget_free = 0;  // the free memory its model's load budget was taken from (its own bytes counted)
   double compute_seconds = 0;
   double h2d_bytes = 0, d2h_bytes = 0, transfer_seconds = 0;
   std::vector<ModelMove> moves;

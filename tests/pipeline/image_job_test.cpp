@@ -90,6 +90,15 @@ TEST(ImageJob, TheCommandReportsSecondsPerImageForFluxOnly) {
   const auto again = testing::run_sim("run --config " + saved, false);
   EXPECT_EQ(again.code, 0) << again.out;
   EXPECT_EQ(again.out, r.out);
+  // A card smaller than the text encoders: ComfyUI loads them partly and casts the rest per call, as tiersim does.
+  const auto small = testing::run_sim("--model traces/models/flux.1-dev.json --dtype Q4_K_S --resolution 512x512 --steps 1 "
+                                      "--hw rtx4070 --set 'gpu.memory=8 GiB' --policy comfyui --image-job --json", false);
+  ASSERT_EQ(small.code, 0) << small.out;
+  const auto sj = nlohmann::json::parse(small.out)["image_job"];
+  const auto big = nlohmann::json::parse(testing::run_sim("--model traces/models/flux.1-dev.json --dtype Q4_K_S --resolution "
+                                                          "512x512 --steps 1 --hw rtx4070 --policy comfyui --image-job --json",
+                                                          false).out)["image_job"];
+  EXPECT_GT(sj["t5_seconds"].get<double>(), big["t5_seconds"].get<double>() * 1.2);
   const auto wan = testing::run_sim("--model traces/models/wan2.1-t2v-1.3b.json --steps 1 --policy resident --image-job");
   EXPECT_EQ(wan.code, 2) << wan.out;
   EXPECT_NE(wan.out.find("FLUX only"), std::string::npos) << wan.out;
