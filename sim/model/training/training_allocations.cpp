@@ -44,13 +44,8 @@ class GradientCopies {
   // The next offloaded gradient (`n` elements), just allocated: freed after its copy.
   void free_after_copy(AllocationSequence& s, std::uint64_t n, std::uint64_t id) {
     advance(s, n);
-    freed_.push_back({id, s.events.size(), true});
+    freed_.push_back({id, s.events.size()});
     s.free_after_use(id);
-  }
-  // The next offloaded gradient is not among the allocations modelled: its copy takes its turn, nothing is held.
-  void copy_without_allocation(AllocationSequence& s, std::uint64_t n) {
-    advance(s, n);
-    freed_.push_back({0, s.events.size(), false});
   }
   // At backward's end: the copies' ends among its events.
   void end_backward(AllocationSequence& s) {
@@ -67,18 +62,16 @@ class GradientCopies {
       while (at < progress_.size() && progress_[at].first <= index) now = progress_[at++].second;
       if (pass[i].allocates())
         for (; next < freed_.size() && freed_[next].at < index && ends_[next] <= now; ++next)
-          if (freed_[next].held) s.use_end(freed_[next].tensor);
+          s.use_end(freed_[next].tensor);
       s.events.push_back(std::move(pass[i]));
     }
-    for (; next < freed_.size(); ++next)
-      if (freed_[next].held) s.use_end(freed_[next].tensor);
+    for (; next < freed_.size(); ++next) s.use_end(freed_[next].tensor);
   }
 
  private:
   struct Freed {
     std::uint64_t tensor = 0;
-    std::size_t at = 0;  // the index of its FreeAfterUse (or where it would be)
-    bool held = false;   // false: not allocated (copy_without_allocation)
+    std::size_t at = 0;  // the index of its FreeAfterUse
   };
   void advance(const AllocationSequence& s, std::uint64_t n) {
     const std::size_t k = freed_.size();
@@ -183,9 +176,8 @@ std::vector<AllocationEvent> training_allocations(const ModelConfig& m, const Tr
       if (m.tie_word_embeddings) grads[-1].push_back(out);
       else keep_grad(L, m.embedding_params(), out);
     }
-    // The final norm's weight gradient (hidden_size elements) is not among the allocations modelled; offloaded (a
-    // hidden size of 4,096 or more: Llama-3.1-8B's), its copy still takes its turn on the side stream.
-    if (!lora && o.gradient_offloaded(m.hidden_size)) copies.copy_without_allocation(s, m.hidden_size);
+    // The final norm's weight gradient (hidden_size elements), from the norm's backward after lm_head's.
+    if (!lora) keep_grad(L, m.hidden_size, s.alloc(h * wb, "final norm gradient"));
     if (cast_grad) s.free(cast_grad);
     s.free_all(head_cast);
     s.free_all(head);
