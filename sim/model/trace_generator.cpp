@@ -411,14 +411,7 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
   auto whole = [&](std::uint32_t id) { return TensorAccess{id, tensors[id].bytes}; };
   auto add = [&](OpKind k, std::int32_t layer, std::uint64_t flops, std::vector<TensorAccess> reads,
                  std::vector<TensorAccess> writes, std::uint32_t launches) {
-    trace::Op op;
-    op.kind = k;
-    op.layer = layer;
-    op.flops = flops;
-    op.reads = std::move(reads);
-    op.writes = std::move(writes);
-    op.launches = launches;
-    out.ops.push_back(std::move(op));
+    trace::append_op(out, k, layer, flops, std::move(reads), std::move(writes), launches);
   };
   auto linear = [&](std::int32_t layer, std::uint32_t w, std::uint64_t in, std::uint64_t outd) {
     add(matmul, layer, 2 * T * in * outd, {whole(w), act(T * in)}, {act(T * outd)}, launches_.matmul);

@@ -46,6 +46,19 @@ std::uint64_t op_bytes(const Op& op) {
   return total;
 }
 
+Op& append_op(Step& step, OpKind kind, std::int32_t layer, std::uint64_t flops, std::vector<TensorAccess> reads,
+              std::vector<TensorAccess> writes, std::uint32_t launches) {
+  Op op;
+  op.kind = kind;
+  op.layer = layer;
+  op.flops = flops;
+  op.reads = std::move(reads);
+  op.writes = std::move(writes);
+  op.launches = launches;
+  step.ops.push_back(std::move(op));
+  return step.ops.back();
+}
+
 std::uint32_t append_tensor(Header& header, TensorKind kind, std::uint64_t bytes, std::int32_t layer, std::string name) {
   Tensor t;
   t.id = static_cast<std::uint32_t>(header.tensors.size());

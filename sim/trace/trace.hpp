@@ -81,6 +81,10 @@ bool parse_step_kind(std::string_view s, StepKind& out);
 // Appends a tensor to a header (ids in order: tensors[i].id == i) and returns its id.
 std::uint32_t append_tensor(Header& header, TensorKind kind, std::uint64_t bytes, std::int32_t layer, std::string name);
 
+// Appends an op to a step: what every generator writes (the optional fields keep their defaults).
+Op& append_op(Step& step, OpKind kind, std::int32_t layer, std::uint64_t flops, std::vector<TensorAccess> reads,
+                     std::vector<TensorAccess> writes, std::uint32_t launches = 1);
+
 // Bytes an op moves through the memory of the device that runs it (reads + writes).
 std::uint64_t op_bytes(const Op& op);
 

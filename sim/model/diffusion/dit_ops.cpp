@@ -19,15 +19,8 @@ TensorAccess DitOps::whole(std::uint32_t tensor) const { return {tensor, header_
 
 void DitOps::add(OpKind kind, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,
                  std::vector<TensorAccess> writes, std::uint32_t launches, const char* dtype) {
-  trace::Op op;
-  op.kind = kind;
-  op.layer = group;
-  op.flops = flops;
-  op.reads = std::move(reads);
-  op.writes = std::move(writes);
-  op.launches = launches;
+  trace::Op& op = trace::append_op(out_, kind, group, flops, std::move(reads), std::move(writes), launches);
   if (dtype) op.dtype = dtype;
-  out_.ops.push_back(std::move(op));
 }
 
 void DitOps::linear(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t in, std::uint64_t out) {

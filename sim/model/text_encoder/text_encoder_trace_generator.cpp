@@ -85,14 +85,7 @@ std::uint32_t TextEncoderTraceGenerator::add_weight(std::int32_t layer, const st
 
 void TextEncoderTraceGenerator::elementwise(trace::Step& out, std::int32_t layer, std::uint64_t read,
                                             std::uint64_t written, std::uint32_t launches) const {
-  trace::Op op;
-  op.kind = OpKind::Elementwise;
-  op.layer = layer;
-  op.flops = written / kF32;
-  op.reads = {{act_, read}};
-  op.writes = {{act_, written}};
-  op.launches = launches;
-  out.ops.push_back(std::move(op));
+  trace::append_op(out, OpKind::Elementwise, layer, written / kF32, {{act_, read}}, {{act_, written}}, launches);
 }
 
 void TextEncoderTraceGenerator::linear(trace::Step& out, std::int32_t layer, std::uint32_t weight, std::uint64_t in,
@@ -102,24 +95,12 @@ void TextEncoderTraceGenerator::linear(trace::Step& out, std::int32_t layer, std
   TensorAccess used = stored;
   if (weights_ != WeightDtype::Fp32) {
     // manual_cast: cast_bias_weight copies the weight (and bias) to fp32, the input's dtype.
-    trace::Op cast;
-    cast.kind = OpKind::Elementwise;
-    cast.layer = layer;
-    cast.flops = params;
-    cast.reads = {stored};
-    cast.writes = {{act_, kF32 * params}};
-    cast.launches = bias ? 2 : 1;
+    trace::Op& cast = trace::append_op(out, OpKind::Elementwise, layer, params, {stored}, {{act_, kF32 * params}}, bias ? 2 : 1);
     if (weights_ == WeightDtype::Fp8) cast.dtype = "fp8";  // the runtime's gpu_cast prices fp8 casts
-    out.ops.push_back(std::move(cast));
     used = {act_, kF32 * params};
   }
-  trace::Op mm;
-  mm.kind = S <= 8 ? OpKind::Gemv : OpKind::Gemm;
-  mm.layer = layer;
-  mm.flops = 2 * S * in * out_f;
-  mm.reads = {used, {act_, kF32 * S * in}};
-  mm.writes = {{act_, kF32 * S * out_f}};
-  out.ops.push_back(std::move(mm));
+  trace::append_op(out, S <= 8 ? OpKind::Gemv : OpKind::Gemm, layer, 2 * S * in * out_f, {used, {act_, kF32 * S * in}},
+                   {{act_, kF32 * S * out_f}});
 }
 
 bool TextEncoderTraceGenerator::next(trace::Step& out) {
@@ -133,28 +114,16 @@ bool TextEncoderTraceGenerator::next(trace::Step& out) {
   out.ops.clear();
   auto add = [&](OpKind kind, std::int32_t layer, std::uint64_t flops, std::vector<TensorAccess> reads,
                  std::vector<TensorAccess> writes, std::uint32_t launches) {
-    trace::Op op;
-    op.kind = kind;
-    op.layer = layer;
-    op.flops = flops;
-    op.reads = std::move(reads);
-    op.writes = std::move(writes);
-    op.launches = launches;
-    out.ops.push_back(std::move(op));
+    trace::append_op(out, kind, layer, flops, std::move(reads), std::move(writes), launches);
   };
   const std::uint64_t wb = header_.tensors[embedding_].bytes / (model_.vocab * d);
   // The embedding: the prompt's rows gathered in the stored dtype, then .to(float32) (manual_cast's Embedding
   // does not cast a 16-bit table; an fp8 one is cast whole to fp32 first, and t5.py then runs nan_to_num); CLIP
   // adds its position table, cast to fp32.
   if (weights_ == WeightDtype::Fp8) {
-    trace::Op cast;
-    cast.kind = OpKind::Elementwise;
-    cast.layer = -1;
-    cast.flops = model_.vocab * d;
-    cast.reads = {{embedding_, header_.tensors[embedding_].bytes}};
-    cast.writes = {{act_, kF32 * model_.vocab * d}};
-    cast.dtype = "fp8";
-    out.ops.push_back(std::move(cast));
+    trace::append_op(out, OpKind::Elementwise, -1, model_.vocab * d, {{embedding_, header_.tensors[embedding_].bytes}},
+                     {{act_, kF32 * model_.vocab * d}})
+        .dtype = "fp8";
   }
   add(OpKind::Embedding, -1, 0, {{embedding_, std::max<std::uint64_t>(1, wb) * S * d}}, {{act_, row}}, 2);
   if (weights_ == WeightDtype::Fp8) elementwise(out, -1, row, row, 1);

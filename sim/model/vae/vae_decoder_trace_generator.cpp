@@ -84,14 +84,7 @@ bool VaeDecoderTraceGenerator::next(trace::Step& out) {
   auto act = [&](std::uint64_t elems) { return TensorAccess{act_, elems * a}; };
   auto add = [&](OpKind kind, std::int32_t g, std::uint64_t flops, std::vector<TensorAccess> reads,
                  std::vector<TensorAccess> writes, std::uint32_t launches) {
-    trace::Op op;
-    op.kind = kind;
-    op.layer = g;
-    op.flops = flops;
-    op.reads = std::move(reads);
-    op.writes = std::move(writes);
-    op.launches = launches;
-    out.ops.push_back(std::move(op));
+    trace::append_op(out, kind, g, flops, std::move(reads), std::move(writes), launches);
   };
   // A convolution as cuDNN's implicit GEMM: 2 k^2 in out FLOPs per output pixel; its input, weights and output.
   auto conv = [&](std::int32_t g, std::uint64_t in, std::uint64_t o, std::uint64_t k, std::uint64_t pixels) {
