@@ -2,7 +2,11 @@
 // experiments/frameworks/comfyui_model_management.md (section 4: the 24 GB and the 80 GB GPU), and the command.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "pipeline/comfy_model_management.hpp"
 #include "pipeline/image_job.hpp"
@@ -111,6 +115,49 @@ TEST(ImageJob, TheCommandReportsSecondsPerImageForFluxOnly) {
   const auto missing = testing::run_sim("--model " + elsewhere + " --resolution 512x512 --steps 1 --policy resident --image-job");
   EXPECT_EQ(missing.code, 2) << missing.out;
   EXPECT_NE(missing.out.find("t5-v1_1-xxl.json"), std::string::npos) << missing.out;
+}
+
+}  // namespace
+}  // namespace tiersim::pipeline
+
+namespace tiersim::pipeline {
+namespace {
+
+// ComfyUI a125cd84's own load_models_gpu and ModelPatcher, run unchanged on stand-ins of FLUX's three models
+// (experiments/frameworks/comfyui_job_fixtures.py -> tests/fixtures/comfyui_job.jsonl) through the job's nodes at five
+// free-VRAM sizes: after every call each model's bytes on the GPU agree with tiersim's manager to within one of the
+// model's leaves (ComfyUI moves whole leaves: a partial unload stops past what was asked, a partial load short of
+// the budget), and every decision (whole, part, none) is the same.
+TEST(ComfyModelManager, AgreesWithComfyUIsOwnCodeCallByCall) {
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/comfyui_job.jsonl");
+  ASSERT_TRUE(in.good());
+  // The largest leaf of each: T5's shared embedding, FLUX's single-block linear1; the VAE always loads whole.
+  const std::map<std::string, double> leaf{{"te", 32128.0 * 4096 * 2}, {"flux", 3072.0 * 21504 * 2 + 21504 * 2}, {"vae", 0}};
+  std::string line;
+  std::size_t cases = 0, calls = 0;
+  while (std::getline(in, line)) {
+    const auto c = nlohmann::json::parse(line);
+    ComfyModelManager m(c["free"].get<double>());
+    std::map<std::string, std::size_t> index;
+    for (const char* name : {"te", "flux", "vae"}) index[name] = m.add(name, c["models"][name].get<double>());
+    for (const auto& call : c["calls"]) {
+      const double mem = call["memory_required"].get<double>();
+      const double min = call["minimum_memory_required"].is_null() ? mem : call["minimum_memory_required"].get<double>();
+      (void)m.load(index.at(call["model"].get<std::string>()), mem, min);
+      for (const auto& [name, i] : index) {
+        const double comfy = call["loaded"][name].get<double>(), size = c["models"][name].get<double>();
+        const std::string where = c["sequence"].get<std::string>() + " at " + std::to_string(c["free"].get<double>()) +
+                                  ", call " + std::to_string(calls) + " (" + call["node"].get<std::string>() + "), " + name;
+        EXPECT_LE(std::abs(m.loaded(i) - comfy), leaf.at(name) + 1) << where;
+        EXPECT_EQ(m.loaded(i) == 0, comfy == 0) << where;
+        EXPECT_EQ(m.loaded(i) == size, comfy == size) << where;
+      }
+      ++calls;
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 10u);  // five sizes x two sequences
+  EXPECT_EQ(calls, 55u);  // 5 calls for the same prompt, 6 for a new one
 }
 
 }  // namespace
