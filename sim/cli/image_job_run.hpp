@@ -2,9 +2,9 @@
 // `sim run --image-job`: a FLUX run's whole ComfyUI text-to-image job. Its text encoders (T5-XXL and CLIP-L) and
 // its VAE are read from the config files beside the model's (t5-v1_1-xxl.json, clip-vit-large-patch14.json,
 // flux.1-vae.json), their forwards generated (model/text_encoder, model/vae) and run by the event engine on the same
-// machine, resident; ComfyUI's loads and unloads between the stages come from pipeline/image_job, and the diffusion
-// model's iterations are run again placed as ComfyUI's own load leaves it at the sampler (comfy.lowvram of that era,
-// pageable casts on the compute stream), whatever --policy placed the run above with.
+// machine; ComfyUI's loads and unloads between the stages come from pipeline/image_job, and every stage (the
+// diffusion model's iterations too, whatever --policy placed the run above with) runs its model placed as ComfyUI's
+// own load leaves it (comfy.lowvram of that era, the rest cast per call from pageable memory on the compute stream).
 #include <optional>
 #include <string>
 
