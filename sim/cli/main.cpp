@@ -107,7 +107,7 @@ CLI::Validator number_in(double lo, double hi, const std::string& what, bool who
 
 void add_generation_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--dtype", o.dtype,
-                 "weight format when generating: fp32, bf16 (default), fp16, fp8, int8, q4, or a GGUF file type "
+                 "weight format when generating: fp32, bf16 (default), fp16, fp8, fp8_scaled (a diffusion model's scaled fp8 checkpoint), int8, q4, or a GGUF file type "
                  "(Q4_K_M, Q8_0, ...); a --model FILE.gguf has its own");
   cmd.add_option("--batch", o.batch, "sequences decoded together (a diffusion model: images per iteration)")
       ->capture_default_str()

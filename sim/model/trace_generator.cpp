@@ -81,6 +81,9 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
       options_(options),
       launches_(launches ? *launches : options.dtype == WeightDtype::Gguf ? llamacpp_launch_counts() : LaunchCounts{}) {
   check_sizes(model_, options_);
+  if (options_.fp8_scaled)
+    throw InputError("", 0, "--dtype", "fp8_scaled is ComfyUI's scaled fp8 checkpoints of diffusion models; for '" +
+                                           model_.name + "' give fp8");
   if ((options_.routing_zipf > 0 || options_.routing_replay) && !model_.is_moe())
     throw InputError("", 0, "--routing", "is for mixture-of-experts models; '" + model_.name + "' is dense");
   if (const auto& r = options_.routing_replay) {
@@ -681,8 +684,9 @@ std::vector<std::uint32_t> LlmTraceGenerator::route(std::int32_t layer, std::uin
 
 void set_dtype(GenerationOptions& options, const std::string& name) {
   // tiersim's own names first (bf16 is a PyTorch checkpoint's bf16, BF16 a GGUF file's: F32 norms).
+  options.fp8_scaled = name == "fp8_scaled";
   try {
-    options.dtype = parse_weight_dtype(name);
+    options.dtype = parse_weight_dtype(options.fp8_scaled ? "fp8" : name);
     options.gguf.clear();
     return;
   } catch (const std::invalid_argument&) {
@@ -690,7 +694,7 @@ void set_dtype(GenerationOptions& options, const std::string& name) {
   if (!gguf::is_file_type(name))
     throw std::invalid_argument(name == "gguf" ? "give the GGUF file type (Q4_K_M, ...), not 'gguf'"
                                                : "unknown dtype '" + name +
-                                                     "' (fp32, bf16, fp16, fp8, int8, q4, or a GGUF file type: F16, "
+                                                     "' (fp32, bf16, fp16, fp8, fp8_scaled, int8, q4, or a GGUF file type: F16, "
                                                      "BF16, Q8_0, Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S, Q4_0, Q3_K_M, "
                                                      "Q2_K, IQ4_XS)");
   options.dtype = WeightDtype::Gguf;
@@ -698,6 +702,7 @@ void set_dtype(GenerationOptions& options, const std::string& name) {
 }
 
 std::string dtype_name(const GenerationOptions& options) {
+  if (options.dtype == WeightDtype::Fp8 && options.fp8_scaled) return "fp8_scaled";
   return options.dtype == WeightDtype::Gguf ? options.gguf : to_string(options.dtype);
 }
 

@@ -61,9 +61,12 @@ struct GenerationOptions {
     bool guided() const { return std::fabs(cfg - 1.0) > 1e-9 * std::max(1.0, std::fabs(cfg)); }
     std::uint32_t guided_batch(std::uint32_t batch) const { return guided() ? 2 * batch : batch; }
   } image;
+  // With WeightDtype::Fp8: a scaled fp8 checkpoint (ComfyUI's *_fp8_scaled files, comfy/ops.py scaled_fp8_ops: each
+  // Linear's weight times its scale_weight after the cast). Diffusion models only.
+  bool fp8_scaled = false;
 };
 
-// Sets the weight format from its name: fp32, bf16, fp16, fp8, int8, q4, or a GGUF file type (Q4_K_M,
+// Sets the weight format from its name: fp32, bf16, fp16, fp8, fp8_scaled, int8, q4, or a GGUF file type (Q4_K_M,
 // Q8_0, ...: gguf_quant.hpp). Throws std::invalid_argument naming the known ones.
 void set_dtype(GenerationOptions& options, const std::string& name);
 // The name set_dtype reads back.

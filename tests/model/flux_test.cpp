@@ -387,3 +387,38 @@ TEST(FluxGguf, TheDequantizersBlockingCopiesCostTime) {
 
 }  // namespace
 }  // namespace tiersim::model
+
+namespace tiersim::model {
+namespace {
+
+// A scaled fp8 checkpoint (comfy/ops.py scaled_fp8_ops): after each Linear's cast, the smaller of the weight and the
+// input is multiplied by the weight's scale: one more elementwise op per Linear, two launches; decoders refuse it.
+TEST(Flux, ScaledFp8MultipliesTheSmallerOperandByTheScale) {
+  const FluxConfig dev = load_flux_config(model_path("flux.1-dev"));
+  GenerationOptions plain = image(512, 512, 1), scaled = image(512, 512, 1);
+  set_dtype(plain, "fp8");
+  set_dtype(scaled, "fp8_scaled");
+  EXPECT_EQ(dtype_name(scaled), "fp8_scaled");
+  EXPECT_EQ(dtype_name(plain), "fp8");
+  FluxTraceGenerator a(dev, plain), b(dev, scaled);
+  EXPECT_EQ(b.header().meta.at("weight_dtype"), "fp8_scaled");
+  trace::Step sa, sb;
+  ASSERT_TRUE(a.next(sa));
+  ASSERT_TRUE(b.next(sb));
+  std::size_t linears = 0;
+  for (const auto& op : sa.ops) linears += op.kind == trace::OpKind::Gemm || op.kind == trace::OpKind::Gemv;
+  EXPECT_EQ(sb.ops.size(), sa.ops.size() + linears);
+  // A Linear over one row (a modulation, an embedder): its input is scaled, not its weight.
+  for (std::size_t i = 0; i + 2 < sb.ops.size(); ++i)
+    if (sb.ops[i].dtype == "fp8" && sb.ops[i + 2].kind == trace::OpKind::Gemv) {
+      EXPECT_EQ(sb.ops[i + 1].launches, 2u);
+      EXPECT_LT(sb.ops[i + 1].writes[0].bytes, sb.ops[i].writes[0].bytes / 100);
+      break;
+    }
+  const auto llm = testing::run_sim("--model traces/models/qwen3-8b.json --dtype fp8_scaled --policy resident");
+  EXPECT_EQ(llm.code, 2) << llm.out;
+  EXPECT_NE(llm.out.find("diffusion models"), std::string::npos) << llm.out;
+}
+
+}  // namespace
+}  // namespace tiersim::model

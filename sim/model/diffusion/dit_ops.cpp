@@ -1,5 +1,6 @@
 #include "model/diffusion/dit_ops.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -12,8 +13,14 @@ using trace::OpKind;
 using trace::TensorAccess;
 
 DitOps::DitOps(trace::Step& out, const trace::Header& header, std::uint32_t act, WeightDtype dtype,
-               const std::vector<const gguf::QuantType*>* gguf_types)
-    : out_(out), header_(header), act_(act), dtype_(dtype), gguf_types_(gguf_types), a_(activation_bytes(dtype)) {}
+               const std::vector<const gguf::QuantType*>* gguf_types, bool scaled)
+    : out_(out),
+      header_(header),
+      act_(act),
+      dtype_(dtype),
+      gguf_types_(gguf_types),
+      scaled_(scaled && dtype == WeightDtype::Fp8),
+      a_(activation_bytes(dtype)) {}
 
 TensorAccess DitOps::whole(std::uint32_t tensor) const { return {tensor, header_.tensors[tensor].bytes}; }
 
@@ -29,6 +36,12 @@ void DitOps::linear(std::int32_t group, std::uint32_t weight, std::uint64_t rows
     // The whole weight and bias cast to a bf16 copy per forward; the product reads the copy.
     const std::uint64_t copy = 2 * (in * out + out);
     add(OpKind::Elementwise, group, in * out, {whole(weight)}, {raw(copy)}, 1, "fp8");
+    if (scaled_) {
+      // forward_comfy_cast_weights: weight * scale when the weight has fewer elements than the input, else
+      // input * scale; each after scale_weight.to(dtype) (a kernel of its own).
+      const std::uint64_t n = std::min(in * out, rows * in);
+      add(OpKind::Elementwise, group, n, {raw(2 * n)}, {raw(2 * n)}, 2);
+    }
     add(kind, group, 2 * rows * in * out, {raw(copy), act(rows * in)}, {act(rows * out)}, DitLaunches::linear);
   } else if (dtype_ == WeightDtype::Gguf) {
     // ComfyUI-GGUF (ops.py GGMLLayer.cast_bias_weight): the weight dequantized and the F32 bias cast into bf16

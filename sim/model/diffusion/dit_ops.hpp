@@ -28,8 +28,10 @@ class DitOps {
   // `act`: the trace's activation workspace tensor; `dtype`: the weights' format (fp8 weights are cast to
   // bf16 before each Linear, comfy/ops.py cast_bias_weight; GGUF ones dequantized, gguf_dit.hpp).
   // `gguf_types`: with GGUF weights, each tensor's stored type by id (nullptr for tensors that are not Linears).
+  // `scaled`: fp8 weights of a scaled checkpoint (comfy/ops.py scaled_fp8_ops: after the cast, the product's
+  // smaller operand, the weight or the input, is multiplied by the weight's scale).
   DitOps(trace::Step& out, const trace::Header& header, std::uint32_t act, WeightDtype dtype,
-         const std::vector<const gguf::QuantType*>* gguf_types = nullptr);
+         const std::vector<const gguf::QuantType*>* gguf_types = nullptr, bool scaled = false);
 
   std::uint64_t act_bytes() const { return a_; }  // bytes per activation element
   trace::TensorAccess act(std::uint64_t elems) const { return {act_, elems * a_}; }
@@ -58,6 +60,7 @@ class DitOps {
   std::uint32_t act_;
   WeightDtype dtype_;
   const std::vector<const gguf::QuantType*>* gguf_types_;
+  bool scaled_;
   std::uint64_t a_;
 };
 

@@ -151,7 +151,7 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
   out.kind = StepKind::Iteration;
   out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(S, 0xffffffffu));
   out.ops.clear();
-  DitOps ops(out, header_, act_, d, &gguf_types_);
+  DitOps ops(out, header_, act_, d, &gguf_types_, options_.fp8_scaled);
   auto act = [&](std::uint64_t elems) { return ops.act(elems); };
   auto raw = [&](std::uint64_t bytes) { return ops.raw(bytes); };
   auto add = [&](OpKind k, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,

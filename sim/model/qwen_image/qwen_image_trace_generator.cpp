@@ -143,7 +143,7 @@ bool QwenImageTraceGenerator::next(trace::Step& out) {
   // Once per iteration, over every pass's output: the guidance's combination and the sampler's update of the latent
   // (ComfyUI's model wrapper and an Euler step: about ten small kernels).
   const std::uint64_t o = model_.out_features();
-  DitOps ops(out, header_, act_, options_.dtype);
+  DitOps ops(out, header_, act_, options_.dtype, nullptr, options_.fp8_scaled);
   ops.add(OpKind::Elementwise, static_cast<std::int32_t>(blocks_.size()), 10 * latent_rows * o,
           {ops.act(3 * latent_rows * o)}, {ops.act(2 * latent_rows * o)}, 10);
   out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0xffffffffu));
@@ -156,7 +156,7 @@ void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass) con
   const std::uint64_t Si = B * qwen_image_tokens(options_.image), St = B * pass.text_tokens, S = Si + St;
   const std::uint64_t h = model_.hidden(), m = model_.mlp_hidden(), hd = model_.head_dim, T = QwenImageConfig::kTimestepChannels;
   const std::uint64_t lat = model_.in_channels;  // packed latent elements per image token
-  DitOps ops(out, header_, act_, options_.dtype);
+  DitOps ops(out, header_, act_, options_.dtype, nullptr, options_.fp8_scaled);
   auto act = [&](std::uint64_t elems) { return ops.act(elems); };
   auto raw = [&](std::uint64_t bytes) { return ops.raw(bytes); };
   auto add = [&](OpKind k, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,

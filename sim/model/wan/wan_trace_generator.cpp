@@ -140,7 +140,7 @@ void WanTraceGenerator::build_iteration(trace::Step& out) const {
   out.kind = StepKind::Iteration;
   out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0xffffffffu));
   out.ops.clear();
-  DitOps ops(out, header_, act_, options_.dtype);
+  DitOps ops(out, header_, act_, options_.dtype, nullptr, options_.fp8_scaled);
 
   // Embeddings (forward_orig): the latent cast to fp32 and the Conv3d patch embedding (cuDNN, TF32 allowed
   // by PyTorch's default), cast back; the timestep's sinusoid, time_embedding, time_projection; the text
