@@ -44,17 +44,7 @@ strategy::StrategySpec comfy_load(double free, double memory_required, double mi
 // One stage's forward on the run's machine, its model loaded as ComfyUI loads it: its step's seconds.
 double stage_seconds(const RunInputs& in, trace::StepSource& source, const strategy::StrategySpec& load) {
   const placement::Placement placement = strategy::compose(source.header(), in.hw, load);
-  const result::RunResult r = replay::run_event_engine(in.setup(), placement, source);
-  double s = 0;
-  for (const auto& step : r.steps) s += step.seconds;
-  return s;
-}
-
-double weight_bytes(const trace::Header& h) {
-  double b = 0;
-  for (const auto& t : h.tensors)
-    if (t.kind == trace::TensorKind::Weight) b += static_cast<double>(t.bytes);
-  return b;
+  return result::summarize(replay::run_event_engine(in.setup(), placement, source)).total_seconds;
 }
 
 }  // namespace
@@ -80,8 +70,8 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
   model::VaeDecoderTraceGenerator vae_trace(vae, im.width, im.height, g.batch, model::WeightDtype::Bf16);
   pipeline::ImageJobSpec& s = r.spec;
   s.free_bytes = in.hw.gpu.memory - in.hw.gpu.reserved;
-  s.text_encoder_bytes = weight_bytes(t5_trace.header()) + weight_bytes(clip_trace.header());
-  s.dit_bytes = weight_bytes(sim.header);
+  s.text_encoder_bytes = placement::weight_bytes(t5_trace.header()) + placement::weight_bytes(clip_trace.header());
+  s.dit_bytes = placement::weight_bytes(sim.header);
   s.vae_bytes = 2.0 * static_cast<double>(vae.params());  // ae.safetensors (fp32) made bf16 at load
   s.steps = im.steps;
   // model_base.memory_required: latent area x the compute dtype's bytes (bf16) x 0.01 x the factor, in MiB, at

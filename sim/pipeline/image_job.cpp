@@ -15,7 +15,7 @@ struct Job {
   const hw::HostLinkSpec& link;
   ComfyModelManager manager;
   std::size_t text, dit, vae;
-  double dit_loaded = 0, dit_free = 0;  // during the last image's iterations
+  double dit_loaded = 0;  // during the last image's iterations
 
   Job(const ImageJobSpec& s, const hw::HostLinkSpec& l) : spec(s), link(l), manager(s.free_bytes) {
     text = manager.add(s.text_encoder_name, s.text_encoder_bytes);
@@ -44,7 +44,6 @@ struct Job {
     else i.text.ran = false;
     i.sampler = load(dit, spec.sampling_memory, spec.sampling_minimum, spec.steps * spec.iteration_seconds);
     dit_loaded = manager.loaded(dit);
-    dit_free = manager.last_budget_free();
     // VAE.decode passes memory_used_decode alone: the minimum is the same.
     i.vae = load(vae, spec.vae_memory, spec.vae_memory, spec.vae_seconds);
     return i;
@@ -59,7 +58,6 @@ ImageJob comfy_image_job(const ImageJobSpec& spec, const hw::HostLinkSpec& link)
     Job j(spec, link);
     out.first = j.image(true);
     out.dit_loaded = j.dit_loaded;
-    out.dit_free = j.dit_free;
     out.same_prompt = j.image(false);
   }
   {

@@ -43,7 +43,6 @@ struct ImageCost {
 struct ImageJob {
   ImageCost first, same_prompt, new_prompt;
   double dit_loaded = 0;  // the diffusion model's bytes on the GPU during the first image's iterations
-  double dit_free = 0;    // the free memory its load budget was taken from (its own loaded bytes counted)
 };
 
 // `link`: the host link (its pageable curves price the copies).

@@ -9,13 +9,16 @@ using namespace std::string_literals;
 
 namespace {
 
+// A labelled line of the summary.
+void line(std::ostream& out, const char* label, const std::string& value) {
+  char b[64];
+  std::snprintf(b, sizeof b, "  %-22s ", label);
+  out << b << value << "\n";
+}
+
 // sim run --image-job: the ComfyUI job's stages for the first image and the next one, same prompt or new.
 void write_image_job(std::ostream& out, const Context& c) {
-  auto line = [&](const char* label, const std::string& value) {
-    char b[64];
-    std::snprintf(b, sizeof b, "  %-22s ", label);
-    out << b << value << "\n";
-  };
+  auto line = [&](const char* label, const std::string& value) { report::line(out, label, value); };
   const pipeline::ImageJob& j = *c.image_job;
   const pipeline::ImageJobSpec& s = *c.image_job_spec;
   const pipeline::ImageCost* images[] = {&j.first, &j.same_prompt, &j.new_prompt};
@@ -73,11 +76,7 @@ void write_console(std::ostream& out, const Context& c) {
   const result::Summary s = result::summarize(*c.result);
   const auto& hw = *c.hw;
   const auto& h = *c.header;
-  auto line = [&](const char* label, const std::string& value) {
-    char buf[512];
-    std::snprintf(buf, sizeof buf, "  %-22s %s\n", label, value.c_str());
-    out << buf;
-  };
+  auto line = [&](const char* label, const std::string& value) { report::line(out, label, value); };
   auto num = [](const char* fmt, double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, fmt, v);
