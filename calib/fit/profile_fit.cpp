@@ -131,6 +131,8 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       big_gemm_bf16.push_back(r->rate());
   }
   for (const RawRow* r : raw.find("gemm", "fp16_")) best_fp16 = std::max(best_fp16, r->rate());
+  double best_fp32 = 0;  // tiersim_calib --only fp32_gemm (since 2026-11-24); the datasheet's rate without it
+  for (const RawRow* r : raw.find("gemm", "fp32_")) best_fp32 = std::max(best_fp32, r->rate());
   if (best_bf16 <= 0) throw InputError(raw.file, 0, "gemm,bf16_", "no bf16 GEMM measured");
   for (double& v : big_gemm_bf16) v /= best_bf16;
   const double compute_eff = std::max(0.01, median_of(big_gemm_bf16));
@@ -208,7 +210,10 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     << "  source: " << yaml_quote(by + ": memory from cudaMemGetInfo, reserved = memory in use before calib allocated, "
                                        "memory_bandwidth = streaming read of 4 GiB, memory_efficiency = median cuBLAS bf16 GEMV / streaming read, "
                                        "bf16/fp16 = best cuBLAS GEMM at LLM shapes, compute_efficiency = median M>=512 bf16 GEMM / best, "
-                                       "kernel_min_time = back-to-back empty kernels; fp32/tf32/fp8 rates from base preset '" + base.name + "' (datasheet)") << "\n"
+                                       "kernel_min_time = back-to-back empty kernels; " +
+                                       (best_fp32 > 0 ? "fp32 = best cuBLAS fp32 GEMM without TF32; tf32/fp8"
+                                                      : std::string("fp32/tf32/fp8")) +
+                                       " rates from base preset '" + base.name + "' (datasheet)") << "\n"
     << "  name: " << yaml_quote(raw.fact("gpu_name")) << "\n"
     << "  count: " << gpu_count << "\n"
     << "  memory: \"" << gib(gpu_total) << "\"\n"
@@ -220,6 +225,7 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     double v = rate;
     if (dtype == "bf16") v = best_bf16;
     if (dtype == "fp16" && best_fp16 > 0) v = best_fp16;
+    if (dtype == "fp32" && best_fp32 > 0) v = best_fp32;
     y << "    " << dtype << ": \"" << tflops(v) << "\"\n";
   }
   y << "  compute_efficiency: " << num(compute_eff) << "\n"
@@ -343,6 +349,7 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
   row("bf16 GEMV achieved (median of shapes)", mem_eff * hbm, base.gpu.memory_efficiency * base.gpu.memory_bandwidth, "GB/s", 1e9);
   row("bf16 GEMM best", best_bf16, base.gpu_rate("bf16"), "TFLOP/s", 1e12);
   if (best_fp16 > 0) row("fp16 GEMM best", best_fp16, base.gpu_rate("fp16"), "TFLOP/s", 1e12);
+  if (best_fp32 > 0) row("fp32 GEMM best (no TF32)", best_fp32, base.gpu_rate("fp32"), "TFLOP/s", 1e12);
   row("kernel minimum time", kernel_min, base.gpu.kernel_min_time, "us", 1e-6);
   row("H2D pinned bandwidth (fit)", h2d_pinned.fit.bandwidth, base.host_link.h2d_pinned.bandwidth, "GB/s", 1e9);
   row("D2H pinned bandwidth (fit)", d2h_pinned.fit.bandwidth, base.host_link.d2h_pinned.bandwidth, "GB/s", 1e9);

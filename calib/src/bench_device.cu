@@ -1,5 +1,5 @@
 // The GPU itself: HBM streaming read and device-to-device copy, kernel launch cost, and cuBLAS
-// bf16/fp16 GEMV and GEMM at the layer shapes LLM decode and prefill run.
+// bf16/fp16 GEMV and GEMM at the layer shapes LLM decode and prefill run; fp32 GEMM (no TF32) at the same shapes.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -78,6 +78,43 @@ void bench_device(Csv& csv, const Options& o) {
       CUDA_CHECK(cudaFree(x));
       CUDA_CHECK(cudaFree(y));
     }
+  }
+  CUBLAS_CHECK(cublasDestroy(h));
+}
+
+}  // namespace calib
+
+namespace calib {
+
+// cuBLAS fp32 GEMM without TF32 (CUBLAS_COMPUTE_32F in the default math mode): what PyTorch runs for an fp32 matmul
+// while torch.backends.cuda.matmul.allow_tf32 is False, its default (ComfyUI's text encoders compute in fp32). The
+// same LLM shapes as the bf16 GEMMs, M = 512 and 2048.
+void bench_fp32_gemm(Csv& csv, const Options& o) {
+  BenchStream bs(o.device);
+  cudaStream_t s = bs.stream;
+  cublasHandle_t h;
+  CUBLAS_CHECK(cublasCreate(&h));
+  CUBLAS_CHECK(cublasSetStream(h, s));
+  const int max_m = 2048;
+  for (const auto& shape : kShapes) {
+    const int out = shape[0], in = shape[1];
+    void *w = nullptr, *x = nullptr, *y = nullptr;
+    CUDA_CHECK(cudaMalloc(&w, size_t(out) * in * 4));
+    CUDA_CHECK(cudaMalloc(&x, size_t(max_m) * in * 4));
+    CUDA_CHECK(cudaMalloc(&y, size_t(max_m) * out * 4));
+    // bf16 bit patterns two by two: each fp32's high half is a finite bf16, so every value is finite.
+    fill_random_bf16(w, size_t(out) * in * 2, 7, s);
+    fill_random_bf16(x, size_t(max_m) * in * 2, 11, s);
+    for (int m : {512, 2048}) {
+      if (o.quick && m > 512) continue;
+      auto body = [&] { linear(h, out, m, in, w, x, y, CUDA_R_32F); };
+      char variant[96];
+      std::snprintf(variant, sizeof variant, "fp32_m%d_out%d_in%d", m, out, in);
+      csv.add({"gemm", variant, 2.0 * m * out * in, "flop", time_device(s, 3, 10, body)});
+    }
+    CUDA_CHECK(cudaFree(w));
+    CUDA_CHECK(cudaFree(x));
+    CUDA_CHECK(cudaFree(y));
   }
   CUBLAS_CHECK(cublasDestroy(h));
 }

@@ -1,6 +1,6 @@
 // tiersim_calib: measures this machine and writes the raw CSV that `tiersim_fit` turns into a
 // hardware profile. Runs in a few minutes; allocates managed memory only within free GPU memory.
-//   tiersim_calib --out results/calib/raw.csv [--device 0] [--quick] [--only host_link,device,...]
+//   tiersim_calib --out results/calib/raw.csv [--device 0] [--quick] [--only host_link,device,fp32_gemm,...]
 #include <cstring>
 #include <set>
 #include <string>
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,zero_copy,peer,managed]\n");
+      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,peer,managed]\n");
       return 2;
     }
   }
@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   auto want = [&](const char* name) { return only.empty() || only.count(name); };
   if (want("host_link")) calib::bench_host_link(csv, o);
   if (want("device")) calib::bench_device(csv, o);
+  if (want("fp32_gemm")) calib::bench_fp32_gemm(csv, o);
   if (want("zero_copy")) calib::bench_zero_copy(csv, o);
   if (want("peer")) calib::bench_peer(csv, o);
   if (want("managed")) calib::bench_managed(csv, o);

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "config/embedded_files.hpp"
@@ -51,22 +53,24 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     const char* raw;
     const char* base;
     const char* name;
-    const char* extra;  // rows of a later run (--extra), or ""
+    std::vector<std::string> extras;  // rows of later runs (--extra), in order
     const char* cpu;    // the host CPU's kernels (--cpu), or ""
     int cores;
   };
-  for (const Case c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", "", "", 0},
+  for (const Case c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {}, "", 0},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
-                            "results/calib/raw_h100_run3_input_gemv.csv", "results/validation/llamacpp/raw/cpu.csv", 16}}) {
+                            {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv"},
+                            "results/validation/llamacpp/raw/cpu.csv", 16}}) {
     RawMeasurements named = read_raw_csv(dir + "/" + c.raw);
     // The fit names its input by the path it was given; the committed profile was made from this one.
     named.file = c.raw;
-    if (*c.extra) {
+    for (const std::string& extra : c.extras) {
       const std::size_t rows = named.rows.size();
-      add_rows_of(named, {dir + "/" + c.extra});
+      const std::string file = named.file;
+      add_rows_of(named, {dir + "/" + extra});
       EXPECT_GT(named.rows.size(), rows);
-      named.file = std::string(c.raw) + " + " + c.extra;
-      EXPECT_THROW(add_rows_of(named, {dir + "/" + c.extra}), InputError);  // the same rows twice
+      named.file = file + " + " + extra;  // as the command line names it
+      EXPECT_THROW(add_rows_of(named, {dir + "/" + extra}), InputError);  // the same rows twice
     }
     FitOutput fit = fit_profile(named, hw::resolve_profile(c.base), c.name);
     if (*c.cpu) {
