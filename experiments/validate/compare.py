@@ -141,10 +141,11 @@ def write_runtime(path, lease, fw):
         text += "per_op: {" + ", ".join(f'{k}: "{v:.3f} us"' for k, v in sorted(per_op.items())) + "}\n"
     HW_OF[path] = base_name(lease)
     # The blocks other scripts write are kept as they are: training (experiments/validate/train_host_fit.py),
-    # cpu_offload (cpu_offload_fit.py) and gpu_cast (from experiments/calibrate/cast_rate.py, results/calib/h100-cast).
+    # cpu_offload (cpu_offload_fit.py), gpu_cast (from experiments/calibrate/cast_rate.py, results/calib/h100-cast) and
+    # gpu_block_reduction (experiments/calibrate/group_norm_rate.py, results/calib/h100-groupnorm).
     if os.path.exists(path):
         old = open(path).read()
-        ats = [a for a in (old.find(m) for m in ("\ntraining:", "\ngpu_cast:", "\ncpu_offload:")) if a >= 0]
+        ats = [a for a in (old.find(m) for m in ("\ntraining:", "\ngpu_cast:", "\ncpu_offload:", "\ngpu_block_reduction:")) if a >= 0]
         if ats:
             text += old[min(ats) + 1:]
     with open(path, "w") as f:

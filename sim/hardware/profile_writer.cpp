@@ -169,6 +169,8 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
     for (const auto& [type, share] : r.gpu_cast) g[type] = share;
     j["gpu_cast"] = g;
   }
+  if (r.gpu_block_rate > 0)
+    j["gpu_block_reduction"] = {{"source", r.gpu_block_rate_source}, {"block_rate", quantity(r.gpu_block_rate, "B/s")}};
   if (r.training) {
     const runtime::TrainingHostCosts& t = *r.training;
     j["training"] = {{"source", t.source},

@@ -48,6 +48,12 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
       }
     t.finish();
   }
+  if (top.has("gpu_block_reduction")) {
+    config::Section t = top.child("gpu_block_reduction");
+    r.gpu_block_rate_source = t.text("source");
+    r.gpu_block_rate = t.bandwidth("block_rate");
+    t.finish();
+  }
   if (top.has("training")) {
     config::Section t = top.child("training");
     TrainingHostCosts c;

@@ -83,6 +83,11 @@ struct RuntimeProfile {
   // cast's bytes (read and written) then take. Optional; without it a cast runs at the memory rate.
   std::map<std::string, double> gpu_cast;
   std::string gpu_cast_source;
+  // The bytes per second one thread block of the framework's block reductions streams (PyTorch's GroupNorm
+  // statistics, RowwiseMomentsCUDAKernel: one block per (sample, group), each reading its group serially). An op
+  // with trace `blocks=N` moves its bytes at most at N times this. Optional; 0: the grid is not priced.
+  double gpu_block_rate = 0;
+  std::string gpu_block_rate_source;
   // Optional: training's host costs; without it sim train prices every op at its inference cost.
   std::optional<TrainingHostCosts> training;
   // Optional: the CPU optimizer of sim train --optimizer-offload; without it that option is refused.

@@ -43,6 +43,10 @@ struct Op {
   // Times the host waits for the GPU's queued work inside the op, after issuing its kernels: a blocking copy of a
   // few bytes (ComfyUI-GGUF's dequantize builds its shift table with torch.tensor(..., device=)). 0: none.
   std::uint32_t syncs = 0;
+  // Thread blocks of the framework's kernel when that grid, not the GPU, bounds how fast its bytes stream: PyTorch's
+  // GroupNorm statistics (RowwiseMomentsCUDAKernel) run one block per (sample, group). The runtime's measured
+  // rate of one such block (gpu_block_reduction) times this caps the op's memory rate. 0: the kernel fills the GPU.
+  std::uint32_t blocks = 0;
 };
 
 struct Step {

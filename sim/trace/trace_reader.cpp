@@ -45,6 +45,7 @@ constexpr std::uint64_t kMaxTotalBytes = std::uint64_t{1} << 56;    // 64 PiB ov
 constexpr std::uint64_t kMaxOpFlops = 1'000'000'000'000'000'000u;  // 10^18: 1000 s at 1 PFLOP/s
 constexpr std::uint32_t kMaxLaunches = 1'000'000;
 constexpr std::uint32_t kMaxSyncs = 1'000;
+constexpr std::uint32_t kMaxBlocks = 2'147'483'647;
 constexpr double kMaxOpMicros = 1e9;  // 1000 s for one op
 
 }  // namespace
@@ -169,6 +170,7 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
   op.host_seconds = -1.0;
   op.dtype.clear();
   op.syncs = 0;
+  op.blocks = 0;
   bool have_layer = false;
   for (std::string_view tok = next_token(s); !tok.empty(); tok = next_token(s)) {
     std::size_t eq = tok.find('=');
@@ -196,8 +198,11 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
       op.dtype = std::string(value);
     } else if (key == "syncs") {
       if (!parse_int(value, op.syncs) || op.syncs > kMaxSyncs) fail("syncs", "must be an integer from 0 to 1,000");
+    } else if (key == "blocks") {
+      if (!parse_int(value, op.blocks) || op.blocks == 0 || op.blocks > kMaxBlocks)
+        fail("blocks", "must be an integer from 1 to 2^31-1, got '" + std::string(value) + "'");
     } else {
-      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs)");
+      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks)");
     }
   }
   if (!have_layer) fail("layer", "every op needs layer=N");

@@ -45,6 +45,7 @@ void write_step(std::ostream& out, const Header& header, const Step& step) {
     write_micros(out, "host_us", op.host_seconds);
     if (!op.dtype.empty()) out << " dtype=" << op.dtype;
     if (op.syncs) out << " syncs=" << op.syncs;
+    if (op.blocks) out << " blocks=" << op.blocks;
     out << '\n';
   }
 }

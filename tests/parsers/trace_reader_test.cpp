@@ -27,6 +27,7 @@ const char* kGood =
     "step decode tokens=2\n"
     "op attention layer=0 read=1:250 gpu_us=12.5 host_us=3 dtype=fp16\n"
     "op elementwise layer=0 read=0 write=1:20 launches=20 dtype=q4_k syncs=1\n"
+    "op norm layer=0 read=1:64 blocks=32\n"
     "end\n";
 
 TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
@@ -43,12 +44,15 @@ TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
   EXPECT_EQ(s.ops[0].launches, 2u);
   ASSERT_TRUE(r->next(s));
   EXPECT_EQ(s.kind, StepKind::Decode);
+  ASSERT_EQ(s.ops.size(), 3u);
   EXPECT_DOUBLE_EQ(s.ops[0].gpu_seconds, 12.5e-6);
   EXPECT_DOUBLE_EQ(s.ops[0].host_seconds, 3e-6);
   EXPECT_EQ(s.ops[0].dtype, "fp16");
   EXPECT_EQ(s.ops[0].syncs, 0u);
   EXPECT_EQ(s.ops[1].syncs, 1u);  // ComfyUI-GGUF's dequantize waits for the GPU once
   EXPECT_EQ(s.ops[1].dtype, "q4_k");
+  EXPECT_EQ(s.ops[1].blocks, 0u);
+  EXPECT_EQ(s.ops[2].blocks, 32u);  // PyTorch's GroupNorm statistics: one block per sample and group
   EXPECT_FALSE(r->next(s));
   EXPECT_FALSE(r->next(s));
 }
@@ -85,6 +89,8 @@ TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
   expect_error(head + "step sideways tokens=1\nop gemv layer=0\nend\n", 3, "step");
   expect_error(head + "step decode tokens=1\nop gemv layer=0 syncs=1001\nend\n", 4, "syncs");
   expect_error(head + "step decode tokens=1\nop gemv layer=0 syncs=-1\nend\n", 4, "syncs");
+  expect_error(head + "step decode tokens=1\nop norm layer=0 blocks=0\nend\n", 4, "blocks");
+  expect_error(head + "step decode tokens=1\nop norm layer=0 blocks=2147483648\nend\n", 4, "blocks");
   expect_error(head + "step decode tokens=1\nop gemv layer=0\n", 4, "end");  // truncated
 }
 
@@ -103,7 +109,7 @@ TEST(TraceWriter, GeneratedTraceRoundTripsByteForByte) {
   std::ostringstream second;
   write_trace(second, back);
   EXPECT_EQ(first.str(), second.str());
-  // An op's syncs are written back as read.
+  // An op's syncs and blocks are written back as read.
   TraceReader good(std::make_unique<std::istringstream>(kGood), "good");
   std::ostringstream again;
   write_trace(again, good);

@@ -135,6 +135,24 @@ TEST(RuntimeLoader, ReadsTheCastShareAndRefusesOtherTypes) {
                "gpu_cast.source", 12);
 }
 
+// gpu_block_reduction: one thread block's streaming rate (PyTorch's GroupNorm statistics), with its source.
+TEST(RuntimeLoader, ReadsTheBlockRateWithItsSource) {
+  const RuntimeProfile r =
+      parse_runtime(std::string(kRuntime) + "gpu_block_reduction:\n  source: \"group_norm_rate.py\"\n  block_rate: \"2.5 GB/s\"\n", "ok.yaml");
+  EXPECT_DOUBLE_EQ(r.gpu_block_rate, 2.5e9);
+  EXPECT_EQ(r.gpu_block_rate_source, "group_norm_rate.py");
+  EXPECT_EQ(parse_runtime(kRuntime, "ok.yaml").gpu_block_rate, 0.0);
+  expect_error("peer_copy_overlaps_compute: true\n",
+               "peer_copy_overlaps_compute: true\ngpu_block_reduction: {source: \"x\", block_rate: \"-1 GB/s\"}\n",
+               "gpu_block_reduction.block_rate", 12);
+  expect_error("peer_copy_overlaps_compute: true\n",
+               "peer_copy_overlaps_compute: true\ngpu_block_reduction: {block_rate: \"2 GB/s\"}\n",
+               "gpu_block_reduction.source", 12);
+  expect_error("peer_copy_overlaps_compute: true\n",
+               "peer_copy_overlaps_compute: true\ngpu_block_reduction: {source: \"x\", block_rate: \"2 GB/s\", threads: 512}\n",
+               "gpu_block_reduction.threads", 12);
+}
+
 TEST(RuntimePresets, EveryEmbeddedRuntimeLoadsAndTheDefaultIsOne) {
   const auto list = list_runtimes();
   ASSERT_GE(list.size(), 3u);

@@ -91,10 +91,19 @@ bool VaeDecoderTraceGenerator::next(trace::Step& out) {
     const std::uint32_t w = convs_[ci++];
     add(OpKind::Gemm, g, 2 * k * k * in * o * pixels, {{w, header_.tensors[w].bytes}, act(in * pixels)}, {act(o * pixels)}, 1);
   };
-  // GroupNorm (native_group_norm: statistics, then the normalisation) and SiLU in place.
-  auto norm_silu = [&](std::int32_t g, std::uint64_t c, std::uint64_t pixels) {
+  // GroupNorm as PyTorch's CUDA kernels run it (aten/src/ATen/native/cuda/group_norm_kernel.cu,
+  // GroupNormKernelImplInternal): RowwiseMomentsCUDAKernel reads x with one thread block per (image, group), so
+  // B x groups blocks (32 for one image) stream the whole tensor; then ComputeFusedParamsCUDAKernel (B x C scales)
+  // and the elementwise kernel that applies them.
+  auto group_norm = [&](std::int32_t g, std::uint64_t c, std::uint64_t pixels) {
     const std::uint32_t w = norms_[ni++];
-    add(OpKind::Norm, g, 8 * c * pixels, {{w, header_.tensors[w].bytes}, act(2 * c * pixels)}, {act(c * pixels)}, 2);
+    add(OpKind::Norm, g, 3 * c * pixels, {act(c * pixels)}, {}, 1);
+    out.ops.back().blocks = static_cast<std::uint32_t>(std::min<std::uint64_t>(B * model_.groups, 0x7fffffffu));
+    add(OpKind::Norm, g, 5 * c * pixels, {{w, header_.tensors[w].bytes}, act(c * pixels)}, {act(c * pixels)}, 2);
+  };
+  // GroupNorm and SiLU in place.
+  auto norm_silu = [&](std::int32_t g, std::uint64_t c, std::uint64_t pixels) {
+    group_norm(g, c, pixels);
     add(OpKind::Elementwise, g, 4 * c * pixels, {act(c * pixels)}, {act(c * pixels)}, 1);
   };
   auto resnet = [&](std::int32_t g, std::uint64_t in, std::uint64_t o, std::uint64_t pixels) {
@@ -112,8 +121,7 @@ bool VaeDecoderTraceGenerator::next(trace::Step& out) {
   {
     // AttnBlock: GroupNorm, q, k, v (1x1), each made (B, 1, HW, C) contiguous, SDPA with one head of C, the
     // output transposed back, proj_out (1x1), the residual sum.
-    const std::uint32_t w = norms_[ni++];
-    add(OpKind::Norm, 0, 8 * top * px, {{w, header_.tensors[w].bytes}, act(2 * top * px)}, {act(top * px)}, 2);
+    group_norm(0, top, px);
     for (int k = 0; k < 3; ++k) conv(0, top, top, 1, px);
     add(OpKind::Elementwise, 0, 0, {act(3 * top * px)}, {act(3 * top * px)}, 3);
     add(OpKind::Attention, 0, 4 * B * lat * lat * top, {act(3 * top * px)}, {act(top * px)}, 1);
@@ -139,8 +147,7 @@ bool VaeDecoderTraceGenerator::next(trace::Step& out) {
   }
   {
     // norm_out, SiLU (out of place), conv_out
-    const std::uint32_t w = norms_[ni++];
-    add(OpKind::Norm, levels + 1, 8 * c * px, {{w, header_.tensors[w].bytes}, act(2 * c * px)}, {act(c * px)}, 2);
+    group_norm(levels + 1, c, px);
     add(OpKind::Elementwise, levels + 1, 4 * c * px, {act(c * px)}, {act(c * px)}, 1);
   }
   conv(levels + 1, c, model_.out_channels, 3, px);
