@@ -15,6 +15,12 @@ namespace {
 constexpr DeviceId kNoDevice = -2;
 constexpr std::int32_t kNoLayer = INT32_MIN;
 constexpr std::int32_t kNoRun = INT32_MAX;  // runs count down from 0
+
+std::uint64_t written_bytes(const trace::Op& op) {
+  std::uint64_t bytes = 0;
+  for (const auto& w : op.writes) bytes += w.bytes;
+  return bytes;
+}
 }  // namespace
 
 StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, const placement::Placement& placement)
@@ -411,8 +417,23 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       if (!op.dtype.empty() && a.cost.measured_seconds < 0 && op.kind == trace::OpKind::Elementwise) {
         // A weight cast from its storage type (fp8) at the runtime's measured share of the memory rate.
         const auto it = runtime_.gpu_cast.find(op.dtype);
-        if (it != runtime_.gpu_cast.end()) a.cost.local_rate *= it->second;
+        if (it != runtime_.gpu_cast.end()) {
+          double share = it->second;
+          if (default_dtype_ == "fp32") {
+            // The shares were measured on casts to bf16 (2 bytes written per element), and a cast kernel is bound by
+            // its elements: a cast to fp32 (ComfyUI's text encoders) takes the time of the same elements cast to
+            // bf16, its written bytes counting at 2 per element.
+            const double read = static_cast<double>(trace::op_bytes(op) - written_bytes(op));
+            const double written = static_cast<double>(written_bytes(op));
+            if (read + written > 0) share *= (read + written) / (read + written / 2);
+          }
+          a.cost.local_rate *= share;
+        }
       }
+      if (op.blocks > 0 && runtime_.gpu_block_rate > 0 && a.cost.measured_seconds < 0)
+        // A grid too small to fill the GPU (PyTorch's GroupNorm statistics): each block streams at the runtime's
+        // measured rate of one.
+        a.cost.local_rate = std::min(a.cost.local_rate, static_cast<double>(op.blocks) * runtime_.gpu_block_rate);
       if (!op.dtype.empty() && a.cost.measured_seconds < 0) {
         // The runtime's own kernels for this weight type (llama.cpp's MMVQ / MMQ), as measured.
         if (op.kind == trace::OpKind::Gemv) {

@@ -218,3 +218,60 @@ TEST(CliGguf, AGgufModelRunsWithItsOwnTypesAndRefusesAnotherDtype) {
 
 }  // namespace
 }  // namespace tiersim::testing
+
+// A trace op's blocks=N (PyTorch's GroupNorm statistics: one thread block per sample and group) moves its bytes at
+// N times the runtime's gpu_block_reduction rate when that is below the memory rate, in both engines; a runtime
+// without the rate leaves the op at the memory rate.
+TEST(Cli, AnOpsBlocksCapItsRateAtTheRuntimesBlockRate) {
+  const std::string trace = tiersim::testing::scratch_file("blocks.trace",
+                                         "tiersim-trace 1\nmeta model toy\nmeta batch 1\n"
+                                         "tensor 0 weight 1000 0 layers.0.w\ntensor 1 act 1000000000 -1 activations\n"
+                                         "step prefill tokens=1\nop norm layer=0 read=0,1 blocks=32\nend\n");
+  const std::string runtime = tiersim::testing::scratch_file("block_rate.yaml",
+                                           "tiersim_runtime: 1\nname: blocks\ndescription: \"d\"\nsource: \"s\"\n"
+                                           "per_launch: \"0 us\"\nper_copy: \"0 us\"\nper_prefetch: \"0 us\"\n"
+                                           "per_step: \"0 us\"\nnew_length_attention: \"0 us\"\npeer_copy_sync: \"0 us\"\n"
+                                           "peer_copy_overlaps_compute: true\n");
+  const std::string blocks = tiersim::testing::scratch_file("block_rate_on.yaml", std::string(
+                                           "tiersim_runtime: 1\nname: blocks\ndescription: \"d\"\nsource: \"s\"\n"
+                                           "per_launch: \"0 us\"\nper_copy: \"0 us\"\nper_prefetch: \"0 us\"\n"
+                                           "per_step: \"0 us\"\nnew_length_attention: \"0 us\"\npeer_copy_sync: \"0 us\"\n"
+                                           "peer_copy_overlaps_compute: true\n"
+                                           "gpu_block_reduction: {source: \"test\", block_rate: \"2.5 GB/s\"}\n"));
+  auto prefill = [&](const std::string& rt, const std::string& engine) {
+    const SimRun r = sim("--trace " + trace + " --hw h100-measured --policy resident --json --engine " + engine +
+                         " --runtime " + rt);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return nlohmann::json::parse(r.out)["prefill_seconds"].get<double>();
+  };
+  for (const std::string engine : {"event", "analytic"}) {
+    // 1 GB through 32 blocks of 2.5 GB/s: 12.5 ms (plus a launch floor of microseconds).
+    EXPECT_NEAR(prefill(blocks, engine), 1e9 / (32 * 2.5e9), 1e-4) << engine;
+    EXPECT_LT(prefill(runtime, engine), 1e-3) << engine;  // at the memory rate, ~0.5 ms
+  }
+}
+
+// gpu_cast shares are measured on casts to bf16 and a cast kernel is bound by its elements: in an fp32 trace (ComfyUI's
+// text encoders) an fp8 weight's cast to fp32 takes the time of the same elements cast to bf16 (1 + 2 bytes each at
+// the share of the memory rate), not of its 1 + 4 bytes.
+TEST(Cli, ACastToFp32TakesTheTimeOfTheSameElementsCastToBf16) {
+  const std::string base = "tiersim_runtime: 1\nname: cast\ndescription: \"d\"\nsource: \"s\"\n"
+                           "per_launch: \"0 us\"\nper_copy: \"0 us\"\nper_prefetch: \"0 us\"\n"
+                           "per_step: \"0 us\"\nnew_length_attention: \"0 us\"\npeer_copy_sync: \"0 us\"\n"
+                           "peer_copy_overlaps_compute: true\n";
+  const std::string cast = tiersim::testing::scratch_file("cast_share.yaml", base + "gpu_cast: {source: \"t\", fp8: 0.5}\n");
+  const std::string plain = tiersim::testing::scratch_file("cast_none.yaml", base);
+  auto prefill = [&](const std::string& dtype, const std::string& rt) {
+    const std::string trace = tiersim::testing::scratch_file(
+        "cast_" + dtype + ".trace", "tiersim-trace 1\nmeta model toy\nmeta batch 1\nmeta dtype " + dtype + "\n"
+                                    "tensor 0 weight 1000000000 0 layers.0.w\ntensor 1 act 4000000000 -1 activations\n"
+                                    "step prefill tokens=1\nop elementwise layer=0 read=0 write=1 dtype=fp8\nend\n");
+    const SimRun r = sim("--trace " + trace + " --hw h100-measured --policy resident --json --runtime " + rt);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return nlohmann::json::parse(r.out)["prefill_seconds"].get<double>();
+  };
+  // Without a share both move 5 GB at the memory rate; with it, fp32 costs 3 GB's worth at half the rate (1.2x the
+  // plain time), where a bf16 trace's op (the same bytes, as written) costs 5 GB's at half the rate (2x).
+  EXPECT_NEAR(prefill("fp32", cast) / prefill("fp32", plain), 1.2, 0.01);
+  EXPECT_NEAR(prefill("bf16", cast) / prefill("bf16", plain), 2.0, 0.01);
+}
