@@ -31,13 +31,13 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "pipeline/comfy_budget.hpp"
 #include "policies/placement_rules/rules.hpp"
 
 namespace tiersim::strategy {
 namespace {
 
 constexpr double kMiB = 1048576.0;
-constexpr double kGiB = 1073741824.0;
 
 struct Leaf {
   std::uint32_t tensor;
@@ -137,16 +137,12 @@ class ComfyLowVram final : public PlacementRule {
       throw InputError("", 0, "free", units::format_bytes(*free_) + " of free VRAM is more than the " +
                                           units::format_bytes(hw.gpu.memory) + " of '" + hw.name + "'");
     const double free = free_.value_or(hw.gpu.memory - hw.gpu.reserved);
-    double reserve = 400 * kMiB;
+    double reserve = pipeline::comfy::kReserveLinux;
     if (windows) reserve = 600 * kMiB + (hw.gpu.memory > 15 * 1024 * kMiB ? 100 * kMiB : 0);
     if (reserve_vram_) reserve = *reserve_vram_;
-    const double min_inference = 0.8 * kGiB + reserve;
-    const double min_required = std::max(min_inference, minimum_memory_required_.value_or(memory_required_) + reserve);
-    const double ratio = 0.0;  // MIN_WEIGHT_MEMORY_RATIO on NVIDIA (0.4 on other vendors)
-    const double floor = mid_2025_ ? 128 * kMiB : 0.0;
-    double budget = std::max({floor, free - min_required, std::min(free * ratio, free - min_inference)});
-    if (mid_2025_) budget = std::max(0.1, budget);
-    else if (budget == 0) budget = 0.1;
+    const double min_inference = pipeline::comfy::minimum_inference(reserve);
+    const double min_required = pipeline::comfy::minimum_required(reserve, minimum_memory_required_.value_or(memory_required_));
+    double budget = pipeline::comfy::lowvram_budget(free, min_required, min_inference, mid_2025_);
     if (novram_) budget = 0.1;
     const double model = placement::weight_bytes(header);
     const bool full = budget > model;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "pipeline/comfy_budget.hpp"
+
 namespace tiersim::pipeline {
 
 std::size_t ComfyModelManager::add(const std::string& name, double bytes) {
@@ -45,13 +47,14 @@ void ComfyModelManager::free_memory(double target, std::size_t keep, std::vector
 std::vector<ModelMove> ComfyModelManager::load(std::size_t index, double memory_required, double minimum_memory_required) {
   std::vector<ModelMove> moves;
   Model& m = models_[index];
-  const double extra = std::max(kMinimumInference, memory_required + kReserve);
-  const double min_req = std::max(kMinimumInference, minimum_memory_required + kReserve);
+  const double extra = comfy::minimum_required(comfy::kReserveLinux, memory_required);
+  const double min_req = comfy::minimum_required(comfy::kReserveLinux, minimum_memory_required);
   free_memory(1.1 * (m.bytes - m.loaded) + extra, index, moves);
   if (free_memory() < min_req) free_memory(min_req, index, moves);
   // lowvram_model_memory: what may be loaded in all, leaving min_req free.
   last_budget_free_ = free_memory() + m.loaded;
-  const double budget = std::max(kMinimumBudget, last_budget_free_ - min_req);
+  const double budget =
+      comfy::lowvram_budget(last_budget_free_, min_req, comfy::minimum_inference(comfy::kReserveLinux), true);
   const double target = budget >= m.bytes ? m.bytes : std::max(m.loaded, budget);
   const double in = target - m.loaded;
   m.current = true;

@@ -5,7 +5,8 @@
 //   min_req = max(I, minimum + R) (R = EXTRA_RESERVED_VRAM 400 MiB, I = minimum_inference_memory 0.8 GiB + R);
 //   free_memory(1.1 x the model's bytes not on the GPU + extra), then free_memory(min_req) if still short; then the
 //   model is loaded whole if it fits max(128 MiB, free + loaded - min_req), else up to that (model_patcher.py load:
-//   largest leaves first; the rest is copied to the GPU at every forward).
+//   largest leaves first; the rest is copied to the GPU at every forward). The budget is comfy_budget.hpp's, which
+//   policies' comfy.lowvram places with too.
 // - free_memory(X): every other loaded model, the most offloaded first (ties: smaller first; ComfyUI's refcount
 //   order is runtime state), is unloaded by what is still missing, partly (smallest leaves first) when that is less
 //   than what it has loaded, else whole; stops once free > X.
@@ -27,10 +28,6 @@ struct ModelMove {
 
 class ComfyModelManager {
  public:
-  static constexpr double kReserve = 400.0 * 1048576;                  // EXTRA_RESERVED_VRAM (Linux)
-  static constexpr double kMinimumInference = 0.8 * 1073741824 + kReserve;  // minimum_inference_memory()
-  static constexpr double kMinimumBudget = 128.0 * 1048576;            // lowvram_model_memory's floor
-
   // `free_bytes`: the GPU's memory free with nothing loaded.
   explicit ComfyModelManager(double free_bytes) : free_(free_bytes) {}
   // Registers a model of `bytes` (not loaded); returns its index.

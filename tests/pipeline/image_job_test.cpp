@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "pipeline/comfy_budget.hpp"
 #include "pipeline/comfy_model_management.hpp"
 #include "pipeline/image_job.hpp"
 #include "support/run_sim.hpp"
@@ -20,6 +21,21 @@ constexpr double GB = 1e9;
 // memory_used_decode).
 constexpr double kTe = 9.77 * GB, kFlux = 23.80 * GB, kVae = 0.167 * GB;
 constexpr double kSampling = 2.130 * GB, kSamplingMin = 1.065 * GB, kDecode = 4.568 * GB;
+
+// lowvram_model_memory, one rule for the placement and the job: free less the requirement (0.8 GiB + 400 MiB at
+// least), never below 128 MiB in mid-2025, and 0.1 bytes (offload everything) for a budget of 0 in v0.19.3.
+TEST(ComfyBudget, FreeLessTheRequirementWithEachVersionsFloor) {
+  const double MiB = 1048576.0, GiB = 1073741824.0;
+  const double inference = comfy::minimum_inference(comfy::kReserveLinux);
+  EXPECT_DOUBLE_EQ(inference, 0.8 * GiB + 400 * MiB);
+  EXPECT_DOUBLE_EQ(comfy::minimum_required(comfy::kReserveLinux, 0), inference);
+  EXPECT_DOUBLE_EQ(comfy::minimum_required(comfy::kReserveLinux, 4 * GiB), 4 * GiB + 400 * MiB);
+  const double required = comfy::minimum_required(comfy::kReserveLinux, 2 * GiB);
+  EXPECT_DOUBLE_EQ(comfy::lowvram_budget(20 * GiB, required, inference, false), 20 * GiB - required);
+  EXPECT_DOUBLE_EQ(comfy::lowvram_budget(20 * GiB, required, inference, true), 20 * GiB - required);
+  EXPECT_DOUBLE_EQ(comfy::lowvram_budget(1 * GiB, required, inference, true), 128 * MiB);
+  EXPECT_DOUBLE_EQ(comfy::lowvram_budget(1 * GiB, required, inference, false), 0.1);
+}
 
 TEST(ComfyModelManager, A24GbCardEvictsTheTextEncodersAndLendsFluxToTheVae) {
   ComfyModelManager m(24.5 * GB);
