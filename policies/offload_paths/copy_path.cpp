@@ -12,8 +12,6 @@
 #include <map>
 #include <set>
 
-#include "core/error.hpp"
-
 #include "policies/offload_paths/paths.hpp"
 
 namespace tiersim::strategy {
@@ -66,10 +64,7 @@ class CopyPath final : public OffloadPath {
     // s.weight.to(device) without non_blocking) copies synchronously on the compute stream, whatever the
     // framework around it would do with an ordinary module.
     const auto own = header.meta.find("weight_copy");
-    if (own != header.meta.end()) {
-      if (own->second != "sync")
-        throw InputError("", 0, "meta weight_copy", "must be 'sync' (the model's layers copy with a blocking .to()), not '" +
-                                                        own->second + "'");
+    if (own != header.meta.end()) {  // the trace reader accepts only `sync`
       const bool copies = std::any_of(header.tensors.begin(), header.tensors.end(),
                                       [&](const trace::Tensor& t) { return p.path[t.id] == placement::Path::Copy; });
       if (copies) {

@@ -101,6 +101,8 @@ void TraceReader::read_header() {
         std::uint32_t b = 0;
         if (!parse_int(std::string_view(value), b) || b == 0) fail(key, "batch must be a positive integer");
       }
+      if (key == "weight_copy" && value != "sync")
+        fail(key, "must be 'sync' (the model's layers copy with a blocking .to()), not '" + value + "'");
       header_.meta.emplace(std::move(key), std::move(value));
     } else if (word == "tensor") {
       Tensor t;

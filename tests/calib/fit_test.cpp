@@ -57,7 +57,7 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     const char* cpu;    // the host CPU's kernels (--cpu), or ""
     int cores;
   };
-  for (const Case c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {}, "", 0},
+  for (const Case& c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {}, "", 0},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
                             {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv"},
                             "results/validation/llamacpp/raw/cpu.csv", 16}}) {

@@ -2,6 +2,7 @@
 // denoising iteration, and the errors a bad config or option gets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -374,7 +375,7 @@ TEST(FluxGguf, TheDequantizersBlockingCopiesCostTime) {
   const double synced = seconds(testing::scratch_file("flux_q4ks_syncs.trace", with.str()));
   const double free_running = seconds(testing::scratch_file("flux_q4ks_nosyncs.trace", without.str()));
   EXPECT_GT(synced - free_running, 1e-3);  // ~300 waits, each leaving the GPU idle while the host issues on
-  // A trace's weight_copy names how the layers copy; any other value than sync is an error naming the key.
+  // A trace's weight_copy names how the layers copy; any other value than sync is an error naming the file, line and key.
   std::string text = without.str();
   const auto at = text.find("meta weight_copy sync");
   ASSERT_NE(at, std::string::npos);
@@ -382,7 +383,8 @@ TEST(FluxGguf, TheDequantizersBlockingCopiesCostTime) {
   const auto bad = testing::run_sim("--trace " + testing::scratch_file("flux_bad_copy.trace", text) +
                                     " --hw rtx3090 --policy bytes --offload-gb 2");
   EXPECT_EQ(bad.code, 2) << bad.out;
-  EXPECT_NE(bad.out.find("weight_copy"), std::string::npos) << bad.out;
+  const std::string line = std::to_string(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n') + 1);
+  EXPECT_NE(bad.out.find("flux_bad_copy.trace:" + line + ": 'weight_copy'"), std::string::npos) << bad.out;
 }
 
 }  // namespace
