@@ -9,8 +9,8 @@ tiersim predicts `--model experiments/llamacpp/models/qwen3-30b-a3b-L24.json --p
 --allocator per-tensor` (resident: `--policy resident`) on the shipped h100-measured + pytorch-hf-h100 profiles,
 nothing fitted, each row with `--routing replay:` the routing its own timed decode made (routing.jsonl, written
 by decode_latency.py --routing-out: the prompt's tokens, then each decode step's), so the prediction faults in
-and reads the experts the measured run did. Its MoE trace is the eager loop without host syncs whatever the
-experts implementation. Columns "over resident": the step minus the resident step of the same implementation
+and reads the experts the measured run did, and `--experts-impl` the row's experts implementation (grouped_mm,
+eager: their kernels and eager's host syncs, counted by experiments/validate/moe_experts_kernels.py). Columns "over resident": the step minus the resident step of the same implementation
 and regime, measured on the same host / predicted, which isolates what managed memory adds from what tiersim
 gets wrong about the framework's kernels and host (results/validation/moe-hf).
 
@@ -39,7 +39,7 @@ def sim_args(row, regime, routing_path):
         # The harness's weights: random-initialised by GPU kernels, then prefetched to host memory, so a
         # PreferredLocation=CPU block is already mapped (experiments/validate/managed_first_read.cu).
         args += ["--allocator", "per-tensor", "--um-filled", "gpu"]
-    return args + ["--routing", f"replay:{routing_path}"]
+    return args + ["--routing", f"replay:{routing_path}", "--experts-impl", row["experts_implementation"]]
 
 
 def predict(row, regime, routing, tmp):

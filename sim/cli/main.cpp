@@ -58,6 +58,7 @@ struct CommonOptions {
   std::optional<double> cfg;
   std::string routing = "uniform";
   std::uint64_t routing_seed = 0;
+  std::optional<std::string> experts_impl;  // transformers' experts_implementation: grouped_mm (default) or eager
   std::string hw = hw::kDefaultProfile;
   std::string runtime;  // empty: the preset's runtime, else runtime::kDefaultRuntime
   std::string policy;
@@ -141,6 +142,10 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
       ->capture_default_str();
   cmd.add_option("--routing-seed", o.routing_seed, "mixture of experts: the routing's seed (default 0)")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{2147483647}));
+  cmd.add_option("--experts-impl", o.experts_impl,
+                 "mixture of experts run by transformers: its experts_implementation, grouped_mm (transformers 5's "
+                 "default: torch._grouped_mm, no host syncs) or eager (the loop over the experts hit, five host syncs "
+                 "per expert; transformers 4's only way)");
 }
 
 // PYTORCH_CUDA_ALLOC_CONF for the caching allocator's replay: `sim run` (PyTorch runtimes) and `sim train` only,
@@ -261,6 +266,8 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
   }
   spec.generation.batch = o.batch;
   spec.generation.routing_seed = o.routing_seed;
+  if (o.experts_impl && !model::parse_experts(*o.experts_impl, spec.generation.experts))
+    throw InputError("", 0, "--experts-impl", "grouped_mm or eager, not '" + *o.experts_impl + "'");
   if (o.routing.rfind("replay:", 0) == 0) {
     spec.generation.routing_path = o.routing.substr(7);
     if (spec.generation.routing_path.empty()) throw InputError("", 0, "--routing", "replay:FILE needs a file");
@@ -279,7 +286,8 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
     spec.generation.image = model::default_image(family);
     // The options of the other kind of model are refused, not ignored.
     for (const auto& [given, name] : {std::pair{o.prompt.has_value(), "--prompt"}, {o.decode.has_value(), "--decode"},
-                                      {o.ubatch.has_value(), "--ubatch"}, {o.routing != "uniform", "--routing"}})
+                                      {o.ubatch.has_value(), "--ubatch"}, {o.routing != "uniform", "--routing"},
+                                      {o.experts_impl.has_value(), "--experts-impl"}})
       if (given) throw InputError("", 0, name, "is for a language model; '" + o.model + "' is a diffusion transformer "
                                                "(--resolution, --steps, --text-tokens, --negative-tokens, --frames, --cfg, --batch)");
     if (o.resolution) {
@@ -621,6 +629,7 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
     q.key = q.o.trace + '\n' + q.o.model + '\n' + q.o.dtype.value_or("") + '\n' + std::to_string(q.o.batch) + '\n' +
             std::to_string(q.spec.generation.prompt_tokens) + '\n' + std::to_string(q.spec.generation.decode_tokens) +
             '\n' + std::to_string(q.spec.generation.ubatch) + '\n' + q.o.routing + '\n' +
+            model::to_string(q.spec.generation.experts) + '\n' +
             std::to_string(q.o.routing_seed) + '\n' + std::to_string(q.spec.generation.image.width) + 'x' +
             std::to_string(q.spec.generation.image.height) + '\n' + std::to_string(q.spec.generation.image.steps) + '\n' +
             std::to_string(q.spec.generation.image.text_tokens) + '\n' +

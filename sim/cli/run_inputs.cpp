@@ -99,6 +99,8 @@ ordered_json inputs_to_json(const RunInputs& in) {
     if (in.trace.generation.ubatch > 0) trace["ubatch"] = in.trace.generation.ubatch;
     if (in.trace.generation.routing_zipf > 0) trace["routing_zipf"] = in.trace.generation.routing_zipf;
     if (in.trace.generation.routing_seed != 0) trace["routing_seed"] = in.trace.generation.routing_seed;
+    if (in.trace.generation.experts != model::GenerationOptions::Experts::GroupedMm)
+      trace["experts_implementation"] = model::to_string(in.trace.generation.experts);
     if (in.trace.generation.routing_replay) {
       trace["routing_replay"] = in.trace.generation.routing_path;
       trace["routing_fnv1a64"] = file_digest(in.trace.generation.routing_path);
@@ -183,6 +185,8 @@ RunInputs inputs_from_config(const std::string& path) {
       }
       if (t.has("routing_seed"))
         r.trace.generation.routing_seed = static_cast<std::uint64_t>(t.integer("routing_seed", 0, 2147483647));
+      if (t.has("experts_implementation") && !model::parse_experts(t.text("experts_implementation"), r.trace.generation.experts))
+        t.fail("experts_implementation", "grouped_mm or eager, not '" + t.text("experts_implementation") + "'");
     }
     if (!r.trace.model_path.empty()) {
       // The generation settings get the generator's checks, named by this file's keys (not the flags').
@@ -192,7 +196,8 @@ RunInputs inputs_from_config(const std::string& path) {
         static const std::map<std::string, std::string> keys{
             {"--resolution", "resolution"}, {"--frames", "frames"}, {"--steps", "steps"}, {"--text-tokens", "text_tokens"},
             {"--negative-tokens", "negative_tokens"},
-            {"--batch", "batch"},           {"--dtype", "dtype"},   {"--cfg", "cfg"},     {"--routing", "routing_replay"}};
+            {"--batch", "batch"},           {"--dtype", "dtype"},   {"--cfg", "cfg"},     {"--routing", "routing_replay"},
+            {"--experts-impl", "experts_implementation"}};
         const auto it = keys.find(e.key());
         if (it != keys.end() && t.has(it->second)) t.fail(it->second, e.message());
         throw;

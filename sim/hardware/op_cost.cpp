@@ -71,6 +71,7 @@ double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const std:
 
 double host_issue_seconds(const runtime::RuntimeProfile& runtime, const trace::Op& op) {
   if (op.host_seconds >= 0) return op.host_seconds;
+  if (op.launches == 0) return 0.0;  // it runs in the kernel of the op before it: no call of its own
   if (!runtime.per_op.empty()) {
     auto it = runtime.per_op.find(op.kind);
     if (it != runtime.per_op.end()) return it->second;

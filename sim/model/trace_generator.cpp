@@ -86,6 +86,13 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
                                            model_.name + "' give fp8");
   if ((options_.routing_zipf > 0 || options_.routing_replay) && !model_.is_moe())
     throw InputError("", 0, "--routing", "is for mixture-of-experts models; '" + model_.name + "' is dense");
+  if (options_.experts != GenerationOptions::Experts::GroupedMm) {
+    if (!model_.is_moe())
+      throw InputError("", 0, "--experts-impl", "is for mixture-of-experts models; '" + model_.name + "' is dense");
+    if (options_.dtype == WeightDtype::Gguf)
+      throw InputError("", 0, "--experts-impl", "is transformers' experts_implementation; a GGUF model runs its experts "
+                                                "as llama.cpp's MUL_MAT_ID");
+  }
   if (const auto& r = options_.routing_replay) {
     const std::string& f = options_.routing_path;
     if (r->num_experts != model_.num_experts || r->experts_per_token != model_.num_experts_per_tok ||
@@ -130,6 +137,7 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
                                   ? "replayed from " + options_.routing_path
                                   : std::string(options_.routing_zipf > 0 ? zipf : "uniform") + ", seed " +
                                         std::to_string(options_.routing_seed);
+    if (options_.experts == GenerationOptions::Experts::Eager) header_.meta["experts_implementation"] = "eager";
   }
   if (model_.max_position_embeddings > 0) header_.meta["context_length"] = std::to_string(model_.max_position_embeddings);
   if (options_.ubatch > 0) header_.meta["ubatch"] = std::to_string(options_.ubatch);
@@ -446,31 +454,74 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
 
   // A mixture-of-experts MLP: the router's logits, softmax and top-k; then every expert some token row was
   // routed to runs its gate, up, activation and down on those rows (its whole matrices read once); then
-  // the weighted sum. llama.cpp runs each kind as one MUL_MAT_ID over all experts (one launch); eager
-  // transformers loops over the experts hit (a launch each).
+  // the weighted sum. llama.cpp runs each kind as one MUL_MAT_ID over all experts (one launch). transformers 5
+  // (Qwen3MoeTopKRouter, then Qwen3MoeExperts under its experts_implementation, integrations/moe.py) runs the
+  // routing as 6 kernels (softmax, top-k's two, sum, divide, cast) and then, for grouped_mm, 27 more per layer
+  // around two torch._grouped_mm calls (the fused gate_up and the down projection; sorting, gathers, a histogram
+  // and scan for the offsets, the activation, the weighting and the scatter back), no host sync; for eager, a mask
+  // (zeros, one_hot, sum, greater, nonzero: 9 kernels and a host sync), then per expert hit 14 kernels and 5 host
+  // syncs: `expert_idx == num_experts` and indexing by the CUDA scalar expert_idx (expert_mask, gate_up_proj,
+  // down_proj) each copy it to the host, torch.where's nonzero another; F.linear on the fused gate_up, silu, the
+  // product, F.linear on down, the weighting, index_add_. Counts and syncs as the profiler saw them on an H100
+  // (transformers 5.17, experiments/validate/moe_experts_kernels.py, results/validation/moe-hf/kernels: 34 and 128
+  // kernels per layer with the router's Linear, 0 and 41 device-to-host copies at 8 experts hit). Measured on
+  // Qwen3-MoE; the other families' routers (mixtral, gpt_oss, deepseek_v3) are assumed to launch as many.
+  constexpr std::uint32_t kHfRouting = 6, kGroupedBefore = 20, kGroupedAfter = 3;
+  constexpr std::uint32_t kEagerMask = 9, kEagerSelect = 7, kEagerSelectSyncs = 4, kEagerCombine = 3;
   auto moe_mlp = [&](std::int32_t l, const LayerTensors& t, std::uint32_t tokens, std::uint64_t position) {
     const std::uint64_t E = model_.num_experts, k = model_.num_experts_per_tok, ie = model_.moe_intermediate_size;
+    const bool transformers = d != WeightDtype::Gguf;
+    const bool eager = transformers && options_.experts == GenerationOptions::Experts::Eager;
     linear(l, t.router, h, E);
-    add(OpKind::Other, l, 5 * T * E, {act(T * E)}, {act(2 * T * k)}, launches_.mlp_activation);
+    add(OpKind::Other, l, 5 * T * E, {act(T * E)}, {act(2 * T * k)}, transformers ? kHfRouting : launches_.mlp_activation);
     if (t.score_bias >= 0) out.ops.back().reads.push_back(whole(static_cast<std::uint32_t>(t.score_bias)));
     const std::vector<std::uint32_t> rows = route(l, tokens, position);
-    const bool fused = d == WeightDtype::Gguf;
-    auto experts = [&](const std::vector<std::uint32_t>& ids, std::uint64_t in, std::uint64_t outd) {
-      bool first = true;
+    // One projection of one expert on its n rows; `launches` 0 when it runs in the kernel of the op before it.
+    auto project = [&](std::uint64_t e, std::uint32_t w, std::uint64_t in, std::uint64_t outd, std::uint32_t launches) {
+      const std::uint64_t n = rows[e];
+      add(n <= 8 ? OpKind::Gemv : OpKind::Gemm, l, 2 * n * in * outd, {whole(w), act(n * in)}, {act(n * outd)}, launches);
+      out.ops.back().dtype = weight_type_[w];
+    };
+    if (eager) {
+      add(OpKind::Other, l, 0, {act(T * k)}, {act(T * k + E)}, kEagerMask);
+      out.ops.back().syncs = 1;  // expert_hit's nonzero
       for (std::uint64_t e = 0; e < E; ++e) {
         if (rows[e] == 0) continue;
         const std::uint64_t n = rows[e];
-        add(n <= 8 ? OpKind::Gemv : OpKind::Gemm, l, 2 * n * in * outd, {whole(ids[e]), act(n * in)}, {act(n * outd)},
-            fused && !first ? 0 : launches_.matmul);
-        out.ops.back().dtype = weight_type_[ids[e]];
-        first = false;
+        add(OpKind::Other, l, 0, {act(T * k + n * h)}, {act(n * h)}, kEagerSelect);
+        out.ops.back().syncs = kEagerSelectSyncs;
+        project(e, t.expert_gate[e], h, ie, 1);  // gate and up: one F.linear on the fused gate_up_proj[e]
+        project(e, t.expert_up[e], h, ie, 0);
+        add(OpKind::Elementwise, l, 5 * n * ie, {act(3 * n * ie)}, {act(2 * n * ie)}, 2);
+        out.ops.back().syncs = 1;  // down_proj[expert_idx]
+        project(e, t.expert_down[e], ie, h, 1);
+        add(OpKind::Elementwise, l, 2 * n * h, {act(2 * n * h + T * h)}, {act(T * h)}, kEagerCombine);
       }
-    };
-    experts(t.expert_gate, h, ie);
-    experts(t.expert_up, h, ie);
-    add(OpKind::Elementwise, l, 5 * T * k * ie, {act(3 * T * k * ie)}, {act(2 * T * k * ie)}, launches_.mlp_activation);
-    experts(t.expert_down, ie, h);
-    add(OpKind::Elementwise, l, 2 * T * k * h, {act(T * k * h + T * h)}, {act(T * h)}, launches_.residual);
+      add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);  // the residual add
+    } else {
+      // llama.cpp's MUL_MAT_ID, or transformers' torch._grouped_mm: one kernel a projection over every expert hit
+      // (transformers fuses gate and up into one).
+      if (transformers) add(OpKind::Other, l, 0, {act(T * k * (h + 2))}, {act(T * k * h)}, kGroupedBefore);
+      auto experts = [&](const std::vector<std::uint32_t>& ids, std::uint64_t in, std::uint64_t outd, bool launch) {
+        bool first = true;
+        for (std::uint64_t e = 0; e < E; ++e) {
+          if (rows[e] == 0) continue;
+          project(e, ids[e], in, outd, launch && first ? launches_.matmul : 0);
+          first = false;
+        }
+      };
+      experts(t.expert_gate, h, ie, true);
+      experts(t.expert_up, h, ie, !transformers);
+      add(OpKind::Elementwise, l, 5 * T * k * ie, {act(3 * T * k * ie)}, {act(2 * T * k * ie)}, launches_.mlp_activation);
+      experts(t.expert_down, ie, h, true);
+      if (transformers) {
+        add(OpKind::Elementwise, l, 2 * T * k * h, {act(T * k * h)}, {act(T * h)}, kGroupedAfter);
+        add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);  // the residual add
+      } else {
+        // the weighted sum of the experts' rows and the residual add (ggml fuses them)
+        add(OpKind::Elementwise, l, 2 * T * k * h, {act(T * k * h + T * h)}, {act(T * h)}, launches_.residual);
+      }
+    }
     if (!model_.mla() || model_.n_shared_experts == 0) return;
     // deepseek's shared experts on every token (llm_build_deepseek2: build_ffn of ffn_*_shexp, then added to the
     // routed experts' output).
@@ -699,6 +750,17 @@ void set_dtype(GenerationOptions& options, const std::string& name) {
                                                      "Q2_K, IQ4_XS)");
   options.dtype = WeightDtype::Gguf;
   options.gguf = gguf::file_type_name(name);
+}
+
+const char* to_string(GenerationOptions::Experts e) {
+  return e == GenerationOptions::Experts::Eager ? "eager" : "grouped_mm";
+}
+
+bool parse_experts(const std::string& name, GenerationOptions::Experts& out) {
+  if (name == "grouped_mm") out = GenerationOptions::Experts::GroupedMm;
+  else if (name == "eager") out = GenerationOptions::Experts::Eager;
+  else return false;
+  return true;
 }
 
 std::string dtype_name(const GenerationOptions& options) {

@@ -64,7 +64,18 @@ struct GenerationOptions {
   // With WeightDtype::Fp8: a scaled fp8 checkpoint (ComfyUI's *_fp8_scaled files, comfy/ops.py scaled_fp8_ops: each
   // Linear's weight times its scale_weight after the cast). Diffusion models only.
   bool fp8_scaled = false;
+  // How transformers runs a mixture of experts' experts (not a GGUF file's: llama.cpp has its own): its
+  // experts_implementation (transformers/integrations/moe.py, model.set_experts_implementation). GroupedMm,
+  // transformers 5's default: torch._grouped_mm over the experts hit, no host sync. Eager: Qwen3MoeExperts.forward's
+  // Python loop over the experts hit, which syncs the host with the GPU five times per expert (transformers 4's
+  // only way).
+  enum class Experts : std::uint8_t { GroupedMm, Eager };
+  Experts experts = Experts::GroupedMm;
 };
+
+// "grouped_mm" or "eager": the name of an experts implementation, and back (false for another name).
+const char* to_string(GenerationOptions::Experts e);
+bool parse_experts(const std::string& name, GenerationOptions::Experts& out);
 
 // Sets the weight format from its name: fp32, bf16, fp16, fp8, fp8_scaled, int8, q4, or a GGUF file type (Q4_K_M,
 // Q8_0, ...: gguf_quant.hpp). Throws std::invalid_argument naming the known ones.

@@ -189,8 +189,9 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
     } else if (key == "write") {
       parse_accesses(key, value, op.writes);
     } else if (key == "launches") {
-      if (!parse_int(value, op.launches) || op.launches == 0 || op.launches > kMaxLaunches)
-        fail("launches", "must be an integer from 1 to 1,000,000");
+      // 0: the op runs in the kernel of the op before it (llama.cpp's MUL_MAT_ID, torch._grouped_mm over experts).
+      if (!parse_int(value, op.launches) || op.launches > kMaxLaunches)
+        fail("launches", "must be an integer from 0 to 1,000,000");
     } else if (key == "gpu_us" || key == "host_us") {
       double us = 0;
       if (!parse_double(value, us) || us < 0 || us > kMaxOpMicros)

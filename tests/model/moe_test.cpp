@@ -371,5 +371,50 @@ TEST(Moe, APromptReadsEachExpertOnceWithTheRowsRoutedToIt) {
   EXPECT_EQ(flops, 512ull * 8 * 2 * 2048 * 768);
 }
 
+// transformers' experts implementations (integrations/moe.py), with the kernels and host syncs the profiler counted
+// on an H100 (results/validation/moe-hf/kernels): per layer of a decode step at 8 experts hit, router included,
+// grouped_mm 34 kernels and no sync, eager 128 kernels and 41 syncs (one for expert_hit, five per expert).
+TEST(Moe, TransformersExpertsImplementationsLaunchAndSyncAsProfiled) {
+  const ModelConfig m = qwen30();
+  // Launches and syncs of layer 5's MoE block in one decode step: from the router's Linear to the residual add.
+  auto block = [&](GenerationOptions::Experts impl) {
+    GenerationOptions g;
+    g.prompt_tokens = 0;
+    g.decode_tokens = 1;
+    g.experts = impl;
+    LlmTraceGenerator gen(m, g);
+    trace::Step s;
+    EXPECT_TRUE(gen.next(s));
+    std::vector<const trace::Op*> layer;
+    for (const auto& op : s.ops)
+      if (op.layer == 5) layer.push_back(&op);
+    std::size_t router = layer.size();
+    for (std::size_t i = 0; i < layer.size() && router == layer.size(); ++i)
+      for (const auto& r : layer[i]->reads)
+        if (gen.header().tensors[r.tensor].name == "model.layers.5.mlp.gate") router = i;
+    EXPECT_LT(router, layer.size());
+    std::pair<std::uint32_t, std::uint32_t> n{0, 0};
+    for (std::size_t i = router; i + 1 < layer.size(); ++i) {
+      n.first += layer[i]->launches;
+      n.second += layer[i]->syncs;
+    }
+    EXPECT_EQ(layer.back()->launches, 1u);  // the residual add
+    return n;
+  };
+  EXPECT_EQ(block(GenerationOptions::Experts::GroupedMm), std::make_pair(34u, 0u));
+  EXPECT_EQ(block(GenerationOptions::Experts::Eager), std::make_pair(128u, 41u));
+  // Eager is transformers' own, for models with experts.
+  GenerationOptions bad;
+  bad.experts = GenerationOptions::Experts::Eager;
+  const ModelConfig dense = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-4b.json");
+  EXPECT_THROW(LlmTraceGenerator(dense, bad), InputError);
+  set_dtype(bad, "Q4_K_M");
+  EXPECT_THROW(LlmTraceGenerator(m, bad), InputError);
+  GenerationOptions::Experts e{};
+  EXPECT_TRUE(parse_experts("eager", e));
+  EXPECT_EQ(e, GenerationOptions::Experts::Eager);
+  EXPECT_FALSE(parse_experts("batched_mm", e));
+}
+
 }  // namespace
 }  // namespace tiersim::model

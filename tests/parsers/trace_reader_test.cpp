@@ -27,7 +27,7 @@ const char* kGood =
     "step decode tokens=2\n"
     "op attention layer=0 read=1:250 gpu_us=12.5 host_us=3 dtype=fp16\n"
     "op elementwise layer=0 read=0 write=1:20 launches=20 dtype=q4_k syncs=1\n"
-    "op norm layer=0 read=1:64 blocks=32\n"
+    "op norm layer=0 read=1:64 blocks=32 launches=0\n"
     "end\n";
 
 TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
@@ -53,6 +53,7 @@ TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
   EXPECT_EQ(s.ops[1].dtype, "q4_k");
   EXPECT_EQ(s.ops[1].blocks, 0u);
   EXPECT_EQ(s.ops[2].blocks, 32u);  // PyTorch's GroupNorm statistics: one block per sample and group
+  EXPECT_EQ(s.ops[2].launches, 0u);  // in the kernel of the op before it
   EXPECT_FALSE(r->next(s));
   EXPECT_FALSE(r->next(s));
 }
@@ -90,6 +91,8 @@ TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
   expect_error(head + "step decode tokens=1\nop gemv layer=0 syncs=1001\nend\n", 4, "syncs");
   expect_error(head + "step decode tokens=1\nop gemv layer=0 syncs=-1\nend\n", 4, "syncs");
   expect_error(head + "step decode tokens=1\nop norm layer=0 blocks=0\nend\n", 4, "blocks");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 launches=-1\nend\n", 4, "launches");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 launches=1000001\nend\n", 4, "launches");
   expect_error(head + "step decode tokens=1\nop norm layer=0 blocks=2147483648\nend\n", 4, "blocks");
   expect_error(head + "step decode tokens=1\nop gemv layer=0\n", 4, "end");  // truncated
 }

@@ -54,7 +54,7 @@ TEST(TraceBounds, SizesFlopsAndLaunchesAreBounded) {
   for (int i = 0; i < 65; ++i) many += "tensor " + std::to_string(i) + " weight 1125899906842624 0 w\n";
   expect_rejected(many + "end\n", 66, "tensor", "64 PiB");  // the 65th tensor, on line 66
   expect_rejected(kHead + "op gemm layer=0 flops=18446744073709551615\nend\n", 4, "flops", "10^18");
-  expect_rejected(kHead + "op gemm layer=0 launches=4294967295\nend\n", 4, "launches", "1 to 1,000,000");
+  expect_rejected(kHead + "op gemm layer=0 launches=4294967295\nend\n", 4, "launches", "0 to 1,000,000");
 }
 
 // Through the engine: a single gpu_us=2e13 used to be converted to uint64 out of range (undefined
