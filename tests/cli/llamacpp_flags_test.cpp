@@ -4,6 +4,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "support/run_sim.hpp"
@@ -74,6 +77,37 @@ TEST(LlamaCppFlags, ARoutingIsReRunFromItsResult) {
   EXPECT_EQ(again.out, first.out);
   EXPECT_NE(first.out.find("\"routing_zipf\": 1.5"), std::string::npos);
   EXPECT_EQ(run_sim("run --model traces/models/qwen3-30b-a3b.json --routing zipf:0").code, 2);
+  std::remove(file.c_str());
+}
+
+// transformers' experts implementation is an input of the result (re-run from its JSON to the same bytes), costs
+// eager's host syncs, and is refused by name where it does not apply.
+TEST(LlamaCppFlags, AnExpertsImplementationIsReRunFromItsResultAndCheckedByName) {
+  const std::string file = std::string(TIERSIM_BINARY_DIR) + "/experts-result.json";
+  const std::string run = "run --model traces/models/qwen3-30b-a3b.json --hw h100-measured --runtime pytorch-hf-h100 "
+                          "--policy resident --prompt 16 --decode 4 --json ";
+  const auto eager = run_sim(run + "--experts-impl eager", false);
+  ASSERT_EQ(eager.code, 0) << eager.out;
+  { std::ofstream(file) << eager.out; }
+  const auto again = run_sim("run --config " + file, false);
+  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(again.out, eager.out);
+  EXPECT_NE(eager.out.find("\"experts_implementation\": \"eager\""), std::string::npos);
+  const auto grouped = run_sim(run, false);
+  ASSERT_EQ(grouped.code, 0) << grouped.out;
+  EXPECT_EQ(grouped.out.find("experts_implementation"), std::string::npos);  // the default is not written
+  const double step_eager = nlohmann::json::parse(eager.out)["step_seconds"].get<double>();
+  const double step_grouped = nlohmann::json::parse(grouped.out)["step_seconds"].get<double>();
+  EXPECT_GT(step_eager, 1.5 * step_grouped);  // 41 host syncs and 94 more launches a layer
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--policy resident --model traces/models/qwen3-30b-a3b.json --experts-impl batched_mm", "grouped_mm or eager"},
+           {"--policy resident --model traces/models/qwen3-4b.json --experts-impl eager", "dense"},
+           {"--policy resident --model traces/models/qwen3-30b-a3b.json --dtype Q4_K_M --experts-impl eager", "MUL_MAT_ID"},
+           {"--policy resident --model traces/models/flux.1-dev.json --experts-impl eager", "--experts-impl"}}) {
+    const auto r = run_sim(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_NE(r.out.find(says), std::string::npos) << r.out;
+  }
   std::remove(file.c_str());
 }
 
