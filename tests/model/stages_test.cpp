@@ -93,8 +93,11 @@ TEST(Vae, FluxsAeHasComfyUIsParametersAndDecodesWhole) {
   VaeDecoderTraceGenerator g(ae, 1024, 1024, 1, WeightDtype::Bf16);
   trace::Step s;
   ASSERT_TRUE(g.next(s));
-  std::size_t convs = 0, norms = 0, attention = 0, statistics = 0;
+  std::size_t convs = 0, norms = 0, attention = 0, statistics = 0, transposed = 0;
   for (const auto& op : s.ops) {
+    // cuDNN's NHWC transposes of a 3x3 convolution's input and filter (the filter is a weight the op reads).
+    if (op.kind == trace::OpKind::Elementwise)
+      for (const auto& r : op.reads) transposed += g.header().tensors[r.tensor].kind == trace::TensorKind::Weight;
     convs += op.kind == trace::OpKind::Gemm;
     norms += op.kind == trace::OpKind::Norm;
     attention += op.kind == trace::OpKind::Attention;
@@ -107,6 +110,7 @@ TEST(Vae, FluxsAeHasComfyUIsParametersAndDecodesWhole) {
   EXPECT_EQ(convs, 1u + 28 + 3 + 2 + 4 + 1);  // conv_in, 14 ResnetBlocks x 2, 3 upsamples, 2 shortcuts, attention's 4, conv_out
   EXPECT_EQ(norms, 2 * 30u);  // 30 GroupNorms, each its statistics and its normalisation
   EXPECT_EQ(statistics, 30u);
+  EXPECT_EQ(transposed, 1u + 28 + 3 + 1);  // the 3x3 convolutions: conv_in, the ResnetBlocks', upsamples', conv_out
   EXPECT_EQ(attention, 1u);  // one head over 128 x 128 latent pixels
   EXPECT_EQ(weight_bytes(g.header()), 2 * ae.decoder_params());
   EXPECT_THROW(VaeDecoderTraceGenerator(ae, 1020, 1024, 1, WeightDtype::Bf16), InputError);

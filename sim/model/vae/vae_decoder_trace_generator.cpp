@@ -86,10 +86,19 @@ bool VaeDecoderTraceGenerator::next(trace::Step& out) {
                  std::vector<TensorAccess> writes, std::uint32_t launches) {
     trace::append_op(out, kind, g, flops, std::move(reads), std::move(writes), launches);
   };
-  // A convolution as cuDNN's implicit GEMM: 2 k^2 in out FLOPs per output pixel; its input, weights and output.
+  // A convolution as PyTorch runs it on cuDNN (aten/src/ATen/native/Convolution.cpp _convolution, ConvBackend::Cudnn):
+  // cudnn_convolution, an implicit GEMM of 2 k^2 in out FLOPs per output pixel, then the bias added by a separate
+  // output.add_(bias) over the whole output. cuDNN runs a 3x3 convolution of these NCHW bf16 tensors with NHWC
+  // kernels: it transposes the input and the filter to NHWC first and the output back after (nchwToNhwcKernel twice,
+  // nhwcToNchwKernel once per 3x3 convolution in the profile of results/validation/comfy_stages, cuDNN 9.19 on an
+  // H100; assumed on other GPUs); the 1x1 convolutions ran as plain GEMMs.
   auto conv = [&](std::int32_t g, std::uint64_t in, std::uint64_t o, std::uint64_t k, std::uint64_t pixels) {
     const std::uint32_t w = convs_[ci++];
-    add(OpKind::Gemm, g, 2 * k * k * in * o * pixels, {{w, header_.tensors[w].bytes}, act(in * pixels)}, {act(o * pixels)}, 1);
+    const TensorAccess weights{w, header_.tensors[w].bytes};
+    if (k == 3) add(OpKind::Elementwise, g, 0, {weights, act(in * pixels)}, {weights, act(in * pixels)}, 2);
+    add(OpKind::Gemm, g, 2 * k * k * in * o * pixels, {weights, act(in * pixels)}, {act(o * pixels)}, 1);
+    if (k == 3) add(OpKind::Elementwise, g, 0, {act(o * pixels)}, {act(o * pixels)}, 1);
+    add(OpKind::Elementwise, g, o * pixels, {act(o * pixels)}, {act(o * pixels)}, 1);  // + bias
   };
   // GroupNorm as PyTorch's CUDA kernels run it (aten/src/ATen/native/cuda/group_norm_kernel.cu,
   // GroupNormKernelImplInternal): RowwiseMomentsCUDAKernel reads x with one thread block per (image, group), so
