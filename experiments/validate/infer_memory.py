@@ -5,6 +5,11 @@ torch.cuda.memory_allocated/reserved after the weights are built, and max_memory
 prefill and over the decode steps (peaks reset before each phase), the cache's bytes, and the allocator's counters.
 One JSON line per row; an OOM is recorded as a row with its phase, not a crash.
 
+With --accelerate CAP (e.g. 8GiB), the random model is built on the GPU, saved (safetensors) once per process and
+loaded back for each row with from_pretrained(device_map="auto", max_memory={0: CAP, "cpu": 100GiB}): accelerate's
+own device map and its AlignDevicesHook on every offloaded module (its weights copied to the GPU in pre_forward,
+dropped in post_forward), as users run it; the row records the device map and the offloaded bytes.
+
   python3 experiments/validate/infer_memory.py --out $OUT/infer_memory.jsonl
   python3 experiments/validate/infer_memory.py --fake --device cpu --out /tmp/i.jsonl   (harness test, no GPU)
 """
@@ -38,6 +43,34 @@ def cache_bytes(cache):
     return total
 
 
+SAVED = {}
+
+
+def load_accelerate(desc, args, mem):
+    """The random model (built on the GPU, saved once), loaded by transformers with device_map="auto" under the cap."""
+    import accelerate
+    import transformers
+    key = json.dumps(desc, sort_keys=True)
+    if key not in SAVED:
+        built, info = build_hf(desc, torch.bfloat16, args.device, args.seed)
+        path = f"/tmp/tiersim-infer-memory-{len(SAVED)}"
+        built.save_pretrained(path, safe_serialization=True)
+        SAVED[key] = (path, type(built), info)
+        del built
+        mem.free()
+    path, cls, info = SAVED[key]
+    model = cls.from_pretrained(path, device_map="auto", max_memory={0: args.accelerate, "cpu": "100GiB"},
+                                dtype=torch.bfloat16, attn_implementation="sdpa")
+    offloaded = 0
+    for module in model.modules():
+        hook = getattr(module, "_hf_hook", None)
+        if hook is not None and getattr(hook, "offload", False):
+            offloaded += sum(p.numel() * p.element_size() for p in module.parameters(recurse=False))
+    info = dict(info, accelerate=accelerate.__version__, accelerate_cap=args.accelerate, offloaded_bytes=offloaded,
+                device_map={k: str(v) for k, v in getattr(model, "hf_device_map", {}).items()})
+    return model, info
+
+
 def run_row(path, prompt, decode, args, mem):
     name, desc = load_description(path)
     row = {"model": name, "prompt": prompt, "decode": decode, "batch": args.batch, "dtype": "bfloat16",
@@ -50,7 +83,10 @@ def run_row(path, prompt, decode, args, mem):
     try:
         import transformers
         row["transformers"] = transformers.__version__
-        model, info = build_hf(desc, torch.bfloat16, args.device, args.seed)
+        if args.accelerate:
+            model, info = load_accelerate(desc, args, mem)
+        else:
+            model, info = build_hf(desc, torch.bfloat16, args.device, args.seed)
         model.config.use_cache = True
         model.eval()
         row.update(info)
@@ -107,6 +143,7 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--fake", action="store_true", help="tiny-4 at short prompts (tests the harness)")
     ap.add_argument("--budget-s", type=float, default=1e9, help="rows not started by then are recorded skipped")
+    ap.add_argument("--accelerate", help="load with accelerate's device_map='auto' under this GPU cap (8GiB)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.fake:

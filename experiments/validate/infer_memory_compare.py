@@ -6,7 +6,10 @@ before each phase). tiersim: `sim run --model traces/models/MODEL.json --policy 
 --runtime pytorch-hf-h100 --prompt P --decode 32 --json`, its "pytorch_memory" (sim/model/inference/
 inference_allocations.hpp replayed through the caching allocator model); nothing fitted to these rows.
 
-Writes results/validation/inference-memory/compare.md and prints it.
+Writes results/validation/inference-memory/compare.md and prints it. Then accelerate's own offload
+(accelerate/infer_memory_accelerate*.jsonl: infer_memory.py --accelerate CAP, from_pretrained(device_map="auto",
+max_memory={0: CAP}) with its hooks copying each offloaded module's weights in for its forward), each row predicted
+with `--policy accelerate --placement accelerate.auto:max_memory=0=CAP;cpu=100GiB`: accelerate/compare.md.
   /usr/bin/python3 experiments/validate/infer_memory_compare.py   (after building; TIERSIM_SIM=path/to/sim)
 """
 import json
@@ -28,7 +31,11 @@ KEYS = [("prefill", "allocated"), ("prefill", "reserved"), ("decode", "allocated
 
 
 def predict(row):
-    args = [SIM, "run", "--json", "--model", MODELS[row["model"]], "--policy", "resident", "--hw", "h100-measured",
+    policy = ["--policy", "resident"]
+    if row.get("accelerate_cap"):
+        cap = row["accelerate_cap"]
+        policy = ["--policy", "accelerate", "--placement", f"accelerate.auto:max_memory=0={cap};cpu=100GiB"]
+    args = [SIM, "run", "--json", "--model", MODELS[row["model"]]] + policy + ["--hw", "h100-measured",
             "--runtime", "pytorch-hf-h100", "--prompt", str(row["prompt"]), "--decode", str(row["decode"]),
             "--batch", str(row.get("batch", 1))]
     if row.get("PYTORCH_CUDA_ALLOC_CONF"):
@@ -58,6 +65,27 @@ def main():
                      + " | ".join(cells) + " |")
     lines += ["", f"{len(rows)} rows, each with 32 decode steps after the prefill. Mean absolute error (worst):"]
     train_compare.write_table(lines, errors, os.path.join(HERE, "compare.md"), "{} peak {}")
+
+    acc = os.path.join(HERE, "accelerate")
+    rows = [json.loads(line) for name in sorted(os.listdir(acc)) if name.endswith(".jsonl")
+            for line in open(os.path.join(acc, name))]
+    rows = [r for r in rows if "error" not in r and not r.get("skipped")]
+    lines = ["| model | cap | offloaded GB | prompt | " + " | ".join(f"{p} peak {k} GiB meas / pred | err" for p, k in KEYS) + " |",
+             "|---|---|---|---|" + "---|---|" * len(KEYS)]
+    errors = {k: [] for k in KEYS}
+    for r in rows:
+        p = predict(r)
+        cells = []
+        for phase, kind in KEYS:
+            m, q = r[f"{phase}_peak_{kind}"], p[f"{phase}_peak_{kind}_bytes"]
+            e = 100.0 * (q - m) / m
+            errors[(phase, kind)].append(e)
+            cells.append(f"{m / GIB:.2f} / {q / GIB:.2f} | {e:+.1f}%")
+        lines.append(f"| {r['model']} | {r['accelerate_cap']} | {r['offloaded_bytes'] / 1e9:.2f} | {r['prompt']} | "
+                     + " | ".join(cells) + " |")
+    lines += ["", f"{len(rows)} rows, each with {rows[0]['decode']} decode steps after the prefill "
+              f"(accelerate {rows[0]['accelerate']}, transformers {rows[0]['transformers']}). Mean absolute error (worst):"]
+    train_compare.write_table(lines, errors, os.path.join(acc, "compare.md"), "{} peak {}")
 
 
 if __name__ == "__main__":

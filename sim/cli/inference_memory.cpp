@@ -31,13 +31,40 @@ std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, con
     a.not_modelled = "a mixture of experts";
     return a;
   }
-  for (const auto& t : sim.header.tensors)
-    if (t.kind == trace::TensorKind::Weight &&
-        (sim.placement.device[t.id] != placement::kComputeGpu || sim.placement.path[t.id] != placement::Path::Local)) {
-      a.not_modelled = "weights off the compute GPU or in managed memory";
+  // Weights off the GPU: modelled for accelerate's own offload (its hooks copy each offloaded module's weights in for
+  // its forward), whole modules to the CPU, not for the other frameworks' copies, other GPUs or managed memory.
+  const bool accelerate = in.strategy.placement.name.rfind("accelerate", 0) == 0;
+  model::InferenceShape shape;
+  const auto L = static_cast<std::int32_t>(m.num_hidden_layers);
+  shape.offloaded.layers.assign(m.num_hidden_layers, false);
+  std::vector<int> on_gpu(m.num_hidden_layers + 3, 0), on_cpu(m.num_hidden_layers + 3, 0);  // embedding, layers, norm, head
+  for (const auto& t : sim.header.tensors) {
+    if (t.kind != trace::TensorKind::Weight) continue;
+    const bool local = sim.placement.device[t.id] == placement::kComputeGpu && sim.placement.path[t.id] == placement::Path::Local;
+    if (!local && !(accelerate && sim.placement.device[t.id] == placement::kCpu && sim.placement.path[t.id] == placement::Path::Copy)) {
+      a.not_modelled = accelerate ? "weights on another GPU, on disk or in managed memory"
+                                  : "weights off the compute GPU or in managed memory (modelled for accelerate's offload)";
       return a;
     }
-  model::InferenceShape shape;
+    const std::size_t part = t.layer < 0 ? 0 : t.layer < L ? static_cast<std::size_t>(t.layer) + 1
+                                                           : t.name.find("lm_head") != std::string::npos ? L + 2 : L + 1;
+    ++(local ? on_gpu : on_cpu)[part];
+  }
+  for (std::size_t part = 0; part < on_gpu.size(); ++part) {
+    if (on_cpu[part] == 0) continue;
+    if (on_gpu[part] > 0) {
+      a.not_modelled = "a module split between the GPU and the CPU";
+      return a;
+    }
+    if (part == 0) shape.offloaded.embedding = true;
+    else if (part <= static_cast<std::size_t>(L)) shape.offloaded.layers[part - 1] = true;
+    else if (part == static_cast<std::size_t>(L) + 1) shape.offloaded.norm = true;
+    else shape.offloaded.head = true;
+  }
+  if (m.tie_word_embeddings && shape.offloaded.embedding != shape.offloaded.head) {
+    a.not_modelled = "a tied embedding offloaded on one side only";
+    return a;
+  }
   shape.batch = g.batch;
   shape.prompt = g.prompt_tokens;
   shape.decode = g.decode_tokens;

@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 
 #include "cli/allocator_replay.hpp"
 #include "model/inference/inference_allocations.hpp"
@@ -62,6 +63,53 @@ TEST(InferenceAllocations, TheLongPromptsPeakIsTheMlpOnTopOfWeightsCacheAndResid
   EXPECT_GT(r.peak("decode").allocated, params + m.num_hidden_layers * kv_layer);
 }
 
+// accelerate's offload: an offloaded module's weights are not allocated at load, and its hook allocates them just
+// before the module's output and frees them just after (hooks.py AlignDevicesHook pre_forward / post_forward).
+TEST(InferenceAllocations, AccelerateHooksBringEachOffloadedModulesWeightsInForItsForward) {
+  const ModelConfig m = qwen8b();
+  InferenceShape s;
+  s.prompt = 64;
+  s.decode = 2;
+  const auto resident = inference_allocations(m, s);
+  s.offloaded.layers.assign(m.num_hidden_layers, false);
+  for (std::size_t l = 20; l < m.num_hidden_layers; ++l) s.offloaded.layers[l] = true;
+  s.offloaded.norm = s.offloaded.head = true;
+  const auto events = inference_allocations(m, s);
+  double loaded = 0, offloaded = 0, resident_loaded = 0;
+  for (const auto& e : resident)
+    if (e.allocates() && e.step == 0) resident_loaded += static_cast<double>(e.bytes);
+  std::map<std::uint64_t, const AllocationEvent*> hooked;
+  std::size_t freed_next = 0, hooks = 0;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const auto& e = events[i];
+    if (e.allocates() && e.step == 0) loaded += static_cast<double>(e.bytes);
+    if (e.allocates() && e.what.find("(accelerate hook)") != std::string::npos) {
+      hooked[e.tensor] = &e;
+      ++hooks;
+      if (e.step == 1) offloaded += static_cast<double>(e.bytes);
+      // Its module's output comes next (a norm's fp32 copy first), then the weights go.
+      ASSERT_LT(i + 1, events.size());
+      EXPECT_TRUE(events[i + 1].allocates());
+    }
+    if (e.kind == AllocationEvent::Kind::Free && hooked.count(e.tensor)) {
+      ++freed_next;
+      hooked.erase(e.tensor);
+    }
+  }
+  EXPECT_TRUE(hooked.empty());  // every hook's weights freed
+  EXPECT_EQ(freed_next, hooks);
+  // 16 layers x 11 modules (2 norms, q, q_norm, k, k_norm, v, o, gate, up, down), the final norm and the head, per
+  // forward: the prefill and 2 decode steps.
+  EXPECT_EQ(hooks, 3u * (16 * 11 + 2));
+  EXPECT_NEAR(loaded + offloaded, resident_loaded, 1.0);  // what leaves the load comes back in the first forward
+  InferenceShape tied = s;
+  tied.offloaded.head = false;
+  ModelConfig small = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-0.6b.json");
+  tied.offloaded.layers.assign(small.num_hidden_layers, false);
+  tied.offloaded.embedding = true;
+  EXPECT_THROW(inference_allocations(small, tied), std::invalid_argument);  // tied, offloaded on one side
+}
+
 TEST(InferenceAllocations, RefusesAMixtureOfExperts) {
   const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-30b-a3b.json");
   EXPECT_THROW(inference_allocations(m, InferenceShape{}), std::invalid_argument);
@@ -94,7 +142,17 @@ TEST(RunCommand, PytorchMemoryIsReportedAndRunningOutIsTheOutcome) {
                                "--policy resident --decode 4 --prompt 32768", false);
   EXPECT_EQ(console.code, 3);
   EXPECT_NE(console.out.find("OUT OF MEMORY in step 1 (prefill)"), std::string::npos) << console.out;
-  // Offloaded weights, llama.cpp, a GGUF file: no allocator prediction (JSON says why; llama.cpp has none).
+  // accelerate's own offload is modelled: its GPU part, the activations and one offloaded module's weights at a time.
+  const auto acc = run_sim("run --model traces/models/qwen3-8b.json --hw rtx4090 --runtime pytorch-hf-h100 "
+                           "--policy accelerate --placement \"accelerate.auto:max_memory=0=8GiB;cpu=100GiB\" "
+                           "--prompt 4096 --decode 2 --json", false);
+  ASSERT_EQ(acc.code, 0) << acc.out;
+  const auto a = nlohmann::json::parse(acc.out)["pytorch_memory"];
+  ASSERT_FALSE(a.contains("not_modelled")) << a.dump();
+  EXPECT_GT(a["prefill_peak_allocated_bytes"].get<double>(), 7e9);
+  EXPECT_LT(a["prefill_peak_allocated_bytes"].get<double>(), 9.5e9);
+  // Offloaded weights of another framework, llama.cpp, a GGUF file: no allocator prediction (JSON says why;
+  // llama.cpp has none).
   const auto off = run_sim("run --model traces/models/qwen3-8b.json --hw rtx4090 --policy ratio --json", false);
   EXPECT_EQ(off.code, 0) << off.out;
   EXPECT_TRUE(nlohmann::json::parse(off.out)["pytorch_memory"].contains("not_modelled"));

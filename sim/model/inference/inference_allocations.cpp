@@ -49,8 +49,27 @@ std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const I
   const double qd = static_cast<double>(m.num_attention_heads) * hd, kvd = static_cast<double>(m.num_key_value_heads) * hd;
   const auto L = static_cast<std::int32_t>(m.num_hidden_layers);
 
+  const auto& off = sh.offloaded;
+  if (m.tie_word_embeddings && off.embedding != off.head)
+    throw std::invalid_argument("a tied embedding offloaded on one side only is not modelled");
   AllocationSequence s;
-  for (const auto& [layer, n] : parameter_tensors(m)) s.alloc(static_cast<double>(n) * sh.weight_bytes, "parameter");
+  {
+    const auto params = parameter_tensors(m);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const auto [layer, n] = params[i];
+      // parameter_tensors: the embedding (-1), the layers, then the final norm and (untied) the head (L).
+      const bool head = layer == L && i + 1 == params.size() && !m.tie_word_embeddings;
+      const bool gone = layer < 0 ? off.embedding : layer < L ? off.layer(layer) : head ? off.head : off.norm;
+      if (!gone) s.alloc(static_cast<double>(n) * sh.weight_bytes, "parameter");
+    }
+  }
+  // A module's weights, copied to the GPU by its accelerate hook for its forward when it is offloaded (-> 0: none).
+  auto hook_in = [&](bool offloaded, double params, const std::string& what) -> std::uint64_t {
+    return offloaded ? s.alloc(params * sh.weight_bytes, what + " weight (accelerate hook)") : 0;
+  };
+  auto hook_out = [&](std::uint64_t w) {
+    if (w) s.free(w);
+  };
   std::vector<std::uint64_t> keys(L, 0), values(L, 0);
   double context = 0;
   const std::uint32_t steps = 1 + sh.decode;
@@ -62,27 +81,41 @@ std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const I
     if (T <= 0) continue;
     std::vector<std::uint64_t> inputs{s.alloc(T * 8, "input ids"), s.alloc(new_tokens * 8, "cache position"),
                                       s.alloc(T * 8, "position ids")};
+    const std::uint64_t we = hook_in(off.embedding, static_cast<double>(m.embedding_params()), "embed_tokens");
     const std::uint64_t embeds = s.alloc(T * h * a, "embedding output");
+    hook_out(we);
     inputs.push_back(s.alloc(T * hd * a, "rope cos"));
     inputs.push_back(s.alloc(T * hd * a, "rope sin"));
     std::uint64_t hidden = embeds;
     for (std::int32_t l = 0; l < L; ++l) {
       const std::string layer = "layer " + std::to_string(l) + " ";
-      const std::uint64_t x = rms_norm(s, T, h, a, layer + "input_layernorm");
+      const bool moved = off.layer(l);
+      // A module's output with its weights around it when accelerate offloaded the layer.
+      auto module = [&](double params, const std::string& name, auto&& forward) {
+        const std::uint64_t w = hook_in(moved, params, layer + name);
+        const std::uint64_t out = forward();
+        hook_out(w);
+        return out;
+      };
+      const std::uint64_t x =
+          module(h, "input_layernorm", [&] { return rms_norm(s, T, h, a, layer + "input_layernorm"); });
       // q_norm(q_proj(x)), then k_norm(k_proj(x)): each projection freed once its norm is taken.
-      std::uint64_t q = s.alloc(T * qd * a, layer + "q_proj");
+      std::uint64_t q = module(static_cast<double>(m.q_params()), "q_proj", [&] { return s.alloc(T * qd * a, layer + "q_proj"); });
       if (m.qk_norm) {
-        const std::uint64_t qn = rms_norm(s, T * m.num_attention_heads, hd, a, layer + "q_norm");
+        const std::uint64_t qn =
+            module(hd, "q_norm", [&] { return rms_norm(s, T * m.num_attention_heads, hd, a, layer + "q_norm"); });
         s.free(q);
         q = qn;
       }
-      std::uint64_t k = s.alloc(T * kvd * a, layer + "k_proj");
+      const double kvp = static_cast<double>(m.kv_params());
+      std::uint64_t k = module(kvp, "k_proj", [&] { return s.alloc(T * kvd * a, layer + "k_proj"); });
       if (m.qk_norm) {
-        const std::uint64_t kn = rms_norm(s, T * m.num_key_value_heads, hd, a, layer + "k_norm");
+        const std::uint64_t kn =
+            module(hd, "k_norm", [&] { return rms_norm(s, T * m.num_key_value_heads, hd, a, layer + "k_norm"); });
         s.free(k);
         k = kn;
       }
-      const std::uint64_t v = s.alloc(T * kvd * a, layer + "v_proj");
+      const std::uint64_t v = module(kvp, "v_proj", [&] { return s.alloc(T * kvd * a, layer + "v_proj"); });
       const std::uint64_t qr = rope(s, T * qd, a, layer + "q");
       s.free(q);
       const std::uint64_t kr = rope(s, T * kvd, a, layer + "k");
@@ -101,20 +134,23 @@ std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const I
       s.free(qr);
       const std::uint64_t attn_c = s.alloc(T * qd * a, layer + "attention output, contiguous");
       s.free(attn);
-      const std::uint64_t o = s.alloc(T * h * a, layer + "o_proj");
+      const std::uint64_t o =
+          module(static_cast<double>(m.o_params()), "o_proj", [&] { return s.alloc(T * h * a, layer + "o_proj"); });
       s.free(attn_c);
       s.free(x);
       const std::uint64_t mid = s.alloc(T * h * a, layer + "attention residual");
       s.free(o);
-      const std::uint64_t x2 = rms_norm(s, T, h, a, layer + "post_attention_layernorm");
-      const std::uint64_t gate = s.alloc(T * I * a, layer + "gate_proj");
+      const std::uint64_t x2 = module(h, "post_attention_layernorm",
+                                      [&] { return rms_norm(s, T, h, a, layer + "post_attention_layernorm"); });
+      const double mlp = static_cast<double>(m.mlp_matrix_params());
+      const std::uint64_t gate = module(mlp, "gate_proj", [&] { return s.alloc(T * I * a, layer + "gate_proj"); });
       const std::uint64_t act = s.alloc(T * I * a, layer + "silu");
       s.free(gate);
-      const std::uint64_t up = s.alloc(T * I * a, layer + "up_proj");
+      const std::uint64_t up = module(mlp, "up_proj", [&] { return s.alloc(T * I * a, layer + "up_proj"); });
       const std::uint64_t prod = s.alloc(T * I * a, layer + "silu x up");
       s.free(act);
       s.free(up);
-      const std::uint64_t down = s.alloc(T * h * a, layer + "down_proj");
+      const std::uint64_t down = module(mlp, "down_proj", [&] { return s.alloc(T * h * a, layer + "down_proj"); });
       s.free(prod);
       s.free(x2);
       const std::uint64_t out = s.alloc(T * h * a, layer + "output");
@@ -123,9 +159,13 @@ std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const I
       if (hidden != embeds) s.free(hidden);
       hidden = out;
     }
+    const std::uint64_t wn = hook_in(off.norm, h, "final norm");
     const std::uint64_t normed = rms_norm(s, T, h, a, "final norm");
+    hook_out(wn);
     if (hidden != embeds) s.free(hidden);
+    const std::uint64_t wh = hook_in(off.head, static_cast<double>(m.embedding_params()), "lm_head");
     const std::uint64_t logits = s.alloc(B * V * a, "logits (last token)");
+    hook_out(wh);
     s.free(normed);
     const std::uint64_t f32 = s.alloc(B * V * 4, "next-token logits, fp32");
     s.free(logits);

@@ -17,6 +17,11 @@
 //   head over the last token only (logits_to_keep=1), and the logits' fp32 copy generate takes;
 // - decode: the same per token, each layer's keys and values concatenated into new tensors one token longer and the
 //   old ones freed.
+// - offloaded by accelerate (InferenceShape::offloaded): a module whose device_map entry is the CPU is not allocated at
+//   load; accelerate's AlignDevicesHook on each of its submodules with weights of their own (hooks.py
+//   attach_align_device_hook: every Linear and RMSNorm) copies that module's weights to the GPU in pre_forward
+//   (set_module_tensor_to_device(value=weights_map[name]): one new tensor each) and drops them in post_forward, so
+//   each weight is allocated just before its module's output and freed just after.
 // Not modelled: CUDA/cuBLAS workspaces, the CUDA context, a materialised attention mask (none with SDPA, one
 // sequence, no padding), sampling's own temporaries (a few vocabulary-sized vectors).
 #include <cstdint>
@@ -33,6 +38,12 @@ struct InferenceShape {
   std::uint32_t decode = 0;        // tokens generated after it
   std::uint32_t activation_bytes = 2;  // bf16 / fp16; 4 for fp32
   std::uint32_t weight_bytes = 2;      // per parameter
+  // Parts accelerate keeps on the CPU: the embedding, each decoder layer, the final norm, the head.
+  struct Offloaded {
+    bool embedding = false, norm = false, head = false;
+    std::vector<bool> layers;  // by decoder layer; empty: none
+    bool layer(std::int32_t l) const { return l >= 0 && static_cast<std::size_t>(l) < layers.size() && layers[l]; }
+  } offloaded;
 };
 
 // Phases: "load" (step 0), "prefill" (step 1), "decode" (steps 2..decode+1, one per token).
