@@ -7,3 +7,14 @@ find_cublas() {
     if [ -e "$lib/libcublas.so.13" ]; then export LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}"; fi
   done
 }
+
+# The tiersim_calib to run (its path on stdout): build/bin's when it loads here, else one compiled here with nvcc.
+calib_binary() {
+  local calib=build/bin/tiersim_calib
+  if [ ! -x "$calib" ] || ldd "$calib" | grep -q "not found"; then
+    echo "building tiersim_calib with nvcc on this machine" >&2
+    nvcc -O2 -std=c++17 -gencode=arch=compute_90,code=sm_90 calib/src/*.cu -lcublas -o /tmp/tiersim_calib >&2
+    calib=/tmp/tiersim_calib
+  fi
+  echo "$calib"
+}

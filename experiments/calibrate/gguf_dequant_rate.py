@@ -30,7 +30,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 import torch
@@ -39,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "validate"))
 import gguf_weights  # noqa: E402
+from profiler_events import chrome_events  # noqa: E402
 
 TYPES = ["Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K", "BF16"]
 SHAPES = {"flux": [(3072, 3072), (9216, 3072), (12288, 3072), (3072, 12288), (18432, 3072), (21504, 3072),
@@ -75,15 +75,7 @@ def profile_calls(fn, warmup=3, reps=20):
             with record_function(f"gguf_call_{i}"):
                 fn()
                 torch.cuda.synchronize()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    try:
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            trace = json.load(f)
-    finally:
-        os.remove(path)
-    return per_call(trace["traceEvents"] if isinstance(trace, dict) else trace, reps)
+    return per_call(chrome_events(prof), reps)
 
 
 def per_call(events, reps):

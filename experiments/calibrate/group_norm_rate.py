@@ -27,11 +27,13 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "validate"))
+from profiler_events import chrome_events  # noqa: E402
 
 GROUPS = 32
 CHANNELS = [64, 192, 320, 640]
@@ -57,15 +59,7 @@ def profile_kernels(fn, warmup=3, reps=10):
         for _ in range(reps):
             fn()
             torch.cuda.synchronize()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    try:
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            trace = json.load(f)
-    finally:
-        os.remove(path)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    events = chrome_events(prof)
     per = {"moments": [], "params": [], "apply": []}
     counts = {"moments": 0, "params": 0, "apply": 0}
     for e in events:

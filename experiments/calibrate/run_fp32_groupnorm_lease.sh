@@ -15,12 +15,7 @@ nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,clocks.max.s
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$work/gpu.txt"
 source experiments/calibrate/cublas_path.sh
 find_cublas
-calib=build/bin/tiersim_calib
-if [ ! -x "$calib" ] || ldd "$calib" | grep -q "not found"; then
-  echo "building tiersim_calib with nvcc on this machine"
-  nvcc -O2 -std=c++17 -gencode=arch=compute_90,code=sm_90 calib/src/*.cu -lcublas -o /tmp/tiersim_calib
-  calib=/tmp/tiersim_calib
-fi
+calib=$(calib_binary)
 "$calib" --only fp32_gemm --out "$work/raw_h100_run4_fp32_gemm.csv" 2>&1 | tee "$work/fp32_gemm.log"
 python3 experiments/calibrate/group_norm_rate.py --out "$work/group_norm_rate.json" 2>&1 | tee "$work/group_norm_rate.log"
 if [ -n "${OUT:-}" ]; then

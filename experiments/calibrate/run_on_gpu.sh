@@ -9,12 +9,7 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv | tee "$out/nvidia_smi.txt"
 source experiments/calibrate/cublas_path.sh
 find_cublas
-calib=build/bin/tiersim_calib
-if [ ! -x "$calib" ] || ldd "$calib" | grep -q "not found"; then
-  echo "building tiersim_calib with nvcc on this machine"
-  nvcc -O2 -std=c++17 -gencode=arch=compute_90,code=sm_90 calib/src/*.cu -lcublas -o /tmp/tiersim_calib
-  calib=/tmp/tiersim_calib
-fi
+calib=$(calib_binary)
 for run in 1 2; do
   "$calib" --out "$out/raw_run$run.csv" 2>&1 | tee "$out/run$run.log"
 done

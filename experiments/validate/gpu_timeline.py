@@ -19,13 +19,13 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import decode_latency as dl  # noqa: E402
+from profiler_events import chrome_events  # noqa: E402
 
 
 def union_us(intervals):
@@ -50,12 +50,7 @@ def profiled_step(model, nxt, cache):
         nxt = out.logits[:, -1].argmax(-1, keepdim=True)
         nxt.item()
         wall = time.perf_counter() - t0
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-        path = f.name
-    prof.export_chrome_trace(path)
-    with open(path) as f:
-        events = json.load(f)["traceEvents"]
-    os.unlink(path)
+    events = chrome_events(prof)
     kernels, copies, busy, timeline = [], [], [], []
     gpu = [e for e in events if e.get("cat", "") in ("kernel", "gpu_memcpy", "gpu_memset") and "dur" in e]
     t0 = min((e["ts"] for e in gpu), default=0.0)

@@ -46,12 +46,11 @@ def predict(row):
     return json.loads(out.stdout)["pytorch_memory"]
 
 
-def main():
-    rows = [json.loads(line) for name in FILES if os.path.exists(os.path.join(HERE, name))
-            for line in open(os.path.join(HERE, name))]
-    rows = [r for r in rows if "error" not in r and not r.get("skipped")]
-    lines = ["| model | batch | prompt | PYTORCH_CUDA_ALLOC_CONF | " + " | ".join(f"{p} peak {k} GiB meas / pred | err" for p, k in KEYS) + " |",
-             "|---|---|---|---|" + "---|---|" * len(KEYS)]
+def table(rows, columns, cells_of, footer, path):
+    """One row per measurement: its own columns, then each peak measured / predicted with the error; the mean
+    absolute (worst) errors below."""
+    lines = ["| " + " | ".join(columns) + " | " + " | ".join(f"{p} peak {k} GiB meas / pred | err" for p, k in KEYS) + " |",
+             "|" + "---|" * len(columns) + "---|---|" * len(KEYS)]
     errors = {k: [] for k in KEYS}
     for r in rows:
         p = predict(r)
@@ -61,31 +60,30 @@ def main():
             e = 100.0 * (q - m) / m
             errors[(phase, kind)].append(e)
             cells.append(f"{m / GIB:.2f} / {q / GIB:.2f} | {e:+.1f}%")
-        lines.append(f"| {r['model']} | {r.get('batch', 1)} | {r['prompt']} | {r.get('PYTORCH_CUDA_ALLOC_CONF') or ''} | "
-                     + " | ".join(cells) + " |")
-    lines += ["", f"{len(rows)} rows, each with 32 decode steps after the prefill. Mean absolute error (worst):"]
-    train_compare.write_table(lines, errors, os.path.join(HERE, "compare.md"), "{} peak {}")
+        lines.append("| " + " | ".join(str(c) for c in cells_of(r)) + " | " + " | ".join(cells) + " |")
+    lines += ["", footer]
+    train_compare.write_table(lines, errors, path, "{} peak {}")
 
+
+def measured(folder, names):
+    rows = [json.loads(line) for name in names if os.path.exists(os.path.join(folder, name))
+            for line in open(os.path.join(folder, name))]
+    return [r for r in rows if "error" not in r and not r.get("skipped")]
+
+
+def main():
+    rows = measured(HERE, FILES)
+    table(rows, ["model", "batch", "prompt", "PYTORCH_CUDA_ALLOC_CONF"],
+          lambda r: [r["model"], r.get("batch", 1), r["prompt"], r.get("PYTORCH_CUDA_ALLOC_CONF") or ""],
+          f"{len(rows)} rows, each with 32 decode steps after the prefill. Mean absolute error (worst):",
+          os.path.join(HERE, "compare.md"))
     acc = os.path.join(HERE, "accelerate")
-    rows = [json.loads(line) for name in sorted(os.listdir(acc)) if name.endswith(".jsonl")
-            for line in open(os.path.join(acc, name))]
-    rows = [r for r in rows if "error" not in r and not r.get("skipped")]
-    lines = ["| model | cap | offloaded GB | prompt | " + " | ".join(f"{p} peak {k} GiB meas / pred | err" for p, k in KEYS) + " |",
-             "|---|---|---|---|" + "---|---|" * len(KEYS)]
-    errors = {k: [] for k in KEYS}
-    for r in rows:
-        p = predict(r)
-        cells = []
-        for phase, kind in KEYS:
-            m, q = r[f"{phase}_peak_{kind}"], p[f"{phase}_peak_{kind}_bytes"]
-            e = 100.0 * (q - m) / m
-            errors[(phase, kind)].append(e)
-            cells.append(f"{m / GIB:.2f} / {q / GIB:.2f} | {e:+.1f}%")
-        lines.append(f"| {r['model']} | {r['accelerate_cap']} | {r['offloaded_bytes'] / 1e9:.2f} | {r['prompt']} | "
-                     + " | ".join(cells) + " |")
-    lines += ["", f"{len(rows)} rows, each with {rows[0]['decode']} decode steps after the prefill "
-              f"(accelerate {rows[0]['accelerate']}, transformers {rows[0]['transformers']}). Mean absolute error (worst):"]
-    train_compare.write_table(lines, errors, os.path.join(acc, "compare.md"), "{} peak {}")
+    rows = measured(acc, sorted(n for n in os.listdir(acc) if n.endswith(".jsonl")))
+    table(rows, ["model", "cap", "offloaded GB", "prompt"],
+          lambda r: [r["model"], r["accelerate_cap"], f"{r['offloaded_bytes'] / 1e9:.2f}", r["prompt"]],
+          f"{len(rows)} rows, each with {rows[0]['decode']} decode steps after the prefill (accelerate "
+          f"{rows[0]['accelerate']}, transformers {rows[0]['transformers']}). Mean absolute error (worst):",
+          os.path.join(acc, "compare.md"))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,11 @@ import collections
 import json
 import os
 import sys
-import tempfile
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profiler_events import chrome_events  # noqa: E402
 
 
 def build(layers, moe, tiny, device):
@@ -59,14 +61,7 @@ def decode_profile(model, device, cuda):
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             model(tok, past_key_values=past, use_cache=True)
             torch.cuda.synchronize()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    try:
-        prof.export_chrome_trace(path)
-        trace = json.load(open(path))
-    finally:
-        os.remove(path)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    events = chrome_events(prof)
     r = dict(kernels=0, dtoh=0, htod=0, memset=0, names=collections.Counter())
     for e in events:
         cat = str(e.get("cat", "")).lower()
