@@ -497,7 +497,6 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
         project(e, t.expert_down[e], ie, h, 1);
         add(OpKind::Elementwise, l, 2 * n * h, {act(2 * n * h + T * h)}, {act(T * h)}, kEagerCombine);
       }
-      add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);  // the residual add
     } else {
       // llama.cpp's MUL_MAT_ID, or transformers' torch._grouped_mm: one kernel a projection over every expert hit
       // (transformers fuses gate and up into one).
@@ -514,14 +513,11 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
       experts(t.expert_up, h, ie, !transformers);
       add(OpKind::Elementwise, l, 5 * T * k * ie, {act(3 * T * k * ie)}, {act(2 * T * k * ie)}, launches_.mlp_activation);
       experts(t.expert_down, ie, h, true);
-      if (transformers) {
-        add(OpKind::Elementwise, l, 2 * T * k * h, {act(T * k * h)}, {act(T * h)}, kGroupedAfter);
-        add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);  // the residual add
-      } else {
-        // the weighted sum of the experts' rows and the residual add (ggml fuses them)
-        add(OpKind::Elementwise, l, 2 * T * k * h, {act(T * k * h + T * h)}, {act(T * h)}, launches_.residual);
-      }
+      if (transformers) add(OpKind::Elementwise, l, 2 * T * k * h, {act(T * k * h)}, {act(T * h)}, kGroupedAfter);
+      // else the weighted sum of the experts' rows and the residual add (ggml fuses them)
+      else add(OpKind::Elementwise, l, 2 * T * k * h, {act(T * k * h + T * h)}, {act(T * h)}, launches_.residual);
     }
+    if (transformers) add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);  // residual
     if (!model_.mla() || model_.n_shared_experts == 0) return;
     // deepseek's shared experts on every token (llm_build_deepseek2: build_ffn of ffn_*_shexp, then added to the
     // routed experts' output).
