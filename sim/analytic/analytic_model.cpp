@@ -55,11 +55,14 @@ class SteadyStateManaged {
     for (std::uint32_t i = 0; i < a.managed_count; ++i) {
       const replay::ManagedAccess& m = plan.managed[a.managed_begin + i];
       const std::uint8_t advice = placement_.managed.advice[m.tensor];
-      const double bytes = static_cast<double>(m.bytes);
-      const auto blocks = static_cast<std::uint32_t>(std::ceil(bytes / spec_.va_block));
+      const double bytes = static_cast<double>(m.bytes), offset = static_cast<double>(m.offset);
+      // The blocks the byte range covers (the tensor taken to start on a block: the per-tensor allocator's layout).
+      const auto blocks = static_cast<std::uint32_t>(std::ceil((offset + bytes) / spec_.va_block) -
+                                                     std::floor(offset / spec_.va_block));
       if (advice & (placement::kPreferCpu | placement::kAccessedByGpu)) {
-        // Accesses start at the tensor's start; a sysmem-fallback prefix there is in VRAM.
-        const double remote = std::max(0.0, bytes - placement::vram_prefix_of(placement_, m.tensor));
+        // A sysmem-fallback prefix of the tensor is in VRAM: the range's part before its end is local.
+        const double local = std::clamp(placement::vram_prefix_of(placement_, m.tensor) - offset, 0.0, bytes);
+        const double remote = bytes - local;
         if (remote <= 0) continue;
         cost.remote_bytes += remote;
         if (m.reread > 0 && spec_.gemv_remote_input_bandwidth > 0)

@@ -163,11 +163,14 @@ void ManagedMemory::touch_block(std::uint32_t b, double touched, bool write, boo
   become_resident(b, read_mostly ? Where::Both : Where::Gpu);
 }
 
-void ManagedMemory::touch_range(std::uint32_t tensor, double bytes, bool write, bool prefetch, AccessCost& cost) {
+void ManagedMemory::touch_range(std::uint32_t tensor, double offset, double bytes, bool write, bool prefetch,
+                                AccessCost& cost) {
   const std::int64_t first = first_block_[tensor];
   if (first < 0 || bytes <= 0) return;
-  const double start = offset_in_block_[tensor];
+  // Bytes from the start of the tensor's first block: the range covers blocks [i0, n) of the tensor.
+  const double start = offset_in_block_[tensor] + offset;
   const double end = start + bytes;
+  const auto i0 = static_cast<std::int64_t>(std::floor(start / spec_.va_block));
   const auto n = static_cast<std::int64_t>(std::ceil(end / spec_.va_block));
   // What an oversubscribed run does to nearly every block, a run of blocks at a time: host-resident blocks without
   // advice, touched past the prefetch threshold, faulted in whole under demand paging after evicting the oldest
@@ -184,9 +187,9 @@ void ManagedMemory::touch_range(std::uint32_t tensor, double bytes, bool write, 
   // Only the first and the last block can be touched in part: the others are whole.
   auto eligible = [&](std::int64_t i) {
     const auto b = static_cast<std::size_t>(first + i);
-    return fast && where_[b] == Where::Host && advice_[b] == 0 && ((i > 0 && i + 1 < n) || touched(i) >= whole);
+    return fast && where_[b] == Where::Host && advice_[b] == 0 && ((i > i0 && i + 1 < n) || touched(i) >= whole);
   };
-  for (std::int64_t i = 0; i < n;) {
+  for (std::int64_t i = i0; i < n;) {
     Where& where = where_[static_cast<std::size_t>(first + i)];
     if (where != Where::Host) {  // on the GPU already (touch_block's first case)
       if (write && where == Where::Both) where = Where::Gpu;
@@ -222,9 +225,9 @@ void ManagedMemory::touch_range(std::uint32_t tensor, double bytes, bool write, 
 }
 
 void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost,
-                           std::uint64_t reread) {
+                           std::uint64_t reread, std::uint64_t offset) {
   const double remote_before = cost.remote_bytes;
-  touch_range(tensor, static_cast<double>(bytes), write, false, cost);
+  touch_range(tensor, static_cast<double>(offset), static_cast<double>(bytes), write, false, cost);
   const double remote = cost.remote_bytes - remote_before;
   // The vector's own bytes stay a remote read of the kernel; its re-reads, one per output row, come on top.
   if (reread > 0 && remote > 0 && spec_.gemv_remote_input_bandwidth > 0 && bytes > 0)
@@ -246,7 +249,7 @@ double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const Acc
 }
 
 double ManagedMemory::prefetch_to_gpu(std::uint32_t tensor, AccessCost& cost) {
-  touch_range(tensor, bytes_[tensor], false, true, cost);
+  touch_range(tensor, 0, bytes_[tensor], false, true, cost);
   return cost.migrated_bytes / spec_.prefetch_to_gpu + cost.written_back_bytes / spec_.evict_to_cpu;
 }
 

@@ -53,10 +53,12 @@ class ManagedMemory {
                 double gpu_capacity);
 
   bool is_managed(std::uint32_t tensor) const { return first_block_[tensor] >= 0; }
-  // A kernel touches the first `bytes` of `tensor` (reading, or writing when `write`). `reread`: the
-  // tensor is a GEMV's input vector; if it is reached remotely, this many bytes are read again over the
-  // link at gemv_remote_input_bandwidth (when the profile has it), a stall on top of the kernel.
-  void access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost, std::uint64_t reread = 0);
+  // A kernel touches `bytes` of `tensor` from byte `offset` on (reading, or writing when `write`): the blocks of
+  // that range, not of the tensor's start (one expert of a fused expert tensor). `reread`: the tensor is a GEMV's
+  // input vector; if it is reached remotely, this many bytes are read again over the link at
+  // gemv_remote_input_bandwidth (when the profile has it), a stall on top of the kernel.
+  void access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost, std::uint64_t reread = 0,
+              std::uint64_t offset = 0);
   // Seconds the kernel stalls for the faults accumulated in `cost`.
   double stall_seconds(const AccessCost& cost) const { return stall_seconds(spec_, cost); }
   static double stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& cost);
@@ -80,7 +82,7 @@ class ManagedMemory {
   void make_room(AccessCost& cost);
   void become_resident(std::uint32_t b, Where where);
   void touch_block(std::uint32_t b, double touched, bool write, bool prefetch, AccessCost& cost);
-  void touch_range(std::uint32_t tensor, double bytes, bool write, bool prefetch, AccessCost& cost);
+  void touch_range(std::uint32_t tensor, double offset, double bytes, bool write, bool prefetch, AccessCost& cost);
 
   hw::ManagedMemorySpec spec_;
   std::vector<std::int64_t> first_block_;   // by tensor; -1 when not managed

@@ -455,7 +455,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           if (op.kind == trace::OpKind::Gemv && header_.tensors[r.tensor].kind == trace::TensorKind::Activation)
             for (const auto& w : op.reads)
               if (header_.tensors[w.tensor].kind == trace::TensorKind::Weight) reread += w.bytes;
-          out.managed.push_back({r.tensor, r.bytes, false, reread});
+          out.managed.push_back({r.tensor, r.bytes, false, reread, r.offset});
           if (issued_[r.tensor]) out.deps.push_back(r.tensor);  // waits for its managed prefetch
           continue;
         }
@@ -474,7 +474,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         }
       }
       for (const auto& w : op.writes)
-        if (managed_[w.tensor]) out.managed.push_back({w.tensor, w.bytes, true});
+        if (managed_[w.tensor]) out.managed.push_back({w.tensor, w.bytes, true, 0, w.offset});
       a.deps_count = static_cast<std::uint32_t>(out.deps.size()) - a.deps_begin;
       a.frees_count = static_cast<std::uint32_t>(out.frees.size()) - a.frees_begin;
       a.managed_count = static_cast<std::uint32_t>(out.managed.size()) - a.managed_begin;

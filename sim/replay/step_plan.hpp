@@ -41,6 +41,7 @@ struct ManagedAccess {
   // A GEMV's input vector: the bytes a host-resident copy of it costs, read again for every output row
   // (the weight's bytes; 0 for other accesses).
   std::uint64_t reread = 0;
+  std::uint64_t offset = 0;  // where the bytes start in the tensor (a byte-range access)
 };
 
 struct Action {

@@ -9,7 +9,9 @@
 
 namespace tiersim::trace {
 
-inline constexpr int kFormatVersion = 1;
+// The newest format this build reads and writes. Version 2 adds byte ranges (`ID@OFFSET:BYTES`); a trace that
+// uses none is written as version 1, which every earlier build reads.
+inline constexpr int kFormatVersion = 2;
 
 enum class TensorKind { Weight, KvCache, Activation };
 enum class OpKind { Gemm, Gemv, Attention, Norm, Elementwise, Embedding, Rope, Sample, Other };
@@ -28,6 +30,9 @@ struct Tensor {
 struct TensorAccess {
   std::uint32_t tensor = 0;
   std::uint64_t bytes = 0;  // bytes the op actually touches (an embedding lookup reads a few rows)
+  // Where those bytes start in the tensor (format version 2): one expert's slice of a tensor that holds every
+  // expert of a layer (transformers 5's gate_up_proj, [experts, 2 x intermediate, hidden]). 0: its start.
+  std::uint64_t offset = 0;
 };
 
 struct Op {
@@ -56,7 +61,7 @@ struct Step {
 };
 
 struct Header {
-  int version = kFormatVersion;
+  int version = 1;  // 2 when some access names a byte range (the writer refuses one in a version 1 trace)
   std::map<std::string, std::string> meta;  // ordered, so writing is deterministic
   std::vector<Tensor> tensors;              // tensors[i].id == i
   std::string default_dtype() const;

@@ -1,5 +1,6 @@
 #include "trace/trace_reader.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -84,8 +85,8 @@ void TraceReader::read_header() {
     if (next_token(s) != "tiersim-trace") fail("", "not a tiersim trace: the first line must be 'tiersim-trace 1'");
     int version = 0;
     if (!parse_int(rest_trimmed(s), version)) fail("version", "expected an integer format version");
-    if (version != kFormatVersion)
-      fail("version", "unsupported trace format version " + std::to_string(version) + " (this build reads " +
+    if (version < 1 || version > kFormatVersion)
+      fail("version", "unsupported trace format version " + std::to_string(version) + " (this build reads 1 to " +
                           std::to_string(kFormatVersion) + ")");
     header_.version = version;
   }
@@ -141,20 +142,34 @@ void TraceReader::parse_accesses(std::string_view key, std::string_view list, st
     std::size_t comma = list.find(',');
     std::string_view item = list.substr(0, comma);
     list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    std::size_t colon = item.find(':');
+    // ID, ID:BYTES (the first BYTES), or (version 2) ID@OFFSET:BYTES (BYTES from OFFSET on).
+    const std::size_t at = item.find('@'), colon = item.find(':');
+    const std::size_t id_end = std::min(at, colon);
     TensorAccess a;
-    if (!parse_int(item.substr(0, colon), a.tensor))
+    if (!parse_int(item.substr(0, id_end), a.tensor))
       fail(std::string(key), "bad tensor id in '" + std::string(item) + "'");
     if (a.tensor >= header_.tensors.size())
       fail(std::string(key), "tensor " + std::to_string(a.tensor) + " is not declared in the header");
     const std::uint64_t full = header_.tensors[a.tensor].bytes;
+    if (at != std::string_view::npos) {
+      if (header_.version < 2)
+        fail(std::string(key), "'" + std::string(item) + "': a byte range (ID@OFFSET:BYTES) needs 'tiersim-trace 2'");
+      if (colon == std::string_view::npos || colon < at)
+        fail(std::string(key), "expected ID@OFFSET:BYTES in '" + std::string(item) + "'");
+      if (!parse_int(item.substr(at + 1, colon - at - 1), a.offset))
+        fail(std::string(key), "bad byte offset in '" + std::string(item) + "'");
+      if (a.offset > full)
+        fail(std::string(key), "offset " + std::to_string(a.offset) + " is past the end of tensor " +
+                                   std::to_string(a.tensor) + " (" + std::to_string(full) + " bytes)");
+    }
     if (colon == std::string_view::npos) {
       a.bytes = full;
     } else if (!parse_int(item.substr(colon + 1), a.bytes)) {
       fail(std::string(key), "bad byte count in '" + std::string(item) + "'");
-    } else if (a.bytes > full) {
-      fail(std::string(key), "access of " + std::to_string(a.bytes) + " bytes exceeds tensor " +
-                                 std::to_string(a.tensor) + " (" + std::to_string(full) + " bytes)");
+    } else if (a.bytes > full - a.offset) {
+      fail(std::string(key), "access of " + std::to_string(a.bytes) + " bytes" +
+                                 (a.offset ? " from byte " + std::to_string(a.offset) : std::string()) +
+                                 " exceeds tensor " + std::to_string(a.tensor) + " (" + std::to_string(full) + " bytes)");
     }
     out.push_back(a);
   }

@@ -1,6 +1,8 @@
 #include "trace/trace_writer.hpp"
 
 #include <cstdio>
+#include <stdexcept>
+#include <string>
 
 namespace tiersim::trace {
 namespace {
@@ -12,6 +14,14 @@ void write_accesses(std::ostream& out, const char* key, const std::vector<Tensor
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (i) out << ',';
     out << list[i].tensor;
+    // A byte range from an offset needs format version 2: a version 1 header would not read back.
+    if (list[i].offset) {
+      if (header.version < 2)
+        throw std::logic_error("trace writer: a byte range (" + std::to_string(list[i].tensor) + "@" +
+                               std::to_string(list[i].offset) + ") in a version 1 trace");
+      out << '@' << list[i].offset << ':' << list[i].bytes;
+      continue;
+    }
     // The byte count is written only when the access is partial; the reader defaults to the whole tensor.
     if (list[i].bytes != header.tensors[list[i].tensor].bytes) out << ':' << list[i].bytes;
   }

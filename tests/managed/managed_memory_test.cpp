@@ -97,6 +97,31 @@ TEST(ManagedMemory, EvictionIsFifoByTimeOfBecomingResidentNotLru) {
   EXPECT_EQ(again.faulted_blocks, 1u);
 }
 
+TEST(ManagedMemory, AByteRangeTouchesTheBlocksItCoversNotTheTensorsStart) {
+  // One expert's slice of a fused expert tensor: 8 blocks, per-tensor allocation (block-aligned).
+  hw::ManagedMemorySpec spec = *toy_with_gpu("16 MiB").hw.managed_memory;
+  auto src = std::make_unique<trace::TraceReader>(
+      std::make_unique<std::istringstream>("tiersim-trace 2\ntensor 0 weight 8388608 0 experts\nend\n"), "fused.trace");
+  managed::ManagedMemory um(spec, src->header(), managed_weights(src->header(), placement::kAdviseNone, false), 16 * MiB);
+  managed::AccessCost c;
+  um.access(0, static_cast<std::uint64_t>(1.5 * MiB), false, c, 0, static_cast<std::uint64_t>(5 * MiB));  // blocks 5, 6
+  EXPECT_EQ(c.faulted_blocks, 2u);
+  managed::AccessCost start;
+  um.access(0, static_cast<std::uint64_t>(MiB), false, start);  // block 0: not brought in by the range
+  EXPECT_EQ(start.faulted_blocks, 1u);
+  managed::AccessCost again;
+  um.access(0, static_cast<std::uint64_t>(MiB), false, again, 0, static_cast<std::uint64_t>(5 * MiB));
+  um.access(0, static_cast<std::uint64_t>(MiB / 2), false, again, 0, static_cast<std::uint64_t>(6.5 * MiB));  // in block 6
+  EXPECT_EQ(again.faulted_blocks, 0u);
+  EXPECT_DOUBLE_EQ(um.resident_bytes(), 3 * MiB);
+  // Under PreferredLocation=CPU the range is read over the link: its bytes, not the tensor's.
+  managed::ManagedMemory remote(spec, src->header(), managed_weights(src->header(), placement::kPreferCpu, false), 16 * MiB);
+  managed::AccessCost r;
+  remote.access(0, static_cast<std::uint64_t>(1.5 * MiB), false, r, 0, static_cast<std::uint64_t>(5 * MiB));
+  EXPECT_DOUBLE_EQ(r.remote_bytes, 1.5 * MiB);
+  EXPECT_EQ(r.mapping_faults, 2u);
+}
+
 TEST(ManagedMemory, FaultCostIsLatencyPerBatchPlusPerBlockPlusBytes) {
   hw::ManagedMemorySpec spec = *toy_with_gpu("16 MiB").hw.managed_memory;
   auto src = block_trace(3, 1);

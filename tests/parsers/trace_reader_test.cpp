@@ -77,7 +77,8 @@ TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
   const std::string head = "tiersim-trace 1\ntensor 0 weight 1000 0 w0\n";
   expect_error("", 0, "");
   expect_error("not-a-trace 1\n", 1, "");
-  expect_error("tiersim-trace 2\n", 1, "version");
+  expect_error("tiersim-trace 3\n", 1, "version");
+  expect_error("tiersim-trace 0\n", 1, "version");
   expect_error("tiersim-trace 1\ntensor 1 weight 10 0 w\nend\n", 2, "tensor");
   expect_error("tiersim-trace 1\ntensor 0 blob 10 0 w\nend\n", 2, "tensor");
   expect_error("tiersim-trace 1\nmeta batch zero\nend\n", 2, "batch");
@@ -95,6 +96,30 @@ TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
   expect_error(head + "step decode tokens=1\nop gemv layer=0 launches=1000001\nend\n", 4, "launches");
   expect_error(head + "step decode tokens=1\nop norm layer=0 blocks=2147483648\nend\n", 4, "blocks");
   expect_error(head + "step decode tokens=1\nop gemv layer=0\n", 4, "end");  // truncated
+  // Byte ranges: only in a version 2 trace, inside the tensor, with a byte count.
+  const std::string head2 = "tiersim-trace 2\ntensor 0 weight 1000 0 w0\n";
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0@100:10\nend\n", 4, "read");
+  expect_error(head2 + "step decode tokens=1\nop gemv layer=0 read=0@100\nend\n", 4, "read");
+  expect_error(head2 + "step decode tokens=1\nop gemv layer=0 read=0@x:10\nend\n", 4, "read");
+  expect_error(head2 + "step decode tokens=1\nop gemv layer=0 read=0@1001:0\nend\n", 4, "read");
+  expect_error(head2 + "step decode tokens=1\nop gemv layer=0 read=0@900:101\nend\n", 4, "read");
+  expect_error(head2 + "step decode tokens=1\nop gemv layer=0 write=0:10@5\nend\n", 4, "write");
+  expect_error(head2 + "step decode tokens=1\nop gemv layer=0 read=0@18446744073709551615:2\nend\n", 4, "read");
+}
+
+TEST(TraceReader, ReadsByteRangesInVersionTwo) {
+  auto r = reader("tiersim-trace 2\ntensor 0 weight 1000 0 experts\nstep decode tokens=1\n"
+                  "op gemv layer=0 read=0@600:400,0:10,0 write=0@0:5\nend\n");
+  EXPECT_EQ(r->header().version, 2);
+  Step s;
+  ASSERT_TRUE(r->next(s));
+  ASSERT_EQ(s.ops[0].reads.size(), 3u);
+  EXPECT_EQ(s.ops[0].reads[0].offset, 600u);  // the last 400 bytes: exactly to the tensor's end
+  EXPECT_EQ(s.ops[0].reads[0].bytes, 400u);
+  EXPECT_EQ(s.ops[0].reads[1].offset, 0u);
+  EXPECT_EQ(s.ops[0].reads[1].bytes, 10u);
+  EXPECT_EQ(s.ops[0].reads[2].bytes, 1000u);
+  EXPECT_EQ(s.ops[0].writes[0].bytes, 5u);
 }
 
 TEST(TraceWriter, GeneratedTraceRoundTripsByteForByte) {
@@ -117,6 +142,26 @@ TEST(TraceWriter, GeneratedTraceRoundTripsByteForByte) {
   std::ostringstream again;
   write_trace(again, good);
   EXPECT_NE(again.str().find("dtype=q4_k syncs=1\n"), std::string::npos) << again.str();
+}
+
+TEST(TraceWriter, ByteRangesRoundTripAndNeedVersionTwo) {
+  const std::string text = "tiersim-trace 2\ntensor 0 weight 1000 0 experts\nstep decode tokens=1\n"
+                           "op gemv layer=0 read=0@600:400,0:10\nend\n";
+  TraceReader in(std::make_unique<std::istringstream>(text), "ranges");
+  std::ostringstream out;
+  write_trace(out, in);
+  EXPECT_EQ(out.str(), text);
+  // A version 1 header cannot carry a range: the writer refuses rather than write a trace that does not read back.
+  Header h;
+  append_tensor(h, TensorKind::Weight, 1000, 0, "experts");
+  Step step;
+  append_op(step, OpKind::Gemv, 0, 0, {TensorAccess{0, 10, 20}}, {});
+  std::ostringstream v1;
+  EXPECT_THROW(write_step(v1, h, step), std::logic_error);
+  h.version = 2;
+  std::ostringstream v2;
+  write_step(v2, h, step);
+  EXPECT_NE(v2.str().find("read=0@20:10"), std::string::npos) << v2.str();
 }
 
 }  // namespace
