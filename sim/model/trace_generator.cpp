@@ -238,70 +238,76 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
       t.sinks = add_weight(Role::Norm, l, model_.num_attention_heads, name(l, "self_attn.sinks", "attn_sinks"));
     t.post_norm = add_weight(Role::Norm, l, h, name(l, "post_attention_layernorm", "ffn_norm"));
     if (model_.moe_layer(static_cast<std::uint64_t>(l))) {
-      // The router, then each expert's three matrices as tensors of their own. A GGUF file fuses an
-      // expert kind into one tensor (blk.N.ffn_gate_exps.weight, experts on its last axis); the trace keeps
-      // llama.cpp's name with the expert appended, so -ot patterns (--n-cpu-moe's) find every expert,
-      // and an offloaded expert is copied alone, as ggml_backend_sched copies only the experts used.
-      // Hugging Face's names are the checkpoints': Qwen3-MoE's mlp.gate and mlp.experts.E.{gate,up,down}_proj,
-      // Mixtral's block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}; gpt-oss's mlp.router and its
-      // experts fused over all experts (mlp.experts.gate_up_proj, gate and up columns interleaved, and down_proj),
-      // named here by expert and half.
-      const bool mixtral = model_.model_type == "mixtral", gpt_oss = model_.model_type == "gpt_oss";
-      const std::string block = mixtral ? "block_sparse_moe" : "mlp";
+      // The router, then the experts. A GGUF file fuses an expert kind into one tensor (blk.N.ffn_gate_exps.weight,
+      // experts on its last axis); the trace keeps llama.cpp's name with the expert appended, so -ot patterns
+      // (--n-cpu-moe's) find every expert, and an offloaded expert is copied alone, as ggml_backend_sched copies only
+      // the experts used. transformers 5 holds a layer's experts as two parameters (the names and shapes its own
+      // models have, tests/fixtures/hf_moe_parameters.jsonl: Qwen3-MoE, Mixtral, DeepSeek-V3 and gpt-oss alike):
+      // mlp.experts.gate_up_proj, [experts, 2 x intermediate, hidden] (gpt-oss: [experts, hidden, 2 x intermediate],
+      // gate and up columns interleaved, and its biases in gate_up_proj_bias), and mlp.experts.down_proj; the
+      // router is mlp.gate (gpt-oss: mlp.router; Mixtral's checkpoints say block_sparse_moe, renamed at load). The
+      // trace has one tensor for each (its biases in it), and an expert's projection reads its slice: a weight
+      // copier (accelerate's hooks) moves the whole tensor, managed memory only the blocks of the slices used.
+      const bool gpt_oss = model_.model_type == "gpt_oss";
       t.router = add_weight(Role::Norm, l, model_.router_params(),
-                            name(l, (block + (gpt_oss ? ".router" : ".gate")).c_str(), "ffn_gate_inp"));
+                            name(l, gpt_oss ? "mlp.router" : "mlp.gate", "ffn_gate_inp"));
       // deepseek_v3's noaux_tc selection bias: llama.cpp's blk.N.exp_probs_b.bias (LLM_TENSOR_FFN_EXP_PROBS_B, F32),
-      // Hugging Face's mlp.gate.e_score_correction_bias.
+      // Hugging Face's mlp.gate.e_score_correction_bias (a buffer in transformers 5.17, not a parameter).
       if (model_.expert_score_bias)
         t.score_bias = add_weight(Role::Norm, l, model_.num_experts,
                                   gguf_names ? "blk." + std::to_string(l) + ".exp_probs_b.bias"
                                              : "model.layers." + std::to_string(l) + ".mlp.gate.e_score_correction_bias");
-      auto expert_name = [&](std::uint64_t e, const char* hf, const char* ll) {
-        const std::string E = std::to_string(e);
-        if (gguf_names) return "blk." + std::to_string(l) + "." + ll + ".weight (expert " + E + ")";
-        if (gpt_oss) {
-          const std::string kind(hf);
-          return "model.layers." + std::to_string(l) + ".mlp.experts." +
-                 (kind == "down" ? "down_proj (expert " + E + ")" : "gate_up_proj (expert " + E + ", " + kind + " half)");
-        }
-        return "model.layers." + std::to_string(l) + "." + block + ".experts." + E + "." + hf;
+      const std::uint64_t params = model_.expert_matrix_params();
+      // One expert's matrix of a kind with its bias, in bytes: MXFP4 where the model is published so (its bias in
+      // bf16, in f32 in a GGUF file), else in the weight format like any matrix.
+      auto expert_bytes = [&](Role role, std::uint64_t bias) -> std::uint64_t {
+        if (model_.expert_weight_bits <= 0) return weight(role, l, params + bias);
+        pending_type_ = gguf_names ? "mxfp4" : "";
+        return static_cast<std::uint64_t>(std::ceil(static_cast<double>(params) * model_.expert_weight_bits / 8.0)) +
+               bias * (gguf_names ? 4 : 2);
       };
-      // An expert matrix with its bias: MXFP4 where the model is published so (its bias in bf16, in f32 in a
-      // GGUF file), else in the weight format like any matrix.
-      auto add_expert = [&](Role role, std::uint64_t bias, const std::string& tensor_name) {
-        const std::uint64_t params = model_.expert_matrix_params();
-        if (options_.gguf_file) {
+      if (!gguf_names) {
+        const std::uint64_t E = model_.num_experts;
+        const std::uint64_t in = expert_bytes(Role::FfnGate, model_.expert_in_bias());
+        const std::uint32_t gate_up = add_tensor(TensorKind::Weight, E * 2 * in, l, name(l, "mlp.experts.gate_up_proj", ""));
+        const std::uint64_t down = expert_bytes(Role::FfnDown, model_.expert_out_bias());
+        const std::uint32_t down_proj = add_tensor(TensorKind::Weight, E * down, l, name(l, "mlp.experts.down_proj", ""));
+        // gate_up_proj[e]'s first half is the gate (chunk(2, dim=-1) of its product); gpt-oss interleaves the two,
+        // and either way an expert's gate and up together are its slice, what its one F.linear reads.
+        for (std::uint64_t e = 0; e < E; ++e) {
+          t.expert_gate.push_back(TensorAccess{gate_up, in, 2 * e * in});
+          t.expert_up.push_back(TensorAccess{gate_up, in, (2 * e + 1) * in});
+          t.expert_down.push_back(TensorAccess{down_proj, down, e * down});
+        }
+        header_.version = 2;  // the slices are byte ranges
+      } else {
+        auto add_expert = [&](Role role, std::uint64_t bias, std::uint64_t e, const char* kind) {
+          const std::string tensor_name = "blk." + std::to_string(l) + "." + kind + ".weight (expert " + std::to_string(e) + ")";
+          if (!options_.gguf_file) return add_tensor(TensorKind::Weight, expert_bytes(role, bias), l, tensor_name);
           // A GGUF file fuses the layer's experts of a kind into one 3-D tensor (blk.N.ffn_gate_exps.weight,
           // {n_embd, n_ff_exp, n_expert}: llama-model.cpp load_tensors, LLM_ARCH_QWEN3MOE): each expert is its
           // 1/n_expert share, in the fused tensor's type.
           const std::string fused = tensor_name.substr(0, tensor_name.find(" (expert "));
           const std::string& file = options_.gguf_path;
-          const gguf::FileTensor* t = options_.gguf_file->find_tensor(fused);
-          if (!t) throw InputError(file, 0, fused, "the file has no such tensor, which its architecture needs");
+          const gguf::FileTensor* f = options_.gguf_file->find_tensor(fused);
+          if (!f) throw InputError(file, 0, fused, "the file has no such tensor, which its architecture needs");
           std::uint64_t n = 1;
-          for (auto x : t->shape) n *= x;
-          if (t->shape.size() != 3 || t->shape[2] != model_.num_experts || n != (params + bias) * model_.num_experts ||
-              t->bytes % model_.num_experts != 0)
+          for (auto x : f->shape) n *= x;
+          if (f->shape.size() != 3 || f->shape[2] != model_.num_experts || n != (params + bias) * model_.num_experts ||
+              f->bytes % model_.num_experts != 0)
             throw InputError(file, 0, fused,
                              "expected " + std::to_string(model_.num_experts) + " experts of " + std::to_string(params + bias) +
                                  " weights on its last axis (the header's expert_count and widths), got " + std::to_string(n) +
-                                 " weights in " + std::to_string(t->shape.size()) + " dimensions");
-          pending_type_ = t->type;
-          return add_tensor(TensorKind::Weight, t->bytes / model_.num_experts, l, tensor_name);
+                                 " weights in " + std::to_string(f->shape.size()) + " dimensions");
+          pending_type_ = f->type;
+          return add_tensor(TensorKind::Weight, f->bytes / model_.num_experts, l, tensor_name);
+        };
+        auto whole_tensor = [&](std::uint32_t id) { return TensorAccess{id, header_.tensors[id].bytes}; };
+        for (std::uint64_t e = 0; e < model_.num_experts; ++e) {
+          t.expert_gate.push_back(whole_tensor(add_expert(Role::FfnGate, model_.expert_in_bias(), e, "ffn_gate_exps")));
+          t.expert_up.push_back(whole_tensor(add_expert(Role::FfnUp, model_.expert_in_bias(), e, "ffn_up_exps")));
+          t.expert_down.push_back(whole_tensor(add_expert(Role::FfnDown, model_.expert_out_bias(), e, "ffn_down_exps")));
         }
-        if (model_.expert_weight_bits <= 0) return add_weight(role, l, params + bias, tensor_name);
-        const std::uint64_t bytes = static_cast<std::uint64_t>(std::ceil(static_cast<double>(params) * model_.expert_weight_bits / 8.0)) +
-                                    bias * (gguf_names ? 4 : 2);
-        pending_type_ = gguf_names ? "mxfp4" : "";
-        return add_tensor(TensorKind::Weight, bytes, l, tensor_name);
-      };
-      for (std::uint64_t e = 0; e < model_.num_experts; ++e) {
-        t.expert_gate.push_back(add_expert(Role::FfnGate, model_.expert_in_bias(),
-                                           expert_name(e, mixtral ? "w1" : gpt_oss ? "gate" : "gate_proj", "ffn_gate_exps")));
-        t.expert_up.push_back(add_expert(Role::FfnUp, model_.expert_in_bias(),
-                                         expert_name(e, mixtral ? "w3" : gpt_oss ? "up" : "up_proj", "ffn_up_exps")));
-        t.expert_down.push_back(add_expert(Role::FfnDown, model_.expert_out_bias(),
-                                           expert_name(e, mixtral ? "w2" : gpt_oss ? "down" : "down_proj", "ffn_down_exps")));
       }
       t.gate = t.up = t.down = t.router;
       // deepseek's shared experts, one MLP of n_shared_experts x moe_intermediate_size: llama.cpp's ffn_*_shexp
@@ -477,10 +483,10 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     if (t.score_bias >= 0) out.ops.back().reads.push_back(whole(static_cast<std::uint32_t>(t.score_bias)));
     const std::vector<std::uint32_t> rows = route(l, tokens, position);
     // One projection of one expert on its n rows; `launches` 0 when it runs in the kernel of the op before it.
-    auto project = [&](std::uint64_t e, std::uint32_t w, std::uint64_t in, std::uint64_t outd, std::uint32_t launches) {
+    auto project = [&](std::uint64_t e, const TensorAccess& w, std::uint64_t in, std::uint64_t outd, std::uint32_t launches) {
       const std::uint64_t n = rows[e];
-      add(n <= 8 ? OpKind::Gemv : OpKind::Gemm, l, 2 * n * in * outd, {whole(w), act(n * in)}, {act(n * outd)}, launches);
-      out.ops.back().dtype = weight_type_[w];
+      add(n <= 8 ? OpKind::Gemv : OpKind::Gemm, l, 2 * n * in * outd, {w, act(n * in)}, {act(n * outd)}, launches);
+      out.ops.back().dtype = weight_type_[w.tensor];
     };
     if (eager) {
       add(OpKind::Other, l, 0, {act(T * k)}, {act(T * k + E)}, kEagerMask);
@@ -501,7 +507,7 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
       // llama.cpp's MUL_MAT_ID, or transformers' torch._grouped_mm: one kernel a projection over every expert hit
       // (transformers fuses gate and up into one).
       if (transformers) add(OpKind::Other, l, 0, {act(T * k * (h + 2))}, {act(T * k * h)}, kGroupedBefore);
-      auto experts = [&](const std::vector<std::uint32_t>& ids, std::uint64_t in, std::uint64_t outd, bool launch) {
+      auto experts = [&](const std::vector<TensorAccess>& ids, std::uint64_t in, std::uint64_t outd, bool launch) {
         bool first = true;
         for (std::uint64_t e = 0; e < E; ++e) {
           if (rows[e] == 0) continue;

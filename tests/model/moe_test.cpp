@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
+#include "support/expert_reads.hpp"
 #include "support/run_sim.hpp"
 
 namespace tiersim::model {
@@ -50,7 +51,7 @@ TEST(Moe, Mixtral8x7BsPublishedConfigGivesItsPublishedSize) {
   EXPECT_NEAR(active / 1e9, 12.9, 0.05);
 }
 
-TEST(Moe, MixtralsTensorsHaveItsCheckpointsAndLlamaCppsNames) {
+TEST(Moe, MixtralsTensorsHaveTransformersAndLlamaCppsNames) {
   const std::string path = std::string(TIERSIM_SOURCE_DIR) + "/traces/models/mixtral-8x7b.json";
   GenerationOptions o;
   o.prompt_tokens = 4;
@@ -63,8 +64,9 @@ TEST(Moe, MixtralsTensorsHaveItsCheckpointsAndLlamaCppsNames) {
     for (const auto& t : generator.header().tensors) names.insert(t.name);
   };
   tensor_names();
-  for (const char* n : {"model.layers.0.block_sparse_moe.gate", "model.layers.0.block_sparse_moe.experts.7.w1",
-                        "model.layers.31.block_sparse_moe.experts.0.w3", "model.layers.31.block_sparse_moe.experts.0.w2"})
+  // transformers 5's module names (its checkpoints' block_sparse_moe.experts.E.w1 are renamed at load).
+  for (const char* n : {"model.layers.0.mlp.gate", "model.layers.0.mlp.experts.gate_up_proj",
+                        "model.layers.31.mlp.experts.down_proj"})
     EXPECT_TRUE(names.count(n)) << n;
   set_dtype(o, "Q4_K_M");
   tensor_names();
@@ -126,12 +128,14 @@ TEST(Moe, GptOssTracesItsMxfp4ExpertsAndSlidingWindows) {
   }
   // The published checkpoint: 13.76 GB (12.8 GiB) of safetensors.
   EXPECT_NEAR(static_cast<double>(weights) / 1073741824.0, 12.82, 0.01);
-  ASSERT_TRUE(by_name.count("model.layers.3.mlp.experts.gate_up_proj (expert 31, up half)"));
-  ASSERT_TRUE(by_name.count("model.layers.3.mlp.experts.down_proj (expert 0)"));
+  ASSERT_TRUE(by_name.count("model.layers.3.mlp.experts.gate_up_proj"));
+  ASSERT_TRUE(by_name.count("model.layers.3.mlp.experts.down_proj"));
   ASSERT_TRUE(by_name.count("model.layers.3.mlp.router"));
   ASSERT_TRUE(by_name.count("model.layers.3.self_attn.sinks"));
-  // An expert's down matrix: 2880 x 2880 in MXFP4 and its bf16 bias.
-  EXPECT_EQ(by_name["model.layers.3.mlp.experts.down_proj (expert 0)"]->bytes, 2880u * 2880u * 17u / 32u + 2880u * 2u);
+  // 32 experts' down matrices, each 2880 x 2880 in MXFP4 with its bf16 bias; gate and up twice that.
+  EXPECT_EQ(by_name["model.layers.3.mlp.experts.down_proj"]->bytes, 32u * (2880u * 2880u * 17u / 32u + 2880u * 2u));
+  EXPECT_EQ(by_name["model.layers.3.mlp.experts.gate_up_proj"]->bytes, 64u * (2880u * 2880u * 17u / 32u + 2880u * 2u));
+  EXPECT_EQ(g.header().version, 2);  // experts read as byte ranges
   // A sliding layer keeps and reads 128 tokens of KV cache, a full one the whole context.
   const std::uint64_t kv_token = 2 * 8 * 64 * 2;
   EXPECT_EQ(by_name["kv_cache.layer0"]->bytes, 128 * kv_token);
@@ -241,16 +245,15 @@ TEST(Moe, ZipfRoutingConcentratesTokensOnAFewExperts) {
     g.decode_tokens = 100;
     g.routing_zipf = zipf;
     LlmTraceGenerator gen(qwen30(), g);
-    std::map<std::uint32_t, int> hits;
+    std::map<std::uint64_t, int> hits;
     trace::Step s;
     while (gen.next(s)) {
-      std::set<std::uint32_t> step;
+      std::set<std::uint64_t> step;
       for (const auto& op : s.ops)
         for (const auto& r : op.reads)
-          if (op.layer == 0 && gen.header().tensors[r.tensor].name.find("experts.") != std::string::npos &&
-              gen.header().tensors[r.tensor].name.find("gate_proj") != std::string::npos) {
-            EXPECT_TRUE(step.insert(r.tensor).second);
-            ++hits[r.tensor];
+          if (const auto e = testing::gate_read_expert(gen.header(), r, 0); e && op.layer == 0) {
+            EXPECT_TRUE(step.insert(*e).second);
+            ++hits[*e];
           }
       EXPECT_EQ(step.size(), 8u);
     }
@@ -358,12 +361,11 @@ TEST(Moe, APromptReadsEachExpertOnceWithTheRowsRoutedToIt) {
   ASSERT_TRUE(gen.next(s));
   const auto& h = gen.header();
   std::uint64_t flops = 0;
-  std::set<std::uint32_t> read;
+  std::set<std::uint64_t> read;
   for (const auto& op : s.ops)
     for (const auto& r : op.reads)
-      if (op.layer == 3 && h.tensors[r.tensor].name.find(".mlp.experts.") != std::string::npos &&
-          h.tensors[r.tensor].name.find("gate_proj") != std::string::npos) {
-        EXPECT_TRUE(read.insert(r.tensor).second) << "an expert read twice in one step";
+      if (const auto e = testing::gate_read_expert(h, r, 3)) {
+        EXPECT_TRUE(read.insert(*e).second) << "an expert read twice in one step";
         flops += op.flops;
       }
   EXPECT_GT(read.size(), 120u);  // 512 tokens x 8 experts: nearly all 128 are hit

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "model/routing_file.hpp"
 #include "model/trace_generator.hpp"
+#include "support/expert_reads.hpp"
 #include "support/run_sim.hpp"
 
 namespace tiersim::model {
@@ -55,15 +56,12 @@ TEST(RoutingReplay, DecodeReadsExactlyTheExpertsTheFileNames) {
   trace::Step step;
   ASSERT_TRUE(gen.next(step));  // the prompt: positions 0-3
   ASSERT_TRUE(gen.next(step));  // the first decoded token: position 4
-  std::set<std::string> read;
+  std::set<std::uint64_t> read;
   for (const auto& op : step.ops)
-    for (const auto& r : op.reads) {
-      const std::string& n = gen.header().tensors[r.tensor].name;
-      if (n.rfind("model.layers.3.mlp.experts.", 0) == 0 && n.find("gate_proj") != std::string::npos) read.insert(n);
-    }
-  std::set<std::string> want;
-  for (int j = 0; j < 8; ++j)
-    want.insert("model.layers.3.mlp.experts." + std::to_string((4 + 3 + j * 16) % 128) + ".gate_proj");
+    for (const auto& r : op.reads)
+      if (const auto e = testing::gate_read_expert(gen.header(), r, 3)) read.insert(*e);
+  std::set<std::uint64_t> want;
+  for (int j = 0; j < 8; ++j) want.insert(static_cast<std::uint64_t>((4 + 3 + j * 16) % 128));
   EXPECT_EQ(read, want);
 }
 
