@@ -238,16 +238,17 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
       t.sinks = add_weight(Role::Norm, l, model_.num_attention_heads, name(l, "self_attn.sinks", "attn_sinks"));
     t.post_norm = add_weight(Role::Norm, l, h, name(l, "post_attention_layernorm", "ffn_norm"));
     if (model_.moe_layer(static_cast<std::uint64_t>(l))) {
-      // The router, then the experts. A GGUF file fuses an expert kind into one tensor (blk.N.ffn_gate_exps.weight,
-      // experts on its last axis); the trace keeps llama.cpp's name with the expert appended, so -ot patterns
-      // (--n-cpu-moe's) find every expert, and an offloaded expert is copied alone, as ggml_backend_sched copies only
-      // the experts used. transformers 5 holds a layer's experts as two parameters (the names and shapes its own
-      // models have, tests/fixtures/hf_moe_parameters.jsonl: Qwen3-MoE, Mixtral, DeepSeek-V3 and gpt-oss alike):
+      // The router, then the experts as the framework holds them: a kind of expert matrix of every expert in one
+      // tensor, and an expert's projection reading its slice (a byte range). llama.cpp's GGUF layout:
+      // blk.N.ffn_{gate,up,down}_exps.weight, experts on the last axis (llama-model.cpp load_tensors,
+      // LLM_ARCH_QWEN3MOE), so -ot patterns (--n-cpu-moe's) match them as llama.cpp's, and op offload copies
+      // only the experts used (ggml_backend_sched). transformers 5 (the names and shapes its own models have,
+      // tests/fixtures/hf_moe_parameters.jsonl: Qwen3-MoE, Mixtral, DeepSeek-V3 and gpt-oss alike):
       // mlp.experts.gate_up_proj, [experts, 2 x intermediate, hidden] (gpt-oss: [experts, hidden, 2 x intermediate],
       // gate and up columns interleaved, and its biases in gate_up_proj_bias), and mlp.experts.down_proj; the
       // router is mlp.gate (gpt-oss: mlp.router; Mixtral's checkpoints say block_sparse_moe, renamed at load). The
-      // trace has one tensor for each (its biases in it), and an expert's projection reads its slice: a weight
-      // copier (accelerate's hooks) moves the whole tensor, managed memory only the blocks of the slices used.
+      // trace has one tensor for each (its biases in it): a weight copier (accelerate's hooks) moves the whole
+      // tensor, managed memory only the blocks of the slices used.
       const bool gpt_oss = model_.model_type == "gpt_oss";
       t.router = add_weight(Role::Norm, l, model_.router_params(),
                             name(l, gpt_oss ? "mlp.router" : "mlp.gate", "ffn_gate_inp"));
@@ -266,8 +267,8 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
         return static_cast<std::uint64_t>(std::ceil(static_cast<double>(params) * model_.expert_weight_bits / 8.0)) +
                bias * (gguf_names ? 4 : 2);
       };
+      const std::uint64_t E = model_.num_experts;
       if (!gguf_names) {
-        const std::uint64_t E = model_.num_experts;
         const std::uint64_t in = expert_bytes(Role::FfnGate, model_.expert_in_bias());
         const std::uint32_t gate_up = add_tensor(TensorKind::Weight, E * 2 * in, l, name(l, "mlp.experts.gate_up_proj", ""));
         const std::uint64_t down = expert_bytes(Role::FfnDown, model_.expert_out_bias());
@@ -279,36 +280,36 @@ LlmTraceGenerator::LlmTraceGenerator(const ModelConfig& model, const GenerationO
           t.expert_up.push_back(TensorAccess{gate_up, in, (2 * e + 1) * in});
           t.expert_down.push_back(TensorAccess{down_proj, down, e * down});
         }
-        header_.version = 2;  // the slices are byte ranges
       } else {
-        auto add_expert = [&](Role role, std::uint64_t bias, std::uint64_t e, const char* kind) {
-          const std::string tensor_name = "blk." + std::to_string(l) + "." + kind + ".weight (expert " + std::to_string(e) + ")";
-          if (!options_.gguf_file) return add_tensor(TensorKind::Weight, expert_bytes(role, bias), l, tensor_name);
-          // A GGUF file fuses the layer's experts of a kind into one 3-D tensor (blk.N.ffn_gate_exps.weight,
-          // {n_embd, n_ff_exp, n_expert}: llama-model.cpp load_tensors, LLM_ARCH_QWEN3MOE): each expert is its
-          // 1/n_expert share, in the fused tensor's type.
-          const std::string fused = tensor_name.substr(0, tensor_name.find(" (expert "));
-          const std::string& file = options_.gguf_path;
-          const gguf::FileTensor* f = options_.gguf_file->find_tensor(fused);
-          if (!f) throw InputError(file, 0, fused, "the file has no such tensor, which its architecture needs");
-          std::uint64_t n = 1;
-          for (auto x : f->shape) n *= x;
-          if (f->shape.size() != 3 || f->shape[2] != model_.num_experts || n != (params + bias) * model_.num_experts ||
-              f->bytes % model_.num_experts != 0)
-            throw InputError(file, 0, fused,
-                             "expected " + std::to_string(model_.num_experts) + " experts of " + std::to_string(params + bias) +
-                                 " weights on its last axis (the header's expert_count and widths), got " + std::to_string(n) +
-                                 " weights in " + std::to_string(f->shape.size()) + " dimensions");
-          pending_type_ = f->type;
-          return add_tensor(TensorKind::Weight, f->bytes / model_.num_experts, l, tensor_name);
+        // One fused tensor per kind; each expert its 1/E share, in the tensor's type.
+        auto add_experts = [&](Role role, std::uint64_t bias, const char* kind, std::vector<TensorAccess>& out) {
+          const std::string tensor_name = name(l, "", kind);
+          std::uint64_t per = 0;
+          if (!options_.gguf_file) {
+            per = expert_bytes(role, bias);
+          } else {
+            // A real file's tensor: {n_embd, n_ff_exp, n_expert} with the header's widths, its own type and bytes.
+            const std::string& file = options_.gguf_path;
+            const gguf::FileTensor* f = options_.gguf_file->find_tensor(tensor_name);
+            if (!f) throw InputError(file, 0, tensor_name, "the file has no such tensor, which its architecture needs");
+            std::uint64_t n = 1;
+            for (auto x : f->shape) n *= x;
+            if (f->shape.size() != 3 || f->shape[2] != E || n != (params + bias) * E || f->bytes % E != 0)
+              throw InputError(file, 0, tensor_name,
+                               "expected " + std::to_string(E) + " experts of " + std::to_string(params + bias) +
+                                   " weights on its last axis (the header's expert_count and widths), got " +
+                                   std::to_string(n) + " weights in " + std::to_string(f->shape.size()) + " dimensions");
+            pending_type_ = f->type;
+            per = f->bytes / E;
+          }
+          const std::uint32_t id = add_tensor(TensorKind::Weight, E * per, l, tensor_name);
+          for (std::uint64_t e = 0; e < E; ++e) out.push_back(TensorAccess{id, per, e * per});
         };
-        auto whole_tensor = [&](std::uint32_t id) { return TensorAccess{id, header_.tensors[id].bytes}; };
-        for (std::uint64_t e = 0; e < model_.num_experts; ++e) {
-          t.expert_gate.push_back(whole_tensor(add_expert(Role::FfnGate, model_.expert_in_bias(), e, "ffn_gate_exps")));
-          t.expert_up.push_back(whole_tensor(add_expert(Role::FfnUp, model_.expert_in_bias(), e, "ffn_up_exps")));
-          t.expert_down.push_back(whole_tensor(add_expert(Role::FfnDown, model_.expert_out_bias(), e, "ffn_down_exps")));
-        }
+        add_experts(Role::FfnGate, model_.expert_in_bias(), "ffn_gate_exps", t.expert_gate);
+        add_experts(Role::FfnUp, model_.expert_in_bias(), "ffn_up_exps", t.expert_up);
+        add_experts(Role::FfnDown, model_.expert_out_bias(), "ffn_down_exps", t.expert_down);
       }
+      header_.version = 2;  // the experts' slices are byte ranges
       t.gate = t.up = t.down = t.router;
       // deepseek's shared experts, one MLP of n_shared_experts x moe_intermediate_size: llama.cpp's ffn_*_shexp
       // (not matched by --cpu-moe's ffn_(up|down|gate)_exps pattern: they stay with the layer), Hugging Face's

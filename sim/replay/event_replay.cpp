@@ -88,7 +88,8 @@ class Replay final : public engine::EventHandler,
         tensor_job_(source.header().tensors.size(), 0),
         release_job_(source.header().tensors.size(), 0),
         release_step_(source.header().tensors.size(), 0),
-        prefetched_(source.header().tensors.size(), false) {
+        prefetched_(source.header().tensors.size(), false),
+        staged_bytes_(source.header().tensors.size(), 0.0) {
     const hw::HardwareProfile& hw = setup.hw;
     // One compute stream and one host link per GPU; one link per pair of GPUs, keyed by its endpoints.
     const int gpus = std::max(1, hw.gpu.count);
@@ -454,7 +455,8 @@ class Replay final : public engine::EventHandler,
         double freed_at_completion = 0;
         for (std::uint32_t i = 0; i < a.frees_count; ++i) {
           const std::uint32_t t = plan_.frees[a.frees_begin + i];
-          const double bytes = static_cast<double>(source_.header().tensors[t].bytes);
+          const double bytes = staged_bytes_[t];  // what its copy allocated (an expert's slice: part of the tensor)
+          staged_bytes_[t] = 0;
           release_job_[t] = job;
           release_step_[t] = steps_.size() + 1;
           if (prefetched_[t]) freed_at_completion += bytes;
@@ -482,6 +484,7 @@ class Replay final : public engine::EventHandler,
                                         : a.source > placement::kComputeGpu ? copy_from_peer_
                                                                             : copy_from_host_;
         staging_.allocate(a.bytes);
+        staged_bytes_[a.tensor] = a.bytes;
         prefetched_[a.tensor] = a.kind == ActionKind::Prefetch;
         const JobId job = enqueue_copy(stream, a, on_compute ? compute_job(placement::kComputeGpu) : jobs_.create(&stream));
         label_job(job, a);
@@ -622,6 +625,7 @@ class Replay final : public engine::EventHandler,
   std::vector<JobId> release_job_;   // by tensor: the kernel whose completion frees its staging
   std::vector<std::size_t> release_step_;  // by tensor: 1 + the step release_job_ was set in (0: never)
   std::vector<bool> prefetched_;     // by tensor: staged by a prefetch (vs on demand) this step
+  std::vector<double> staged_bytes_;  // by tensor: the bytes its live staged copy holds (0: none)
   std::vector<JobId> copy_jobs_;
   std::size_t pc_ = 0;
   Phase phase_ = Phase::Start;

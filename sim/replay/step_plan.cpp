@@ -54,17 +54,6 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
   std::sort(cpu_layers_.begin(), cpu_layers_.end());
   cpu_layers_.erase(std::unique(cpu_layers_.begin(), cpu_layers_.end()), cpu_layers_.end());
   has_pipeline_ = placement::has_pipeline(placement);
-  fused_of_.assign(n, -1);
-  expert_of_.assign(n, -1);
-  std::map<std::string, std::int32_t> fused;
-  for (const auto& t : header.tensors) {
-    const std::size_t at = t.name.find(" (expert ");
-    if (t.kind != trace::TensorKind::Weight || at == std::string::npos || t.name.back() != ')') continue;
-    const std::string number = t.name.substr(at + 9, t.name.size() - at - 10);
-    if (number.empty() || number.size() > 9 || number.find_first_not_of("0123456789") != std::string::npos) continue;
-    fused_of_[t.id] = fused.emplace(t.name.substr(0, at), static_cast<std::int32_t>(fused.size())).first->second;
-    expert_of_[t.id] = std::stoll(number);
-  }
   // Layers that run off the compute GPU, by their Execute-path weights.
   for (const auto& t : header.tensors)
     if (t.kind == trace::TensorKind::Weight && executes_on_[t.id] != kNoDevice) layer_devices_.emplace_back(t.layer, executes_on_[t.id]);
@@ -176,7 +165,7 @@ bool StepPlanner::offloads_op(const trace::Op& op, const trace::Step& step) cons
   return batch >= static_cast<std::uint32_t>(min_batch);
 }
 
-void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch) {
+void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch, double bytes) {
   issued_[tensor] = true;
   touched_.push_back(tensor);
   Action a;
@@ -186,7 +175,7 @@ void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch)
     a.kind = ActionKind::CopyOnStream;
   a.tensor = tensor;
   a.source = placement_.device[tensor];
-  a.bytes = static_cast<double>(header_.tensors[tensor].bytes);
+  a.bytes = bytes >= 0 ? bytes : static_cast<double>(header_.tensors[tensor].bytes);
   a.host_seconds = prefetch ? runtime_.per_prefetch : runtime_.per_copy;
   // A weight on disk is first read from its file into host memory by the host thread (accelerate's
   // OffloadedWeightsLoader: safe_open / np.memmap per access), with the page cache assumed cold.
@@ -245,8 +234,8 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
     last_reader_[t] = -1;
   }
   touched_.clear();
-  last_fused_ = -1;
-  last_expert_ = -1;
+  last_copy_tensor_ = UINT32_MAX;
+  last_copy_end_ = 0;
   const int managed_prefetch = placement_.managed.enabled ? placement_.managed.prefetch : 0;
   // These passes find each copied (or managed-prefetched) weight's last reader and each layer's last read of a
   // copied weight; a placement with neither (resident, managed memory without prefetch) skips them.
@@ -378,18 +367,17 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       // copies a split's inputs before running it) and released after it. The KV cache it reads stays
       // in host memory and is not charged: right for a prompt's first micro-batch (it reads only its own
       // keys), short by the cached keys for later ones.
+      // An expert's slice of a fused tensor is copied alone, as ggml copies only the experts a MUL_MAT_ID uses
+      // (ggml-backend.cpp ggml_backend_sched_compute_splits, copy_experts), and the next expert's slice, if used
+      // too, joins the previous copy (a run of consecutive used experts is one copy): no host cost of its own.
       if (offloaded)
         for (const auto& r : op.reads)
           if (header_.tensors[r.tensor].kind == trace::TensorKind::Weight && executes_on_[r.tensor] == kCpu &&
               !issued_[r.tensor]) {
-            issue_copy(out, r.tensor, false);
-            // The next expert of the same fused tensor, if used, joins the previous copy (ggml-backend.cpp
-            // ggml_backend_sched_compute_splits, copy_experts: runs of consecutive used experts): no host
-            // cost of its own.
-            const std::int32_t f = fused_of_[r.tensor];
-            if (f >= 0 && f == last_fused_ && expert_of_[r.tensor] == last_expert_ + 1) out.actions.back().host_seconds = 0;
-            last_fused_ = f;
-            last_expert_ = expert_of_[r.tensor];
+            issue_copy(out, r.tensor, false, static_cast<double>(r.bytes));
+            if (r.offset > 0 && r.tensor == last_copy_tensor_ && r.offset == last_copy_end_) out.actions.back().host_seconds = 0;
+            last_copy_tensor_ = r.tensor;
+            last_copy_end_ = r.offset + r.bytes;
           }
       for (const auto& r : op.reads) {
         if (!copied_[r.tensor] || issued_[r.tensor]) continue;

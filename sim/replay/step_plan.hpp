@@ -5,6 +5,7 @@
 // end. Both engines consume this plan, so they agree on what happens and differ only in how time is
 // composed.
 #include <cstdint>
+#include <climits>
 #include <vector>
 
 #include "hardware/op_cost.hpp"
@@ -94,7 +95,8 @@ class StepPlanner {
   // (per-tensor placements: a weightless op runs where `previous` ran).
   placement::DeviceId op_device(const trace::Op& op, placement::DeviceId previous) const;
   std::size_t layer_position(std::int32_t layer) const;
-  void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch);
+  // A copy of `bytes` of the tensor (< 0: all of it; op offload copies an expert's slice).
+  void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch, double bytes = -1);
   // copy:stream: the host waits until the cast two back is released (two offload streams) when its
   // copies do not hold it anyway.
   void await_offload_stream(StepPlan& out, std::uint32_t tensor);
@@ -137,13 +139,10 @@ class StepPlanner {
   std::vector<std::uint8_t> group_last_;    // by read: the layer's last read of a copied weight (it is released)
   std::vector<std::uint32_t> touched_;
   std::vector<std::uint32_t> stream_copies_;  // copy:stream copies issued this step, in order
-  // Experts of one fused GGUF tensor ("blk.N.ffn_up_exps.weight (expert E)"): by tensor, its fused
-  // tensor's index (-1: not an expert) and its expert number. ggml_backend_sched's op offload copies a run
-  // of consecutive used experts as one copy, so only the run's first expert pays the copy's host cost.
-  std::vector<std::int32_t> fused_of_;
-  std::vector<std::int64_t> expert_of_;
-  std::int32_t last_fused_ = -1;            // per step: the fused tensor and expert of the last op-offload copy
-  std::int64_t last_expert_ = -1;
+  // Per step: the byte range of the last op-offload copy (ggml copies a run of consecutive used experts of one
+  // fused tensor as one copy).
+  std::uint32_t last_copy_tensor_ = UINT32_MAX;
+  std::uint64_t last_copy_end_ = 0;
 };
 
 }  // namespace tiersim::replay

@@ -387,8 +387,7 @@ TEST(OpOffload, EachRunOfConsecutiveUsedExpertsIsOneCopy) {
   for (const auto& op : run.step.ops)
     for (const auto& r : op.reads) {
       const std::string& name = run.gen.header().tensors[r.tensor].name;
-      const auto at = name.find(" (expert ");
-      if (at != std::string::npos) used[name.substr(0, at)].insert(std::stoi(name.substr(at + 9)));
+      if (name.find("_exps.weight") != std::string::npos) used[name].insert(static_cast<int>(r.offset / r.bytes));
     }
   int runs = 0, experts = 0;
   for (const auto& [kind, ids] : used) {

@@ -70,7 +70,7 @@ TEST(Moe, MixtralsTensorsHaveTransformersAndLlamaCppsNames) {
     EXPECT_TRUE(names.count(n)) << n;
   set_dtype(o, "Q4_K_M");
   tensor_names();
-  for (const char* n : {"blk.0.ffn_gate_inp.weight", "blk.0.ffn_gate_exps.weight (expert 7)", "blk.31.ffn_down_exps.weight (expert 0)"})
+  for (const char* n : {"blk.0.ffn_gate_inp.weight", "blk.0.ffn_gate_exps.weight", "blk.31.ffn_down_exps.weight"})
     EXPECT_TRUE(names.count(n)) << n;
   // The other family's expert fields are errors naming them.
   const std::string base = R"({"model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
@@ -286,12 +286,11 @@ TEST(Moe, NearlyEveryExpertPerTokenStillRoutesToDistinctOnes) {
   LlmTraceGenerator gen(m, g);
   trace::Step s;
   while (gen.next(s)) {
-    std::map<std::int32_t, std::set<std::uint32_t>> gates;
+    std::map<std::int32_t, std::set<std::uint64_t>> gates;
     for (const auto& op : s.ops)
       for (const auto& r : op.reads)
-        if (gen.header().tensors[r.tensor].name.find("gate_proj") != std::string::npos &&
-            gen.header().tensors[r.tensor].name.find(".experts.") != std::string::npos)
-          EXPECT_TRUE(gates[op.layer].insert(r.tensor).second);
+        if (const auto e = testing::gate_read_expert(gen.header(), r, op.layer)) EXPECT_TRUE(gates[op.layer].insert(*e).second);
+    EXPECT_EQ(gates.size(), 2u);  // both layers
     for (const auto& [layer, ids] : gates) EXPECT_EQ(ids.size(), 15u);
   }
 }
@@ -308,11 +307,11 @@ TEST(Moe, DecodeReadsTheTopKExpertsOfEachLayerAndRoutingIsSeededAndUniform) {
   g.decode_tokens = 200;
   LlmTraceGenerator gen(qwen30(), g);
   const auto& h = gen.header();
-  std::size_t experts = 0;
-  for (const auto& t : h.tensors) experts += t.name.find("_exps.weight (expert ") != std::string::npos;
-  EXPECT_EQ(experts, 48u * 128u * 3u);
+  std::size_t fused = 0;
+  for (const auto& t : h.tensors) fused += t.name.find("_exps.weight") != std::string::npos;
+  EXPECT_EQ(fused, 48u * 3u);  // llama.cpp's ffn_{gate,up,down}_exps, each all 128 experts
   EXPECT_EQ(h.meta.at("num_experts"), "128");
-  std::map<std::uint32_t, int> hits;  // expert gate tensor -> decode steps that read it
+  std::map<std::uint64_t, int> hits;  // layer 0's expert (its gate slice) -> decode steps that read it
   trace::Step s;
   int steps = 0;
   while (gen.next(s)) {
@@ -321,8 +320,9 @@ TEST(Moe, DecodeReadsTheTopKExpertsOfEachLayerAndRoutingIsSeededAndUniform) {
       for (const auto& r : op.reads)
         if (h.tensors[r.tensor].name.find("ffn_gate_exps") != std::string::npos) {
           ++gates[op.layer];
-          if (op.layer == 0) ++hits[r.tensor];
-          EXPECT_EQ(r.bytes, h.tensors[r.tensor].bytes);  // an expert's matrix is read whole
+          if (op.layer == 0) ++hits[r.offset / r.bytes];
+          EXPECT_EQ(r.bytes * 128, h.tensors[r.tensor].bytes);  // an expert's matrix, its 1/128 of the tensor, whole
+          EXPECT_EQ(r.offset % r.bytes, 0u);
         }
     ASSERT_EQ(gates.size(), 48u);
     for (const auto& [layer, n] : gates) EXPECT_EQ(n, 8) << "layer " << layer;
@@ -331,7 +331,7 @@ TEST(Moe, DecodeReadsTheTopKExpertsOfEachLayerAndRoutingIsSeededAndUniform) {
   EXPECT_EQ(steps, 200);
   // 200 tokens x 8 of 128 experts: 12.5 hits each on average; uniform routing leaves none far off.
   EXPECT_GT(hits.size(), 120u);
-  for (const auto& [tensor, n] : hits) EXPECT_LT(n, 35) << h.tensors[tensor].name;
+  for (const auto& [expert, n] : hits) EXPECT_LT(n, 35) << "expert " << expert;
   // The same seed gives the same trace; another seed another routing.
   LlmTraceGenerator again(qwen30(), g);
   g.routing_seed = 7;
@@ -343,9 +343,11 @@ TEST(Moe, DecodeReadsTheTopKExpertsOfEachLayerAndRoutingIsSeededAndUniform) {
   first.next(b);
   ASSERT_EQ(a.ops.size(), b.ops.size());
   bool same = true, differs = false;
+  // An expert is its slice of a fused tensor: the same reads are the same tensor and offset.
+  auto read_of = [](const trace::Op& op) { return std::make_pair(op.reads.front().tensor, op.reads.front().offset); };
   for (std::size_t i = 0; i < a.ops.size(); ++i) {
-    same &= a.ops[i].reads.front().tensor == b.ops[i].reads.front().tensor;
-    if (i < c.ops.size()) differs |= a.ops[i].reads.front().tensor != c.ops[i].reads.front().tensor;
+    same &= read_of(a.ops[i]) == read_of(b.ops[i]);
+    if (i < c.ops.size()) differs |= read_of(a.ops[i]) != read_of(c.ops[i]);
   }
   EXPECT_TRUE(same);
   EXPECT_TRUE(differs);
