@@ -54,6 +54,9 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
     throw InputError("", 0, "--image-job", "the whole job is modelled for FLUX only (--model a FLUX config)");
   const model::GenerationOptions& g = in.trace.generation;
   const auto& im = g.image;
+  if (im.has_reference())
+    throw InputError("", 0, "--image-job", "a Kontext job (--reference) also VAE-encodes its reference image, which the "
+                                           "job does not model yet; drop --image-job for the sampler's iterations alone");
   ImageJobResult r;
   r.t5_file = component(in.trace.model_path, "t5-v1_1-xxl.json");
   r.clip_file = component(in.trace.model_path, "clip-vit-large-patch14.json");

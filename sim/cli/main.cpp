@@ -54,6 +54,7 @@ struct CommonOptions {
   std::uint32_t batch = 1;
   std::optional<std::uint32_t> prompt, decode;  // a decoder model's; defaults 512 and 128
   std::optional<std::string> resolution;        // a diffusion model's: WxH, steps, T5 tokens
+  std::optional<std::string> reference;         // FLUX Kontext's / Qwen-Image-Edit's reference image, WxH
   std::optional<std::uint32_t> steps, text_tokens, negative_tokens, frames;
   std::optional<double> cfg;
   std::string routing = "uniform";
@@ -119,6 +120,9 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
       ->check(number_in(0, 16777216, "tokens", true));
   cmd.add_option("--resolution", o.resolution,
                  "diffusion model: image size WIDTHxHEIGHT in pixels, multiples of 16 (default 1024x1024)");
+  cmd.add_option("--reference", o.reference,
+                 "FLUX (Kontext) or Qwen-Image (Edit): a reference image WIDTHxHEIGHT in pixels, multiples of 16 (ComfyUI's "
+                 "ReferenceLatent: its tokens run beside the image's through every block); default none");
   cmd.add_option("--steps", o.steps, "diffusion model: denoising iterations (default 28)")
       ->check(number_in(1, 100000, "iterations", true));
   cmd.add_option("--text-tokens", o.text_tokens,
@@ -298,6 +302,14 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
       spec.generation.image.width = w;
       spec.generation.image.height = h;
     }
+    if (o.reference) {
+      unsigned w = 0, h = 0;
+      char extra = 0;
+      if (std::sscanf(o.reference->c_str(), "%ux%u%c", &w, &h, &extra) != 2 || w == 0 || h == 0 || w > 16384 || h > 16384)
+        throw InputError("", 0, "--reference", "expected WIDTHxHEIGHT in pixels (1024x1024), got '" + *o.reference + "'");
+      spec.generation.image.reference_width = w;
+      spec.generation.image.reference_height = h;
+    }
     if (o.steps) spec.generation.image.steps = *o.steps;
     if (o.text_tokens) spec.generation.image.text_tokens = *o.text_tokens;
     if (o.negative_tokens) {
@@ -312,7 +324,8 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
     spec.generation.prompt_tokens = spec.generation.decode_tokens = 0;
     return spec;
   }
-  for (const auto& [given, name] : {std::pair{o.resolution.has_value(), "--resolution"}, {o.steps.has_value(), "--steps"},
+  for (const auto& [given, name] : {std::pair{o.resolution.has_value(), "--resolution"}, {o.reference.has_value(), "--reference"},
+                                    {o.steps.has_value(), "--steps"},
                                     {o.text_tokens.has_value(), "--text-tokens"},
                                     {o.negative_tokens.has_value(), "--negative-tokens"}, {o.frames.has_value(), "--frames"},
                                     {o.cfg.has_value(), "--cfg"}})

@@ -87,6 +87,7 @@ ordered_json inputs_to_json(const RunInputs& in) {
     if (is_diffusion(in.trace)) {
       const auto& im = in.trace.generation.image;
       trace["resolution"] = std::to_string(im.width) + "x" + std::to_string(im.height);
+      if (im.has_reference()) trace["reference"] = std::to_string(im.reference_width) + "x" + std::to_string(im.reference_height);
       trace["steps"] = im.steps;
       trace["text_tokens"] = im.text_tokens;
       if (im.negative_tokens != 0) trace["negative_tokens"] = im.negative_tokens;  // Qwen-Image's
@@ -162,6 +163,12 @@ RunInputs inputs_from_config(const std::string& path) {
         char extra = 0;
         if (std::sscanf(res.c_str(), "%ux%u%c", &im.width, &im.height, &extra) != 2)
           t.fail("resolution", "expected WIDTHxHEIGHT, got '" + res + "'");
+        if (t.has("reference")) {
+          const std::string ref = t.text("reference");
+          if (std::sscanf(ref.c_str(), "%ux%u%c", &im.reference_width, &im.reference_height, &extra) != 2 ||
+              im.reference_width == 0 || im.reference_height == 0)
+            t.fail("reference", "expected WIDTHxHEIGHT, got '" + ref + "'");
+        }
         im.steps = static_cast<std::uint32_t>(t.integer("steps", 1, 100000));
         im.text_tokens = static_cast<std::uint32_t>(t.integer("text_tokens", 1, 4096));
         // Absent for the families whose encoders pad (FLUX, Wan); Qwen-Image's results always write it.
@@ -194,7 +201,7 @@ RunInputs inputs_from_config(const std::string& path) {
         (void)open_trace(r.trace)->header();
       } catch (const InputError& e) {
         static const std::map<std::string, std::string> keys{
-            {"--resolution", "resolution"}, {"--frames", "frames"}, {"--steps", "steps"}, {"--text-tokens", "text_tokens"},
+            {"--resolution", "resolution"}, {"--reference", "reference"}, {"--frames", "frames"}, {"--steps", "steps"}, {"--text-tokens", "text_tokens"},
             {"--negative-tokens", "negative_tokens"},
             {"--batch", "batch"},           {"--dtype", "dtype"},   {"--cfg", "cfg"},     {"--routing", "routing_replay"},
             {"--experts-impl", "experts_implementation"}};

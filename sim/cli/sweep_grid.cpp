@@ -25,6 +25,7 @@ const std::map<std::string, Kind>& list_options() {
       {"--prompt", {true, true}},     {"--decode", {true, true}},      {"--ctx-size", {true, true}},
       {"--n-cpu-moe", {true, true}},  {"--steps", {true, true}},       {"--frames", {true, true}},
       {"--text-tokens", {true, true}}, {"--cfg", {true, false}},       {"--resolution", {}},
+      {"--reference", {}},
       {"--offload-gb", {true, false}}, {"--hw", {}},                   {"--policy", {}},
       {"--runtime", {}},              {"--dtype", {}},                 {"--host-memory", {}},
       {"--engine", {}},               {"--offload-exec", {}},          {"--donor", {}},

@@ -58,6 +58,15 @@ struct GenerationOptions {
     // forwards); 0 for an encoder that pads both prompts to one length (FLUX's T5, Wan's umT5), whose two prompts
     // always share a batch.
     std::uint32_t negative_tokens = 0;
+    // A reference image (FLUX.1 Kontext, Qwen-Image-Edit: ComfyUI's ReferenceLatent node), pixels; 0 x 0: none. Its
+    // latent's tokens join the image's in every block and are cut off after the last (comfy/ldm/flux/model.py
+    // Flux._forward, comfy/ldm/qwen_image/model.py: torch.cat of the ref_latents after the image, out[:, :img_tokens]).
+    std::uint32_t reference_width = 0, reference_height = 0;
+    bool has_reference() const { return reference_width != 0 || reference_height != 0; }
+    // Its tokens: (height / 16) x (width / 16), as an image's (VAE /8, 2x2 patches).
+    std::uint64_t reference_tokens() const {
+      return static_cast<std::uint64_t>(reference_height / 16) * (reference_width / 16);
+    }
     bool guided() const { return std::fabs(cfg - 1.0) > 1e-9 * std::max(1.0, std::fabs(cfg)); }
     std::uint32_t guided_batch(std::uint32_t batch) const { return guided() ? 2 * batch : batch; }
   } image;

@@ -91,7 +91,11 @@ void write_console(std::ostream& out, const Context& c) {
   if (h.meta.count("resolution") && h.meta.count("image_tokens") && h.meta.count("text_tokens"))
     line(h.meta.count("frames") ? "video" : "image",
          h.meta.at("resolution") + (h.meta.count("frames") ? ", " + h.meta.at("frames") + " frames" : std::string()) +
-             " (" + h.meta.at("image_tokens") + " latent + " + h.meta.at("text_tokens") + " text tokens), weights " +
+             " (" + h.meta.at("image_tokens") + " latent + " +
+             (h.meta.count("reference_tokens")
+                  ? h.meta.at("reference_tokens") + " reference (" + h.meta.at("reference") + ") + "
+                  : std::string()) +
+             h.meta.at("text_tokens") + " text tokens), weights " +
              (h.meta.count("weight_dtype") ? h.meta.at("weight_dtype") : "?") +
              (!h.meta.count("cfg")                ? std::string()
               : h.meta.count("negative_tokens") ? ", cfg " + h.meta.at("cfg") + " (negative prompt, " +

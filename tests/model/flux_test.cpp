@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -223,6 +224,75 @@ TEST(Flux, RefusesOptionsItCannotModel) {
   big.batch = 4096;
   EXPECT_EQ(key_of(big), "--resolution");  // beyond 2^62 FLOPs
   EXPECT_EQ(key_of(image(16384, 16384, 1)), "no error");
+}
+
+// FLUX.1 Kontext (ComfyUI's ReferenceLatent): the reference image's tokens join the image stream in every block and
+// the final layer (Flux._forward: torch.cat after the image, out[:, :img_tokens] after the final layer); the
+// sampler's update is over the image's latent alone.
+TEST(Flux, AReferenceImageRunsBesideTheImageThroughEveryBlock) {
+  const FluxConfig dev = load_flux_config(model_path("flux.1-dev"));
+  GenerationOptions kontext = image(1024, 1024, 1);
+  kontext.image.reference_width = 1024;
+  kontext.image.reference_height = 768;  // 48 x 64 = 3072 tokens
+  FluxTraceGenerator g(dev, kontext), plain(dev, image(1024, 1024, 1));
+  EXPECT_EQ(g.header().meta.at("image_tokens"), "4096");
+  EXPECT_EQ(g.header().meta.at("reference_tokens"), "3072");
+  trace::Step s, p;
+  ASSERT_TRUE(g.next(s));
+  ASSERT_TRUE(plain.next(p));
+  EXPECT_EQ(s.tokens, 4096u + 3072u + 512u);
+  std::uint64_t attention = 0;
+  for (const auto& op : s.ops)
+    if (op.kind == trace::OpKind::Attention) attention += op.flops;
+  EXPECT_EQ(attention, 57ull * 4 * 7680 * 7680 * 3072);  // 4096 + 3072 + 512 tokens in every block
+  // The final layer's Linear runs over image and reference rows; the sampler's last op over the image's only.
+  const std::uint64_t final_linear = 2ull * (4096 + 3072) * 3072 * 64;
+  bool found = false;
+  for (const auto& op : s.ops)
+    if (op.layer == 57 && op.flops == final_linear) found = true;
+  EXPECT_TRUE(found);
+  EXPECT_EQ(s.ops.back().flops, p.ops.back().flops);
+  EXPECT_EQ(s.ops.size(), p.ops.size() + 1);  // the reference latent's patchify and concatenation
+  auto key_of = [&](std::uint32_t w, std::uint32_t h) {
+    GenerationOptions o = image(1024, 1024, 1);
+    o.image.reference_width = w;
+    o.image.reference_height = h;
+    try {
+      FluxTraceGenerator bad(dev, o);
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(key_of(1000, 1024), "--reference");
+  EXPECT_EQ(key_of(1024, 0), "--reference");
+  EXPECT_EQ(key_of(32768, 1024), "--reference");
+  EXPECT_EQ(key_of(16, 16), "no error");
+}
+
+TEST(Flux, ReferenceOnTheCommandLineIsAnInputOfTheResultAndRefusedWhereNotModelled) {
+  const std::string file = std::string(TIERSIM_BINARY_DIR) + "/kontext-result.json";
+  const auto first = testing::run_sim("--model traces/models/flux.1-dev.json --resolution 512x512 --reference 512x768 "
+                                      "--steps 2 --hw rtx3090 --policy resident --json", false);
+  ASSERT_EQ(first.code, 0) << first.out;
+  EXPECT_NE(first.out.find("\"reference\": \"512x768\""), std::string::npos) << first.out;
+  { std::ofstream(file) << first.out; }
+  const auto again = testing::run_sim("run --config " + file, false);
+  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(again.out, first.out);
+  std::remove(file.c_str());
+  const auto text = testing::run_sim("--model traces/models/flux.1-dev.json --resolution 512x512 --reference 512x768 "
+                                     "--steps 2 --hw rtx3090 --policy resident");
+  EXPECT_NE(text.out.find("1024 latent + 1536 reference (512x768) + 256 text tokens"), std::string::npos) << text.out;
+  for (const std::string& bad : {std::string("--model traces/models/qwen3-8b.json --reference 512x512 --policy resident"),
+                                 std::string("--model traces/models/wan2.1-t2v-1.3b.json --reference 512x512 --policy resident"),
+                                 std::string("--model traces/models/flux.1-dev.json --reference 512 --policy resident"),
+                                 std::string("--model traces/models/flux.1-dev.json --reference 0x512 --policy resident"),
+                                 std::string("run --model traces/models/flux.1-dev.json --reference 512x512 --policy resident --image-job")}) {
+    const auto r = testing::run_sim(bad);
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.out;
+    EXPECT_NE(r.out.find("reference"), std::string::npos) << bad << "\n" << r.out;
+  }
 }
 
 TEST(Flux, CommandLineReportsSecondsPerIterationAndRefusesDecoderOptions) {

@@ -94,6 +94,18 @@ TEST(QwenImage, TheNegativePromptRunsAsASecondForwardUnlessItsLengthIsThePrompts
   EXPECT_EQ(two.tokens, 6989u + 6894u);
 }
 
+// Qwen-Image-Edit (ComfyUI's ReferenceLatent): the reference's tokens join the image stream in every block, norm_out
+// and proj_out, and are cut off before the unpacking.
+TEST(QwenImage, AReferenceImageRunsBesideTheImageThroughEveryBlock) {
+  GenerationOptions edit = image(1.0, 100, 5);
+  edit.image.reference_width = edit.image.reference_height = 1024;  // 64 x 64 = 4096 tokens
+  const Iteration one = iterate(image(1.0, 100, 5)), with = iterate(edit);
+  const std::uint64_t per = 60ull * 4 * 24 * 128;
+  EXPECT_EQ(with.attention_flops, per * (6989 + 4096) * (6989 + 4096));
+  EXPECT_EQ(with.tokens, 6989u + 4096u);
+  for (const auto& [t, n] : with.reads) EXPECT_EQ(n, one.reads.at(t)) << t;  // the same weights, once each
+}
+
 TEST(QwenImage, RefusesWhatItCannotModelNamingTheKey) {
   const QwenImageConfig m = load_qwen_image_config(model_path());
   auto key_of = [&](const GenerationOptions& o) {

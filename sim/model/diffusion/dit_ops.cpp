@@ -105,6 +105,12 @@ void check_image_options(const GenerationOptions& options, const std::string& mo
   if (im.text_tokens < 1 || im.text_tokens > 4096) throw InputError("", 0, "--text-tokens", "must be from 1 to 4096");
   if (options.batch < 1 || options.batch > 4096) throw InputError("", 0, "--batch", "images per iteration: 1 to 4096");
   if (im.frames != 1) throw InputError("", 0, "--frames", "is for a video model; " + model + " makes images");
+  if (im.has_reference())
+    for (const std::uint32_t side : {im.reference_width, im.reference_height})
+      if (side < 16 || side > 16384 || side % 16 != 0)
+        throw InputError("", 0, "--reference",
+                         "the reference image's width and height must be multiples of 16 from 16 to 16384, got " +
+                             std::to_string(im.reference_width) + "x" + std::to_string(im.reference_height));
 }
 
 std::uint64_t checked_product(std::uint64_t a, std::uint64_t b, const char* key, const char* what) {

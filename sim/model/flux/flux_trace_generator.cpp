@@ -29,7 +29,7 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
                      "ComfyUI-GGUF runs it: " + kDitGgufFileTypes);
   check_image_options(options_, "FLUX");
   // The largest products the steps form: attention FLOPs and the activation workspace.
-  const std::uint64_t S = flux_image_tokens(im) + im.text_tokens, h = model_.hidden();
+  const std::uint64_t S = flux_image_tokens(im) + im.reference_tokens() + im.text_tokens, h = model_.hidden();
   // ... and the largest Linear's: 2 x rows x (3d + 4d) x d (linear1; the other Linears are smaller).
   checked_product(checked_product(checked_product(2 * im.guided_batch(options_.batch), S, "--resolution",
                                                   "a Linear's FLOPs"),
@@ -50,6 +50,10 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   if (im.guided()) header_.meta["cfg"] = format_scale(im.cfg);
   header_.meta["image_tokens"] = std::to_string(flux_image_tokens(im));
   header_.meta["text_tokens"] = std::to_string(im.text_tokens);
+  if (im.has_reference()) {
+    header_.meta["reference"] = std::to_string(im.reference_width) + "x" + std::to_string(im.reference_height);
+    header_.meta["reference_tokens"] = std::to_string(im.reference_tokens());
+  }
   header_.meta["hidden_size"] = std::to_string(h);
   header_.meta["source"] = "tiersim FLUX generator (ComfyUI's Flux modules; comfy/ldm/flux at a125cd84)";
   if (gguf) header_.meta["weight_copy"] = "sync";  // ComfyUI-GGUF's layers copy their own weights
@@ -141,7 +145,10 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
   const WeightDtype d = options_.dtype;
   // Under classifier-free guidance (cfg above 1) the negative prompt's pass runs in the same batch.
   const std::uint64_t B = options_.image.guided_batch(options_.batch);
-  const std::uint64_t Si = B * flux_image_tokens(options_.image), St = B * options_.image.text_tokens;
+  // The image stream's rows: the latent's tokens and a reference image's (Kontext), which run through every block and
+  // the final layer and are cut off after it (Flux._forward: out[:, :img_tokens]).
+  const std::uint64_t So = B * flux_image_tokens(options_.image);
+  const std::uint64_t Si = So + B * options_.image.reference_tokens(), St = B * options_.image.text_tokens;
   const std::uint64_t S = Si + St;  // rows of the joint sequence, all images
   const std::uint64_t h = model_.hidden(), m = model_.mlp_hidden(), heads = model_.heads, hd = model_.head_dim;
   const std::uint64_t per_image = S / B;
@@ -187,6 +194,8 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
 
   // Inputs (forward_orig): img_in, the timestep (and guidance) embedders, vector_in, txt_in, the rotary
   // table over the position ids (EmbedND: per axis linspace, pow, einsum, cos/sin, stack; about 30 kernels).
+  // A reference latent patchified (process_img's rearrange) and appended to the image's (torch.cat): two copies.
+  if (Si > So) add(OpKind::Elementwise, -1, 0, {act((2 * Si - So) * model_.in_channels)}, {act((2 * Si - So) * model_.in_channels)}, 2);
   linear(-1, img_in_, Si, model_.in_channels, h);
   add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {act(B)}, {act(B * FluxConfig::kTimestepChannels)}, 6);
   linear(-1, time_in_[0], B, FluxConfig::kTimestepChannels, h);
@@ -251,8 +260,8 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
   modulation(last, final_modulation_, 2 * h);
   modulated_norm(last, Si);
   linear(last, final_linear_, Si, h, model_.out_channels);
-  add(OpKind::Elementwise, last, 10 * Si * model_.out_channels, {act(3 * Si * model_.out_channels)},
-      {act(2 * Si * model_.out_channels)}, 10);
+  add(OpKind::Elementwise, last, 10 * So * model_.out_channels, {act(3 * So * model_.out_channels)},
+      {act(2 * So * model_.out_channels)}, 10);
 }
 
 }  // namespace tiersim::model

@@ -37,7 +37,8 @@ QwenImageTraceGenerator::QwenImageTraceGenerator(const QwenImageConfig& model, c
   check_image_options(options_, "Qwen-Image");
   if ((im.guided() && im.negative_tokens < 1) || im.negative_tokens > 4096)
     throw InputError("", 0, "--negative-tokens", "must be from 1 to 4096");
-  const std::uint64_t h = model_.hidden(), I = qwen_image_tokens(im);
+  // The image stream's tokens: the latent's and a reference image's (Qwen-Image-Edit), cut off after proj_out.
+  const std::uint64_t h = model_.hidden(), I = qwen_image_tokens(im) + im.reference_tokens();
   std::uint64_t widest_rows = 0;
   for (const Pass& p : passes(options_)) {
     const std::uint64_t S = I + p.text_tokens;
@@ -61,8 +62,12 @@ QwenImageTraceGenerator::QwenImageTraceGenerator(const QwenImageConfig& model, c
   header_.meta["steps"] = std::to_string(im.steps);
   if (im.guided()) header_.meta["cfg"] = format_scale(im.cfg);
   if (passes(options_).size() > 1) header_.meta["negative_tokens"] = std::to_string(im.negative_tokens);
-  header_.meta["image_tokens"] = std::to_string(I);
+  header_.meta["image_tokens"] = std::to_string(qwen_image_tokens(im));
   header_.meta["text_tokens"] = std::to_string(im.text_tokens);
+  if (im.has_reference()) {
+    header_.meta["reference"] = std::to_string(im.reference_width) + "x" + std::to_string(im.reference_height);
+    header_.meta["reference_tokens"] = std::to_string(im.reference_tokens());
+  }
   header_.meta["hidden_size"] = std::to_string(h);
   header_.meta["source"] = "tiersim Qwen-Image generator (ComfyUI's QwenImageTransformer2DModel; comfy/ldm/qwen_image at a125cd84)";
 
@@ -137,7 +142,7 @@ bool QwenImageTraceGenerator::next(trace::Step& out) {
   std::uint64_t rows = 0, latent_rows = 0;
   for (const Pass& p : passes(options_)) {
     build_pass(out, p);
-    rows += p.batch * (qwen_image_tokens(options_.image) + p.text_tokens);
+    rows += p.batch * (qwen_image_tokens(options_.image) + options_.image.reference_tokens() + p.text_tokens);
     latent_rows += p.batch * qwen_image_tokens(options_.image);
   }
   // Once per iteration, over every pass's output: the guidance's combination and the sampler's update of the latent
@@ -152,8 +157,11 @@ bool QwenImageTraceGenerator::next(trace::Step& out) {
 }
 
 void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass) const {
-  const std::uint64_t B = pass.batch, per_image = qwen_image_tokens(options_.image) + pass.text_tokens;
-  const std::uint64_t Si = B * qwen_image_tokens(options_.image), St = B * pass.text_tokens, S = Si + St;
+  // The image stream's rows: the latent's and a reference image's (Qwen-Image-Edit: ComfyUI's ReferenceLatent), which
+  // run through every block, norm_out and proj_out and are cut off after them (out[:, :num_embeds]).
+  const std::uint64_t image = qwen_image_tokens(options_.image), ref = options_.image.reference_tokens();
+  const std::uint64_t B = pass.batch, per_image = image + ref + pass.text_tokens;
+  const std::uint64_t Si = B * (image + ref), St = B * pass.text_tokens, S = Si + St;
   const std::uint64_t h = model_.hidden(), m = model_.mlp_hidden(), hd = model_.head_dim, T = QwenImageConfig::kTimestepChannels;
   const std::uint64_t lat = model_.in_channels;  // packed latent elements per image token
   DitOps ops(out, header_, act_, options_.dtype, nullptr, options_.fp8_scaled);
@@ -169,6 +177,8 @@ void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass) con
   // table (per axis arange/linspace, pow, einsum, cos/sin, stack, the cast to the model's dtype: about 38 kernels),
   // img_in, txt_norm and txt_in on the text, the timestep's sinusoid (6 kernels) through linear_1, SiLU, linear_2.
   add(OpKind::Elementwise, -1, 0, {act(Si * lat)}, {act(Si * lat)}, 1);
+  // A reference latent: packed as the image's (above) and appended to it (torch.cat, one copy of both).
+  if (ref > 0) add(OpKind::Elementwise, -1, 0, {act(Si * lat)}, {act(Si * lat)}, 1);
   add(OpKind::Other, -1, 8 * S * hd, {act(S * 3)}, {raw(S * hd * 12)}, 38);
   ops.linear(-1, img_in_, Si, lat, h);
   ops.rms_norm(-1, txt_norm_, St, model_.context_dim);
@@ -223,7 +233,7 @@ void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass) con
   ops.modulated_norm(last, Si, h, DitLaunches::modulated_norm);
   const std::uint64_t o = model_.out_features();
   ops.linear(last, proj_out_, Si, h, o);
-  add(OpKind::Elementwise, last, 0, {act(Si * o)}, {act(Si * o)}, 1);
+  add(OpKind::Elementwise, last, 0, {act(B * image * o)}, {act(B * image * o)}, 1);  // the image's rows, unpacked
 }
 
 }  // namespace tiersim::model

@@ -39,6 +39,8 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   if (im.steps < 1 || im.steps > 100000) throw InputError("", 0, "--steps", "must be from 1 to 100000");
   if (im.text_tokens < 1 || im.text_tokens > 4096) throw InputError("", 0, "--text-tokens", "must be from 1 to 4096");
   if (options_.batch < 1 || options_.batch > 4096) throw InputError("", 0, "--batch", "videos per iteration: 1 to 4096");
+  if (im.has_reference())
+    throw InputError("", 0, "--reference", "is a reference image for FLUX.1 Kontext or Qwen-Image-Edit; a Wan model takes none");
   const std::uint64_t B = im.guided_batch(options_.batch), T = wan_video_tokens(model_, im), h = model_.dim();
   // The largest Linear's FLOPs: 2 x rows (video or text) x its widest in x out.
   const std::uint64_t widest_linear = std::max({h * model_.ffn_dim, h * h, model_.text_dim * h,
