@@ -42,11 +42,16 @@ SOURCES = [("FLUX.1-dev, 1024x1024 and 512x512, batch 1", "dit_iteration.jsonl",
            ("FLUX.1-dev, GGUF Q4_K_S (ComfyUI-GGUF: dequantized per forward, offloaded weights copied by the layers)",
             "flux_q4_k_s_iteration.jsonl", "traces/models/flux.1-dev.json", "fluxq4ks_"),
            ("FLUX.1-dev, GGUF Q4_K_S, the same configurations measured in an earlier call (repeatability)",
-            "flux_q4_k_s_run1_iteration.jsonl", "traces/models/flux.1-dev.json", "fluxq4ks_")]
+            "flux_q4_k_s_run1_iteration.jsonl", "traces/models/flux.1-dev.json", "fluxq4ks_"),
+           ("FLUX.1 Kontext's shape: FLUX.1-dev at 1024x1024 with a 1024x1024 reference image (ComfyUI's "
+            "ReferenceLatent: 4096 + 4096 image tokens)", "kontext_iteration.jsonl", "traces/models/flux.1-dev.json",
+            "kontext_")]
 
 
 def workload(row, model):
     args = ["--model", model, "--resolution", row["resolution"], "--text-tokens", str(row["text_tokens"]), "--steps", "3"]
+    if row.get("reference"):
+        args += ["--reference", row["reference"]]
     if row.get("weight_dtype", "bf16") != "bf16":
         args += ["--dtype", row["weight_dtype"]]
     if row.get("frames"):

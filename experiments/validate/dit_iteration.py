@@ -141,7 +141,20 @@ class Family:
     def tokens(self, w, h, frames):
         return wan_dit.tokens(self.params, w, h, frames) if self.video else (w // 16) * (h // 16)
 
-    def make_inputs(self, w, h, frames, batch, text_tokens):
+    def make_inputs(self, w, h, frames, batch, text_tokens, reference=None):
+        if reference is not None:
+            if self.short != "flux":
+                sys.exit("--reference: the harness appends a reference image to FLUX's inputs only")
+            # Flux._forward with ref_latents (ComfyUI's ReferenceLatent, method "offset"): the reference latent packed
+            # as the image's (process_img, index 1) and concatenated after it, tokens and ids, before forward_orig.
+            inputs = flux_dit.make_inputs(self.params, w, h, text_tokens)
+            ref = flux_dit.make_inputs(self.params, reference[0], reference[1], text_tokens, seed=1)
+            ref["img_ids"][:, :, 0] = 1
+            inputs["img"] = torch.cat([inputs["img"], ref["img"]], dim=1)
+            inputs["img_ids"] = torch.cat([inputs["img_ids"], ref["img_ids"]], dim=1)
+            if batch != 1:
+                sys.exit("--reference: batch 1 (cfg 1) only")
+            return inputs
         if self.video:
             return wan_dit.make_inputs(self.params, w, h, frames, batch=batch, text_tokens=text_tokens)
         if self.short == "qwen":
@@ -203,6 +216,8 @@ def main():
                     help='"none" (resident) or DisTorch allocation strings')
     ap.add_argument("--host-memory", nargs="+", choices=["pageable", "pinned"], default=["pageable"])
     ap.add_argument("--text-tokens", type=int, default=512)
+    ap.add_argument("--reference", default=None,
+                    help="FLUX: a reference image WxH (Kontext's ReferenceLatent) whose tokens run beside the image's")
     ap.add_argument("--negative-tokens", type=int, default=None,
                     help="Qwen-Image: the negative prompt's tokens; other than --text-tokens (with cfg != 1) the "
                          "negative prompt runs as a second forward")
@@ -240,6 +255,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     results = os.path.join(a.out, "dit_iteration.jsonl")
     shapes = [(r, *parse_resolution(r), fr) for r in a.resolutions for fr in frames_list]
+    reference = parse_resolution(a.reference) if a.reference else None
 
     totals = {"cuda:0": torch.cuda.mem_get_info(0)[1], "cpu": psutil.virtual_memory().total}
     distorch = load_distorch(a.distorch, totals)
@@ -282,7 +298,9 @@ def main():
                   sdpa_priority=flux_dit.SDPA_PRIORITY is not None)
     if gguf:
         common["gguf_tensor_types"] = model.gguf_tensor_types
-    inputs = {(r, fr): [fam.make_inputs(w, h, fr, batch, a.text_tokens)] +
+    if reference:
+        common.update(reference=a.reference, reference_tokens=(reference[0] // 16) * (reference[1] // 16))
+    inputs = {(r, fr): [fam.make_inputs(w, h, fr, batch, a.text_tokens, reference)] +
               ([fam.make_inputs(w, h, fr, batch, a.negative_tokens)] if separate else [])
               for r, w, h, fr in shapes}
     units = [(p, m, m) for _, m, p, _ in leaves]
