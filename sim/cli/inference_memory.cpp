@@ -27,8 +27,12 @@ std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, con
     a.not_modelled = "weights that are neither bf16, fp16 nor fp32";
   if (!a.not_modelled.empty()) return a;
   const model::ModelConfig m = model::load_model_config(trace.model_path);
-  if (m.is_moe()) {
-    a.not_modelled = "a mixture of experts";
+  if (m.is_moe() && m.model_type != "qwen3_moe") {
+    a.not_modelled = "a mixture of experts other than qwen3_moe (" + m.model_type + ")";
+    return a;
+  }
+  if (m.is_moe() && g.experts != model::GenerationOptions::Experts::GroupedMm) {
+    a.not_modelled = "transformers' eager experts loop (modelled: grouped_mm)";
     return a;
   }
   // Weights off the GPU: modelled for accelerate's own offload (its hooks copy each offloaded module's weights in for

@@ -110,9 +110,30 @@ TEST(InferenceAllocations, AccelerateHooksBringEachOffloadedModulesWeightsInForI
   EXPECT_THROW(inference_allocations(small, tied), std::invalid_argument);  // tied, offloaded on one side
 }
 
-TEST(InferenceAllocations, RefusesAMixtureOfExperts) {
+// Qwen3-MoE under transformers 5's grouped_mm (integrations/moe.py grouped_mm_experts_forward): at a long prompt the
+// peak is the last layer's experts, where every local of the function is alive: the gathered hidden states, the masked
+// down projection, the weighted rows and those rows in token order (four S x h tensors, S = tokens x top-k), the sort's
+// and the gather's small per-row tensors, the router's logits and the routing, on top of the weights, the whole cache
+// and the four residual-width tensors a layer holds (embedding output, layer input, attention residual, norm output).
+TEST(InferenceAllocations, AQwen3MoeLongPromptsPeakIsItsLastLayersGroupedExperts) {
   const ModelConfig m = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-30b-a3b.json");
-  EXPECT_THROW(inference_allocations(m, InferenceShape{}), std::invalid_argument);
+  InferenceShape s;
+  s.prompt = 16384;
+  s.decode = 1;
+  const auto r = app::replay_allocations(inference_allocations(m, s), 1e18, 200e9);
+  ASSERT_FALSE(r.oom);
+  double params = 0;
+  for (const auto& [layer, n] : parameter_tensors(m)) params += 2.0 * static_cast<double>(n);
+  EXPECT_NEAR(params / 2, static_cast<double>(m.total_params()), 1.0);  // the fused experts hold every parameter
+  const double T = 16384, h = static_cast<double>(m.hidden_size), E = static_cast<double>(m.num_experts);
+  const double k = static_cast<double>(m.num_experts_per_tok), S = T * k, a = 2;
+  const double kv = m.num_hidden_layers * 2.0 * T * m.num_key_value_heads * m.head_dim * a;
+  const double expected = params + kv + 4 * S * h * a + 4 * T * h * a + T * E * a + T * k * (a + 8) +
+                          S * (8 + 8 + a + 4 + 1 + 8) + 2 * E * 4;
+  EXPECT_NEAR(r.peak("prefill").allocated, expected, 0.001 * expected);
+  // Only qwen3_moe's block is modelled: another family is refused, not priced as Qwen3-MoE.
+  const ModelConfig mixtral = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/mixtral-8x7b.json");
+  EXPECT_THROW(inference_allocations(mixtral, InferenceShape{}), std::invalid_argument);
 }
 
 }  // namespace
@@ -120,6 +141,22 @@ TEST(InferenceAllocations, RefusesAMixtureOfExperts) {
 
 namespace tiersim::testing {
 namespace {
+
+TEST(RunCommand, PytorchMemoryOfAMixtureOfExpertsIsQwen3MoesUnderGroupedMm) {
+  const std::string run = "run --json --model traces/models/qwen3-30b-a3b.json --policy resident --hw h200 "
+                          "--runtime pytorch-hf-h100 --prompt 512 --decode 2";
+  const auto grouped = run_sim(run, false);
+  ASSERT_EQ(grouped.code, 0) << grouped.out;
+  const auto g = nlohmann::json::parse(grouped.out)["pytorch_memory"];
+  EXPECT_FALSE(g.contains("not_modelled")) << g.dump();
+  EXPECT_GT(g["prefill_peak_allocated_bytes"].get<double>(), 60e9);  // 61.1 GB of bf16 weights
+  const auto eager = nlohmann::json::parse(run_sim(run + " --experts-impl eager", false).out)["pytorch_memory"];
+  EXPECT_NE(eager["not_modelled"].get<std::string>().find("eager"), std::string::npos) << eager.dump();
+  const auto mixtral = nlohmann::json::parse(run_sim("run --json --model traces/models/mixtral-8x7b.json --policy resident "
+                                                     "--hw h200 --runtime pytorch-hf-h100 --prompt 64 --decode 2",
+                                                     false).out)["pytorch_memory"];
+  EXPECT_NE(mixtral["not_modelled"].get<std::string>().find("mixtral"), std::string::npos) << mixtral.dump();
+}
 
 TEST(RunCommand, PytorchMemoryIsReportedAndRunningOutIsTheOutcome) {
   const std::string base = "run --model traces/models/qwen3-8b.json --hw rtx4090 --runtime pytorch-hf-h100 "

@@ -1,7 +1,9 @@
 #include "model/inference/inference_allocations.hpp"
 
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "model/training/training_memory.hpp"
 
@@ -41,8 +43,73 @@ std::uint64_t rope(AllocationSequence& s, double elements, double a, const std::
 
 }  // namespace
 
+// Qwen3MoeSparseMoeBlock.forward over the post-attention norm's output x (T x h rows) with transformers 5's grouped_mm
+// experts (integrations/moe.py grouped_mm_experts_forward and _grouped_linear, modeling_qwen3_moe.py Qwen3MoeTopKRouter;
+// read from the installed 5.17, results/validation/inference-memory/moe): the router's logits (kept by the block's `_`
+// until it returns), its fp32 softmax (freed when the router returns), top-k's values and indices, the values cast back;
+// then S = T x k token-expert rows: the sort (sorted ids and the permutation), the gathered hidden states (perm //
+// top_k first), the gathered weights, histc's int input, its counts and their cumsum, the sentinel mask; gate_up over
+// the rows and its masked copy (the first freed on rebinding), SiLU of the gate and its product with up (the [S, 2I]
+// freed), down and its masked copy, the weighted rows, the inverse permutation (with arange's temporary) and the rows in
+// token order (the weighted ones freed), and their sum over the k experts: the block's output. Every local of
+// grouped_mm_experts_forward lives until it returns. hook_in: the hook's copy of the experts' two parameters
+// when accelerate offloaded the layer (hook_in gives 0 when not), and the router's likewise.
+std::uint64_t moe_block(AllocationSequence& s, const ModelConfig& m, double T, double a,
+                        const std::function<std::uint64_t(double, const std::string&)>& hook_in,
+                        const std::function<void(std::uint64_t)>& hook_out, const std::string& layer) {
+  const double E = static_cast<double>(m.num_experts), k = static_cast<double>(m.num_experts_per_tok);
+  const double h = static_cast<double>(m.hidden_size), I = static_cast<double>(m.moe_intermediate_size), S = T * k;
+  const std::uint64_t wr = hook_in(static_cast<double>(m.router_params()), layer + "mlp.gate");
+  const std::uint64_t logits = s.alloc(T * E * a, layer + "router logits");
+  const std::uint64_t probs = s.alloc(T * E * 4, layer + "router softmax, fp32");
+  const std::uint64_t top_values = s.alloc(T * k * 4, layer + "top-k values");
+  const std::uint64_t top_ids = s.alloc(T * k * 8, layer + "top-k indices");
+  s.free(s.alloc(T * 4, layer + "top-k sum"));  // norm_topk_prob (true in the published Qwen3-MoE configs)
+  const std::uint64_t weights = s.alloc(T * k * a, layer + "routing weights");
+  s.free(top_values);
+  s.free(probs);
+  hook_out(wr);
+  const std::uint64_t we = hook_in(static_cast<double>(m.num_experts * (3 * m.expert_matrix_params() + 2 * m.expert_in_bias() +
+                                                                          m.expert_out_bias())),
+                                   layer + "mlp.experts");
+  std::vector<std::uint64_t> locals{s.alloc(S * 8, layer + "sorted expert ids"), s.alloc(S * 8, layer + "permutation")};
+  const std::uint64_t source_rows = s.alloc(S * 8, layer + "perm // top_k");
+  locals.push_back(s.alloc(S * h * a, layer + "gathered hidden states"));
+  s.free(source_rows);
+  locals.push_back(s.alloc(S * a, layer + "gathered routing weights"));
+  locals.push_back(s.alloc(S * 4, layer + "histc input"));
+  locals.push_back(s.alloc(E * 4, layer + "tokens per expert"));
+  locals.push_back(s.alloc(E * 4, layer + "offsets"));
+  locals.push_back(s.alloc(S, layer + "sentinel mask"));
+  std::uint64_t proj = s.alloc(S * 2 * I * a, layer + "grouped gate_up");
+  std::uint64_t next = s.alloc(S * 2 * I * a, layer + "gate_up, masked");
+  s.free(proj);
+  const std::uint64_t act = s.alloc(S * I * a, layer + "silu(gate)");
+  const std::uint64_t gated = s.alloc(S * I * a, layer + "silu(gate) x up");
+  s.free(act);
+  s.free(next);
+  proj = s.alloc(S * h * a, layer + "grouped down");
+  s.free(gated);
+  next = s.alloc(S * h * a, layer + "down, masked");
+  s.free(proj);
+  locals.push_back(next);
+  const std::uint64_t weighted = s.alloc(S * h * a, layer + "weighted rows");
+  locals.push_back(s.alloc(S * 8, layer + "inverse permutation"));
+  s.free(s.alloc(S * 8, layer + "arange"));
+  locals.push_back(s.alloc(S * h * a, layer + "rows in token order"));
+  s.free(weighted);
+  const std::uint64_t out = s.alloc(T * h * a, layer + "experts output");
+  s.free_all(locals);
+  hook_out(we);
+  s.free(logits);
+  s.free(weights);
+  s.free(top_ids);
+  return out;
+}
+
 std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const InferenceShape& sh) {
-  if (m.is_moe()) throw std::invalid_argument("inference allocations are modelled for dense decoders");
+  if (m.is_moe() && m.model_type != "qwen3_moe")
+    throw std::invalid_argument("inference allocations are modelled for dense decoders and qwen3_moe");
   const double a = sh.activation_bytes, B = sh.batch;
   const double h = static_cast<double>(m.hidden_size), I = static_cast<double>(m.intermediate_size);
   const double hd = static_cast<double>(m.head_dim), V = static_cast<double>(m.vocab_size);
@@ -142,16 +209,22 @@ std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const I
       s.free(o);
       const std::uint64_t x2 = module(h, "post_attention_layernorm",
                                       [&] { return rms_norm(s, T, h, a, layer + "post_attention_layernorm"); });
-      const double mlp = static_cast<double>(m.mlp_matrix_params());
-      const std::uint64_t gate = module(mlp, "gate_proj", [&] { return s.alloc(T * I * a, layer + "gate_proj"); });
-      const std::uint64_t act = s.alloc(T * I * a, layer + "silu");
-      s.free(gate);
-      const std::uint64_t up = module(mlp, "up_proj", [&] { return s.alloc(T * I * a, layer + "up_proj"); });
-      const std::uint64_t prod = s.alloc(T * I * a, layer + "silu x up");
-      s.free(act);
-      s.free(up);
-      const std::uint64_t down = module(mlp, "down_proj", [&] { return s.alloc(T * h * a, layer + "down_proj"); });
-      s.free(prod);
+      std::uint64_t down = 0;
+      if (m.moe_layer(static_cast<std::uint64_t>(l))) {
+        down = moe_block(s, m, T, a, [&](double params, const std::string& what) { return hook_in(moved, params, what); },
+                         hook_out, layer);
+      } else {
+        const double mlp = static_cast<double>(m.mlp_matrix_params());
+        const std::uint64_t gate = module(mlp, "gate_proj", [&] { return s.alloc(T * I * a, layer + "gate_proj"); });
+        const std::uint64_t act = s.alloc(T * I * a, layer + "silu");
+        s.free(gate);
+        const std::uint64_t up = module(mlp, "up_proj", [&] { return s.alloc(T * I * a, layer + "up_proj"); });
+        const std::uint64_t prod = s.alloc(T * I * a, layer + "silu x up");
+        s.free(act);
+        s.free(up);
+        down = module(mlp, "down_proj", [&] { return s.alloc(T * h * a, layer + "down_proj"); });
+        s.free(prod);
+      }
       s.free(x2);
       const std::uint64_t out = s.alloc(T * h * a, layer + "output");
       s.free(down);

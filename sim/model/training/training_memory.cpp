@@ -214,7 +214,14 @@ std::vector<std::pair<std::int32_t, std::uint64_t>> parameter_tensors(const Mode
     if (m.qk_norm) v.emplace_back(layer, m.head_dim), v.emplace_back(layer, m.head_dim);
     v.emplace_back(layer, m.o_params());
     v.emplace_back(layer, m.hidden_size);  // post_attention_layernorm
-    for (int k = 0; k < 3; ++k) v.emplace_back(layer, m.mlp_matrix_params());
+    if (m.moe_layer(l)) {
+      // transformers 5's experts, two parameters (tests/fixtures/hf_moe_parameters.jsonl), and the router.
+      v.emplace_back(layer, m.num_experts * 2 * (m.expert_matrix_params() + m.expert_in_bias()));  // experts.gate_up_proj
+      v.emplace_back(layer, m.num_experts * (m.expert_matrix_params() + m.expert_out_bias()));     // experts.down_proj
+      v.emplace_back(layer, m.router_params());                                                     // gate
+    } else {
+      for (int k = 0; k < 3; ++k) v.emplace_back(layer, m.mlp_matrix_params());
+    }
   }
   const auto L = static_cast<std::int32_t>(m.num_hidden_layers);
   v.emplace_back(L, m.hidden_size);
