@@ -92,6 +92,12 @@ def main():
           f"{len(rows)} rows, each with {rows[0]['decode']} decode steps after the prefill (transformers "
           f"{rows[0]['transformers']}, grouped_mm experts). Mean absolute error (worst):",
           os.path.join(moe, "compare.md"))
+    rows = measured(moe, ["infer_memory_moe_accelerate_20gib.jsonl", "infer_memory_moe_accelerate_12gib.jsonl"])
+    table(rows, ["model", "cap", "offloaded GB", "prompt"],
+          lambda r: [r["model"], r["accelerate_cap"], f"{r['offloaded_bytes'] / 1e9:.2f}", r["prompt"]],
+          f"{len(rows)} rows under accelerate's offload, each with {rows[0]['decode']} decode steps after the prefill "
+          f"(accelerate {rows[0]['accelerate']}, transformers {rows[0]['transformers']}). Mean absolute error (worst):",
+          os.path.join(moe, "compare_accelerate.md"))
 
 
 if __name__ == "__main__":
