@@ -127,8 +127,8 @@ class LlmTraceGenerator final : public trace::StepSource {
     std::uint32_t input_norm, q, k, v, q_norm, k_norm, o, post_norm, gate, up, down, kv;
     std::uint32_t router = 0;                           // MoE: the router (ffn_gate_inp)
     std::int64_t sinks = -1;                            // gpt_oss: the attention-sink logits (-1: none)
-    // MoE, by expert: what its gate, up and down projections read (a GGUF expert's own tensor, or its slice of
-    // transformers' fused gate_up_proj and down_proj).
+    // MoE, by expert: what its gate, up and down projections read, its slice of the fused tensor of that kind
+    // (llama.cpp's ffn_{gate,up,down}_exps, transformers' gate_up_proj and down_proj).
     std::vector<trace::TensorAccess> expert_gate, expert_up, expert_down;
     // deepseek (MLA): q_a and its norm (q holds q_b, or the plain q), kv_a and its norm, and llama.cpp's attn_k_b
     // and attn_v_b (Hugging Face's one kv_b_proj: both hold it); the routed experts' selection bias (-1: none) and

@@ -41,8 +41,6 @@ std::uint64_t rope(AllocationSequence& s, double elements, double a, const std::
   return out;
 }
 
-}  // namespace
-
 // Qwen3MoeSparseMoeBlock.forward over the post-attention norm's output x (T x h rows) with transformers 5's grouped_mm
 // experts (integrations/moe.py grouped_mm_experts_forward and _grouped_linear, modeling_qwen3_moe.py Qwen3MoeTopKRouter;
 // read from the installed 5.17, results/validation/inference-memory/moe): the router's logits (kept by the block's `_`
@@ -106,6 +104,8 @@ std::uint64_t moe_block(AllocationSequence& s, const ModelConfig& m, double T, d
   s.free(top_ids);
   return out;
 }
+
+}  // namespace
 
 std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const InferenceShape& sh) {
   if (m.is_moe() && m.model_type != "qwen3_moe")
