@@ -10,7 +10,8 @@ Writes results/validation/inference-memory/compare.md and prints it. Then accele
 (accelerate/infer_memory_accelerate*.jsonl: infer_memory.py --accelerate CAP, from_pretrained(device_map="auto",
 max_memory={0: CAP}) with its hooks copying each offloaded module's weights in for its forward), each row predicted
 with `--policy accelerate --placement accelerate.auto:max_memory=0=CAP;cpu=100GiB`: accelerate/compare.md. Then a
-mixture of experts (moe/infer_memory_moe.jsonl: Qwen3-30B-A3B's first 24 layers, grouped_mm experts): moe/compare.md.
+mixture of experts (moe/infer_memory_moe.jsonl and infer_memory_mixtral.jsonl: Qwen3-30B-A3B's first 24 layers and
+Mixtral-8x7B's first 4, grouped_mm experts): moe/compare.md.
   /usr/bin/python3 experiments/validate/infer_memory_compare.py   (after building; TIERSIM_SIM=path/to/sim)
 """
 import json
@@ -26,7 +27,8 @@ SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
 HERE = os.path.join(ROOT, "results", "validation", "inference-memory")
 MODELS = {"Qwen3-0.6B": "traces/models/qwen3-0.6b.json", "Qwen3-4B": "traces/models/qwen3-4b.json",
           "Qwen3-8B": "traces/models/qwen3-8b.json", "Llama-3.1-8B": "traces/models/llama-3.1-8b.json",
-          "Qwen3-30B-A3B, first 24 layers": "experiments/llamacpp/models/qwen3-30b-a3b-L24.json"}
+          "Qwen3-30B-A3B, first 24 layers": "experiments/llamacpp/models/qwen3-30b-a3b-L24.json",
+          "Mixtral-8x7B, first 4 layers": "experiments/validate/calibration_models/mixtral-8x7b-L4.json"}
 GIB = 1024.0 ** 3
 FILES = ["infer_memory.jsonl", "infer_memory_2.jsonl"]  # the first lease's rows, then the second's
 KEYS = [("prefill", "allocated"), ("prefill", "reserved"), ("decode", "allocated"), ("decode", "reserved")]
@@ -87,7 +89,7 @@ def main():
           f"{rows[0]['accelerate']}, transformers {rows[0]['transformers']}). Mean absolute error (worst):",
           os.path.join(acc, "compare.md"))
     moe = os.path.join(HERE, "moe")
-    rows = measured(moe, ["infer_memory_moe.jsonl"])
+    rows = measured(moe, ["infer_memory_moe.jsonl", "infer_memory_mixtral.jsonl"])
     table(rows, ["model", "prompt"], lambda r: [r["model"], r["prompt"]],
           f"{len(rows)} rows, each with {rows[0]['decode']} decode steps after the prefill (transformers "
           f"{rows[0]['transformers']}, grouped_mm experts). Mean absolute error (worst):",

@@ -27,8 +27,8 @@ std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, con
     a.not_modelled = "weights that are neither bf16, fp16 nor fp32";
   if (!a.not_modelled.empty()) return a;
   const model::ModelConfig m = model::load_model_config(trace.model_path);
-  if (m.is_moe() && m.model_type != "qwen3_moe") {
-    a.not_modelled = "a mixture of experts other than qwen3_moe (" + m.model_type + ")";
+  if (m.is_moe() && m.model_type != "qwen3_moe" && m.model_type != "mixtral") {
+    a.not_modelled = "a mixture of experts other than qwen3_moe and mixtral (" + m.model_type + ")";
     return a;
   }
   if (m.is_moe() && g.experts != model::GenerationOptions::Experts::GroupedMm) {

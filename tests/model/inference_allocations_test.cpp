@@ -131,9 +131,17 @@ TEST(InferenceAllocations, AQwen3MoeLongPromptsPeakIsItsLastLayersGroupedExperts
   const double expected = params + kv + 4 * S * h * a + 4 * T * h * a + T * E * a + T * k * (a + 8) +
                           S * (8 + 8 + a + 4 + 1 + 8) + 2 * E * 4;
   EXPECT_NEAR(r.peak("prefill").allocated, expected, 0.001 * expected);
-  // Only qwen3_moe's block is modelled: another family is refused, not priced as Qwen3-MoE.
+  // Mixtral's router keeps its weights in fp32: the weighted rows and the rows in token order are fp32 (S x h x 4).
   const ModelConfig mixtral = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/mixtral-8x7b.json");
-  EXPECT_THROW(inference_allocations(mixtral, InferenceShape{}), std::invalid_argument);
+  InferenceShape short_prompt;
+  short_prompt.prompt = 4096;
+  std::uint64_t fp32_rows = 0;
+  for (const auto& e : inference_allocations(mixtral, short_prompt))
+    if (e.allocates() && e.step == 1 && e.what == "layer 0 rows in token order") fp32_rows = e.bytes;
+  EXPECT_EQ(fp32_rows, 4096u * 2 * 4096 * 4);
+  // The other families' blocks are refused, not priced as these.
+  const ModelConfig gpt = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/gpt-oss-20b.json");
+  EXPECT_THROW(inference_allocations(gpt, InferenceShape{}), std::invalid_argument);
 }
 
 }  // namespace
@@ -142,7 +150,7 @@ TEST(InferenceAllocations, AQwen3MoeLongPromptsPeakIsItsLastLayersGroupedExperts
 namespace tiersim::testing {
 namespace {
 
-TEST(RunCommand, PytorchMemoryOfAMixtureOfExpertsIsQwen3MoesUnderGroupedMm) {
+TEST(RunCommand, PytorchMemoryOfAMixtureOfExpertsIsQwen3MoesAndMixtralsUnderGroupedMm) {
   const std::string run = "run --json --model traces/models/qwen3-30b-a3b.json --policy resident --hw h200 "
                           "--runtime pytorch-hf-h100 --prompt 512 --decode 2";
   const auto grouped = run_sim(run, false);
@@ -152,10 +160,10 @@ TEST(RunCommand, PytorchMemoryOfAMixtureOfExpertsIsQwen3MoesUnderGroupedMm) {
   EXPECT_GT(g["prefill_peak_allocated_bytes"].get<double>(), 60e9);  // 61.1 GB of bf16 weights
   const auto eager = nlohmann::json::parse(run_sim(run + " --experts-impl eager", false).out)["pytorch_memory"];
   EXPECT_NE(eager["not_modelled"].get<std::string>().find("eager"), std::string::npos) << eager.dump();
-  const auto mixtral = nlohmann::json::parse(run_sim("run --json --model traces/models/mixtral-8x7b.json --policy resident "
-                                                     "--hw h200 --runtime pytorch-hf-h100 --prompt 64 --decode 2",
-                                                     false).out)["pytorch_memory"];
-  EXPECT_NE(mixtral["not_modelled"].get<std::string>().find("mixtral"), std::string::npos) << mixtral.dump();
+  const auto gpt = nlohmann::json::parse(run_sim("run --json --model traces/models/gpt-oss-20b.json --policy resident "
+                                                 "--hw h200 --runtime pytorch-hf-h100 --prompt 64 --decode 2",
+                                                 false).out)["pytorch_memory"];
+  EXPECT_NE(gpt["not_modelled"].get<std::string>().find("gpt_oss"), std::string::npos) << gpt.dump();
 }
 
 TEST(RunCommand, PytorchMemoryIsReportedAndRunningOutIsTheOutcome) {

@@ -1,5 +1,6 @@
 #include "model/inference/inference_allocations.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -41,11 +42,13 @@ std::uint64_t rope(AllocationSequence& s, double elements, double a, const std::
   return out;
 }
 
-// Qwen3MoeSparseMoeBlock.forward over the post-attention norm's output x (T x h rows) with transformers 5's grouped_mm
-// experts (integrations/moe.py grouped_mm_experts_forward and _grouped_linear, modeling_qwen3_moe.py Qwen3MoeTopKRouter;
-// read from the installed 5.17, results/validation/inference-memory/moe): the router's logits (kept by the block's `_`
-// until it returns), its fp32 softmax (freed when the router returns), top-k's values and indices, the values cast back;
-// then S = T x k token-expert rows: the sort (sorted ids and the permutation), the gathered hidden states (perm //
+// Qwen3MoeSparseMoeBlock.forward (MixtralSparseMoeBlock's alike) over the post-attention norm's output x (T x h rows)
+// with transformers 5's grouped_mm experts (integrations/moe.py grouped_mm_experts_forward and _grouped_linear,
+// modeling_qwen3_moe.py Qwen3MoeTopKRouter, modeling_mixtral.py MixtralTopKRouter; read from the installed 5.17,
+// results/validation/inference-memory/moe): the router's logits (kept by the block's `_` until it returns), its fp32
+// softmax (freed when the router returns; Mixtral's takes an fp32 copy of the logits first), top-k's values and
+// indices, the values normalised; Qwen3-MoE casts them back to the activations' dtype, Mixtral keeps them fp32, so its
+// weighted rows are promoted to fp32 and its sum is cast back at the end. Then S = T x k token-expert rows: the sort (sorted ids and the permutation), the gathered hidden states (perm //
 // top_k first), the gathered weights, histc's int input, its counts and their cumsum, the sentinel mask; gate_up over
 // the rows and its masked copy (the first freed on rebinding), SiLU of the gate and its product with up (the [S, 2I]
 // freed), down and its masked copy, the weighted rows, the inverse permutation (with arange's temporary) and the rows in
@@ -57,14 +60,21 @@ std::uint64_t moe_block(AllocationSequence& s, const ModelConfig& m, double T, d
                         const std::function<void(std::uint64_t)>& hook_out, const std::string& layer) {
   const double E = static_cast<double>(m.num_experts), k = static_cast<double>(m.num_experts_per_tok);
   const double h = static_cast<double>(m.hidden_size), I = static_cast<double>(m.moe_intermediate_size), S = T * k;
+  const bool mixtral = m.model_type == "mixtral";
+  const double w = mixtral ? 4 : a;  // the routing weights' element: fp32 (Mixtral) or the activations'
   const std::uint64_t wr = hook_in(static_cast<double>(m.router_params()), layer + "mlp.gate");
   const std::uint64_t logits = s.alloc(T * E * a, layer + "router logits");
+  const std::uint64_t logits32 = mixtral ? s.alloc(T * E * 4, layer + "router logits .float()") : 0;
   const std::uint64_t probs = s.alloc(T * E * 4, layer + "router softmax, fp32");
+  if (logits32) s.free(logits32);
   const std::uint64_t top_values = s.alloc(T * k * 4, layer + "top-k values");
   const std::uint64_t top_ids = s.alloc(T * k * 8, layer + "top-k indices");
-  s.free(s.alloc(T * 4, layer + "top-k sum"));  // norm_topk_prob (true in the published Qwen3-MoE configs)
-  const std::uint64_t weights = s.alloc(T * k * a, layer + "routing weights");
-  s.free(top_values);
+  s.free(s.alloc(T * 4, layer + "top-k sum"));  // normalised (Qwen3-MoE: norm_topk_prob, true in its published configs)
+  std::uint64_t weights = top_values;
+  if (!mixtral) {
+    weights = s.alloc(T * k * a, layer + "routing weights");
+    s.free(top_values);
+  }
   s.free(probs);
   hook_out(wr);
   const std::uint64_t we = hook_in(static_cast<double>(m.num_experts * (3 * m.expert_matrix_params() + 2 * m.expert_in_bias() +
@@ -74,7 +84,7 @@ std::uint64_t moe_block(AllocationSequence& s, const ModelConfig& m, double T, d
   const std::uint64_t source_rows = s.alloc(S * 8, layer + "perm // top_k");
   locals.push_back(s.alloc(S * h * a, layer + "gathered hidden states"));
   s.free(source_rows);
-  locals.push_back(s.alloc(S * a, layer + "gathered routing weights"));
+  locals.push_back(s.alloc(S * w, layer + "gathered routing weights"));
   locals.push_back(s.alloc(S * 4, layer + "histc input"));
   locals.push_back(s.alloc(E * 4, layer + "tokens per expert"));
   locals.push_back(s.alloc(E * 4, layer + "offsets"));
@@ -91,11 +101,12 @@ std::uint64_t moe_block(AllocationSequence& s, const ModelConfig& m, double T, d
   next = s.alloc(S * h * a, layer + "down, masked");
   s.free(proj);
   locals.push_back(next);
-  const std::uint64_t weighted = s.alloc(S * h * a, layer + "weighted rows");
+  const std::uint64_t weighted = s.alloc(S * h * std::max(w, a), layer + "weighted rows");
   locals.push_back(s.alloc(S * 8, layer + "inverse permutation"));
   s.free(s.alloc(S * 8, layer + "arange"));
-  locals.push_back(s.alloc(S * h * a, layer + "rows in token order"));
+  locals.push_back(s.alloc(S * h * std::max(w, a), layer + "rows in token order"));
   s.free(weighted);
+  if (w > a) locals.push_back(s.alloc(T * h * w, layer + "experts output, fp32"));
   const std::uint64_t out = s.alloc(T * h * a, layer + "experts output");
   s.free_all(locals);
   hook_out(we);
@@ -108,8 +119,8 @@ std::uint64_t moe_block(AllocationSequence& s, const ModelConfig& m, double T, d
 }  // namespace
 
 std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const InferenceShape& sh) {
-  if (m.is_moe() && m.model_type != "qwen3_moe")
-    throw std::invalid_argument("inference allocations are modelled for dense decoders and qwen3_moe");
+  if (m.is_moe() && m.model_type != "qwen3_moe" && m.model_type != "mixtral")
+    throw std::invalid_argument("inference allocations are modelled for dense decoders, qwen3_moe and mixtral");
   const double a = sh.activation_bytes, B = sh.batch;
   const double h = static_cast<double>(m.hidden_size), I = static_cast<double>(m.intermediate_size);
   const double hd = static_cast<double>(m.head_dim), V = static_cast<double>(m.vocab_size);
