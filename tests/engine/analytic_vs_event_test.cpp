@@ -77,6 +77,25 @@ TEST(AnalyticVsEvent, AgreeForCpuExecution) {
   EXPECT_LT(std::fabs(relative_gap("rtx4090", "ratio", o)), 0.02);
 }
 
+// A mixture of experts traced as transformers 5 holds it (two fused expert tensors a layer, each expert a byte range):
+// accelerate's hooks copy the fused tensors whole, managed memory reads the used experts' ranges over the link; both
+// engines see the same bytes and agree.
+TEST(AnalyticVsEvent, AgreeForFusedExpertTensorsCopiedWholeOrReadByRange) {
+  const auto hw = hw::resolve_profile("rtx4090");
+  const auto runtime = runtime::resolve_runtime("pytorch-hf-h100");
+  const replay::RunSetup setup{hw, runtime};
+  app::TraceSpec spec;
+  spec.model_path = std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-30b-a3b.json";
+  spec.generation.prompt_tokens = 128;
+  spec.generation.decode_tokens = 8;
+  for (const char* policy : {"accelerate", "um-accessedby"}) {
+    const strategy::StrategySpec s = strategy::preset_spec(policy);
+    const auto ev = result::summarize(app::simulate(setup, s, app::EngineKind::Event, spec).result);
+    const auto an = result::summarize(app::simulate(setup, s, app::EngineKind::Analytic, spec).result);
+    EXPECT_LT(std::fabs((an.decode_step_median - ev.decode_step_median) / ev.decode_step_median), 0.01) << policy;
+  }
+}
+
 TEST(AnalyticVsEvent, AgreeForPeerGpuDonor) {
   strategy::LegacyFlags o;
   o.split = "cuda:0,70%;cuda:1,30%";
