@@ -881,6 +881,7 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
     app::PlanWorkload w;
     for (const auto& t : header.tensors) w.layers = std::max(w.layers, t.layer);
     w.model_gb = placement::weight_bytes(header) / 1e9;
+    w.experts = header.meta.count("num_experts") > 0;
     if (dtypes.size() > 1) w.label = dtypes[k];
     for (std::size_t i = 0; i < base.size(); ++i) {
       if (dtypes.size() > 1 && base[i] == "--dtype" && i + 1 < base.size()) {
@@ -900,6 +901,7 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
     strategies = diffusion ? std::vector<std::string>{"resident", "distorch-cpu", "distorch-gpu1", "comfyui"}
                            : std::vector<std::string>{"resident", "llamacpp", "layers-cpu", "layers-stream",
                                                       "distorch-cpu", "distorch-gpu1", "pipeline"};
+    if (!diffusion && header.meta.count("num_experts")) strategies.insert(strategies.begin() + 2, "llamacpp-cpu-moe");
   }
   report::OutputFile out(output.empty() ? "-" : output, "-o");
   // A point's machine and trace, each resolved once (points differ in the strategy and its knob only).

@@ -28,6 +28,8 @@ const std::vector<PlanStrategy>& plan_strategies() {
   static const std::vector<PlanStrategy> s{
       {"resident", "everything on the GPU", {"--policy", "resident"}, K::None, false},
       {"llamacpp", "llama.cpp, its --fit choosing -c and -ngl", {"--policy", "llamacpp"}, K::None, false},
+      {"llamacpp-cpu-moe", "llama.cpp with --n-cpu-moe N: the experts of the first N layers in host memory, run by the "
+       "CPU (fewest N that fits; a mixture of experts)", {"--policy", "llamacpp"}, K::CpuMoeLayers, false},
       {"layers-cpu", "the first N layers on the GPU, the rest run by the CPU (most N that fits)",
        {"--policy", "layers", "--offload-exec", "cpu"}, K::LayersOnGpu, false},
       {"layers-stream", "the first N layers on the GPU, the rest copied from pinned memory one layer ahead",
@@ -71,12 +73,17 @@ struct WorkCounters {
 // down, stopping where no bound left beats the best prediction (or ties it with more on the GPU): the same
 // point as predicting them all, since no prediction exceeds its bound.
 PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, const std::vector<std::string>& hw_args,
-                   const PlanStrategy& s, int layers, double model_gb, const PlanEvaluate& evaluate,
+                   const PlanStrategy& s, int layers, double model_gb, bool experts, const PlanEvaluate& evaluate,
                    const PlanScreener& screen, bool exhaustive, WorkCounters& work) {
   const bool search_by_screen = screen && !exhaustive;
   PlanRow row;
   row.hw = hw;
   row.strategy = s.name;
+  if (s.knob == PlanStrategy::Knob::CpuMoeLayers && !experts) {  // dropped, as a strategy that does not apply
+    row.point.applies = false;
+    row.point.error = "--n-cpu-moe moves experts, and this model has none";
+    return row;
+  }
   std::vector<std::string> args = with(base, {"--hw", hw});
   args.insert(args.end(), hw_args.begin(), hw_args.end());
   std::vector<std::string> sargs = args;
@@ -97,13 +104,14 @@ PlanRow best_point(const std::vector<std::string>& base, const std::string& hw, 
     }
     return row;
   }
-  const bool layers_knob = s.knob == PlanStrategy::Knob::LayersOnGpu;
-  // Candidate values, from the most on the GPU to the least: layers L..0, or GB 0, 0.25, ... past the model.
-  const int steps = layers_knob ? layers + 1 : static_cast<int>(std::ceil(model_gb * 4)) + 1;
+  const bool layers_knob = s.knob == PlanStrategy::Knob::LayersOnGpu, moe_knob = s.knob == PlanStrategy::Knob::CpuMoeLayers;
+  // Candidate values, from the most on the GPU to the least: layers L..0, experts of 0..L layers on the CPU, or GB
+  // 0, 0.25, ... past the model.
+  const int steps = layers_knob || moe_knob ? layers + 1 : static_cast<int>(std::ceil(model_gb * 4)) + 1;
   auto value = [&](int i) {
-    return layers_knob ? std::to_string(layers - i) : fmt("%g", 0.25 * i);
+    return layers_knob ? std::to_string(layers - i) : moe_knob ? std::to_string(i) : fmt("%g", 0.25 * i);
   };
-  const std::string flag = layers_knob ? "--layers" : "--offload-gb";
+  const std::string flag = layers_knob ? "--layers" : moe_knob ? "--n-cpu-moe" : "--offload-gb";
   auto eval_i = [&](int i) { return at({flag, value(i)}); };
   std::vector<std::optional<PlanScreen>> screened(static_cast<std::size_t>(steps));
   auto screen_i = [&](int i) -> const PlanScreen& {
@@ -212,20 +220,25 @@ std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std:
     const Candidate& c = candidates[i];
     const auto extra = hw_args.find(c.hw);
     rows[i] = best_point(c.workload->base, c.hw, extra == hw_args.end() ? std::vector<std::string>{} : extra->second,
-                         *c.strategy, c.workload->layers, c.workload->model_gb, evaluate, screen, exhaustive, counters);
+                         *c.strategy, c.workload->layers, c.workload->model_gb, c.workload->experts, evaluate, screen,
+                         exhaustive, counters);
     rows[i].workload = c.workload->label;
   });
   if (work) *work = {counters.screened.load(), counters.predicted.load(), counters.pruned.load()};
-  // Dropped: strategies that do not apply (a second GPU on a one-GPU machine), and a searched strategy whose
-  // best point keeps everything on the GPU where `resident` fits on the same machine (the same placement).
+  // Dropped: strategies that do not apply (a second GPU on a one-GPU machine), a searched strategy whose
+  // best point keeps everything on the GPU where `resident` fits on the same machine (the same placement), and
+  // llama.cpp with no experts on the CPU where plain llama.cpp fits (the same run).
   std::vector<char> drop(rows.size(), 0);
+  auto fits_as = [&](const PlanRow& r, const char* strategy) {
+    for (const auto& o : rows)
+      if (o.hw == r.hw && o.workload == r.workload && o.strategy == strategy && o.point.ok) return true;
+    return false;
+  };
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const bool all_on_gpu = r.point.ok && r.point.offloaded == 0 && r.strategy != "resident";
-    bool resident_fits = false;
-    for (const auto& o : rows)
-      resident_fits |= o.hw == r.hw && o.workload == r.workload && o.strategy == "resident" && o.point.ok;
-    drop[i] = !r.point.applies || (all_on_gpu && resident_fits);
+    const bool no_cpu_experts = r.point.ok && r.strategy == "llamacpp-cpu-moe" && r.setting == "--n-cpu-moe 0";
+    drop[i] = !r.point.applies || (all_on_gpu && fits_as(r, "resident")) || (no_cpu_experts && fits_as(r, "llamacpp"));
   }
   std::vector<PlanRow> kept;
   for (std::size_t i = 0; i < rows.size(); ++i)

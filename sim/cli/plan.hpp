@@ -36,7 +36,9 @@ struct PlanStrategy {
   std::string name;         // as --strategies names it
   std::string description;
   std::vector<std::string> args;  // the sim run options that select it
-  enum class Knob { None, LayersOnGpu, OffloadGb } knob = Knob::None;
+  // LayersOnGpu: --layers N; OffloadGb: --offload-gb X; CpuMoeLayers: --n-cpu-moe N (llama.cpp: the experts of
+  // the first N layers in host memory; a mixture of experts only).
+  enum class Knob { None, LayersOnGpu, OffloadGb, CpuMoeLayers } knob = Knob::None;
   bool needs_two_gpus = false;
 };
 const std::vector<PlanStrategy>& plan_strategies();
@@ -88,6 +90,7 @@ struct PlanWorkload {
   std::vector<std::string> base;
   int layers = 0;
   double model_gb = 0;
+  bool experts = false;  // a mixture of experts (its trace names num_experts)
 };
 std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
                           const std::vector<std::string>& strategies, const PlanGoal& goal, const PlanEvaluate& evaluate,

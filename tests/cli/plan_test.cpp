@@ -47,6 +47,35 @@ TEST(Plan, EachSearchedKnobIsTheBestPointOfAFineGrid) {
   }
 }
 
+// A mixture of experts: llama.cpp with --n-cpu-moe N, the best point of the whole 0..48 grid (a sweep of the same
+// space), dropped for a dense model (it moves no experts) and where plain llama.cpp fits with none on the CPU.
+TEST(Plan, LlamaCppsCpuMoeIsSearchedForAMixtureOfExperts) {
+  const std::string moe = "--model traces/models/qwen3-30b-a3b.json --dtype Q4_K_M --prompt 64 --decode 4";
+  const auto plan = run_sim("plan " + moe + " --hw rtx4070 --strategies llamacpp-cpu-moe,llamacpp --format jsonl", false);
+  ASSERT_EQ(plan.code, 0) << plan.out;
+  const auto rows = lines(plan.out);
+  nlohmann::json cpu_moe;
+  for (const auto& r : rows)
+    if (r["strategy"] == "llamacpp-cpu-moe") cpu_moe = r;
+  ASSERT_FALSE(cpu_moe.is_null()) << plan.out;
+  ASSERT_TRUE(cpu_moe.contains("tokens_per_s")) << cpu_moe.dump();
+  const auto sweep = run_sim("sweep " + moe + " --hw rtx4070 --policy llamacpp --n-cpu-moe 0:48:1 --format jsonl", false);
+  ASSERT_EQ(sweep.code, 0) << sweep.out;
+  double best = 0;
+  int fitting = 0;
+  for (const auto& p : lines(sweep.out))
+    if (p["status"] == "ok") best = std::max(best, p["tps"].get<double>()), ++fitting;
+  EXPECT_GT(fitting, 3);
+  EXPECT_LT(fitting, 49);  // the 12 GB card does not hold every expert
+  EXPECT_GE(cpu_moe["tokens_per_s"].get<double>(), best * (1 - 1e-9)) << cpu_moe["setting"];
+  const auto dense = run_sim("plan " + kWorkload + " --hw rtx4070 --strategies llamacpp-cpu-moe");
+  EXPECT_EQ(dense.code, 2) << dense.out;
+  EXPECT_NE(dense.out.find("has none"), std::string::npos) << dense.out;
+  const auto roomy = run_sim("plan " + moe + " --hw h200 --strategies llamacpp-cpu-moe,llamacpp --format jsonl", false);
+  ASSERT_EQ(roomy.code, 0) << roomy.out;
+  for (const auto& r : lines(roomy.out)) EXPECT_NE(r["strategy"], "llamacpp-cpu-moe") << r.dump();
+}
+
 TEST(Plan, RanksByTheGoalAndMarksTheParetoFront) {
   const auto r = run_sim("plan " + kWorkload + " --hw rtx4070,rtx5090 --strategies resident,layers-cpu,llamacpp "
                          "--min-tps 15 --format jsonl", false);
