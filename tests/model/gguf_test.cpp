@@ -2,6 +2,7 @@
 // of llama_tensor_get_type_impl, and whole-file sizes against files llama.cpp wrote and published.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 
 #include "model/gguf_file.hpp"
@@ -65,6 +66,42 @@ TEST(Gguf, WholeFilesAreThePublishedSizes) {
     const double ours = gguf_weight_bytes(r.model, r.type) / 1e9;
     EXPECT_NEAR(ours, r.gb, 0.006 * r.gb) << r.model << " " << r.type;
   }
+}
+
+// A mixture of experts against a published file's own load log: unsloth's Qwen3-30B-A3B-GGUF Q4_K_M as mainline
+// llama.cpp loaded it (a log posted 2025-06-10 in ikawrakow/ik_llama.cpp#514: "type f32: 241 tensors, type q4_K: 289
+// tensors, type q6_K: 49 tensors", "file size = 17.28 GiB (4.86 BPW)"; an imatrix quantisation, whose types are the
+// file type's mix). tiersim's generated Q4_K_M: the same tensors per type (each layer's three fused
+// expert tensors one tensor each, ffn_down_exps Q6_K in the use_more_bits layers like attn_v) and the same size.
+TEST(Gguf, AMixtureOfExpertsHasThePublishedFilesTypesAndSize) {
+  const auto config = load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-30b-a3b.json");
+  GenerationOptions g;
+  set_dtype(g, "Q4_K_M");
+  g.prompt_tokens = 1;
+  g.decode_tokens = 0;
+  LlmTraceGenerator gen(config, g);
+  trace::Step step;
+  ASSERT_TRUE(gen.next(step));
+  const auto& tensors = gen.header().tensors;
+  std::map<std::uint32_t, std::string> type_of;  // a matrix's type, as the ops reading it carry it
+  for (const auto& op : step.ops)
+    for (const auto& r : op.reads)
+      if (tensors[r.tensor].kind == trace::TensorKind::Weight && !op.dtype.empty()) type_of[r.tensor] = op.dtype;
+  std::map<std::string, int> count;
+  double bytes = 0;
+  for (const auto& t : tensors) {
+    if (t.kind != trace::TensorKind::Weight) continue;
+    bytes += static_cast<double>(t.bytes);
+    std::string type = type_of.count(t.id) ? type_of[t.id] : "f32";
+    // The embedding table is read by a row lookup, whose op carries no type: Q4_K is 144 bytes per 256 weights.
+    if (t.name == "token_embd.weight" && t.bytes * 256 == config.embedding_params() * 144) type = "q4_k";
+    ++count[type];
+  }
+  EXPECT_EQ(count["f32"], 241);
+  EXPECT_EQ(count["q4_k"], 289);
+  EXPECT_EQ(count["q6_k"], 49);
+  EXPECT_EQ(count.size(), 3u);
+  EXPECT_NEAR(bytes / 1073741824.0, 17.28, 0.005);
 }
 
 TEST(Gguf, ItsNamesAreWeightFormatsAndReadBack) {
