@@ -27,7 +27,7 @@ std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, con
     a.not_modelled = "weights that are neither bf16, fp16 nor fp32";
   if (!a.not_modelled.empty()) return a;
   const model::ModelConfig m = model::load_model_config(trace.model_path);
-  if (m.is_moe() && m.model_type != "qwen3_moe" && m.model_type != "mixtral") {
+  if (!model::inference_allocations_modelled(m)) {
     a.not_modelled = "a mixture of experts other than qwen3_moe and mixtral (" + m.model_type + ")";
     return a;
   }

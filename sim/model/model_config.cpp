@@ -36,6 +36,9 @@ std::uint64_t ModelConfig::expert_matrix_params() const { return hidden_size * m
 std::uint64_t ModelConfig::expert_in_bias() const { return expert_bias ? moe_intermediate_size : 0; }
 std::uint64_t ModelConfig::expert_out_bias() const { return expert_bias ? hidden_size : 0; }
 std::uint64_t ModelConfig::router_params() const { return hidden_size * num_experts + (expert_bias ? num_experts : 0); }
+std::uint64_t ModelConfig::routed_expert_params() const {
+  return num_experts * (3 * expert_matrix_params() + 2 * expert_in_bias() + expert_out_bias());
+}
 std::uint64_t ModelConfig::mla_layer_params(std::uint64_t layer) const {
   const std::uint64_t attention = mla_q_a_params() + q_lora_rank + mla_q_b_params() + mla_kv_a_params() + kv_lora_rank +
                                   mla_k_b_params() + mla_v_b_params() + o_params();
@@ -49,8 +52,7 @@ std::uint64_t ModelConfig::layer_params() const {
   // gate and up carry an intermediate-size bias, down a hidden-size one; counted approximately the
   // same via mlp_matrix_params (mlp_bias is false for every shipped model).
   const std::uint64_t mlp =
-      is_moe() ? router_params() + num_experts * (3 * expert_matrix_params() + 2 * expert_in_bias() + expert_out_bias())
-               : 3 * mlp_matrix_params();
+      is_moe() ? router_params() + routed_expert_params() : 3 * mlp_matrix_params();
   return q_params() + 2 * kv_params() + o_params() + mlp + 2 * hidden_size + (qk_norm ? 2 * head_dim : 0) +
          (attention_sinks ? num_attention_heads : 0);
 }

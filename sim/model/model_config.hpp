@@ -91,6 +91,7 @@ struct ModelConfig {
   std::uint64_t expert_in_bias() const;        // MoE: the bias of an expert's gate or up (0 without)
   std::uint64_t expert_out_bias() const;       // MoE: the bias of an expert's down (0 without)
   std::uint64_t router_params() const;         // MoE: the router (hidden x experts, and its bias)
+  std::uint64_t routed_expert_params() const;  // MoE: every routed expert of a layer, matrices and biases
   std::uint64_t layer_params() const;
   std::uint64_t embedding_params() const;
   std::uint64_t total_params() const;

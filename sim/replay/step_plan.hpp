@@ -5,7 +5,6 @@
 // end. Both engines consume this plan, so they agree on what happens and differ only in how time is
 // composed.
 #include <cstdint>
-#include <climits>
 #include <vector>
 
 #include "hardware/op_cost.hpp"

@@ -77,9 +77,7 @@ std::uint64_t moe_block(AllocationSequence& s, const ModelConfig& m, double T, d
   }
   s.free(probs);
   hook_out(wr);
-  const std::uint64_t we = hook_in(static_cast<double>(m.num_experts * (3 * m.expert_matrix_params() + 2 * m.expert_in_bias() +
-                                                                          m.expert_out_bias())),
-                                   layer + "mlp.experts");
+  const std::uint64_t we = hook_in(static_cast<double>(m.routed_expert_params()), layer + "mlp.experts");
   std::vector<std::uint64_t> locals{s.alloc(S * 8, layer + "sorted expert ids"), s.alloc(S * 8, layer + "permutation")};
   const std::uint64_t source_rows = s.alloc(S * 8, layer + "perm // top_k");
   locals.push_back(s.alloc(S * h * a, layer + "gathered hidden states"));
@@ -118,8 +116,12 @@ std::uint64_t moe_block(AllocationSequence& s, const ModelConfig& m, double T, d
 
 }  // namespace
 
+bool inference_allocations_modelled(const ModelConfig& m) {
+  return !m.is_moe() || m.model_type == "qwen3_moe" || m.model_type == "mixtral";
+}
+
 std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const InferenceShape& sh) {
-  if (m.is_moe() && m.model_type != "qwen3_moe" && m.model_type != "mixtral")
+  if (!inference_allocations_modelled(m))
     throw std::invalid_argument("inference allocations are modelled for dense decoders, qwen3_moe and mixtral");
   const double a = sh.activation_bytes, B = sh.batch;
   const double h = static_cast<double>(m.hidden_size), I = static_cast<double>(m.intermediate_size);

@@ -46,6 +46,10 @@ struct InferenceShape {
   } offloaded;
 };
 
+// Whether the sequence is modelled for this model: a dense decoder, or a mixture of experts whose block is (qwen3_moe,
+// mixtral under grouped_mm).
+bool inference_allocations_modelled(const ModelConfig& m);
+
 // Phases: "load" (step 0), "prefill" (step 1), "decode" (steps 2..decode+1, one per token).
 std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const InferenceShape& s);
 
