@@ -2,7 +2,7 @@
 # The llama.cpp validation run on a GPU machine (the device tool), in phases that each pick up what an
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
 #   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
-#          models-14b fit-fixtures graphs moe moe-diagnose
+#          models-14b fit-fixtures graphs moe moe-diagnose moe-routing
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -31,7 +31,7 @@ phase_info() {
 # models are quantized by a CPU-only build's llama-quantize (carry/build-cpu; quantizing needs no GPU).
 export LLAMA_QUANTIZE=$here/carry/build-cpu/bin/llama-quantize
 phase_build() {
-  if [ -x "$bin/llama-bench" ] && [ -x "$bin/cpu_matmul_bench" ] && [ -x "$bin/llama-fit-params" ] && [ -x "$LLAMA_QUANTIZE" ]; then
+  if [ -x "$bin/llama-bench" ] && [ -x "$bin/cpu_matmul_bench" ] && [ -x "$bin/llama-fit-params" ] && [ -x "$bin/capture_routing" ] && [ -x "$LLAMA_QUANTIZE" ]; then
     echo "build: already built"
     return 0
   fi
@@ -277,6 +277,32 @@ phase_moe-diagnose() {
   done
   echo "== GGML_OP_OFFLOAD_MIN_BATCH=100000"
   GGML_OP_OFFLOAD_MIN_BATCH=100000 bench -m "$file" -p 512 -n 0 -r 2 -t 16 -ngl 99 -ncmoe 24 2>/dev/null | cut -c1-400
+}
+
+# The routing the moe rows ran with: the same file (make_random_gguf.py is seeded, llama-quantize deterministic),
+# llama.cpp's own expert selection captured by capture_routing for 512-token prompts and 128-token decodes from an
+# empty cache, as llama-bench runs them (2 sequences each) -> $OUT/routing_pp512.json, routing_tg128.json; then the
+# moe rows again, 3 repetitions, on this machine -> $OUT/bench_moe_routing.jsonl.
+phase_moe-routing() {
+  local t0=$SECONDS file=$models/qwen3-30b-a3b-L24-Q4_K_M.gguf
+  if [ ! -s "$file" ]; then
+    "$here/make_models.sh" --models qwen3-30b-a3b --layers 24 --quants Q4_K_M > "$OUT/moe_models.log" 2>&1 || { tail "$OUT/moe_models.log"; return 1; }
+    rm -f "$models"/*-f16.gguf
+    cp "$models/qwen3-30b-a3b-L24-Q4_K_M.gguf.log" "$OUT/moe_quantize.log"
+  fi
+  echo "moe-routing: model ready at $((SECONDS - t0)) s"
+  "$bin/capture_routing" -m "$file" -o "$OUT/routing_pp512.json" --prompt 512 --sequences 2 2> "$OUT/capture_pp512.log" || { tail "$OUT/capture_pp512.log"; return 1; }
+  "$bin/capture_routing" -m "$file" -o "$OUT/routing_tg128.json" --gen 128 --sequences 2 2> "$OUT/capture_tg128.log" || { tail "$OUT/capture_tg128.log"; return 1; }
+  echo "moe-routing: captured at $((SECONDS - t0)) s"
+  : > "$OUT/bench_moe_routing.jsonl"
+  for opt in "-ngl 99" "-ngl 99 -ncmoe 12" "-ngl 99 -ncmoe 24" "-ngl 13"; do
+    bench -m "$file" -p 512 -n 128 -r 3 -t 16 $opt >> "$OUT/bench_moe_routing.jsonl" || return 1
+  done
+  echo "moe-routing: benched at $((SECONDS - t0)) s"
+  python3 -c "
+import json
+for l in open('$OUT/bench_moe_routing.jsonl'):
+    r = json.loads(l); print(r['n_gpu_layers'], r.get('n_cpu_moe'), r['n_prompt'], r['n_gen'], round(r['avg_ts'], 1), r['samples_ts'])"
 }
 
 # A 14B model for the 12 GB example (Q4_K_M only; its F16 source is removed once quantized).
