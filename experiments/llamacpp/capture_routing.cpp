@@ -150,7 +150,20 @@ int main(int argc, char** argv) {
         // the same ubatches), so base_token is the callback's first token.
         for (int u = 0; u < n; u += int(cp.n_ubatch)) {
           const int m = std::min<int>(n - u, int(cp.n_ubatch));
-          if (llama_decode(ctx, llama_batch_get_one(tokens.data() + u, m)) != 0 || cap.failed) {
+          // Every token an output: llama.cpp otherwise runs the last layer's FFN on the output rows alone
+          // (inp_out_ids), and the routing file needs every token's experts in every layer.
+          llama_batch batch = llama_batch_init(m, 0, 1);
+          for (int i = 0; i < m; ++i) {
+            batch.token[i] = tokens[u + i];
+            batch.pos[i] = llama_pos(cap.base_token + i);
+            batch.n_seq_id[i] = 1;
+            batch.seq_id[i][0] = 0;
+            batch.logits[i] = 1;
+          }
+          batch.n_tokens = m;
+          const int rc = llama_decode(ctx, batch);
+          llama_batch_free(batch);
+          if (rc != 0 || cap.failed) {
             std::fprintf(stderr, "capture_routing: decode failed\n");
             return 1;
           }

@@ -5,6 +5,15 @@
   /usr/bin/python3 experiments/llamacpp/compare.py --graphs --runtime llamacpp-h100 \
       --runtime-nographs llamacpp-h100-nographs --out results/validation/llamacpp/graphs.md
 
+  /usr/bin/python3 experiments/llamacpp/compare.py --moe-routing --runtime llamacpp-h100 \
+      --out results/validation/llamacpp/moe_routing.md
+
+--moe-routing: the MoE rows (raw/bench_moe.jsonl, 2026-11-23, and raw/routing/bench_moe_routing.jsonl, measured
+2026-11-24 beside the capture) each predicted twice: with tiersim's uniform routing and with the routing llama.cpp
+itself chose for this file (raw/routing/routing_pp512.json and routing_tg128.json: capture_routing.cpp, run as
+llama-bench runs its tests; `run_on_gpu.sh moe-routing`). The file is the one the rows ran (make_random_gguf.py
+is seeded, llama-quantize deterministic); the tokens are other random draws from the same distribution.
+
 --graphs: the rows of raw/graphs.jsonl instead (run_on_gpu.sh graphs: the Q4_K_M files at -ngl 99 and half,
 CUDA graphs on and off, measured the same day); a row without graphs is predicted with --runtime-nographs.
 
@@ -50,7 +59,7 @@ def describe(r):
     return model, quant, ot
 
 
-def predict(r, runtime):
+def predict(r, runtime, routing=""):
     model, quant, ot = describe(r)
     args = [SIM, "run", "--model", MODELS[model], "--dtype", quant, "--hw", "h100-measured", "--policy", "llamacpp",
             "--ngl", str(r["n_gpu_layers"]), "--threads", str(r["n_threads"]), "--json",
@@ -67,12 +76,56 @@ def predict(r, runtime):
         for item in ot.split(";"):
             args += ["--override-tensor", item]
     pp = r["n_prompt"] > 0
+    if routing:
+        name = "routing_pp512.json" if pp else "routing_tg128.json"
+        if (r["n_prompt"], r["n_gen"]) not in ((512, 0), (0, 128)):
+            sys.exit(f"compare.py: no captured routing for a pp{r['n_prompt']}/tg{r['n_gen']} row")
+        args += ["--routing", "replay:" + os.path.relpath(os.path.join(RAW, "routing", name), ROOT)]
     args += ["--prompt", str(r["n_prompt"]), "--decode", "0"] if pp else ["--prompt", "0", "--decode", str(r["n_gen"])]
     out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("compare.py: " + " ".join(args) + "\n" + out.stderr + out.stdout)
     d = json.loads(out.stdout)
     return (r["n_prompt"] / d["prefill_seconds"]) if pp else d["tps"], " ".join(args[1:]).replace(SIM, "sim")
+
+
+def moe_routing(runtime, out):
+    """The MoE rows with uniform and with captured routing, side by side."""
+    lines = ["| measured | llama-bench | test | measured t/s | ± | tiersim, uniform routing | error | "
+             "tiersim, llama.cpp's routing | error |", "|---|---|---|---|---|---|---|---|---|"]
+    errs = {"uniform": [], "captured": []}
+    groups = {}
+    for label, path in (("2026-11-23", os.path.join(RAW, "bench_moe.jsonl")),
+                        ("2026-11-24", os.path.join(RAW, "routing", "bench_moe_routing.jsonl"))):
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                uni, _ = predict(r, runtime)
+                cap, _ = predict(r, runtime, routing=True)
+                meas = r["avg_ts"]
+                test = f"pp{r['n_prompt']}" if r["n_prompt"] > 0 else f"tg{r['n_gen']}"
+                setup = f"-ngl {r['n_gpu_layers']} -t {r['n_threads']}"
+                if r.get("n_cpu_moe", 0) > 0:
+                    setup += f" -ncmoe {r['n_cpu_moe']}"
+                eu, ec = (uni - meas) / meas, (cap - meas) / meas
+                errs["uniform"].append(abs(eu))
+                errs["captured"].append(abs(ec))
+                key = test + (" GPU only" if "-ncmoe" not in setup and setup.startswith("-ngl 99") else " experts or layers on the CPU")
+                groups.setdefault(key, []).append((abs(eu), abs(ec)))
+                lines.append(f"| {label} | `{setup}` | {test} | {meas:.1f} | {100 * r['stddev_ts'] / meas:.1f}% | "
+                             f"{uni:.1f} | {100 * eu:+.1f}% | {cap:.1f} | {100 * ec:+.1f}% |")
+    lines += ["", "| rows | n | uniform routing | llama.cpp's routing |", "|---|---|---|---|"]
+    n = len(errs["uniform"])
+    lines.append(f"| all | {n} | {100 * sum(errs['uniform']) / n:.1f}% | {100 * sum(errs['captured']) / n:.1f}% |")
+    for key in sorted(groups):
+        g = groups[key]
+        lines.append(f"| {key} | {len(g)} | {100 * sum(x[0] for x in g) / len(g):.1f}% | "
+                     f"{100 * sum(x[1] for x in g) / len(g):.1f}% |")
+    text = "\n".join(lines) + "\n"
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    sys.stdout.write(text)
 
 
 def main():
@@ -82,7 +135,13 @@ def main():
     ap.add_argument("--graphs", action="store_true")
     ap.add_argument("--runtime-nographs", default="")
     ap.add_argument("--moe", action="store_true")
+    ap.add_argument("--moe-routing", action="store_true")
     a = ap.parse_args()
+    if a.moe_routing:
+        if not a.runtime:
+            sys.exit("compare.py: --moe-routing needs --runtime (the rows were predicted with llamacpp-h100)")
+        moe_routing(a.runtime, a.out)
+        return
     table = []
     for r in rows(a.graphs, a.moe):
         model, quant, ot = describe(r)

@@ -2,7 +2,7 @@
 # The llama.cpp validation run on a GPU machine (the device tool), in phases that each pick up what an
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
 #   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
-#          models-14b fit-fixtures graphs moe moe-diagnose moe-routing
+#          models-14b fit-fixtures graphs moe moe-diagnose moe-routing calib-gpu-moe
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -109,6 +109,16 @@ phase_calib-gpu() {
     [ -s "$models/$m-f16.gguf" ] || python3 "$here/make_random_gguf.py" "$here/models/$m.json" -o "$models/$m-f16.gguf" > /dev/null || return 1
     bench -m "$models/$m-f16.gguf" -p 512 -n 128 -r 5 -ngl 99 -t 16 -nkvo 0,1 >> "$OUT/calib_nkvo.jsonl" || return 1
   done
+}
+
+# llama.cpp's MUL_MAT_ID kernels on the GPU: ggml's own test-backend-ops perf cases for Qwen3-30B-A3B's experts
+# (128 experts, 8 used, 768 x 2048, ids drawn uniformly per token) at 1 and 512 tokens -> $OUT/gpu_mul_mat_id.txt.
+# Calibration data, apart from the validation rows.
+phase_calib-gpu-moe() {
+  [ -x "$bin/test-backend-ops" ] || { echo "no test-backend-ops: build without --no-tests"; return 1; }
+  "$bin/test-backend-ops" perf -o MUL_MAT_ID -b CUDA0 \
+    -p 'type_a=(q4_K|q6_K|q8_0|f16),type_b=f32,n_mats=128,n_used=8,b=0,m=768,n=(1|512),k=2048' > "$OUT/gpu_mul_mat_id.txt" 2>&1 || return 1
+  grep "us/run" "$OUT/gpu_mul_mat_id.txt" | sed 's/ggml_backend_cuda_graph_compute: CUDA graph warmup complete//'
 }
 
 # llama.cpp's own -ngl layer assignment, from its loader's log (-v: "layer N assigned to device D",
