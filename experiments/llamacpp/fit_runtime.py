@@ -61,6 +61,7 @@ def measured(layers, ngl, threads):
 
 NKVO = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "calib_nkvo.jsonl")
 GPU_MM = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_mul_mat.txt")
+GPU_MM_ID = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_mul_mat_id.txt")
 BYTES_PER_WEIGHT = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 144 / 256, "q6_k": 210 / 256}  # ggml block layouts
 
 
@@ -78,6 +79,25 @@ def gpu_kernels():
             gemm[t] = 2.0 * rows * k * n / (us * 1e-6)
     if not gemv or not gemm:
         sys.exit("fit_runtime.py: no MUL_MAT n=1 / n=512 rows in " + GPU_MM)
+    return gemv, gemm
+
+
+def gpu_expert_kernels():
+    """ggml's CUDA MUL_MAT_ID by weight type (test-backend-ops perf, Qwen3-30B-A3B's 128 experts, 8 used, 768 x 2048,
+    ids uniform per token; run_on_gpu.sh calib-gpu-moe): (B/s of the used experts' weights at n=1, FLOP/s at n=512)."""
+    text = open(GPU_MM_ID).read()
+    gemv, gemm = {}, {}
+    pat = r"MUL_MAT_ID\(type_a=(\w+),type_b=f32,n_mats=(\d+),n_used=(\d+),b=0,m=(\d+),n=(\d+),k=(\d+)\):.*?([\d.]+) us/run"
+    for m in re.finditer(pat, text, re.S):
+        t, used, rows, n, k, us = m.group(1).lower(), int(m.group(3)), int(m.group(4)), int(m.group(5)), int(m.group(6)), float(m.group(7))
+        if t not in BYTES_PER_WEIGHT:
+            continue
+        if n == 1:
+            gemv[t] = used * rows * k * BYTES_PER_WEIGHT[t] / (us * 1e-6)
+        elif n == 512:
+            gemm[t] = 2.0 * used * rows * k * n / (us * 1e-6)
+    if not gemv or not gemm:
+        sys.exit("fit_runtime.py: no MUL_MAT_ID n=1 / n=512 rows in " + GPU_MM_ID)
     return gemv, gemm
 
 
@@ -101,13 +121,14 @@ def runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm, per_laun
     name = "llamacpp-h100" if graphs else "llamacpp-h100-nographs"
     head = ("# llama.cpp's host costs on the H100 validation host, calibrated by experiments/llamacpp/fit_runtime.py from\n"
             "# two made-up calibration models only (results/validation/llamacpp/raw/calib_bench.jsonl and calib_nkvo.jsonl)\n"
-            "# and ggml's test-backend-ops (raw/gpu_mul_mat.txt), never from the validation rows.\n")
+            "# and ggml's test-backend-ops (raw/gpu_mul_mat.txt, gpu_mul_mat_id.txt), never from the validation rows.\n")
     if not graphs:
         head = ("# llama.cpp's host costs on the H100 validation host with CUDA graphs off (GGML_CUDA_DISABLE_GRAPHS),\n"
                 "# calibrated by experiments/llamacpp/fit_runtime.py from two made-up calibration models only\n"
                 "# (results/validation/llamacpp/raw/calib_bench.jsonl, calib_nkvo.jsonl, graphs.jsonl) and ggml's\n"
-                "# test-backend-ops (raw/gpu_mul_mat.txt), never from the validation rows.\n")
+                "# test-backend-ops (raw/gpu_mul_mat.txt, gpu_mul_mat_id.txt), never from the validation rows.\n")
     what = "" if graphs else ", CUDA graphs off (GGML_CUDA_DISABLE_GRAPHS)"
+    gemv_id, gemm_id = gpu_expert_kernels()
     launch_text = "0 us" if per_launch == 0 else f"{per_launch / us:.3f} us"
     return f"""{head}# Regenerate: /usr/bin/python3 experiments/llamacpp/fit_runtime.py --write
 tiersim_runtime: 1
@@ -125,6 +146,8 @@ per_cpu_op: "{cpu_op / us:.3f} us"
 kernel_floor: "{floor / us:.3f} us"
 gpu_gemv: {{{", ".join(f'{t}: "{gemv[t] / 1e9:.0f} GB/s"' for t in sorted(gemv))}}}
 gpu_gemm: {{{", ".join(f'{t}: "{gemm[t] / 1e12:.1f} TFLOP/s"' for t in sorted(gemm))}}}
+gpu_gemv_id: {{{", ".join(f'{t}: "{gemv_id[t] / 1e9:.0f} GB/s"' for t in sorted(gemv_id))}}}
+gpu_gemm_id: {{{", ".join(f'{t}: "{gemm_id[t] / 1e12:.1f} TFLOP/s"' for t in sorted(gemm_id))}}}
 """
 
 
@@ -188,7 +211,8 @@ def main():
               "kernel_floor from -ngl 99 (Q8_0), per_cpu_op from -ngl 0 (Q8_0), per_copy (the host time tiersim charges "
               "per CPU/GPU hand-over and per op-offload weight copy: ggml_backend_sched's synchronous split copies) from "
               "--no-kv-offload against without (F16); per_launch 0 (decode graphs are replayed as CUDA graphs); gpu_gemv "
-              "and gpu_gemm from ggml's test-backend-ops perf MUL_MAT 4096x14336 on the H100 (raw/gpu_mul_mat.txt). "
+              "and gpu_gemm from ggml's test-backend-ops perf MUL_MAT 4096x14336 on the H100 (raw/gpu_mul_mat.txt), gpu_gemv_id "
+              "and gpu_gemm_id from its MUL_MAT_ID over 128 experts of 768x2048, 8 used, at 1 and 512 tokens (raw/gpu_mul_mat_id.txt). "
               + report.splitlines()[2])
     text = runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm)
     # CUDA graphs off: every kernel launched by the host. Same kernel floor, CPU and copy costs; per_step and

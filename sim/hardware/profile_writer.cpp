@@ -163,6 +163,16 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
     for (const auto& [type, rate] : r.gpu_gemm) g[type] = quantity(rate, "FLOP/s");
     j["gpu_gemm"] = g;
   }
+  if (!r.gpu_gemv_id.empty()) {
+    ordered_json g = ordered_json::object();
+    for (const auto& [type, rate] : r.gpu_gemv_id) g[type] = quantity(rate, "B/s");
+    j["gpu_gemv_id"] = g;
+  }
+  if (!r.gpu_gemm_id.empty()) {
+    ordered_json g = ordered_json::object();
+    for (const auto& [type, rate] : r.gpu_gemm_id) g[type] = quantity(rate, "FLOP/s");
+    j["gpu_gemm_id"] = g;
+  }
   if (!r.gpu_cast.empty()) {
     ordered_json g = ordered_json::object();
     g["source"] = r.gpu_cast_source;

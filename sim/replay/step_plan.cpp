@@ -146,6 +146,12 @@ double StepPlanner::weight_read_bytes(const trace::Op& op) const {
   return bytes;
 }
 
+bool StepPlanner::reads_weight_range(const trace::Op& op) const {
+  for (const auto& r : op.reads)
+    if (header_.tensors[r.tensor].kind == trace::TensorKind::Weight && r.bytes < header_.tensors[r.tensor].bytes) return true;
+  return false;
+}
+
 double StepPlanner::activation_bytes(const trace::Op& op) const {
   double bytes = 0;
   for (const auto& a : op.writes)
@@ -423,14 +429,23 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         // measured rate of one.
         a.cost.local_rate = std::min(a.cost.local_rate, static_cast<double>(op.blocks) * runtime_.gpu_block_rate);
       if (!op.dtype.empty() && a.cost.measured_seconds < 0) {
-        // The runtime's own kernels for this weight type (llama.cpp's MMVQ / MMQ), as measured.
+        // The runtime's own kernels for this weight type (llama.cpp's MMVQ / MMQ), as measured; over one expert's
+        // slice of a fused experts tensor, its kernel for a stack of experts (MUL_MAT_ID) where it has one.
+        const bool expert = reads_weight_range(op);
+        auto rate = [&](const std::map<std::string, double>& plain, const std::map<std::string, double>& id) {
+          if (expert) {
+            const auto it = id.find(op.dtype);
+            if (it != id.end()) return it->second;
+          }
+          const auto it = plain.find(op.dtype);
+          return it != plain.end() ? it->second : 0.0;
+        };
         if (op.kind == trace::OpKind::Gemv) {
-          const auto it = runtime_.gpu_gemv.find(op.dtype);
-          if (it != runtime_.gpu_gemv.end())
-            a.cost.compute_seconds = std::max(a.cost.compute_seconds, weight_read_bytes(op) / it->second);
+          if (const double r = rate(runtime_.gpu_gemv, runtime_.gpu_gemv_id); r > 0)
+            a.cost.compute_seconds = std::max(a.cost.compute_seconds, weight_read_bytes(op) / r);
         } else if (op.kind == trace::OpKind::Gemm) {
-          const auto it = runtime_.gpu_gemm.find(op.dtype);
-          if (it != runtime_.gpu_gemm.end()) a.cost.compute_seconds = static_cast<double>(op.flops) / it->second;
+          if (const double r = rate(runtime_.gpu_gemm, runtime_.gpu_gemm_id); r > 0)
+            a.cost.compute_seconds = static_cast<double>(op.flops) / r;
         }
       }
       a.work_seconds = a.cost.seconds();

@@ -105,6 +105,8 @@ class StepPlanner {
   void await_releases(StepPlan& out, std::size_t begin);
   double activation_bytes(const trace::Op& op) const;
   double weight_read_bytes(const trace::Op& op) const;  // bytes of the op's reads that are weights
+  // Whether the op reads part of a weight tensor (one expert's slice of a fused experts tensor, trace format 2).
+  bool reads_weight_range(const trace::Op& op) const;
   // Whether ggml's op offload runs this op, homed on the CPU, on the compute GPU in this step: a
   // transformer layer's op in a step of at least execute.op_offload_batch tokens (the output layer's
   // ops see only the last token of each sequence, the embedding lookup is never offloaded).

@@ -35,6 +35,8 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
   if (top.has("kernel_floor")) r.kernel_floor = top.duration("kernel_floor");
   if (top.has("gpu_gemv")) r.gpu_gemv = top.weight_type_rates("gpu_gemv", true);
   if (top.has("gpu_gemm")) r.gpu_gemm = top.weight_type_rates("gpu_gemm", false);
+  if (top.has("gpu_gemv_id")) r.gpu_gemv_id = top.weight_type_rates("gpu_gemv_id", true);
+  if (top.has("gpu_gemm_id")) r.gpu_gemm_id = top.weight_type_rates("gpu_gemm_id", false);
   if (top.has("gpu_cast")) {
     config::Section t = top.child("gpu_cast");
     r.gpu_cast_source = t.text("source");

@@ -77,6 +77,11 @@ struct RuntimeProfile {
   // rate still bounds it from below); a GEMM's FLOPs take the gemm rate instead of the dtype's. Optional.
   std::map<std::string, double> gpu_gemv;
   std::map<std::string, double> gpu_gemm;
+  // The same for the framework's kernel over a stack of experts (llama.cpp's MUL_MAT_ID: one launch for every expert
+  // a batch routed to, its tokens gathered per expert), by weight type: it prices a GEMV or GEMM whose weight is a
+  // byte range of a tensor (one expert's slice of a fused experts tensor) in place of gpu_gemv / gpu_gemm. Optional.
+  std::map<std::string, double> gpu_gemv_id;
+  std::map<std::string, double> gpu_gemm_id;
   // The framework's cast of a weight from its storage type to the compute dtype (ComfyUI's fp8 weights cast to bf16
   // before each Linear; ComfyUI-GGUF's dequantization of GGUF blocks: "q4_k", ...), by storage type ("fp8"): the
   // kernels' rate as a share of the GPU's memory rate, which the

@@ -407,3 +407,84 @@ TEST(OpOffload, EachRunOfConsecutiveUsedExpertsIsOneCopy) {
 
 }  // namespace
 }  // namespace tiersim
+
+namespace tiersim {
+namespace {
+
+// llama.cpp's MUL_MAT_ID (one kernel over every expert a batch routed to) has its own measured rates: an op over
+// one expert's slice of a fused experts tensor takes gpu_gemm_id / gpu_gemv_id, a dense matrix gpu_gemm / gpu_gemv;
+// a runtime without the _id rates prices both alike.
+TEST(ExpertKernels, AnExpertSliceTakesTheRuntimesStackOfExpertsRatesAndADenseMatrixItsPlainOnes) {
+  const auto config = model::parse_model_config(
+      R"({"model_type": "qwen3_moe", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000, "num_experts": 16,
+          "num_experts_per_tok": 4, "moe_intermediate_size": 128, "max_position_embeddings": 4096})",
+      "tiny-moe.json");
+  model::GenerationOptions o;
+  model::set_dtype(o, "Q8_0");
+  o.prompt_tokens = 256;
+  o.decode_tokens = 1;
+  const auto hw = hw::resolve_profile("h100-measured");
+  auto plans = [&](const runtime::RuntimeProfile& rt) {
+    model::LlmTraceGenerator gen(config, o);
+    strategy::StrategySpec spec;
+    spec.placement = strategy::PartSpec::parse("llamacpp.ngl", "--placement");
+    spec.custom = true;
+    const auto p = strategy::compose(gen.header(), hw, spec);
+    replay::StepPlanner planner({hw, rt}, gen.header(), p);
+    std::vector<std::pair<trace::Step, replay::StepPlan>> out;
+    trace::Step step;
+    while (gen.next(step)) {
+      out.emplace_back(step, replay::StepPlan{});
+      planner.plan(out.back().first, out.back().second);
+    }
+    return std::make_pair(gen.header(), out);
+  };
+  runtime::RuntimeProfile rt = runtime::resolve_runtime("llamacpp");
+  rt.gpu_gemv = {{"q8_0", 2e12}};
+  rt.gpu_gemm = {{"q8_0", 200e12}};
+  runtime::RuntimeProfile with_id = rt;
+  with_id.gpu_gemv_id = {{"q8_0", 0.5e12}};
+  with_id.gpu_gemm_id = {{"q8_0", 20e12}};
+  const auto [header, plain] = plans(rt);
+  const auto [header2, id] = plans(with_id);
+  ASSERT_EQ(plain.size(), 2u);  // the prompt, one decode token
+  int experts = 0, dense = 0;
+  for (std::size_t s = 0; s < plain.size(); ++s) {
+    const auto& step = plain[s].first;
+    const auto& a = plain[s].second.actions;
+    const auto& b = id[s].second.actions;
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (a[i].kind != ActionKind::Kernel || a[i].op < 0) continue;
+      const trace::Op& op = step.ops[static_cast<std::size_t>(a[i].op)];
+      if (op.dtype != "q8_0" || (op.kind != trace::OpKind::Gemm && op.kind != trace::OpKind::Gemv)) continue;
+      bool slice = false;
+      double weight = 0;
+      for (const auto& r : op.reads)
+        if (header.tensors[r.tensor].kind == trace::TensorKind::Weight) {
+          slice |= r.bytes < header.tensors[r.tensor].bytes;
+          weight += static_cast<double>(r.bytes);
+        }
+      if (!slice) {
+        ++dense;
+        EXPECT_DOUBLE_EQ(a[i].cost.compute_seconds, b[i].cost.compute_seconds);
+        continue;
+      }
+      ++experts;
+      if (op.kind == trace::OpKind::Gemm) {
+        EXPECT_DOUBLE_EQ(a[i].cost.compute_seconds, static_cast<double>(op.flops) / 200e12);
+        EXPECT_DOUBLE_EQ(b[i].cost.compute_seconds, static_cast<double>(op.flops) / 20e12);
+      } else {
+        EXPECT_GE(a[i].cost.compute_seconds, weight / 2e12);
+        EXPECT_GE(b[i].cost.compute_seconds, weight / 0.5e12);
+        EXPECT_LT(a[i].cost.compute_seconds, b[i].cost.compute_seconds);
+      }
+    }
+  }
+  EXPECT_EQ(experts, 2 * 16 * 3 + 2 * 4 * 3);  // the prompt's 256 x 4 draws hit all 16; a token hits 4; x 2 layers x 3
+  EXPECT_GT(dense, 0);
+}
+
+}  // namespace
+}  // namespace tiersim

@@ -135,6 +135,25 @@ TEST(RuntimeLoader, ReadsTheCastShareAndRefusesOtherTypes) {
                "gpu_cast.source", 12);
 }
 
+// The framework's matrix kernels by weight type, plain and over a stack of experts (llama.cpp's MUL_MAT_ID).
+TEST(RuntimeLoader, ReadsTheMatrixKernelRatesPlainAndForExperts) {
+  const RuntimeProfile r = parse_runtime(std::string(kRuntime) +
+                                             "gpu_gemv: {q4_k: \"1974 GB/s\"}\ngpu_gemm: {q4_k: \"177.1 TFLOP/s\"}\n"
+                                             "gpu_gemv_id: {q4_k: \"884 GB/s\", q8_0: \"1309 GB/s\"}\n"
+                                             "gpu_gemm_id: {q4_k: \"37 TFLOP/s\"}\n",
+                                         "ok.yaml");
+  EXPECT_DOUBLE_EQ(r.gpu_gemv.at("q4_k"), 1974e9);
+  EXPECT_DOUBLE_EQ(r.gpu_gemm.at("q4_k"), 177.1e12);
+  EXPECT_DOUBLE_EQ(r.gpu_gemv_id.at("q4_k"), 884e9);
+  EXPECT_DOUBLE_EQ(r.gpu_gemv_id.at("q8_0"), 1309e9);
+  EXPECT_DOUBLE_EQ(r.gpu_gemm_id.at("q4_k"), 37e12);
+  EXPECT_TRUE(parse_runtime(kRuntime, "ok.yaml").gpu_gemm_id.empty());
+  expect_error("peer_copy_overlaps_compute: true\n",
+               "peer_copy_overlaps_compute: true\ngpu_gemm_id: {q4_k: \"37 GB/s\"}\n", "gpu_gemm_id.q4_k", 12);
+  expect_error("peer_copy_overlaps_compute: true\n",
+               "peer_copy_overlaps_compute: true\ngpu_gemv_id: {q4_k: \"-1 GB/s\"}\n", "gpu_gemv_id.q4_k", 12);
+}
+
 // gpu_block_reduction: one thread block's streaming rate (PyTorch's GroupNorm statistics), with its source.
 TEST(RuntimeLoader, ReadsTheBlockRateWithItsSource) {
   const RuntimeProfile r =
