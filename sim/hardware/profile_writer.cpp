@@ -173,6 +173,7 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
     for (const auto& [type, rate] : r.gpu_gemm_id) g[type] = quantity(rate, "FLOP/s");
     j["gpu_gemm_id"] = g;
   }
+  if (r.gpu_gemm_id_share > 0) j["gpu_gemm_id_share"] = r.gpu_gemm_id_share;
   if (!r.gpu_cast.empty()) {
     ordered_json g = ordered_json::object();
     g["source"] = r.gpu_cast_source;

@@ -446,6 +446,8 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         } else if (op.kind == trace::OpKind::Gemm) {
           if (const double r = rate(runtime_.gpu_gemm, runtime_.gpu_gemm_id); r > 0)
             a.cost.compute_seconds = static_cast<double>(op.flops) / r;
+          if (expert && runtime_.gpu_gemm_id_share > 0 && !runtime_.gpu_gemm_id.count(op.dtype))
+            a.cost.compute_seconds /= runtime_.gpu_gemm_id_share;
         }
       }
       a.work_seconds = a.cost.seconds();

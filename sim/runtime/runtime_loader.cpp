@@ -37,6 +37,11 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
   if (top.has("gpu_gemm")) r.gpu_gemm = top.weight_type_rates("gpu_gemm", false);
   if (top.has("gpu_gemv_id")) r.gpu_gemv_id = top.weight_type_rates("gpu_gemv_id", true);
   if (top.has("gpu_gemm_id")) r.gpu_gemm_id = top.weight_type_rates("gpu_gemm_id", false);
+  if (top.has("gpu_gemm_id_share")) {
+    r.gpu_gemm_id_share = top.number("gpu_gemm_id_share", 0, 1);
+    if (!(r.gpu_gemm_id_share > 0))
+      top.fail("gpu_gemm_id_share", "must be a share above 0 and at most 1");
+  }
   if (top.has("gpu_cast")) {
     config::Section t = top.child("gpu_cast");
     r.gpu_cast_source = t.text("source");

@@ -82,6 +82,10 @@ struct RuntimeProfile {
   // byte range of a tensor (one expert's slice of a fused experts tensor) in place of gpu_gemv / gpu_gemm. Optional.
   std::map<std::string, double> gpu_gemv_id;
   std::map<std::string, double> gpu_gemm_id;
+  // Where a weight type has no gpu_gemm_id rate: a prompt-sized product over an expert's slice at this share of the
+  // rate a dense matrix of its type would take (0 < share <= 1; 0: not set, the dense rate). A runtime without
+  // measured kernels carries the ratio measured on another GPU (the assumed `llamacpp` runtime). Optional.
+  double gpu_gemm_id_share = 0;
   // The framework's cast of a weight from its storage type to the compute dtype (ComfyUI's fp8 weights cast to bf16
   // before each Linear; ComfyUI-GGUF's dequantization of GGUF blocks: "q4_k", ...), by storage type ("fp8"): the
   // kernels' rate as a share of the GPU's memory rate, which the

@@ -443,6 +443,7 @@ TEST(ExpertKernels, AnExpertSliceTakesTheRuntimesStackOfExpertsRatesAndADenseMat
   runtime::RuntimeProfile rt = runtime::resolve_runtime("llamacpp");
   rt.gpu_gemv = {{"q8_0", 2e12}};
   rt.gpu_gemm = {{"q8_0", 200e12}};
+  rt.gpu_gemm_id_share = 0;  // the assumed runtime's share of the dense rate: tested below
   runtime::RuntimeProfile with_id = rt;
   with_id.gpu_gemv_id = {{"q8_0", 0.5e12}};
   with_id.gpu_gemm_id = {{"q8_0", 20e12}};
@@ -484,6 +485,27 @@ TEST(ExpertKernels, AnExpertSliceTakesTheRuntimesStackOfExpertsRatesAndADenseMat
   }
   EXPECT_EQ(experts, 2 * 16 * 3 + 2 * 4 * 3);  // the prompt's 256 x 4 draws hit all 16; a token hits 4; x 2 layers x 3
   EXPECT_GT(dense, 0);
+  // A share of the dense rate (the assumed runtime's form) slows the experts' prompt products by it, and nothing else.
+  runtime::RuntimeProfile share = rt;
+  share.gpu_gemm_id_share = 0.25;
+  const auto [header3, shared] = plans(share);
+  int slowed = 0;
+  for (std::size_t s = 0; s < plain.size(); ++s)
+    for (std::size_t i = 0; i < plain[s].second.actions.size(); ++i) {
+      const auto& a = plain[s].second.actions[i];
+      const auto& c = shared[s].second.actions[i];
+      if (a.kind != ActionKind::Kernel || a.op < 0) continue;
+      const trace::Op& op = plain[s].first.ops[static_cast<std::size_t>(a.op)];
+      bool slice = false;
+      for (const auto& r : op.reads) slice |= header.tensors[r.tensor].kind == trace::TensorKind::Weight && r.bytes < header.tensors[r.tensor].bytes;
+      if (slice && op.kind == trace::OpKind::Gemm) {
+        ++slowed;
+        EXPECT_DOUBLE_EQ(c.cost.compute_seconds, 4 * a.cost.compute_seconds);
+      } else {
+        EXPECT_DOUBLE_EQ(c.cost.compute_seconds, a.cost.compute_seconds);
+      }
+    }
+  EXPECT_EQ(slowed, 2 * 16 * 3);
 }
 
 }  // namespace

@@ -152,6 +152,12 @@ TEST(RuntimeLoader, ReadsTheMatrixKernelRatesPlainAndForExperts) {
                "peer_copy_overlaps_compute: true\ngpu_gemm_id: {q4_k: \"37 GB/s\"}\n", "gpu_gemm_id.q4_k", 12);
   expect_error("peer_copy_overlaps_compute: true\n",
                "peer_copy_overlaps_compute: true\ngpu_gemv_id: {q4_k: \"-1 GB/s\"}\n", "gpu_gemv_id.q4_k", 12);
+  EXPECT_DOUBLE_EQ(parse_runtime(std::string(kRuntime) + "gpu_gemm_id_share: 0.21\n", "ok.yaml").gpu_gemm_id_share, 0.21);
+  EXPECT_EQ(parse_runtime(kRuntime, "ok.yaml").gpu_gemm_id_share, 0);
+  expect_error("peer_copy_overlaps_compute: true\n", "peer_copy_overlaps_compute: true\ngpu_gemm_id_share: 0\n",
+               "gpu_gemm_id_share", 12);
+  expect_error("peer_copy_overlaps_compute: true\n", "peer_copy_overlaps_compute: true\ngpu_gemm_id_share: 1.5\n",
+               "gpu_gemm_id_share", 12);
 }
 
 // gpu_block_reduction: one thread block's streaming rate (PyTorch's GroupNorm statistics), with its source.
