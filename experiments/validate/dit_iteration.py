@@ -66,7 +66,7 @@ offloaded_bytes, offloaded_modules (every cpu leaf, the unlisted ones included),
 unlisted_modules (of those, the leaves outside ComfyUI's load list), model_bytes, leaf_modules, iteration_s
 (every timed iteration: all its forwards), median_s, warmup_s, iterations, warmup, setup_s (moving the cpu leaves to host
 memory), peak_bytes (torch.cuda.max_memory_allocated), torch, gpu, totals, depth (Wan: num_layers),
-depth_single_blocks (null for Wan), weight_dtype (bf16 | fp8 | the GGUF file type as given, e.g. Q8_0), tiny,
+depth_single_blocks (null for Wan), weight_dtype (bf16 | fp8 | fp8_scaled | the GGUF file type as given, e.g. Q8_0), tiny,
 sdpa_priority (whether ComfyUI's cuDNN-first backend priority was applied); GGUF rows also gguf_tensor_types
 ({GGML type: Linear weights of it}).
 """
@@ -182,6 +182,29 @@ def fp8_weights(model):
     return model
 
 
+def fp8_scaled_weights(model):
+    """A scaled fp8 checkpoint (ComfyUI's *_fp8_scaled files: Wan's repackaged weights), as comfy/ops.py a125cd84
+    scaled_fp8_ops runs it without --fast fp8 (fp8_matrix_mult off): every Linear's weight float8_e4m3fn with a
+    per-tensor fp32 `scale_weight` (here max|w| / 448, as a quantizer would choose), and forward_comfy_cast_weights:
+    cast_bias_weight (the weight to bf16), then `weight * scale` when the weight has fewer elements than the input,
+    else `input * scale`, each after scale_weight.to(device, dtype) (a cast kernel of its own), then F.linear."""
+    def forward(self, x):
+        weight = self.weight.to(x.dtype)
+        scale = self.scale_weight.to(device=weight.device, dtype=weight.dtype)
+        if weight.numel() < x.numel():
+            return F.linear(x, weight * scale, self.bias)
+        return F.linear(x * scale, weight, self.bias)
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear):
+            w = m.weight.data
+            scale = (w.abs().max().float() / 448.0).clamp(min=1e-12)
+            m.weight.data = (w.float() / scale).to(torch.float8_e4m3fn)
+            m.scale_weight = torch.nn.Parameter(scale.reshape(()), requires_grad=False)
+            m.forward = types.MethodType(forward, m)
+    torch.cuda.synchronize()
+    return model
+
+
 def parse_resolution(s):
     w, h = (int(x) for x in s.lower().split("x"))
     return w, h
@@ -221,8 +244,9 @@ def main():
     ap.add_argument("--negative-tokens", type=int, default=None,
                     help="Qwen-Image: the negative prompt's tokens; other than --text-tokens (with cfg != 1) the "
                          "negative prompt runs as a second forward")
-    ap.add_argument("--weight-dtype", choices=["bf16", "fp8"] + list(gguf_weights.FILE_TYPES), default="bf16",
+    ap.add_argument("--weight-dtype", choices=["bf16", "fp8", "fp8_scaled"] + list(gguf_weights.FILE_TYPES), default="bf16",
                     help="fp8: every Linear's weight in float8_e4m3fn, cast to bf16 per forward, as ComfyUI does; "
+                         "fp8_scaled: the same with a per-tensor scale applied after the cast (scaled_fp8_ops); "
                          "Q8_0 ... Q4_0 (FLUX only): a GGUF file of that type, dequantized per forward as "
                          "ComfyUI-GGUF does")
     ap.add_argument("--gguf-dequant", default=gguf_weights.DEFAULT_DEQUANT,
@@ -264,6 +288,8 @@ def main():
     model = fam.module.build(params)
     if a.weight_dtype == "fp8":
         model = fp8_weights(model)
+    elif a.weight_dtype == "fp8_scaled":
+        model = fp8_scaled_weights(model)
     elif gguf:
         model = gguf_weights.gguf_weights(model, a.weight_dtype, dequant)
         print(f"{a.weight_dtype}: Linear weights {model.gguf_tensor_types}", file=sys.stderr, flush=True)
