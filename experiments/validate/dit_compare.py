@@ -45,7 +45,13 @@ SOURCES = [("FLUX.1-dev, 1024x1024 and 512x512, batch 1", "dit_iteration.jsonl",
             "flux_q4_k_s_run1_iteration.jsonl", "traces/models/flux.1-dev.json", "fluxq4ks_"),
            ("FLUX.1 Kontext's shape: FLUX.1-dev at 1024x1024 with a 1024x1024 reference image (ComfyUI's "
             "ReferenceLatent: 4096 + 4096 image tokens)", "kontext_iteration.jsonl", "traces/models/flux.1-dev.json",
-            "kontext_")]
+            "kontext_"),
+           ("Wan2.1-T2V-14B, fp8 weights (cast to bf16 per forward), 832x480, cfg 6", "wan_fp8_iteration.jsonl",
+            "traces/models/wan2.1-t2v-14b.json", "wanfp8_"),
+           ("Wan2.1-T2V-14B, scaled fp8 weights (cast, then the weight or the input times its scale), 832x480, cfg 6",
+            "wan_fp8_scaled_iteration.jsonl", "traces/models/wan2.1-t2v-14b.json", "wanfp8s_"),
+           ("FLUX.1-dev, scaled fp8 weights, 1024x1024", "flux_fp8_scaled_iteration.jsonl",
+            "traces/models/flux.1-dev.json", "fluxfp8s_")]
 
 
 def workload(row, model):
