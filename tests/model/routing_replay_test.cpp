@@ -117,3 +117,41 @@ TEST(RoutingReplay, ARunRecordsItsRoutingFileAndReRunsFromIt) {
 
 }  // namespace
 }  // namespace tiersim::model
+
+namespace tiersim::model {
+namespace {
+
+// A routing file llama.cpp itself made (experiments/llamacpp/capture_routing.cpp: its ffn_moe_topk node for a
+// 512-token prompt of the 24-layer Qwen3-30B-A3B validation file): it reads, and the experts a prompt step of its
+// 512 tokens reads per layer are the distinct experts the capture tool printed for its first 512 tokens
+// (results/validation/llamacpp/raw/routing/moe-routing.log).
+TEST(RoutingReplay, AFileCapturedFromLlamaCppDrivesThePromptsExpertReads) {
+  const std::string path =
+      std::string(TIERSIM_SOURCE_DIR) + "/results/validation/llamacpp/raw/routing/routing_pp512.json";
+  const RoutingTable table = load_routing_file(path);
+  EXPECT_EQ(table.layers, 24u);
+  EXPECT_EQ(table.num_experts, 128u);
+  ASSERT_EQ(table.tokens.size(), 2u);
+  EXPECT_EQ(table.tokens[0], 512u);
+  const std::vector<std::size_t> printed{126, 75, 48, 33, 34, 37, 31, 33, 26, 27, 26, 28,
+                                         20, 27, 32, 25, 31, 23, 28, 22, 28, 21, 24, 21};
+  const ModelConfig model =
+      load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/experiments/llamacpp/models/qwen3-30b-a3b-L24.json");
+  GenerationOptions g = replay(path, 512, 0);
+  set_dtype(g, "Q4_K_M");
+  LlmTraceGenerator gen(model, g);
+  trace::Step step;
+  ASSERT_TRUE(gen.next(step));
+  for (std::uint32_t layer = 0; layer < 24; ++layer) {
+    // llama.cpp's fused blk.L.ffn_gate_exps.weight: an expert's gate is the slice at offset expert x bytes.
+    const std::string gate = "blk." + std::to_string(layer) + ".ffn_gate_exps.weight";
+    std::set<std::uint64_t> read;
+    for (const auto& op : step.ops)
+      for (const auto& r : op.reads)
+        if (gen.header().tensors[r.tensor].name == gate && r.bytes > 0) read.insert(r.offset / r.bytes);
+    EXPECT_EQ(read.size(), printed[layer]) << "layer " << layer;
+  }
+}
+
+}  // namespace
+}  // namespace tiersim::model
