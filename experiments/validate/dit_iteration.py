@@ -147,13 +147,13 @@ class Family:
                 sys.exit("--reference: the harness appends a reference image to FLUX's inputs only")
             # Flux._forward with ref_latents (ComfyUI's ReferenceLatent, method "offset"): the reference latent packed
             # as the image's (process_img, index 1) and concatenated after it, tokens and ids, before forward_orig.
+            if batch != 1:
+                sys.exit("--reference: batch 1 (cfg 1) only")
             inputs = flux_dit.make_inputs(self.params, w, h, text_tokens)
             ref = flux_dit.make_inputs(self.params, reference[0], reference[1], text_tokens, seed=1)
             ref["img_ids"][:, :, 0] = 1
             inputs["img"] = torch.cat([inputs["img"], ref["img"]], dim=1)
             inputs["img_ids"] = torch.cat([inputs["img_ids"], ref["img_ids"]], dim=1)
-            if batch != 1:
-                sys.exit("--reference: batch 1 (cfg 1) only")
             return inputs
         if self.video:
             return wan_dit.make_inputs(self.params, w, h, frames, batch=batch, text_tokens=text_tokens)
@@ -280,6 +280,8 @@ def main():
     results = os.path.join(a.out, "dit_iteration.jsonl")
     shapes = [(r, *parse_resolution(r), fr) for r in a.resolutions for fr in frames_list]
     reference = parse_resolution(a.reference) if a.reference else None
+    if reference and (fam.short != "flux" or batch != 1):
+        sys.exit("--reference: the harness appends a reference image to FLUX's inputs only, at batch 1 (cfg 1)")
 
     totals = {"cuda:0": torch.cuda.mem_get_info(0)[1], "cpu": psutil.virtual_memory().total}
     distorch = load_distorch(a.distorch, totals)
