@@ -2,7 +2,7 @@
 # The llama.cpp validation run on a GPU machine (the device tool), in phases that each pick up what an
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
 #   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
-#          models-14b fit-fixtures graphs moe moe-diagnose moe-routing calib-gpu-moe
+#          models-14b fit-fixtures graphs moe moe-diagnose moe-routing calib-gpu-moe moe-routing-long
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -313,6 +313,28 @@ phase_moe-routing() {
 import json
 for l in open('$OUT/bench_moe_routing.jsonl'):
     r = json.loads(l); print(r['n_gpu_layers'], r.get('n_cpu_moe'), r['n_prompt'], r['n_gen'], round(r['avg_ts'], 1), r['samples_ts'])"
+}
+
+# A long prompt through the same MoE file: 2048 tokens, four micro-batches of 512 (llama-bench's -b 2048 -ub 512),
+# each copying the CPU layers' used experts again; the routing llama.cpp chose for one such prompt
+# -> $OUT/routing_pp2048.json, and the rows -> $OUT/bench_moe_long.jsonl.
+phase_moe-routing-long() {
+  local t0=$SECONDS file=$models/qwen3-30b-a3b-L24-Q4_K_M.gguf
+  if [ ! -s "$file" ]; then
+    "$here/make_models.sh" --models qwen3-30b-a3b --layers 24 --quants Q4_K_M > "$OUT/moe_models.log" 2>&1 || { tail "$OUT/moe_models.log"; return 1; }
+    rm -f "$models"/*-f16.gguf
+  fi
+  echo "moe-routing-long: model ready at $((SECONDS - t0)) s"
+  "$bin/capture_routing" -m "$file" -o "$OUT/routing_pp2048.json" --prompt 2048 --sequences 1 2> "$OUT/capture_pp2048.log" || { tail "$OUT/capture_pp2048.log"; return 1; }
+  : > "$OUT/bench_moe_long.jsonl"
+  for opt in "-ngl 99" "-ngl 99 -ncmoe 12" "-ngl 99 -ncmoe 24"; do
+    bench -m "$file" -p 2048 -n 0 -r 3 -t 16 $opt >> "$OUT/bench_moe_long.jsonl" || return 1
+  done
+  echo "moe-routing-long: benched at $((SECONDS - t0)) s"
+  python3 -c "
+import json
+for l in open('$OUT/bench_moe_long.jsonl'):
+    r = json.loads(l); print(r['n_gpu_layers'], r.get('n_cpu_moe'), r['n_prompt'], r['n_batch'], r['n_ubatch'], round(r['avg_ts'], 1), r['samples_ts'])"
 }
 
 # A 14B model for the 12 GB example (Q4_K_M only; its F16 source is removed once quantized).
