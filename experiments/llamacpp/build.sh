@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds the kit (CMakeLists.txt beside this file) into carry/build: llama-bench,
-# llama-quantize, llama-fit-params, cpu_matmul_bench and test-backend-ops, with the CUDA backend when nvcc is found.
+# llama-quantize, llama-fit-params, cpu_matmul_bench, capture_routing and test-backend-ops, with the CUDA backend when nvcc is found.
 #   build.sh [--cpu] [--configure-only] [--build-dir DIR] [-j N] [--no-tests] [-- EXTRA CMAKE ARGS]
 #     --cpu             CPU backend only, even where nvcc is found
 #     --configure-only  run cmake's configure step and stop (prints the CUDA translation units it would compile)
@@ -77,7 +77,7 @@ if [ "$cuda" = on ]; then
 fi
 [ "$configure_only" = 1 ] && exit 0
 
-targets=(llama-bench llama-quantize llama-fit-params cpu_matmul_bench)
+targets=(llama-bench llama-quantize llama-fit-params cpu_matmul_bench capture_routing)
 [ "$tests" = 1 ] && targets+=(test-backend-ops)
 echo "build.sh: building ${targets[*]} with -j $jobs"
 cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
