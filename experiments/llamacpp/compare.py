@@ -8,9 +8,10 @@
   /usr/bin/python3 experiments/llamacpp/compare.py --moe-routing --runtime llamacpp-h100 \
       --out results/validation/llamacpp/moe_routing.md
 
---moe-routing: the MoE rows (raw/bench_moe.jsonl, 2026-11-23, and raw/routing/bench_moe_routing.jsonl, measured
-2026-11-24 beside the capture) each predicted twice: with tiersim's uniform routing and with the routing llama.cpp
-itself chose for this file (raw/routing/routing_pp512.json and routing_tg128.json: capture_routing.cpp, run as
+--moe-routing: the MoE rows (raw/bench_moe.jsonl, 2026-11-23; raw/routing/bench_moe_routing.jsonl, measured
+2026-11-24 beside the capture; raw/routing/bench_moe_long.jsonl, 2048-token prompts on a later machine that day, "(b)")
+each predicted twice: with tiersim's uniform routing and with the routing llama.cpp
+itself chose for this file (raw/routing/routing_pp512.json, routing_pp2048.json and routing_tg128.json: capture_routing.cpp, run as
 llama-bench runs its tests; `run_on_gpu.sh moe-routing`). The file is the one the rows ran (make_random_gguf.py
 is seeded, llama-quantize deterministic); the tokens are other random draws from the same distribution.
 
@@ -77,9 +78,9 @@ def predict(r, runtime, routing=""):
             args += ["--override-tensor", item]
     pp = r["n_prompt"] > 0
     if routing:
-        name = "routing_pp512.json" if pp else "routing_tg128.json"
-        if (r["n_prompt"], r["n_gen"]) not in ((512, 0), (0, 128)):
-            sys.exit(f"compare.py: no captured routing for a pp{r['n_prompt']}/tg{r['n_gen']} row")
+        name = f"routing_pp{r['n_prompt']}.json" if pp else f"routing_tg{r['n_gen']}.json"
+        if not os.path.exists(os.path.join(RAW, "routing", name)):
+            sys.exit(f"compare.py: no captured routing for a pp{r['n_prompt']}/tg{r['n_gen']} row ({name})")
         args += ["--routing", "replay:" + os.path.relpath(os.path.join(RAW, "routing", name), ROOT)]
     args += ["--prompt", str(r["n_prompt"]), "--decode", "0"] if pp else ["--prompt", "0", "--decode", str(r["n_gen"])]
     out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
@@ -96,7 +97,8 @@ def moe_routing(runtime, out):
     errs = {"uniform": [], "captured": []}
     groups = {}
     for label, path in (("2026-11-23", os.path.join(RAW, "bench_moe.jsonl")),
-                        ("2026-11-24", os.path.join(RAW, "routing", "bench_moe_routing.jsonl"))):
+                        ("2026-11-24", os.path.join(RAW, "routing", "bench_moe_routing.jsonl")),
+                        ("2026-11-24 (b)", os.path.join(RAW, "routing", "bench_moe_long.jsonl"))):
         with open(path) as f:
             for line in f:
                 r = json.loads(line)
