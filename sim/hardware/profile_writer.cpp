@@ -153,26 +153,17 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
   }
   if (r.per_cpu_op >= 0) j["per_cpu_op"] = quantity(r.per_cpu_op, "s");
   if (r.kernel_floor >= 0) j["kernel_floor"] = quantity(r.kernel_floor, "s");
-  if (!r.gpu_gemv.empty()) {
+  // The framework's matrix kernels by weight type: a rate per type, written only where the runtime has some.
+  auto rates = [&](const char* key, const std::map<std::string, double>& by_type, const char* unit) {
+    if (by_type.empty()) return;
     ordered_json g = ordered_json::object();
-    for (const auto& [type, rate] : r.gpu_gemv) g[type] = quantity(rate, "B/s");
-    j["gpu_gemv"] = g;
-  }
-  if (!r.gpu_gemm.empty()) {
-    ordered_json g = ordered_json::object();
-    for (const auto& [type, rate] : r.gpu_gemm) g[type] = quantity(rate, "FLOP/s");
-    j["gpu_gemm"] = g;
-  }
-  if (!r.gpu_gemv_id.empty()) {
-    ordered_json g = ordered_json::object();
-    for (const auto& [type, rate] : r.gpu_gemv_id) g[type] = quantity(rate, "B/s");
-    j["gpu_gemv_id"] = g;
-  }
-  if (!r.gpu_gemm_id.empty()) {
-    ordered_json g = ordered_json::object();
-    for (const auto& [type, rate] : r.gpu_gemm_id) g[type] = quantity(rate, "FLOP/s");
-    j["gpu_gemm_id"] = g;
-  }
+    for (const auto& [type, rate] : by_type) g[type] = quantity(rate, unit);
+    j[key] = g;
+  };
+  rates("gpu_gemv", r.gpu_gemv, "B/s");
+  rates("gpu_gemm", r.gpu_gemm, "FLOP/s");
+  rates("gpu_gemv_id", r.gpu_gemv_id, "B/s");
+  rates("gpu_gemm_id", r.gpu_gemm_id, "FLOP/s");
   if (r.gpu_gemm_id_share > 0) j["gpu_gemm_id_share"] = r.gpu_gemm_id_share;
   if (!r.gpu_cast.empty()) {
     ordered_json g = ordered_json::object();

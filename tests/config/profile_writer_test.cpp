@@ -30,6 +30,11 @@ TEST(ProfileWriter, EveryRuntimeReadsBackToTheSameNumbers) {
     const runtime::RuntimeProfile again = runtime::parse_runtime(written.dump(), "written.json");
     EXPECT_EQ(runtime_to_json(again).dump(), written.dump()) << info.name;
     EXPECT_EQ(again.per_op, r.per_op) << info.name;
+    EXPECT_EQ(again.gpu_gemv, r.gpu_gemv) << info.name;
+    EXPECT_EQ(again.gpu_gemm, r.gpu_gemm) << info.name;
+    EXPECT_EQ(again.gpu_gemv_id, r.gpu_gemv_id) << info.name;
+    EXPECT_EQ(again.gpu_gemm_id, r.gpu_gemm_id) << info.name;
+    EXPECT_EQ(again.gpu_gemm_id_share, r.gpu_gemm_id_share) << info.name;
   }
 }
 
