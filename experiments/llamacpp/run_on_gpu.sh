@@ -271,15 +271,21 @@ for l in open('$OUT/bench_moe.jsonl'):
     r = json.loads(l); print(r['n_gpu_layers'], r.get('n_cpu_moe'), r['n_prompt'], r['n_gen'], round(r['avg_ts'], 1))"
 }
 
+# The MoE validation file (Qwen3-30B-A3B's first 24 layers, Q4_K_M), made when this machine does not have it yet
+# (the make log -> $OUT/moe_models.log, the quantize log -> $OUT/moe_quantize.log; the F16 source removed).
+ensure_moe_model() {
+  [ -s "$models/qwen3-30b-a3b-L24-Q4_K_M.gguf" ] && return 0
+  "$here/make_models.sh" --models qwen3-30b-a3b --layers 24 --quants Q4_K_M > "$OUT/moe_models.log" 2>&1 || { tail "$OUT/moe_models.log"; return 1; }
+  rm -f "$models"/*-f16.gguf
+  cp "$models/qwen3-30b-a3b-L24-Q4_K_M.gguf.log" "$OUT/moe_quantize.log"
+}
+
 # Why a MoE prompt with CPU experts runs faster than pageable copies allow: llama.cpp's own log (-v: the
 # buffer types the expert tensors went to, what the scheduler offloads), then the same prompt with load
 # mode none (no mmap), without op offload, and with CPU weight repacking off -> $OUT/moe_diagnose.log.
 phase_moe-diagnose() {
   local file=$models/qwen3-30b-a3b-L24-Q4_K_M.gguf
-  if [ ! -s "$file" ]; then
-    "$here/make_models.sh" --models qwen3-30b-a3b --layers 24 --quants Q4_K_M > /dev/null 2>&1 || return 1
-    rm -f "$models"/*-f16.gguf
-  fi
+  ensure_moe_model || return 1
   bench -m "$file" -p 512 -n 0 -r 2 -t 16 -ngl 99 -ncmoe 24 -v > "$OUT/moe_verbose.jsonl" 2> "$OUT/moe_verbose.log"
   grep -iE "buffer size|buffer type|CPU_Mapped|CPU_REPACK|AMX|CUDA_Host|repack|extra|offload|mmap|load_mode" "$OUT/moe_verbose.log" | sort | uniq -c | sort -rn | head -40
   for opt in "-lm none" "-lm mmap" "--no-host 1"; do
@@ -295,11 +301,7 @@ phase_moe-diagnose() {
 # moe rows again, 3 repetitions, on this machine -> $OUT/bench_moe_routing.jsonl.
 phase_moe-routing() {
   local t0=$SECONDS file=$models/qwen3-30b-a3b-L24-Q4_K_M.gguf
-  if [ ! -s "$file" ]; then
-    "$here/make_models.sh" --models qwen3-30b-a3b --layers 24 --quants Q4_K_M > "$OUT/moe_models.log" 2>&1 || { tail "$OUT/moe_models.log"; return 1; }
-    rm -f "$models"/*-f16.gguf
-    cp "$models/qwen3-30b-a3b-L24-Q4_K_M.gguf.log" "$OUT/moe_quantize.log"
-  fi
+  ensure_moe_model || return 1
   echo "moe-routing: model ready at $((SECONDS - t0)) s"
   "$bin/capture_routing" -m "$file" -o "$OUT/routing_pp512.json" --prompt 512 --sequences 2 2> "$OUT/capture_pp512.log" || { tail "$OUT/capture_pp512.log"; return 1; }
   "$bin/capture_routing" -m "$file" -o "$OUT/routing_tg128.json" --gen 128 --sequences 2 2> "$OUT/capture_tg128.log" || { tail "$OUT/capture_tg128.log"; return 1; }
@@ -320,10 +322,7 @@ for l in open('$OUT/bench_moe_routing.jsonl'):
 # -> $OUT/routing_pp2048.json, and the rows -> $OUT/bench_moe_long.jsonl.
 phase_moe-routing-long() {
   local t0=$SECONDS file=$models/qwen3-30b-a3b-L24-Q4_K_M.gguf
-  if [ ! -s "$file" ]; then
-    "$here/make_models.sh" --models qwen3-30b-a3b --layers 24 --quants Q4_K_M > "$OUT/moe_models.log" 2>&1 || { tail "$OUT/moe_models.log"; return 1; }
-    rm -f "$models"/*-f16.gguf
-  fi
+  ensure_moe_model || return 1
   echo "moe-routing-long: model ready at $((SECONDS - t0)) s"
   "$bin/capture_routing" -m "$file" -o "$OUT/routing_pp2048.json" --prompt 2048 --sequences 1 2> "$OUT/capture_pp2048.log" || { tail "$OUT/capture_pp2048.log"; return 1; }
   : > "$OUT/bench_moe_long.jsonl"

@@ -19,6 +19,13 @@ namespace {
 
 ModelConfig qwen8b() { return load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-8b.json"); }
 
+// Bytes of the model's parameters in bf16, as the allocation sequence holds them.
+double bf16_parameter_bytes(const ModelConfig& m) {
+  double bytes = 0;
+  for (const auto& [layer, n] : parameter_tensors(m)) bytes += 2.0 * static_cast<double>(n);
+  return bytes;
+}
+
 TEST(InferenceAllocations, EveryFreeNamesALiveTensorAndTheCacheIsWhatIsLeft) {
   const ModelConfig m = qwen8b();
   InferenceShape s;
@@ -34,8 +41,8 @@ TEST(InferenceAllocations, EveryFreeNamesALiveTensorAndTheCacheIsWhatIsLeft) {
       ASSERT_EQ(live.erase(e.tensor), 1u) << e.tensor;
     }
   }
-  double params = 0, left = 0;
-  for (const auto& [layer, n] : parameter_tensors(m)) params += 2.0 * static_cast<double>(n);
+  const double params = bf16_parameter_bytes(m);
+  double left = 0;
   for (const auto& [id, bytes] : live) left += static_cast<double>(bytes);
   // Weights and the KV cache stay: keys and values of every layer for batch x (prompt + decode) tokens.
   const double kv = 2.0 * m.num_hidden_layers * 2 * (300 + 5) * m.num_key_value_heads * m.head_dim * 2;
@@ -49,8 +56,7 @@ TEST(InferenceAllocations, TheLongPromptsPeakIsTheMlpOnTopOfWeightsCacheAndResid
   s.decode = 2;
   const auto r = app::replay_allocations(inference_allocations(m, s), 1e18, 80e9);
   ASSERT_FALSE(r.oom);
-  double params = 0;
-  for (const auto& [layer, n] : parameter_tensors(m)) params += 2.0 * static_cast<double>(n);
+  const double params = bf16_parameter_bytes(m);
   const double T = 32768, h = static_cast<double>(m.hidden_size), I = static_cast<double>(m.intermediate_size);
   const double kv_layer = 2.0 * T * m.num_key_value_heads * m.head_dim * 2;
   // The last layer's MLP: its cache is complete, and SiLU(gate), up and their product are alive with the
@@ -122,8 +128,7 @@ TEST(InferenceAllocations, AQwen3MoeLongPromptsPeakIsItsLastLayersGroupedExperts
   s.decode = 1;
   const auto r = app::replay_allocations(inference_allocations(m, s), 1e18, 200e9);
   ASSERT_FALSE(r.oom);
-  double params = 0;
-  for (const auto& [layer, n] : parameter_tensors(m)) params += 2.0 * static_cast<double>(n);
+  const double params = bf16_parameter_bytes(m);
   EXPECT_NEAR(params / 2, static_cast<double>(m.total_params()), 1.0);  // the fused experts hold every parameter
   const double T = 16384, h = static_cast<double>(m.hidden_size), E = static_cast<double>(m.num_experts);
   const double k = static_cast<double>(m.num_experts_per_tok), S = T * k, a = 2;
