@@ -19,10 +19,21 @@
 // Each product's result is checked once (first thread count, up to 512 rows spread over W) against a
 // double-precision product of the dequantized weights; a relative error over 5% (or a NaN) stops the program.
 //
+// --experts E:U times llama.cpp's product over a stack of experts instead (MUL_MAT_ID, build_moe_ffn's
+// ffn_{gate,up,down}_exps): W holds E experts of ROWS x COLS (ggml's ne00 x ne01 x ne02 = COLS x ROWS x E), each
+// token's activations go to U of them. Each product of the graph uses the next U experts of its copy, so a pass
+// reads every expert of every copy once, from DRAM as in a decode step; the bytes a product moves are its U
+// experts' weights, the activations and the output.
+// --backend gpu runs the same graphs on the first GPU device instead (ggml's CUDA backend in a CUDA build: MMVQ
+// for a quantized matrix-vector product, its input quantized to q8_1 by a kernel of its own; graphs replayed as
+// CUDA graphs, as llama.cpp's decode is), the weights in GPU memory: the rotation then streams them from HBM, past
+// the L2 cache. One row per configuration, threads 0. (The program keeps its first name; it began with the CPU.)
+//
 // Output: CSV on stdout, one row per (kind, type, shape, batch, threads); notes on stderr.
-//   kind    gemv (plain layout; every batch, not only 1) | gemv_repack | read | copy
+//   kind    gemv (plain layout; every batch, not only 1) | gemv_repack | gemv_id (--experts) | read | copy;
+//           gpu_gemv | gpu_gemv_id with --backend gpu
 //   type    ggml type name in lower case (q4_k, q6_k, q8_0, f16, ...), or "mem" for the bandwidth rows
-//   rows, cols, batch   the product's shape (0 for the bandwidth rows)
+//   rows, cols, batch   the product's shape (0 for the bandwidth rows); with --experts one expert's shape
 //   seconds one product: the median over the timed passes of pass time / copies (read, copy: the
 //           median time of one pass over the buffer, the threads started and joined included)
 //   bytes   what one product moves: weights + activations + output (read: the buffer; copy: 2 x the
@@ -42,6 +53,8 @@
 //   --bw-bytes B      buffer for the read/copy rows (default 1073741824; 0: no bandwidth rows)
 //   --no-matmul       only the bandwidth rows
 //   --seed N          (default 1)
+//   --backend B       cpu (default) or gpu (no bandwidth rows, no repack layout; --threads ignored)
+//   --experts E:U     MUL_MAT_ID over E experts of each shape, U used per token (E a multiple of U; plain layout)
 
 #include "ggml.h"
 #include "ggml-alloc.h"
@@ -161,6 +174,9 @@ struct Options {
     int64_t bw_bytes     = 1LL << 30;
     bool    matmul       = true;
     uint32_t seed        = 1;
+    bool    gpu          = false;
+    int     experts      = 0;  // 0: a plain MUL_MAT
+    int     used         = 0;
 };
 
 Options parse_args(int argc, char ** argv) {
@@ -212,6 +228,19 @@ Options parse_args(int argc, char ** argv) {
             o.matmul = false;
         } else if (a == "--seed") {
             o.seed = (uint32_t) parse_int(value(), "--seed");
+        } else if (a == "--backend") {
+            const std::string b = value();
+            if (b != "cpu" && b != "gpu") die("--backend: cpu or gpu, got '%s'", b.c_str());
+            o.gpu = b == "gpu";
+        } else if (a == "--experts") {
+            const std::string v = value();
+            auto eu = split(v, ':');
+            if (eu.size() != 2) die("--experts: expected E:U (experts:used), got '%s'", v.c_str());
+            const long long e = parse_int(eu[0], "--experts"), u = parse_int(eu[1], "--experts");
+            if (e < 1 || e > 4096 || u < 1 || u > e || e % u != 0)
+                die("--experts: E from 1 to 4096, U from 1 to E and dividing it, got '%s'", v.c_str());
+            o.experts = (int) e;
+            o.used = (int) u;
         } else if (a == "-h" || a == "--help") {
             fprintf(stderr, "usage: see the comment at the top of experiments/llamacpp/cpu_matmul_bench.cpp\n");
             exit(0);
@@ -219,6 +248,12 @@ Options parse_args(int argc, char ** argv) {
             die("unknown argument '%s' (--help)", a.c_str());
         }
     }
+    if (o.gpu) {
+        o.bw_bytes = 0;
+        o.layouts = {"plain"};
+        o.threads = {0};
+    }
+    if (o.experts > 0) o.layouts = {"plain"};
     return o;
 }
 
@@ -304,17 +339,31 @@ void bandwidth(const Options & o) {
 // ---------------------------------------------------------------------------------------------------------
 // MUL_MAT on the CPU backend.
 
+// The backend the products run on: the CPU's, or with --backend gpu the first GPU device's (`cpu` is then null and
+// `host_buft` is the GPU's own memory, where the activations and outputs live too).
 struct Backend {
     ggml_backend_t             cpu        = nullptr;
+    ggml_backend_t             compute    = nullptr;
     ggml_backend_dev_t         dev        = nullptr;
     ggml_backend_buffer_type_t host_buft  = nullptr;
     ggml_backend_buffer_type_t repack_buft = nullptr;
 };
 
-Backend init_backend() {
+Backend init_backend(bool gpu) {
     Backend b;
+    if (gpu) {
+        b.compute = ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_GPU, nullptr);
+        if (b.compute == nullptr) die("--backend gpu: no GPU device (a build without CUDA, or no GPU visible)");
+        b.dev = ggml_backend_get_device(b.compute);
+        if (b.dev == nullptr) die("ggml_backend_get_device(GPU) returned NULL");
+        b.host_buft = ggml_backend_get_default_buffer_type(b.compute);
+        if (b.host_buft == nullptr) die("ggml_backend_get_default_buffer_type(GPU) returned NULL");
+        note("GPU backend %s: %s", ggml_backend_name(b.compute), ggml_backend_dev_description(b.dev));
+        return b;
+    }
     b.cpu = ggml_backend_cpu_init();
     if (b.cpu == nullptr) die("ggml_backend_cpu_init failed");
+    b.compute = b.cpu;
     b.dev = ggml_backend_get_device(b.cpu);
     if (b.dev == nullptr) die("ggml_backend_get_device(CPU) returned NULL");
     b.host_buft = ggml_backend_cpu_buffer_type();
@@ -361,12 +410,13 @@ std::vector<uint8_t> make_weights(ggml_type type, int64_t rows, int64_t cols, ui
     return q;
 }
 
-// `copies` weight tensors, all holding the same quantized data, in one buffer of `buft`.
+// `copies` weight tensors, all holding the same quantized data, in one buffer of `buft`; with experts, each a
+// stack of that many experts, every one holding the data.
 struct WeightSet {
     ggml_context *             ctx    = nullptr;
     ggml_backend_buffer_t      buf    = nullptr;
     std::vector<ggml_tensor *> w;
-    size_t                     bytes  = 0;  // one copy
+    size_t                     bytes  = 0;  // one copy (every expert of it)
     ~WeightSet() {
         if (buf) ggml_backend_buffer_free(buf);
         if (ctx) ggml_free(ctx);
@@ -374,12 +424,16 @@ struct WeightSet {
 };
 
 // Activations X (cols x batch), one output per weight copy, and one graph holding every product
-// out_i = W_i x X in turn: a pass streams every copy once, as a decode step streams its layers.
+// out_i = W_i x X in turn: a pass streams every copy once, as a decode step streams its layers. With experts
+// (E, U): X is cols x 1 x batch, and copy c holds E / U products, the g-th over experts gU .. gU + U - 1 (its
+// ids tensor, the same for every token), so a pass still reads every weight byte once.
 struct ProductSet {
     ggml_context *        ctx   = nullptr;
     ggml_backend_buffer_t buf   = nullptr;
     ggml_cgraph *         graph = nullptr;
-    ggml_tensor *         out0  = nullptr;  // W_0 x X, checked against a reference
+    ggml_tensor *         out0  = nullptr;  // W_0 x X (experts 0 .. U-1), checked against a reference
+    int                   nodes = 0;        // products in the graph
+    std::vector<std::pair<ggml_tensor *, std::vector<int32_t>>> ids;  // expert lists and their values
     ~ProductSet() {
         if (buf) ggml_backend_buffer_free(buf);
         if (ctx) ggml_free(ctx);
@@ -388,7 +442,8 @@ struct ProductSet {
 
 // Returns false where `buft` (the repack one) does not take this weight: nothing is measured then.
 bool build_weights(WeightSet & ws, const Backend & be, ggml_backend_buffer_type_t buft, ggml_type type,
-                   int64_t rows, int64_t cols, int copies, const std::vector<uint8_t> & q) {
+                   int64_t rows, int64_t cols, int copies, int experts, const std::vector<uint8_t> & q) {
+    const int64_t stack = std::max(1, experts);
     ggml_init_params ip = {
         /*.mem_size   =*/ ggml_tensor_overhead() * ((size_t) copies + 4),
         /*.mem_buffer =*/ nullptr,
@@ -397,13 +452,13 @@ bool build_weights(WeightSet & ws, const Backend & be, ggml_backend_buffer_type_
     ws.ctx = ggml_init(ip);
     if (ws.ctx == nullptr) die("ggml_init failed (weights)");
     for (int i = 0; i < copies; ++i) {
-        ggml_tensor * t = ggml_new_tensor_2d(ws.ctx, type, cols, rows);
-        if (t == nullptr) die("ggml_new_tensor_2d(weights) failed");
+        ggml_tensor * t = ggml_new_tensor_3d(ws.ctx, type, cols, rows, stack);
+        if (t == nullptr) die("ggml_new_tensor_3d(weights) failed");
         ggml_format_name(t, "w%d", i);
         ws.w.push_back(t);
     }
     ws.bytes = ggml_nbytes(ws.w[0]);
-    if (ws.bytes != q.size()) die("weight tensor is %zu bytes, quantized data %zu", ws.bytes, q.size());
+    if (ws.bytes != q.size() * stack) die("weight tensor is %zu bytes, quantized data %zu x %" PRId64, ws.bytes, q.size(), stack);
     ws.buf = ggml_backend_alloc_ctx_tensors_from_buft(ws.ctx, buft);
     if (ws.buf == nullptr) die("cannot allocate %d x %zu bytes of weights in %s", copies, ws.bytes, ggml_backend_buft_name(buft));
     ggml_backend_buffer_set_usage(ws.buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
@@ -414,66 +469,93 @@ bool build_weights(WeightSet & ws, const Backend & be, ggml_backend_buffer_type_
         ggml_init_params pp = { ggml_tensor_overhead() * 4, nullptr, true };
         ggml_context * pc = ggml_init(pp);
         if (pc == nullptr) die("ggml_init failed (probe)");
-        ggml_tensor * x = ggml_new_tensor_2d(pc, GGML_TYPE_F32, cols, 1);
-        ggml_tensor * y = x ? ggml_mul_mat(pc, ws.w[0], x) : nullptr;
-        if (y == nullptr) die("ggml_mul_mat failed (probe)");
+        ggml_tensor * y = nullptr;
+        if (experts > 0) {
+            ggml_tensor * x   = ggml_new_tensor_3d(pc, GGML_TYPE_F32, cols, 1, 1);
+            ggml_tensor * ids = ggml_new_tensor_2d(pc, GGML_TYPE_I32, 1, 1);
+            y = x && ids ? ggml_mul_mat_id(pc, ws.w[0], x, ids) : nullptr;
+        } else {
+            ggml_tensor * x = ggml_new_tensor_2d(pc, GGML_TYPE_F32, cols, 1);
+            y = x ? ggml_mul_mat(pc, ws.w[0], x) : nullptr;
+        }
+        if (y == nullptr) die("ggml_mul_mat(_id) failed (probe)");
         const bool ok = ggml_backend_dev_supports_op(be.dev, y);
         ggml_free(pc);
         if (!ok) return false;
     }
-    for (auto * t : ws.w) ggml_backend_tensor_set(t, q.data(), 0, q.size());
+    for (auto * t : ws.w)
+        for (int64_t e = 0; e < stack; ++e) ggml_backend_tensor_set(t, q.data(), e * q.size(), q.size());
     return true;
 }
 
 void build_products(ProductSet & ps, const Backend & be, const WeightSet & ws, int64_t cols, int batch,
-                    const std::vector<float> & x) {
-    const size_t n = ws.w.size();
+                    const std::vector<float> & x, int experts, int used) {
+    const int groups = experts > 0 ? experts / used : 1;
+    const size_t n = ws.w.size() * (size_t) groups;
     const size_t graph_size = 2 * n + 8;
     ggml_init_params ip = {
-        /*.mem_size   =*/ ggml_tensor_overhead() * (n + 4) + ggml_graph_overhead_custom(graph_size, false),
+        /*.mem_size   =*/ ggml_tensor_overhead() * (n + groups + 4) + ggml_graph_overhead_custom(graph_size, false),
         /*.mem_buffer =*/ nullptr,
         /*.no_alloc   =*/ true,
     };
     ps.ctx = ggml_init(ip);
     if (ps.ctx == nullptr) die("ggml_init failed (products)");
-    ggml_tensor * X = ggml_new_tensor_2d(ps.ctx, GGML_TYPE_F32, cols, batch);
-    if (X == nullptr) die("ggml_new_tensor_2d(activations) failed");
+    ggml_tensor * X = experts > 0 ? ggml_new_tensor_3d(ps.ctx, GGML_TYPE_F32, cols, 1, batch)
+                                  : ggml_new_tensor_2d(ps.ctx, GGML_TYPE_F32, cols, batch);
+    if (X == nullptr) die("ggml_new_tensor(activations) failed");
     ggml_set_name(X, "x");
+    if (experts > 0) {
+        for (int g = 0; g < groups; ++g) {
+            ggml_tensor * t = ggml_new_tensor_2d(ps.ctx, GGML_TYPE_I32, used, batch);
+            if (t == nullptr) die("ggml_new_tensor_2d(ids) failed");
+            std::vector<int32_t> v((size_t) used * batch);
+            for (size_t i = 0; i < v.size(); ++i) v[i] = g * used + (int32_t) (i % used);
+            ps.ids.emplace_back(t, std::move(v));
+        }
+    }
     ps.graph = ggml_new_graph_custom(ps.ctx, graph_size, false);
     if (ps.graph == nullptr) die("ggml_new_graph_custom failed");
     for (size_t i = 0; i < n; ++i) {
-        ggml_tensor * y = ggml_mul_mat(ps.ctx, ws.w[i], X);
-        if (y == nullptr) die("ggml_mul_mat failed");
+        ggml_tensor * w = ws.w[i / groups];
+        ggml_tensor * y = experts > 0 ? ggml_mul_mat_id(ps.ctx, w, X, ps.ids[i % groups].first) : ggml_mul_mat(ps.ctx, w, X);
+        if (y == nullptr) die("ggml_mul_mat(_id) failed");
         ggml_build_forward_expand(ps.graph, y);
         if (i == 0) ps.out0 = y;
     }
-    if (ggml_graph_n_nodes(ps.graph) != (int) n) die("graph has %d nodes, expected %zu", ggml_graph_n_nodes(ps.graph), n);
+    ps.nodes = ggml_graph_n_nodes(ps.graph);
+    if (ps.nodes != (int) n) die("graph has %d nodes, expected %zu", ps.nodes, n);
     ps.buf = ggml_backend_alloc_ctx_tensors_from_buft(ps.ctx, be.host_buft);
     if (ps.buf == nullptr) die("cannot allocate activations and outputs");
     ggml_backend_tensor_set(X, x.data(), 0, x.size() * sizeof(float));
+    for (const auto & [t, v] : ps.ids) ggml_backend_tensor_set(t, v.data(), 0, v.size() * sizeof(int32_t));
 }
 
 // The relative error ||y - ref|| / ||ref|| of y = W x X against a double-precision product of the
 // dequantized weights: catches a broken kernel or layout (X's own quantization gives about 1e-2 or less).
-double check_product(ggml_type type, int64_t rows, int64_t cols, int batch, const std::vector<uint8_t> & q,
+double check_product(ggml_type type, int64_t rows, int64_t cols, int batch, int slots, const std::vector<uint8_t> & q,
                      const std::vector<float> & x, const ggml_tensor * out0) {
     const ggml_type_traits * tt = ggml_get_type_traits(type);
-    if (tt == nullptr || tt->to_float == nullptr) die("no to_float for %s", ggml_type_name(type));
-    std::vector<float> y((size_t) rows * batch);
+    const bool f32 = type == GGML_TYPE_F32;  // stored as is: ggml has no to_float for it
+    if (!f32 && (tt == nullptr || tt->to_float == nullptr)) die("no to_float for %s", ggml_type_name(type));
+    // y is rows x slots x batch: with experts, slot j is expert j's product (all hold the same weights)
+    std::vector<float> y((size_t) rows * slots * batch);
     ggml_backend_tensor_get(out0, y.data(), 0, y.size() * sizeof(float));
     const size_t row_size = ggml_row_size(type, cols);
     std::vector<float> wrow(cols);
     double num = 0, den = 0;
     const int64_t step = std::max<int64_t>(1, rows / 512);
     for (int64_t r = 0; r < rows; r += step) {
-        tt->to_float(q.data() + r * row_size, wrow.data(), cols);
+        if (f32) memcpy(wrow.data(), q.data() + r * row_size, cols * sizeof(float));
+        else tt->to_float(q.data() + r * row_size, wrow.data(), cols);
         for (int b = 0; b < batch; ++b) {
             double acc = 0;
             const float * xb = x.data() + (size_t) b * cols;
             for (int64_t c = 0; c < cols; ++c) acc += (double) wrow[c] * xb[c];
-            const double d = (double) y[(size_t) b * rows + r] - acc;
-            num += d * d;
-            den += acc * acc;
+            for (int j = 0; j < slots; ++j) {
+                const double d = (double) y[((size_t) b * slots + j) * rows + r] - acc;
+                num += d * d;
+                den += acc * acc;
+            }
         }
     }
     return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
@@ -491,15 +573,18 @@ void matmuls(const Options & o, const Backend & be) {
             std::vector<uint8_t> q = make_weights(type, rows, cols, o.seed);
             note("%s %" PRId64 "x%" PRId64 ": %.1f MiB of weights, quantized in %.2f s", ggml_type_name(type), rows, cols,
                  q.size() / 1048576.0, now_s() - tq);
+            const int64_t copy_bytes = (int64_t) q.size() * std::max(1, o.experts);
             const int copies = o.rotate_bytes > 0
-                ? (int) std::max<int64_t>(1, (o.rotate_bytes + (int64_t) q.size() - 1) / (int64_t) q.size()) : 1;
+                ? (int) std::max<int64_t>(1, (o.rotate_bytes + copy_bytes - 1) / copy_bytes) : 1;
             for (const auto & layout : o.layouts) {
                 ggml_backend_buffer_type_t buft = layout == "repack" ? be.repack_buft : be.host_buft;
                 if (buft == nullptr) continue;
-                const char * kind = layout == "repack" ? "gemv_repack" : "gemv";
+                const char * kind = layout == "repack" ? "gemv_repack"
+                                  : o.experts > 0 ? (o.gpu ? "gpu_gemv_id" : "gemv_id")
+                                  : o.gpu ? "gpu_gemv" : "gemv";
                 WeightSet ws;
                 double tb = now_s();
-                if (!build_weights(ws, be, buft, type, rows, cols, copies, q)) {
+                if (!build_weights(ws, be, buft, type, rows, cols, copies, o.experts, q)) {
                     note("%s: %s %" PRId64 "x%" PRId64 " not taken by %s; skipped", kind, ggml_type_name(type), rows, cols,
                          ggml_backend_buft_name(buft));
                     continue;
@@ -510,22 +595,24 @@ void matmuls(const Options & o, const Backend & be) {
                     std::vector<float> x((size_t) cols * batch);
                     for (auto & v : x) v = ud(rng);
                     ProductSet ps;
-                    build_products(ps, be, ws, cols, batch, x);
-                    const double moved = (double) ws.bytes + (double) cols * batch * 4 + (double) rows * batch * 4;
-                    const double flops = 2.0 * rows * cols * batch;
+                    build_products(ps, be, ws, cols, batch, x, o.experts, o.used);
+                    // what one product moves: its weights (with experts, the U it uses), X and its output
+                    const int slots = o.experts > 0 ? o.used : 1;
+                    const double moved = (double) q.size() * slots + (double) cols * batch * 4 + (double) rows * slots * batch * 4;
+                    const double flops = 2.0 * rows * cols * batch * slots;
                     for (int nt : o.threads) {
-                        ggml_backend_cpu_set_n_threads(be.cpu, nt);
-                        // one pass = every copy once; the time of one product = the pass / copies
+                        if (be.cpu != nullptr) ggml_backend_cpu_set_n_threads(be.cpu, nt);
+                        // one pass = every product once; the time of one product = the pass / products
                         auto pass = [&]() {
                             double t0 = now_s();
-                            ggml_status st = ggml_backend_graph_compute(be.cpu, ps.graph);
+                            ggml_status st = ggml_backend_graph_compute(be.compute, ps.graph);
                             double t = now_s() - t0;
                             if (st != GGML_STATUS_SUCCESS) die("ggml_backend_graph_compute failed: %s", ggml_status_to_string(st));
                             return t;
                         };
                         for (int i = 0; i < std::max(1, o.warmup); ++i) pass();
                         if (nt == o.threads.front()) {
-                            const double err = check_product(type, rows, cols, batch, q, x, ps.out0);
+                            const double err = check_product(type, rows, cols, batch, slots, q, x, ps.out0);
                             if (!std::isfinite(err) || err > 0.05) {
                                 die("%s %s %" PRId64 "x%" PRId64 " batch %d: result differs from the reference (relative error %.3g)",
                                     kind, ggml_type_name(type), rows, cols, batch, err);
@@ -537,7 +624,7 @@ void matmuls(const Options & o, const Backend & be) {
                         double spent = 0;
                         for (int r = 0; r < o.reps; ++r) {
                             double t = pass();
-                            times.push_back(t / copies);
+                            times.push_back(t / ps.nodes);
                             spent += t;
                             if (r >= 2 && spent > o.max_seconds) break;
                         }
@@ -574,9 +661,9 @@ int main(int argc, char ** argv) {
     fflush(stdout);
     if (o.bw_bytes > 0) bandwidth(o);
     if (o.matmul) {
-        Backend be = init_backend();
+        Backend be = init_backend(o.gpu);
         matmuls(o, be);
-        ggml_backend_free(be.cpu);
+        ggml_backend_free(be.compute);
     }
     return 0;
 }
