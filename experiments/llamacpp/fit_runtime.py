@@ -62,6 +62,7 @@ def measured(layers, ngl, threads):
 NKVO = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "calib_nkvo.jsonl")
 GPU_MM = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_mul_mat.txt")
 GPU_MM_ID = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_mul_mat_id.txt")
+GPU_GEMV = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_gemv.csv")
 BYTES_PER_WEIGHT = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 144 / 256, "q6_k": 210 / 256}  # ggml block layouts
 
 
@@ -80,6 +81,68 @@ def gpu_kernels():
     if not gemv or not gemm:
         sys.exit("fit_runtime.py: no MUL_MAT n=1 / n=512 rows in " + GPU_MM)
     return gemv, gemm
+
+
+def solve_linear(a, b):
+    """x with a x = b (a square, small): Gaussian elimination with partial pivoting."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        if abs(m[p][c]) < 1e-300:
+            sys.exit("fit_runtime.py: the GEMV rows do not determine the row costs (a singular system)")
+        m[c], m[p] = m[p], m[c]
+        for r in range(n):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def gpu_gemv_rows():
+    """ggml's CUDA matrix-vector product by weight type, measured at the models' decode shapes with the weights
+    streamed from HBM (raw/gpu_gemv.csv: cpu_matmul_bench --backend gpu, run_on_gpu.sh calib-gemv): one block per
+    output row, so the time is fixed + rows x (time of one row), and a row's time depends on its length. For each
+    type, least squares on the relative error over its shapes, linear in the unknowns: the fixed time and one row
+    time per row length measured (a point wherever the rows are a tenth of some shape's time or more). Returns {type: (fixed s, [(bytes per row, B/s), ...] ascending)} and a report."""
+    by_type = {}
+    with open(GPU_GEMV) as f:
+        header = f.readline().strip()
+        if header != "kind,type,rows,cols,batch,threads,seconds,bytes,gbps,gflops":
+            sys.exit("fit_runtime.py: unexpected header in " + GPU_GEMV)
+        for line in f:
+            k, t, rows, cols, batch, _, sec = line.strip().split(",")[:7]
+            if k == "gpu_gemv" and batch == "1" and t in BYTES_PER_WEIGHT:
+                by_type.setdefault(t, []).append((int(rows), int(cols), float(sec)))
+    if not by_type:
+        sys.exit("fit_runtime.py: no batch-1 gpu_gemv rows in " + GPU_GEMV)
+    out, report = {}, []
+    for t, v in sorted(by_type.items()):
+        widths = sorted({c for _, c, _ in v})
+        # unknowns: fixed, then one row time per width; each row i: (fixed + rows_i x r_w) / T_i = 1
+        n = 1 + len(widths)
+        a = [[0.0] * n for _ in range(n)]
+        b = [0.0] * n
+        for rows, cols, sec in v:
+            x = [1.0 / sec] + [rows / sec if c == cols else 0.0 for c in widths]
+            for i in range(n):
+                b[i] += x[i]
+                for j in range(n):
+                    a[i][j] += x[i] * x[j]
+        sol = solve_linear(a, b)
+        fixed, per_row = sol[0], dict(zip(widths, sol[1:]))
+        if fixed < 0 or min(per_row.values()) <= 0:
+            sys.exit(f"fit_runtime.py: {t}: a negative fixed or row time; the rows do not fit fixed + rows x row time")
+        # A width whose shapes are all bound by the fixed time (its rows under a tenth of the time: 768 wide, 256 rows)
+        # leaves its row time undetermined; it stays in the fit (it tells the fixed time) but gives no point.
+        shown = [c for c in widths if max(rows * per_row[c] / sec for rows, cc, sec in v if cc == c) >= 0.1]
+        points = [(c * BYTES_PER_WEIGHT[t], c * BYTES_PER_WEIGHT[t] / per_row[c]) for c in shown]
+        errs = [(fixed + rows * per_row[cols]) / sec - 1 for rows, cols, sec in v]
+        out[t] = (fixed, points)
+        report.append(f"{t}: fixed {fixed * 1e6:.2f} us; per row " +
+                      ", ".join(f"{c} wide {per_row[c] * 1e9:.2f} ns" + ("" if c in shown else " (fixed-bound, no point)") for c in widths) +
+                      f"; {len(v)} shapes, mean |error| {sum(map(abs, errs)) / len(errs):.1%}, worst {max(errs, key=abs):+.1%}")
+    return out, report
 
 
 def gpu_expert_kernels():
@@ -121,14 +184,18 @@ def runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm, per_laun
     name = "llamacpp-h100" if graphs else "llamacpp-h100-nographs"
     head = ("# llama.cpp's host costs on the H100 validation host, calibrated by experiments/llamacpp/fit_runtime.py from\n"
             "# two made-up calibration models only (results/validation/llamacpp/raw/calib_bench.jsonl and calib_nkvo.jsonl)\n"
-            "# and ggml's test-backend-ops (raw/gpu_mul_mat.txt, gpu_mul_mat_id.txt), never from the validation rows.\n")
+            "# and ggml's kernels (test-backend-ops: raw/gpu_mul_mat.txt, gpu_mul_mat_id.txt; cpu_matmul_bench --backend gpu:\n"
+            "# raw/gpu_gemv.csv), never from the validation rows.\n")
     if not graphs:
         head = ("# llama.cpp's host costs on the H100 validation host with CUDA graphs off (GGML_CUDA_DISABLE_GRAPHS),\n"
                 "# calibrated by experiments/llamacpp/fit_runtime.py from two made-up calibration models only\n"
                 "# (results/validation/llamacpp/raw/calib_bench.jsonl, calib_nkvo.jsonl, graphs.jsonl) and ggml's\n"
-                "# test-backend-ops (raw/gpu_mul_mat.txt, gpu_mul_mat_id.txt), never from the validation rows.\n")
+                "# kernels (raw/gpu_mul_mat.txt, gpu_mul_mat_id.txt, gpu_gemv.csv), never from the validation rows.\n")
     what = "" if graphs else ", CUDA graphs off (GGML_CUDA_DISABLE_GRAPHS)"
     gemv_id, gemm_id = gpu_expert_kernels()
+    rows_text = "".join(
+        f'  {t}: {{fixed: "{fixed * 1e6:.3f} us", rows: [' + ", ".join(f'["{b:g} B", "{r / 1e9:.1f} GB/s"]' for b, r in pts) + "]}\n"
+        for t, (fixed, pts) in sorted(gpu_gemv_rows()[0].items()))
     launch_text = "0 us" if per_launch == 0 else f"{per_launch / us:.3f} us"
     return f"""{head}# Regenerate: /usr/bin/python3 experiments/llamacpp/fit_runtime.py --write
 tiersim_runtime: 1
@@ -148,7 +215,9 @@ gpu_gemv: {{{", ".join(f'{t}: "{gemv[t] / 1e9:.0f} GB/s"' for t in sorted(gemv))
 gpu_gemm: {{{", ".join(f'{t}: "{gemm[t] / 1e12:.1f} TFLOP/s"' for t in sorted(gemm))}}}
 gpu_gemv_id: {{{", ".join(f'{t}: "{gemv_id[t] / 1e9:.0f} GB/s"' for t in sorted(gemv_id))}}}
 gpu_gemm_id: {{{", ".join(f'{t}: "{gemm_id[t] / 1e12:.1f} TFLOP/s"' for t in sorted(gemm_id))}}}
-"""
+gpu_gemv_rows:
+  source: "ggml's CUDA matrix-vector products at 20 decode shapes of the validation and calibration models, weights streamed from HBM (cpu_matmul_bench --backend gpu, raw/gpu_gemv.csv; fit_runtime.py: fixed + rows x row time, least squares per type)"
+{rows_text}"""
 
 
 def sim_step(layers, ngl, per_step, floor, cpu_op, per_copy=0.0, dtype="Q8_0", extra=(), per_launch=0.0):
@@ -203,7 +272,8 @@ def main():
               f"--no-kv-offload: {d_meas / us:.1f} us more per token for 14 more layers, {crossings:.0f} more crossings "
               f"-> per_copy {per_copy / us:.2f} us\n"
               f"GPU MUL_MAT 4096x14336 (test-backend-ops perf): "
-              + ", ".join(f"{t} {gemv[t] / 1e12:.2f} TB/s at n=1, {gemm[t] / 1e12:.0f} TFLOP/s at n=512" for t in sorted(gemv)))
+              + ", ".join(f"{t} {gemv[t] / 1e12:.2f} TB/s at n=1, {gemm[t] / 1e12:.0f} TFLOP/s at n=512" for t in sorted(gemv))
+              + "\nGPU matrix-vector products by rows (raw/gpu_gemv.csv):\n  " + "\n  ".join(gpu_gemv_rows()[1]))
     print(report)
     if min(per_step, floor, cpu_op, per_copy) < 0:
         sys.exit("fit_runtime.py: a negative cost: the model does not describe these rows")
@@ -212,7 +282,9 @@ def main():
               "per CPU/GPU hand-over and per op-offload weight copy: ggml_backend_sched's synchronous split copies) from "
               "--no-kv-offload against without (F16); per_launch 0 (decode graphs are replayed as CUDA graphs); gpu_gemv "
               "and gpu_gemm from ggml's test-backend-ops perf MUL_MAT 4096x14336 on the H100 (raw/gpu_mul_mat.txt), gpu_gemv_id "
-              "and gpu_gemm_id from its MUL_MAT_ID over 128 experts of 768x2048, 8 used, at 1 and 512 tokens (raw/gpu_mul_mat_id.txt). "
+              "and gpu_gemm_id from its MUL_MAT_ID over 128 experts of 768x2048, 8 used, at 1 and 512 tokens (raw/gpu_mul_mat_id.txt); "
+              "gpu_gemv_rows (the dense matrix-vector products of a decode, priced by rows) from cpu_matmul_bench --backend gpu "
+              "(raw/gpu_gemv.csv). "
               + report.splitlines()[2])
     text = runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm)
     # CUDA graphs off: every kernel launched by the host. Same kernel floor, CPU and copy costs; per_step and

@@ -164,6 +164,16 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
   rates("gpu_gemm", r.gpu_gemm, "FLOP/s");
   rates("gpu_gemv_id", r.gpu_gemv_id, "B/s");
   rates("gpu_gemm_id", r.gpu_gemm_id, "FLOP/s");
+  if (!r.gpu_gemv_rows.empty()) {
+    ordered_json g = ordered_json::object();
+    g["source"] = r.gpu_gemv_rows_source;
+    for (const auto& [type, k] : r.gpu_gemv_rows) {
+      ordered_json pts = ordered_json::array();
+      for (const auto& [bytes, rate] : k.row_rates) pts.push_back({quantity(bytes, "B"), quantity(rate, "B/s")});
+      g[type] = {{"fixed", quantity(k.fixed, "s")}, {"rows", pts}};
+    }
+    j["gpu_gemv_rows"] = g;
+  }
   if (r.gpu_gemm_id_share > 0) j["gpu_gemm_id_share"] = r.gpu_gemm_id_share;
   if (!r.gpu_cast.empty()) {
     ordered_json g = ordered_json::object();

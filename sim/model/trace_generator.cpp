@@ -431,9 +431,15 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
                  std::vector<TensorAccess> writes, std::uint32_t launches) {
     trace::append_op(out, k, layer, flops, std::move(reads), std::move(writes), launches);
   };
+  // llama.cpp's matrix-vector kernel (ggml-cuda/mmvq.cu mul_mat_vec_q, and mmvf for F16/F32; up to 8 tokens): one
+  // thread block per output row, which a runtime's gpu_gemv_rows prices. The op just appended gets its grid.
+  auto mmv_grid = [&](std::uint64_t rows, std::uint64_t tokens) {
+    if (d == WeightDtype::Gguf && tokens <= 8) out.ops.back().blocks = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0x7fffffffu));
+  };
   auto linear = [&](std::int32_t layer, std::uint32_t w, std::uint64_t in, std::uint64_t outd) {
     add(matmul, layer, 2 * T * in * outd, {whole(w), act(T * in)}, {act(T * outd)}, launches_.matmul);
     out.ops.back().dtype = weight_type_[w];
+    mmv_grid(outd, T);
   };
   // Bytes that eager Hugging Face kernels move per element (transformers' modeling_qwen3.py and
   // modeling_llama.py, the same code): RMSNorm upcasts to fp32 and makes a pass per operation --
@@ -641,6 +647,7 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
   add(OpKind::Gemv, last, 2 * B * h * model_.vocab_size, {whole(lm_head_), act(B * h)}, {TensorAccess{act_, B * model_.vocab_size * 4}},
       launches_.matmul);
   out.ops.back().dtype = weight_type_[lm_head_];
+  mmv_grid(model_.vocab_size, B);
   add(OpKind::Sample, last, B * model_.vocab_size, {TensorAccess{act_, B * model_.vocab_size * 4}}, {act(B)},
       launches_.sample);
 }

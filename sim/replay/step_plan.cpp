@@ -424,7 +424,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           a.cost.local_rate *= share;
         }
       }
-      if (op.blocks > 0 && runtime_.gpu_block_rate > 0 && a.cost.measured_seconds < 0)
+      if (op.blocks > 0 && runtime_.gpu_block_rate > 0 && a.cost.measured_seconds < 0 && op.kind != trace::OpKind::Gemv)
         // A grid too small to fill the GPU (PyTorch's GroupNorm statistics): each block streams at the runtime's
         // measured rate of one.
         a.cost.local_rate = std::min(a.cost.local_rate, static_cast<double>(op.blocks) * runtime_.gpu_block_rate);
@@ -440,7 +440,12 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           const auto it = plain.find(op.dtype);
           return it != plain.end() ? it->second : 0.0;
         };
-        if (op.kind == trace::OpKind::Gemv) {
+        const auto by_rows = op.blocks > 0 && !expert ? runtime_.gpu_gemv_rows.find(op.dtype) : runtime_.gpu_gemv_rows.end();
+        if (op.kind == trace::OpKind::Gemv && by_rows != runtime_.gpu_gemv_rows.end()) {
+          // The kernel's grid of one block per output row, each row at the rate its length streams.
+          const double rows = static_cast<double>(op.blocks);
+          a.cost.compute_seconds = std::max(a.cost.compute_seconds, by_rows->second.seconds(rows, weight_read_bytes(op) / rows));
+        } else if (op.kind == trace::OpKind::Gemv) {
           if (const double r = rate(runtime_.gpu_gemv, runtime_.gpu_gemv_id); r > 0)
             a.cost.compute_seconds = std::max(a.cost.compute_seconds, weight_read_bytes(op) / r);
         } else if (op.kind == trace::OpKind::Gemm) {

@@ -37,6 +37,23 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
   if (top.has("gpu_gemm")) r.gpu_gemm = top.weight_type_rates("gpu_gemm", false);
   if (top.has("gpu_gemv_id")) r.gpu_gemv_id = top.weight_type_rates("gpu_gemv_id", true);
   if (top.has("gpu_gemm_id")) r.gpu_gemm_id = top.weight_type_rates("gpu_gemm_id", false);
+  if (top.has("gpu_gemv_rows")) {
+    config::Section t = top.child("gpu_gemv_rows");
+    r.gpu_gemv_rows_source = t.text("source");
+    for (const std::string& type : t.keys()) {
+      if (type == "source") continue;
+      if (!config::is_ggml_type_name(type))
+        t.fail(type, "not a ggml weight type (lower case: q4_k, q6_k, q8_0, f16, bf16, iq4_xs, mxfp4, ...)");
+      config::Section k = t.child(type);
+      GemvRowKernel g;
+      g.fixed = k.duration("fixed");
+      g.row_rates = k.size_rate_points("rows");
+      if (g.row_rates.empty()) k.fail("rows", "needs at least one [\"bytes per row\", \"rate\"] point");
+      k.finish();
+      r.gpu_gemv_rows[type] = std::move(g);
+    }
+    t.finish();
+  }
   if (top.has("gpu_gemm_id_share")) {
     r.gpu_gemm_id_share = top.number("gpu_gemm_id_share", 0, 1);
     if (!(r.gpu_gemm_id_share > 0))

@@ -3,9 +3,13 @@
 // and its host-side costs and habits, measured on some host. Apart from the hardware: the same GPU
 // runs under different frameworks, and a framework's costs are calibrated from its own runs
 // (experiments/validate/). Schema: calib/runtimes/SCHEMA.md. All quantities SI (seconds).
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "trace/trace.hpp"
 
@@ -41,6 +45,30 @@ struct CpuOffloadCosts {
   std::string source;
   double per_tensor = 0.0;
   double per_element_fp32 = 0.0, per_element_bf16 = 0.0;
+};
+
+// The framework's matrix-vector kernel priced by its grid (llama.cpp's MMVQ, ggml-cuda/mmvq.cu: one thread block per
+// output row; the trace's `blocks` gives the rows): a fixed time (ggml's kernel that quantizes the input to q8_1,
+// and the product's start), then the rows at the rate a row of that many bytes streams, which grows with the row's
+// length (the reduction). Measured by experiments/llamacpp/cpu_matmul_bench --backend gpu over the models' shapes.
+struct GemvRowKernel {
+  double fixed = 0;                                  // s
+  std::vector<std::pair<double, double>> row_rates;  // (bytes per row, B/s), ascending bytes per row
+  // Seconds for `rows` rows of `row_bytes` each: the rate log-interpolated between points, held beyond them.
+  double seconds(double rows, double row_bytes) const {
+    if (row_rates.empty() || !(rows > 0) || !(row_bytes > 0)) return fixed;
+    double rate = row_rates.front().second;
+    if (row_bytes >= row_rates.back().first) {
+      rate = row_rates.back().second;
+    } else if (row_bytes > row_rates.front().first) {
+      auto hi = std::lower_bound(row_rates.begin(), row_rates.end(), row_bytes,
+                                 [](const std::pair<double, double>& p, double b) { return p.first < b; });
+      auto lo = hi - 1;
+      const double t = (std::log(row_bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+      rate = std::exp(std::log(lo->second) + t * (std::log(hi->second) - std::log(lo->second)));
+    }
+    return fixed + rows * row_bytes / rate;
+  }
 };
 
 struct RuntimeProfile {
@@ -81,6 +109,10 @@ struct RuntimeProfile {
   // a batch routed to, its tokens gathered per expert), by weight type: it prices a GEMV or GEMM whose weight is a
   // byte range of a tensor (one expert's slice of a fused experts tensor) in place of gpu_gemv / gpu_gemm. Optional.
   std::map<std::string, double> gpu_gemv_id;
+  // The same matrix-vector kernel by weight type priced by its rows (GemvRowKernel): for a GEMV whose trace op gives
+  // its grid (`blocks`, one per output row) it replaces gpu_gemv. Optional.
+  std::map<std::string, GemvRowKernel> gpu_gemv_rows;
+  std::string gpu_gemv_rows_source;
   std::map<std::string, double> gpu_gemm_id;
   // Where a weight type has no gpu_gemm_id rate: a prompt-sized product over an expert's slice at this share of the
   // rate a dense matrix of its type would take (0 < share <= 1; 0: not set, the dense rate). A runtime without

@@ -42,11 +42,16 @@ double tps(const std::string& args) {
 }
 
 TEST(LlamaCppFlags, WithoutCudaGraphsEveryKernelLaunchCostsTheHost) {
-  const std::string run = "run --model traces/models/qwen3-4b.json --dtype Q4_K_M --policy llamacpp --hw h100-measured "
-                          "--ngl 99 --prompt 0 --decode 32 --fit off --runtime ";
+  // A model whose kernels are too small to keep the GPU ahead of the host (the 16-layer calibration model, hidden
+  // 256): without graphs each launch's host time sets the pace. Measured 1224 against 517 us per token
+  // (results/validation/llamacpp/raw/graphs.jsonl, the rows llamacpp-h100-nographs is calibrated from). Where the
+  // GPU's kernels are long (Qwen3-4B, 255 against 315 tokens/s) the host keeps ahead and tiersim predicts little
+  // difference: the GPU's own gap between host-launched kernels is not modelled (graphs.md).
+  const std::string run = "run --model experiments/llamacpp/models/calib-tiny-16.json --dtype Q8_0 --policy llamacpp "
+                          "--hw h100-measured --ngl 99 --prompt 0 --decode 32 --fit off --runtime ";
   const double with = tps(run + "llamacpp-h100"), without = tps(run + "llamacpp-h100-nographs");
-  EXPECT_LT(without, 0.9 * with);  // measured: 255 against 315 tokens/s (results/validation/llamacpp/graphs.md)
-  EXPECT_GT(without, 0.5 * with);
+  EXPECT_LT(without, 0.6 * with);
+  EXPECT_GT(without, 0.3 * with);
 }
 
 // --n-cpu-moe N: the expert matrices of the first N layers in host memory (one -ot pattern per layer), the

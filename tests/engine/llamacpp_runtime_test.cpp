@@ -4,6 +4,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "hardware/op_cost.hpp"
@@ -506,6 +507,65 @@ TEST(ExpertKernels, AnExpertSliceTakesTheRuntimesStackOfExpertsRatesAndADenseMat
       }
     }
   EXPECT_EQ(slowed, 2 * 16 * 3);
+}
+
+// llama.cpp's matrix-vector kernel has one thread block per output row (ggml-cuda/mmvq.cu): a GGUF trace's decode GEMV
+// says so (`blocks`), and a runtime's gpu_gemv_rows prices it as its fixed time plus the rows at the rate of their
+// length, in place of gpu_gemv; transformers' GEMVs give no grid.
+TEST(GemvRows, AGgufDecodeProductCostsItsFixedTimeAndItsRowsAtTheirRate) {
+  const auto config = model::parse_model_config(
+      R"({"model_type": "qwen3", "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000,
+          "max_position_embeddings": 4096})",
+      "tiny.json");
+  const auto hw = hw::resolve_profile("h100-measured");
+  auto decode = [&](const std::string& dtype, const runtime::RuntimeProfile& rt) {
+    model::GenerationOptions o;
+    model::set_dtype(o, dtype);
+    o.prompt_tokens = 0;
+    o.decode_tokens = 1;
+    model::LlmTraceGenerator gen(config, o);
+    strategy::StrategySpec spec;
+    spec.placement = strategy::PartSpec::parse(dtype == "Q8_0" ? "llamacpp.ngl" : "resident", "--placement");
+    spec.custom = true;
+    const auto p = strategy::compose(gen.header(), hw, spec);
+    replay::StepPlanner planner({hw, rt}, gen.header(), p);
+    trace::Step step;
+    EXPECT_TRUE(gen.next(step));
+    replay::StepPlan plan;
+    planner.plan(step, plan);
+    return std::make_tuple(gen.header(), step, plan);
+  };
+  runtime::RuntimeProfile rt = runtime::resolve_runtime("llamacpp");
+  rt.gpu_gemv = {{"q8_0", 2e12}};
+  rt.kernel_floor = 0;
+  runtime::GemvRowKernel k;
+  k.fixed = 3e-6;
+  k.row_rates = {{1, 100e9}};  // every row length at 100 GB/s
+  rt.gpu_gemv_rows = {{"q8_0", k}};
+  const auto [header, step, plan] = decode("Q8_0", rt);
+  int priced = 0;
+  for (const auto& a : plan.actions) {
+    if (a.kind != ActionKind::Kernel || a.op < 0) continue;
+    const trace::Op& op = step.ops[static_cast<std::size_t>(a.op)];
+    if (op.kind != trace::OpKind::Gemv || op.dtype != "q8_0") continue;
+    double weight = 0, out = 0;
+    for (const auto& r : op.reads)
+      if (header.tensors[r.tensor].kind == trace::TensorKind::Weight) weight += static_cast<double>(r.bytes);
+    for (const auto& w : op.writes) out += static_cast<double>(w.bytes);
+    // one block per output row: 16-bit activations, the head's logits in f32 (it runs after the 2 layers, group 2)
+    EXPECT_EQ(static_cast<double>(op.blocks), out / (op.layer == 2 ? 4 : 2));
+    EXPECT_NEAR(a.cost.compute_seconds, 3e-6 + weight / 100e9, 1e-12);
+    ++priced;
+  }
+  EXPECT_EQ(priced, 2 * 7 + 1);  // q, k, v, o, gate, up, down per layer and the output head
+  model::GenerationOptions hf;
+  model::set_dtype(hf, "bf16");
+  hf.decode_tokens = 1;
+  model::LlmTraceGenerator gen(config, hf);
+  trace::Step hf_step;
+  ASSERT_TRUE(gen.next(hf_step));
+  for (const auto& op : hf_step.ops) EXPECT_EQ(op.blocks, 0u);
 }
 
 }  // namespace

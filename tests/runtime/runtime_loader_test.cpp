@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/error.hpp"
 #include "hardware/op_cost.hpp"
 #include "runtime/runtime_loader.hpp"
@@ -158,6 +160,45 @@ TEST(RuntimeLoader, ReadsTheMatrixKernelRatesPlainAndForExperts) {
                "gpu_gemm_id_share", 12);
   expect_error("peer_copy_overlaps_compute: true\n", "peer_copy_overlaps_compute: true\ngpu_gemm_id_share: 1.5\n",
                "gpu_gemm_id_share", 12);
+}
+
+// gpu_gemv_rows: the matrix-vector kernel by weight type priced by its rows, a fixed time and a rate by bytes per row.
+TEST(RuntimeLoader, ReadsTheRowPricedMatrixVectorKernel) {
+  const RuntimeProfile r = parse_runtime(std::string(kRuntime) +
+                                             "gpu_gemv_rows:\n  source: \"cpu_matmul_bench --backend gpu\"\n"
+                                             "  q4_k: {fixed: \"2.9 us\", rows: [[\"144 B\", \"500 GB/s\"], [\"1440 B\", \"1.5 TB/s\"]]}\n",
+                                         "ok.yaml");
+  EXPECT_EQ(r.gpu_gemv_rows_source, "cpu_matmul_bench --backend gpu");
+  const GemvRowKernel& k = r.gpu_gemv_rows.at("q4_k");
+  EXPECT_DOUBLE_EQ(k.fixed, 2.9e-6);
+  ASSERT_EQ(k.row_rates.size(), 2u);
+  EXPECT_DOUBLE_EQ(k.row_rates[1].first, 1440);
+  EXPECT_DOUBLE_EQ(k.row_rates[1].second, 1.5e12);
+  EXPECT_TRUE(parse_runtime(kRuntime, "ok.yaml").gpu_gemv_rows.empty());
+  const std::string pre = "peer_copy_overlaps_compute: true\ngpu_gemv_rows:\n  source: \"x\"\n";
+  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q9_z: {fixed: \"1 us\", rows: [[\"1 B\", \"1 GB/s\"]]}\n",
+               "gpu_gemv_rows.q9_z", 14);
+  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q4_k: {rows: [[\"1 B\", \"1 GB/s\"]]}\n",
+               "gpu_gemv_rows.q4_k.fixed", 14);
+  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q4_k: {fixed: \"1 us\", rows: []}\n",
+               "gpu_gemv_rows.q4_k.rows", 14);
+  expect_error("peer_copy_overlaps_compute: true\n",
+               pre + "  q4_k: {fixed: \"1 us\", rows: [[\"2 B\", \"1 GB/s\"], [\"1 B\", \"1 GB/s\"]]}\n",
+               "gpu_gemv_rows.q4_k.rows", 14);
+  expect_error("peer_copy_overlaps_compute: true\n",
+               "peer_copy_overlaps_compute: true\ngpu_gemv_rows: {q4_k: {fixed: \"1 us\", rows: [[\"1 B\", \"1 GB/s\"]]}}\n",
+               "gpu_gemv_rows.source", 12);
+}
+
+// Rows at the rate their length streams: log-interpolated between the points, held beyond them, after a fixed time.
+TEST(GemvRowKernel, RowsTakeTheRateOfTheirLengthAfterTheFixedTime) {
+  GemvRowKernel k;
+  k.fixed = 3e-6;
+  k.row_rates = {{1000, 1e12}, {4000, 2e12}};
+  EXPECT_DOUBLE_EQ(k.seconds(100, 500), 3e-6 + 100 * 500 / 1e12);      // below the first point: its rate
+  EXPECT_DOUBLE_EQ(k.seconds(100, 8000), 3e-6 + 100 * 8000 / 2e12);    // beyond the last: its rate
+  EXPECT_NEAR(k.seconds(100, 2000), 3e-6 + 100 * 2000 / std::sqrt(2.0) / 1e12, 1e-15);  // halfway in log: sqrt(1 x 2)
+  EXPECT_DOUBLE_EQ(k.seconds(0, 2000), 3e-6);
 }
 
 // gpu_block_reduction: one thread block's streaming rate (PyTorch's GroupNorm statistics), with its source.
