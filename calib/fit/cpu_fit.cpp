@@ -1,5 +1,6 @@
 #include "fit/cpu_fit.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -37,10 +38,15 @@ double number(const std::string& text, const std::string& file, int line, const 
   }
 }
 
-}  // namespace
+// One measurement row of cpu_matmul_bench's CSV, checked.
+struct BenchRow {
+  std::string kind, type;
+  double rows = 0, cols = 0, batch = 0;
+  int threads = 0;
+  double seconds = 0, bytes = 0;
+};
 
-CpuFit fit_cpu_kernels(const std::string& csv_text, const std::string& file, int cores) {
-  if (cores < 1 || cores > 4096) throw InputError(file, 0, "cores", "must be from 1 to 4096");
+std::vector<BenchRow> read_bench_rows(const std::string& csv_text, const std::string& file) {
   std::istringstream in(csv_text);
   std::string line;
   int n = 0;
@@ -48,43 +54,62 @@ CpuFit fit_cpu_kernels(const std::string& csv_text, const std::string& file, int
   ++n;
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line != kHeader) throw InputError(file, 1, "header", std::string("expected '") + kHeader + "', got '" + line + "'");
-  // (threads) -> bytes and seconds summed, for reads and for each type's batch-1 products.
-  std::map<int, std::pair<double, double>> reads;
-  std::map<std::string, std::map<int, std::pair<double, double>>> gemv;
+  std::vector<BenchRow> out;
   while (std::getline(in, line)) {
     ++n;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     const auto f = split(line);
     if (f.size() != 10) throw InputError(file, n, "row", "expected 10 columns, got " + std::to_string(f.size()));
-    const std::string& kind = f[0];
-    const double batch = number(f[4], file, n, "batch");
+    BenchRow r;
+    r.kind = f[0];
+    r.type = f[1];
+    r.rows = number(f[2], file, n, "rows");
+    r.cols = number(f[3], file, n, "cols");
+    r.batch = number(f[4], file, n, "batch");
     const double threads = number(f[5], file, n, "threads");
-    const double seconds = number(f[6], file, n, "seconds");
-    const double bytes = number(f[7], file, n, "bytes");
+    r.seconds = number(f[6], file, n, "seconds");
+    r.bytes = number(f[7], file, n, "bytes");
     if (threads < 1 || threads > 4096 || threads != std::floor(threads))
       throw InputError(file, n, "threads", "must be a whole number from 1 to 4096");
-    if (!(seconds > 0) || !(bytes > 0)) throw InputError(file, n, "seconds", "a measurement needs seconds > 0 and bytes > 0");
-    if (kind == "read") {
-      auto& r = reads[static_cast<int>(threads)];
-      r.first += bytes, r.second += seconds;
-    } else if (kind == "gemv" && batch == 1) {
-      if (!config::is_ggml_type_name(f[1]))
-        throw InputError(file, n, "type", "a ggml weight type in lower case (q4_k), got '" + f[1] + "'");
-      auto& r = gemv[f[1]][static_cast<int>(threads)];
-      r.first += bytes, r.second += seconds;
+    r.threads = static_cast<int>(threads);
+    if (!(r.seconds > 0) || !(r.bytes > 0)) throw InputError(file, n, "seconds", "a measurement needs seconds > 0 and bytes > 0");
+    if ((r.kind == "gemv" || r.kind == "gemv_id") && !config::is_ggml_type_name(r.type))
+      throw InputError(file, n, "type", "a ggml weight type in lower case (q4_k), got '" + r.type + "'");
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<std::pair<double, double>> curve_of(const std::map<int, std::pair<double, double>>& m) {
+  std::vector<std::pair<double, double>> c;
+  for (const auto& [threads, bs] : m) c.emplace_back(threads, bs.first / bs.second);
+  return c;
+}
+
+}  // namespace
+
+CpuFit fit_cpu_kernels(const std::string& csv_text, const std::string& file, int cores) {
+  if (cores < 1 || cores > 4096) throw InputError(file, 0, "cores", "must be from 1 to 4096");
+  // (threads) -> bytes and seconds summed, for reads and for each type's batch-1 products.
+  std::map<int, std::pair<double, double>> reads;
+  std::map<std::string, std::map<int, std::pair<double, double>>> gemv;
+  const auto rows = read_bench_rows(csv_text, file);
+  for (const BenchRow& r : rows) {
+    if (r.kind == "read") {
+      auto& a = reads[r.threads];
+      a.first += r.bytes, a.second += r.seconds;
+    } else if (r.kind == "gemv" && r.batch == 1) {
+      auto& a = gemv[r.type][r.threads];
+      a.first += r.bytes, a.second += r.seconds;
     }
   }
+  const int n = static_cast<int>(std::count(csv_text.begin(), csv_text.end(), '\n'));
   if (reads.empty()) throw InputError(file, n, "kind", "no 'read' rows: the read bandwidth was not measured");
   CpuFit out;
   out.kernels.cores = cores;
-  auto curve = [](const std::map<int, std::pair<double, double>>& m) {
-    std::vector<std::pair<double, double>> c;
-    for (const auto& [threads, bs] : m) c.emplace_back(threads, bs.first / bs.second);
-    return c;
-  };
-  out.kernels.read_bandwidth = curve(reads);
-  for (const auto& [type, m] : gemv) out.kernels.gemv[type] = curve(m);
+  out.kernels.read_bandwidth = curve_of(reads);
+  for (const auto& [type, m] : gemv) out.kernels.gemv[type] = curve_of(m);
   std::ostringstream r;
   r << "| threads | read GB/s";
   for (const auto& [type, m] : gemv) r << " | " << type << " GEMV GB/s";
@@ -109,9 +134,75 @@ CpuFit fit_cpu_kernels(const std::string& csv_text, const std::string& file, int
   return out;
 }
 
-std::string default_cpu_source(const std::string& csv_path) {
-  return "measured: " + csv_path + " (experiments/llamacpp/cpu_matmul_bench: ggml's CPU kernels, batch 1, by threads), "
-         "fitted by tiersim_fit --cpu";
+void add_cpu_expert_kernels(CpuFit& fit, const std::string& main_csv_text, const std::string& main_file,
+                            const std::vector<std::pair<std::string, std::string>>& runs) {
+  using Key = std::pair<std::string, int>;  // (type, threads)
+  using Shape = std::pair<double, double>;  // (rows, cols)
+  auto dense_by_shape = [](const std::vector<BenchRow>& rows) {
+    std::map<Key, std::map<Shape, std::pair<double, double>>> out;
+    for (const BenchRow& r : rows)
+      if (r.kind == "gemv" && r.batch == 1) {
+        auto& a = out[{r.type, r.threads}][{r.rows, r.cols}];
+        a.first += r.bytes, a.second += r.seconds;
+      }
+    return out;
+  };
+  const auto main_dense = dense_by_shape(read_bench_rows(main_csv_text, main_file));
+  std::map<Key, std::pair<double, double>> experts;
+  std::map<Key, std::map<Shape, std::pair<double, double>>> other_dense;
+  std::string files;
+  for (const auto& [text, file] : runs) {
+    const auto rows = read_bench_rows(text, file);
+    for (const BenchRow& r : rows)
+      if (r.kind == "gemv_id" && r.batch == 1) {
+        auto& a = experts[{r.type, r.threads}];
+        a.first += r.bytes, a.second += r.seconds;
+      }
+    for (const auto& [key, shapes] : dense_by_shape(rows))
+      for (const auto& [shape, bs] : shapes) {
+        auto& a = other_dense[key][shape];
+        a.first += bs.first, a.second += bs.second;
+      }
+    files += (files.empty() ? "" : ", ") + file;
+  }
+  if (experts.empty()) throw InputError(runs.empty() ? main_file : runs.front().second, 0, "kind", "no batch-1 'gemv_id' rows");
+  std::ostringstream r;
+  r << "\n## ggml's MUL_MAT_ID on the CPU (" << files << ")\n\nThe experts' rate of the used weights, and as carried "
+       "to this profile: times the dense rate here over the shapes both runs measured, divided by the other run's.\n\n"
+       "| type | threads | experts GB/s (that run) | dense, here / there | experts GB/s (here) |\n|---|---|---|---|---|\n";
+  std::map<std::string, std::map<int, std::pair<double, double>>> curves;
+  for (const auto& [key, bs] : experts) {
+    const auto here = main_dense.find(key);
+    const auto there = other_dense.find(key);
+    double hb = 0, hs = 0, tb = 0, ts = 0;
+    if (here != main_dense.end() && there != other_dense.end())
+      for (const auto& [shape, a] : there->second) {
+        const auto m = here->second.find(shape);
+        if (m == here->second.end()) continue;
+        hb += m->second.first, hs += m->second.second, tb += a.first, ts += a.second;
+      }
+    if (!(hs > 0) || !(ts > 0))
+      throw InputError(runs.front().second, 0, "gemv",
+                       "no dense product of a shape " + main_file + " also has, for " + key.first + " at " +
+                           std::to_string(key.second) + " threads: nothing relates the experts to this profile's host");
+    const double scale = (hb / hs) / (tb / ts);
+    curves[key.first][key.second] = {bs.first * scale, bs.second};
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "| %s | %d | %.1f | %.3f | %.1f |\n", key.first.c_str(), key.second,
+                  bs.first / bs.second / 1e9, scale, bs.first * scale / bs.second / 1e9);
+    r << buf;
+  }
+  for (const auto& [type, m] : curves) fit.kernels.gemv_id[type] = curve_of(m);
+  fit.report += r.str();
+}
+
+std::string default_cpu_source(const std::string& csv_path, const std::vector<std::string>& expert_paths) {
+  std::string s = "measured: " + csv_path + " (experiments/llamacpp/cpu_matmul_bench: ggml's CPU kernels, batch 1, by threads), "
+                  "fitted by tiersim_fit --cpu";
+  if (expert_paths.empty()) return s;
+  s += "; gemv_id: ggml's MUL_MAT_ID (cpu_matmul_bench --experts) from ";
+  for (std::size_t i = 0; i < expert_paths.size(); ++i) s += (i ? " + " : "") + expert_paths[i];
+  return s + ", scaled by the dense rate here over the shapes both runs measured against that run's (--cpu-experts)";
 }
 
 std::string with_cpu_kernels(const std::string& text, const std::string& file, const hw::CpuKernelSpec& k,
@@ -133,6 +224,10 @@ std::string with_cpu_kernels(const std::string& text, const std::string& file, c
                       "\n    read_bandwidth: " + curve(k.read_bandwidth) + "\n    gemv:\n";
   for (const auto& [type, c] : k.gemv) block += "      " + type + ": " + curve(c) + "\n";
   if (k.gemv.empty()) block.replace(block.size() - 1, 1, " {}\n");
+  if (!k.gemv_id.empty()) {
+    block += "    gemv_id:\n";
+    for (const auto& [type, c] : k.gemv_id) block += "      " + type + ": " + curve(c) + "\n";
+  }
   // The host section and its op_overhead line; an existing cpu_kernels block (indented deeper) goes.
   const auto host = text.find("\nhost:\n");
   if (host == std::string::npos) throw InputError(file, 0, "host", "no top-level 'host:' section to add cpu_kernels to");

@@ -4,13 +4,15 @@
 //   tiersim_fit --compare a.csv b.csv
 //   tiersim_fit --cpu cpu.csv --cpu-cores 8 [--raw raw.csv | --base PRESET] --name NAME --out PROFILE.yaml
 //     adds host.cpu_kernels, fitted from experiments/llamacpp/cpu_matmul_bench's CSV (without --raw, to the
-//     base profile as it is)
+//     base profile as it is); --cpu-experts RUN.csv (repeatable): ggml's MUL_MAT_ID from another run (cpu_matmul_bench
+//     --experts, with dense rows of a shape cpu.csv has), carried to this profile's host as host.cpu_kernels.gemv_id
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "core/error.hpp"
 #include "fit/cpu_fit.hpp"
@@ -42,6 +44,7 @@ int compare(const std::string& a_path, const std::string& b_path) {
 
 int main(int argc, char** argv) {
   std::string raw, base = "h100-sxm", name, out, report, cpu, cpu_source;
+  std::vector<std::string> cpu_experts;
   int cpu_cores = 0;
   std::vector<std::string> extras;  // rows of other runs: benchmarks the main run lacks
   try {
@@ -63,6 +66,7 @@ int main(int argc, char** argv) {
       else if (a == "--extra") extras.push_back(value());
       else if (a == "--cpu") cpu = value();
       else if (a == "--cpu-source") cpu_source = value();
+      else if (a == "--cpu-experts") cpu_experts.push_back(value());
       else if (a == "--cpu-cores") {
         const std::string v = value();
         try {
@@ -75,7 +79,7 @@ int main(int argc, char** argv) {
       } else
         throw tiersim::InputError("", 0, a,
                                   "unknown option (--raw, --extra, --base, --name, --out, --report, --compare, --cpu, "
-                                  "--cpu-cores, --cpu-source)");
+                                  "--cpu-cores, --cpu-source, --cpu-experts)");
     }
     if ((raw.empty() && cpu.empty()) || name.empty() || out.empty())
       throw tiersim::InputError("", 0, "--raw",
@@ -95,14 +99,27 @@ int main(int argc, char** argv) {
       const auto end = fit.yaml.find('\n', at + 1);
       fit.yaml.replace(at + 1, end - at - 1, "name: " + name);
     }
+    if (!cpu_experts.empty() && cpu.empty())
+      throw tiersim::InputError("", 0, "--cpu-experts", "needs --cpu (the dense rates the experts are carried with)");
     if (!cpu.empty()) {
       if (cpu_cores == 0) throw tiersim::InputError("", 0, "--cpu-cores", "give the host's physical core count with --cpu");
       std::ifstream in(cpu);
       if (!in) throw tiersim::InputError(cpu, 0, "--cpu", "cannot open");
       std::stringstream text;
       text << in.rdbuf();
-      const auto kernels = tiersim::calib::fit_cpu_kernels(text.str(), cpu, cpu_cores);
-      const std::string source = cpu_source.empty() ? tiersim::calib::default_cpu_source(cpu) : cpu_source;
+      auto kernels = tiersim::calib::fit_cpu_kernels(text.str(), cpu, cpu_cores);
+      if (!cpu_experts.empty()) {
+        std::vector<std::pair<std::string, std::string>> runs;
+        for (const std::string& path : cpu_experts) {
+          std::ifstream e(path);
+          if (!e) throw tiersim::InputError(path, 0, "--cpu-experts", "cannot open");
+          std::stringstream t;
+          t << e.rdbuf();
+          runs.emplace_back(t.str(), path);
+        }
+        tiersim::calib::add_cpu_expert_kernels(kernels, text.str(), cpu, runs);
+      }
+      const std::string source = cpu_source.empty() ? tiersim::calib::default_cpu_source(cpu, cpu_experts) : cpu_source;
       fit.yaml = tiersim::calib::with_cpu_kernels(fit.yaml, out, kernels.kernels, source);
       fit.report += "\n## Host CPU kernels (" + cpu + ")\n\n" + kernels.report;
     }

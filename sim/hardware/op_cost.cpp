@@ -49,12 +49,15 @@ double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRa
   if (run.threads <= 0 || !hw.host.kernels) return cpu_roofline(hw, op, rates) + dispatch(op, run.per_op);
   const CpuKernelSpec& k = *hw.host.kernels;
   const double read = CpuKernelSpec::at(k.read_bandwidth, run.threads);
-  const auto gemv = op.dtype.empty() ? k.gemv.end() : k.gemv.find(op.dtype);
-  const double weight_rate = gemv == k.gemv.end() ? read : CpuKernelSpec::at(gemv->second, run.threads);
+  // ggml's MUL_MAT_ID where the op reads an expert's slice and the profile measured it for this type, else its
+  // dense matrix-vector product.
+  const auto& kernels = run.expert_slice && k.gemv_id.count(op.dtype) ? k.gemv_id : k.gemv;
+  const auto gemv = op.dtype.empty() ? kernels.end() : kernels.find(op.dtype);
+  const double weight_rate = gemv == kernels.end() ? read : CpuKernelSpec::at(gemv->second, run.threads);
   const double other_bytes = std::max(0.0, static_cast<double>(trace::op_bytes(op)) - run.weight_bytes);
   const double memory = run.weight_bytes / weight_rate + other_bytes / read;
   // A matrix-vector product's measured rate already holds its arithmetic (dequantisation, dot products).
-  if (op.kind == trace::OpKind::Gemv && gemv != k.gemv.end()) return memory + dispatch(op, run.per_op);
+  if (op.kind == trace::OpKind::Gemv && gemv != kernels.end()) return memory + dispatch(op, run.per_op);
   const double rate = op.dtype.empty() ? rates.host : hw.host_rate(op.dtype);
   const double share = std::min(1.0, static_cast<double>(run.threads) / k.cores);
   const double compute = static_cast<double>(op.flops) / (rate * hw.host.compute_efficiency * share);

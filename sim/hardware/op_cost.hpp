@@ -41,6 +41,7 @@ double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRa
 struct CpuThreads {
   int threads = 0;
   double weight_bytes = 0;  // bytes of the op's reads that are weights
+  bool expert_slice = false;  // the weight read is part of a tensor (one expert's slice): the gemv_id rates
   double per_op = 0;
 };
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRates& default_rates, const CpuThreads& run);

@@ -47,6 +47,9 @@ struct CpuKernelSpec {
   // ggml's matrix-vector product (one token) by weight type (lower case: q4_k, q8_0, f16), (threads,
   // weight bytes per second): dequantisation and dot products, not only memory, bound it.
   std::map<std::string, std::vector<std::pair<double, double>>> gemv;
+  // ggml's MUL_MAT_ID over a stack of experts (one token's k experts), by weight type, (threads, bytes per second of
+  // the experts used): what an op over an expert's slice of a fused experts tensor takes in place of gemv. Optional.
+  std::map<std::string, std::vector<std::pair<double, double>>> gemv_id;
   // A rate of a (threads, rate) curve at `threads`: linear between points, proportional below the
   // first, held at the last point's value beyond it (more threads than measured are assumed to add nothing).
   static double at(const std::vector<std::pair<double, double>>& curve, int threads);

@@ -88,6 +88,15 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
         spec.gemv[type] = g.thread_rate_points(type);
       }
       g.finish();
+      if (k.has("gemv_id")) {
+        Section e = k.child("gemv_id");
+        for (const std::string& type : e.keys()) {
+          if (!config::is_ggml_type_name(type))
+            e.fail(type, "not a ggml weight type (lower case: q4_k, q6_k, q8_0, f16, bf16, ...)");
+          spec.gemv_id[type] = e.thread_rate_points(type);
+        }
+        e.finish();
+      }
       k.finish();
       p.host.kernels = spec;
     }

@@ -92,6 +92,11 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
                                 {"cores", p.host.kernels->cores},
                                 {"read_bandwidth", threads_curve(p.host.kernels->read_bandwidth)},
                                 {"gemv", gemv}};
+    if (!p.host.kernels->gemv_id.empty()) {
+      ordered_json gemv_id = ordered_json::object();
+      for (const auto& [type, c] : p.host.kernels->gemv_id) gemv_id[type] = threads_curve(c);
+      j["host"]["cpu_kernels"]["gemv_id"] = gemv_id;
+    }
   }
   j["host_link"] = {{"source", source(p, "host_link")},
                     {"type", p.host_link.type},

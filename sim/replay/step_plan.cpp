@@ -346,6 +346,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       // op_overhead, as cpu_op_seconds without them computes it.
       hw::CpuThreads run = cpu_;
       run.weight_bytes = weight_read_bytes(op);
+      run.expert_slice = reads_weight_range(op);
       a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_, run);
       out.actions.push_back(a);
     } else {

@@ -56,11 +56,14 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     std::vector<std::string> extras;  // rows of later runs (--extra), in order
     const char* cpu;    // the host CPU's kernels (--cpu), or ""
     int cores;
+    std::vector<std::string> cpu_experts;  // MUL_MAT_ID runs (--cpu-experts)
   };
   for (const Case& c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {}, "", 0},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
                             {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv"},
-                            "results/validation/llamacpp/raw/cpu.csv", 16}}) {
+                            "results/validation/llamacpp/raw/cpu.csv", 16,
+                            {"results/validation/llamacpp/raw/cpu_moe.csv",
+                             "results/validation/llamacpp/raw/cpu_dense_same_host.csv"}}}) {
     RawMeasurements named = read_raw_csv(dir + "/" + c.raw);
     // The fit names its input by the path it was given; the committed profile was made from this one.
     named.file = c.raw;
@@ -77,8 +80,16 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
       std::ifstream csv(dir + "/" + c.cpu);
       std::stringstream text;
       text << csv.rdbuf();
-      fit.yaml = with_cpu_kernels(fit.yaml, c.name, fit_cpu_kernels(text.str(), c.cpu, c.cores).kernels,
-                                  default_cpu_source(c.cpu));
+      CpuFit kernels = fit_cpu_kernels(text.str(), c.cpu, c.cores);
+      std::vector<std::pair<std::string, std::string>> runs;
+      for (const std::string& path : c.cpu_experts) {
+        std::ifstream e(dir + "/" + path);
+        std::stringstream t;
+        t << e.rdbuf();
+        runs.emplace_back(t.str(), path);
+      }
+      if (!runs.empty()) add_cpu_expert_kernels(kernels, text.str(), c.cpu, runs);
+      fit.yaml = with_cpu_kernels(fit.yaml, c.name, kernels.kernels, default_cpu_source(c.cpu, c.cpu_experts));
     }
     std::ifstream in(dir + "/calib/profiles/" + c.name + ".yaml");
     std::stringstream committed;
@@ -149,6 +160,43 @@ TEST(CpuFit, BadRowsNameTheLineAndColumn) {
   fails(header + "read,,0,0,0,1,-1,1e9,10,0\n", 2, "seconds");
   fails(header + "read,,0,0,0,1,0.1,1e9,10,0\ngemv,Q4_K,1,1,1,1,0.1,1e9,10,0\n", 3, "type");
   fails(header + "gemv,q4_k,1,1,1,1,0.1,1e9,10,0\n", 2, "kind");  // no read rows
+}
+
+// MUL_MAT_ID measured on another host: its rate times the dense rate here over the shapes both measured, divided by
+// the dense rate there; a type and thread count with no shared dense shape is refused.
+TEST(CpuFit, ExpertRatesFromAnotherRunAreCarriedByTheDenseRatesBothMeasured) {
+  const std::string header = "kind,type,rows,cols,batch,threads,seconds,bytes,gbps,gflops\n";
+  const std::string other = header +
+                            "gemv_id,q4_k,768,2048,1,1,0.001,7110656,7.1,0\n"
+                            "gemv_id,q4_k,768,2048,1,8,0.0004,7110656,17.8,0\n"
+                            "gemv,q4_k,4096,14336,1,1,0.006,33030144,5.5,0\n"   // half the main run's rate at 1 thread
+                            "gemv,q4_k,4096,14336,1,8,0.001,33030144,33,0\n"
+                            "gemv,q4_k,768,2048,1,8,0.0001,896000,9,0\n";      // a shape the main run lacks: ignored
+  auto fit = fit_cpu_kernels(kCpuCsv, "cpu.csv", 8);
+  // Main at 8 threads has only 4096 x 4096: no shape in common there.
+  try {
+    add_cpu_expert_kernels(fit, kCpuCsv, "cpu.csv", {{other, "moe.csv"}});
+    ADD_FAILURE() << "accepted experts with no shared dense shape at 8 threads";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "moe.csv");
+    EXPECT_EQ(e.key(), "gemv");
+    EXPECT_NE(std::string(e.what()).find("q4_k at 8 threads"), std::string::npos) << e.what();
+  }
+  const std::string main = std::string(kCpuCsv) + "gemv,q4_k,4096,14336,1,8,0.0005,33030144,66,0\n";
+  auto ok = fit_cpu_kernels(main, "cpu.csv", 8);
+  add_cpu_expert_kernels(ok, main, "cpu.csv", {{other, "moe.csv"}});
+  const auto& c = ok.kernels.gemv_id.at("q4_k");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_NEAR(c[0].second, 7110656 / 0.001 * ((33030144 / 0.003) / (33030144 / 0.006)), 1);  // x2
+  EXPECT_NEAR(c[1].second, 7110656 / 0.0004 * ((33030144 / 0.0005) / (33030144 / 0.001)), 1);
+  EXPECT_NE(ok.report.find("MUL_MAT_ID"), std::string::npos);
+  // Through the profile text and back.
+  const auto src = config::find_profile("h100-measured", config::embedded_profiles(), "--base", "hardware profile", "preset");
+  const auto p = hw::parse_profile(with_cpu_kernels(src.text, "p.yaml", ok.kernels, "measured"), "p.yaml");
+  ASSERT_EQ(p.host.kernels->gemv_id.at("q4_k").size(), 2u);
+  EXPECT_NEAR(p.host.kernels->gemv_id.at("q4_k")[1].second, c[1].second, 1e-3 * c[1].second);  // written to 4 digits
+  auto none = fit_cpu_kernels(main, "cpu.csv", 8);
+  EXPECT_THROW(add_cpu_expert_kernels(none, main, "cpu.csv", {{header + "read,,0,0,0,1,0.1,1e9,10,0\n", "x.csv"}}), InputError);
 }
 
 TEST(CpuFit, TheSectionGoesIntoTheHostSectionOfTheProfileTextAndReplacesAnOldOne) {

@@ -107,6 +107,37 @@ host:
   fails("  cpu_kernels: {source: s, cores: 8, read_bandwidth: [[1, \"4 GB/s\"]], gemv: {Q4_K: [[1, \"1 GB/s\"]]}}\n",
         "host.cpu_kernels.gemv.Q4_K");
   fails("  cpu_kernels: {source: s, cores: 0, read_bandwidth: [[1, \"4 GB/s\"]], gemv: {}}\n", "host.cpu_kernels.cores");
+  // ggml's MUL_MAT_ID by type, optional.
+  const auto e = hw::parse_profile(base + "  cpu_kernels: {source: s, cores: 8, read_bandwidth: [[1, \"4 GB/s\"]], gemv: {}, "
+                                          "gemv_id: {q4_k: [[1, \"3 GB/s\"], [8, \"20 GB/s\"]]}}\n", "p.yaml");
+  EXPECT_DOUBLE_EQ(hw::CpuKernelSpec::at(e.host.kernels->gemv_id.at("q4_k"), 8), 20e9);
+  EXPECT_TRUE(p.host.kernels->gemv_id.empty());
+  fails("  cpu_kernels: {source: s, cores: 8, read_bandwidth: [[1, \"4 GB/s\"]], gemv: {}, gemv_id: {q4_x: [[1, \"1 GB/s\"]]}}\n",
+        "host.cpu_kernels.gemv_id.q4_x");
+}
+
+// An op over one expert's slice (llama.cpp's MUL_MAT_ID on the CPU) takes the profile's gemv_id rate for its type;
+// a dense matrix, or a type gemv_id lacks, its gemv rate.
+TEST(CpuKernels, AnExpertSliceTakesTheStackOfExpertsRate) {
+  hw::HardwareProfile hw = hw::resolve_profile("rtx4090");
+  hw.host.kernels = kernels();
+  hw.host.kernels->gemv_id["q4_k"] = {{1, 4e9}, {16, 30e9}};
+  trace::Op op;
+  op.kind = trace::OpKind::Gemv;
+  op.flops = 2 * 768 * 2048;
+  op.dtype = "q4_k";
+  op.reads = {{0, 884'736}, {1, 4096}};  // one expert's 768 x 2048 Q4_K slice and the input
+  op.writes = {{1, 1536}};
+  hw::CpuThreads run;
+  run.threads = 16;
+  run.weight_bytes = 884'736;
+  const auto rates = hw::OpRates::of(hw, "bf16");
+  const double other = (4096 + 1536) / 80e9;
+  EXPECT_NEAR(hw::cpu_op_seconds(hw, op, rates, run), 884'736 / 50e9 + other, 1e-12);  // per_op 0
+  run.expert_slice = true;
+  EXPECT_NEAR(hw::cpu_op_seconds(hw, op, rates, run), 884'736 / 30e9 + other, 1e-12);
+  hw.host.kernels->gemv_id.clear();  // no MUL_MAT_ID rate for the type: its dense one
+  EXPECT_NEAR(hw::cpu_op_seconds(hw, op, rates, run), 884'736 / 50e9 + other, 1e-12);
 }
 
 // Qwen3-4B as a Q4_K_M file, -ngl 0 (everything but nothing on the GPU), under the execute path.
