@@ -63,6 +63,7 @@ NKVO = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "calib_nkv
 GPU_MM = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_mul_mat.txt")
 GPU_MM_ID = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_mul_mat_id.txt")
 GPU_GEMV = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_gemv.csv")
+GPU_GEMM = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_gemm.csv")
 BYTES_PER_WEIGHT = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 144 / 256, "q6_k": 210 / 256}  # ggml block layouts
 
 
@@ -105,17 +106,7 @@ def gpu_gemv_rows():
     output row, so the time is fixed + rows x (time of one row), and a row's time depends on its length. For each
     type, least squares on the relative error over its shapes, linear in the unknowns: the fixed time and one row
     time per row length measured (a point wherever the rows are a tenth of some shape's time or more). Returns {type: (fixed s, [(bytes per row, B/s), ...] ascending)} and a report."""
-    by_type = {}
-    with open(GPU_GEMV) as f:
-        header = f.readline().strip()
-        if header != "kind,type,rows,cols,batch,threads,seconds,bytes,gbps,gflops":
-            sys.exit("fit_runtime.py: unexpected header in " + GPU_GEMV)
-        for line in f:
-            k, t, rows, cols, batch, _, sec = line.strip().split(",")[:7]
-            if k == "gpu_gemv" and batch == "1" and t in BYTES_PER_WEIGHT:
-                by_type.setdefault(t, []).append((int(rows), int(cols), float(sec)))
-    if not by_type:
-        sys.exit("fit_runtime.py: no batch-1 gpu_gemv rows in " + GPU_GEMV)
+    by_type = read_gpu_products(GPU_GEMV, 1)
     out, report = {}, []
     for t, v in sorted(by_type.items()):
         widths = sorted({c for _, c, _ in v})
@@ -142,6 +133,53 @@ def gpu_gemv_rows():
         report.append(f"{t}: fixed {fixed * 1e6:.2f} us; per row " +
                       ", ".join(f"{c} wide {per_row[c] * 1e9:.2f} ns" + ("" if c in shown else " (fixed-bound, no point)") for c in widths) +
                       f"; {len(v)} shapes, mean |error| {sum(map(abs, errs)) / len(errs):.1%}, worst {max(errs, key=abs):+.1%}")
+    return out, report
+
+
+def read_gpu_products(path, batch):
+    """cpu_matmul_bench --backend gpu rows at `batch` tokens: {type: [(rows, cols, seconds), ...]}."""
+    by_type = {}
+    with open(path) as f:
+        if f.readline().strip() != "kind,type,rows,cols,batch,threads,seconds,bytes,gbps,gflops":
+            sys.exit("fit_runtime.py: unexpected header in " + path)
+        for line in f:
+            k, t, rows, cols, b, _, sec = line.strip().split(",")[:7]
+            if k == "gpu_gemv" and b == str(batch) and t in BYTES_PER_WEIGHT:
+                by_type.setdefault(t, []).append((int(rows), int(cols), float(sec)))
+    if not by_type:
+        sys.exit(f"fit_runtime.py: no gpu_gemv rows at batch {batch} in {path}")
+    return by_type
+
+
+def gpu_gemm_rows():
+    """ggml's CUDA prompt-sized product (MMQ; cuBLAS for F16) by weight type at 512 tokens, the models' shapes
+    (raw/gpu_gemm.csv: cpu_matmul_bench --backend gpu --batch 512, run_on_gpu.sh calib-gemm). MMQ tiles the weight's
+    rows and runs a stream-k fix-up that does not shrink with them, so a matrix of few rows runs far below the rate:
+    time = fixed + FLOPs x (rows + extra_rows) / rows / rate. Least squares on the relative error over each type's
+    shapes: a grid over extra_rows (0-8000, step 25) and fixed (0-20 us, step 0.25 us), the rate solved for each.
+    Returns {type: (fixed s, rate FLOP/s, extra_rows)} and a report."""
+    out, report = {}, []
+    for t, v in sorted(read_gpu_products(GPU_GEMM, 512).items()):
+        best = None
+        for ci in range(321):
+            c = 25.0 * ci
+            a = [2.0 * 512 * cols * (rows + c) for rows, cols, _ in v]
+            for fi in range(81):
+                t0 = 0.25e-6 * fi
+                # residual (t0 + a_i x) / s_i - 1, x = 1 / rate: linear least squares in x
+                num = sum(ai / s * (1 - t0 / s) for ai, (_, _, s) in zip(a, v))
+                den = sum((ai / s) ** 2 for ai, (_, _, s) in zip(a, v))
+                x = num / den
+                if x <= 0:
+                    continue
+                err = sum(((t0 + ai * x) / s - 1) ** 2 for ai, (_, _, s) in zip(a, v))
+                if best is None or err < best[0]:
+                    best = (err, t0, 1 / x, c)
+        _, t0, rate, c = best
+        errs = [(t0 + 2.0 * 512 * cols * (rows + c) / rate) / s - 1 for rows, cols, s in v]
+        out[t] = (t0, rate, c)
+        report.append(f"{t}: fixed {t0 * 1e6:.2f} us, {rate / 1e12:.1f} TFLOP/s, extra rows {c:.0f}; {len(v)} shapes, "
+                      f"mean |error| {sum(map(abs, errs)) / len(errs):.1%}, worst {max(errs, key=abs):+.1%}")
     return out, report
 
 
@@ -196,6 +234,8 @@ def runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm, per_laun
     rows_text = "".join(
         f'  {t}: {{fixed: "{fixed * 1e6:.3f} us", rows: [' + ", ".join(f'["{b:g} B", "{r / 1e9:.1f} GB/s"]' for b, r in pts) + "]}\n"
         for t, (fixed, pts) in sorted(gpu_gemv_rows()[0].items()))
+    gemm_text = "".join(f'  {t}: {{fixed: "{t0 * 1e6:.2f} us", rate: "{rate / 1e12:.1f} TFLOP/s", extra_rows: {c:.0f}}}\n'
+                        for t, (t0, rate, c) in sorted(gpu_gemm_rows()[0].items()))
     launch_text = "0 us" if per_launch == 0 else f"{per_launch / us:.3f} us"
     return f"""{head}# Regenerate: /usr/bin/python3 experiments/llamacpp/fit_runtime.py --write
 tiersim_runtime: 1
@@ -217,7 +257,9 @@ gpu_gemv_id: {{{", ".join(f'{t}: "{gemv_id[t] / 1e9:.0f} GB/s"' for t in sorted(
 gpu_gemm_id: {{{", ".join(f'{t}: "{gemm_id[t] / 1e12:.1f} TFLOP/s"' for t in sorted(gemm_id))}}}
 gpu_gemv_rows:
   source: "ggml's CUDA matrix-vector products at 20 decode shapes of the validation and calibration models, weights streamed from HBM (cpu_matmul_bench --backend gpu, raw/gpu_gemv.csv; fit_runtime.py: fixed + rows x row time, least squares per type)"
-{rows_text}"""
+{rows_text}gpu_gemm_rows:
+  source: "ggml's CUDA matrix products at 512 tokens (MMQ; cuBLAS for f16) at the same 20 shapes, weights in GPU memory (cpu_matmul_bench --backend gpu --batch 512, raw/gpu_gemm.csv; fit_runtime.py: fixed + FLOPs x (rows + extra_rows) / rows / rate, least squares per type)"
+{gemm_text}"""
 
 
 def sim_step(layers, ngl, per_step, floor, cpu_op, per_copy=0.0, dtype="Q8_0", extra=(), per_launch=0.0):
@@ -273,7 +315,8 @@ def main():
               f"-> per_copy {per_copy / us:.2f} us\n"
               f"GPU MUL_MAT 4096x14336 (test-backend-ops perf): "
               + ", ".join(f"{t} {gemv[t] / 1e12:.2f} TB/s at n=1, {gemm[t] / 1e12:.0f} TFLOP/s at n=512" for t in sorted(gemv))
-              + "\nGPU matrix-vector products by rows (raw/gpu_gemv.csv):\n  " + "\n  ".join(gpu_gemv_rows()[1]))
+              + "\nGPU matrix-vector products by rows (raw/gpu_gemv.csv):\n  " + "\n  ".join(gpu_gemv_rows()[1])
+              + "\nGPU matrix products at 512 tokens by shape (raw/gpu_gemm.csv):\n  " + "\n  ".join(gpu_gemm_rows()[1]))
     print(report)
     if min(per_step, floor, cpu_op, per_copy) < 0:
         sys.exit("fit_runtime.py: a negative cost: the model does not describe these rows")
@@ -283,8 +326,8 @@ def main():
               "--no-kv-offload against without (F16); per_launch 0 (decode graphs are replayed as CUDA graphs); gpu_gemv "
               "and gpu_gemm from ggml's test-backend-ops perf MUL_MAT 4096x14336 on the H100 (raw/gpu_mul_mat.txt), gpu_gemv_id "
               "and gpu_gemm_id from its MUL_MAT_ID over 128 experts of 768x2048, 8 used, at 1 and 512 tokens (raw/gpu_mul_mat_id.txt); "
-              "gpu_gemv_rows (the dense matrix-vector products of a decode, priced by rows) from cpu_matmul_bench --backend gpu "
-              "(raw/gpu_gemv.csv). "
+              "gpu_gemv_rows (the dense matrix-vector products of a decode, priced by rows) and gpu_gemm_rows (a prompt's, by shape) "
+              "from cpu_matmul_bench --backend gpu (raw/gpu_gemv.csv, gpu_gemm.csv). "
               + report.splitlines()[2])
     text = runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm)
     # CUDA graphs off: every kernel launched by the host. Same kernel floor, CPU and copy costs; per_step and

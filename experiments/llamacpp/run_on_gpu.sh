@@ -3,7 +3,7 @@
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
 #   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
 #          models-14b fit-fixtures graphs moe moe-diagnose moe-routing calib-gpu-moe moe-routing-long calib-gemv
-#          profile-decode
+#          profile-decode calib-gemm profile-prompt
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -337,6 +337,22 @@ for l in open('$OUT/bench_moe_long.jsonl'):
     r = json.loads(l); print(r['n_gpu_layers'], r.get('n_cpu_moe'), r['n_prompt'], r['n_batch'], r['n_ubatch'], round(r['avg_ts'], 1), r['samples_ts'])"
 }
 
+# Nsight Compute's CSV (one gpu__time_duration row per kernel) summed by kernel name.
+ncu_summary() {
+  python3 - "$1" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+t = collections.defaultdict(lambda: [0, 0.0])
+for r in rows:
+    name = r["Kernel Name"].split("(")[0].split("<")[0]
+    v = float(r["Metric Value"].replace(",", ""))
+    t[name][0] += 1; t[name][1] += v * {"ns": 1e-3, "us": 1.0, "ms": 1e3, "nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}[r["Metric Unit"]]
+print(len(rows), "kernels")
+for k, (n, us) in sorted(t.items(), key=lambda kv: -kv[1][1])[:30]:
+    print(f"{n:6d} {us:10.1f} us  {k}")
+PY
+}
+
 # ggml's own matrix-vector products at the validation models' decode shapes (Qwen3-4B, Llama-3.1-8B, the MoE file's
 # attention and output, the calibration models), on the GPU: cpu_matmul_bench --backend gpu (MMVQ and the kernel
 # that quantizes its input to q8_1; the weights streamed from HBM past the L2; graphs replayed as CUDA graphs, as
@@ -344,12 +360,14 @@ for l in open('$OUT/bench_moe_long.jsonl'):
 # Qwen3-30B-A3B's experts (128, 8 used; gate/up 768 x 2048, down 2048 x 768) by threads -> $OUT/cpu_moe.csv,
 # beside dense products of the same shapes on this host -> $OUT/cpu_dense_same_host.csv. Calibration data,
 # apart from the validation rows.
+# The matrices of the validation models (Qwen3-4B; Llama-3.1-8B; the MoE file's attention and output) and of the
+# calibration models, ROWSxCOLS.
+decode_shapes=4096x2560,1024x2560,2560x4096,9728x2560,2560x9728,151936x2560
+decode_shapes+=,4096x4096,1024x4096,14336x4096,4096x14336,128256x4096
+decode_shapes+=,4096x2048,512x2048,2048x4096,151936x2048
+decode_shapes+=,256x256,128x256,768x256,256x768,4096x256
 phase_calib-gemv() {
-  local shapes=4096x2560,1024x2560,2560x4096,9728x2560,2560x9728,151936x2560
-  shapes+=,4096x4096,1024x4096,14336x4096,4096x14336,128256x4096
-  shapes+=,4096x2048,512x2048,2048x4096,151936x2048
-  shapes+=,256x256,128x256,768x256,256x768,4096x256
-  "$bin/cpu_matmul_bench" --backend gpu --types q4_K,q6_K,q8_0,f16 --batch 1 --warmup 3 --shapes "$shapes" \
+  "$bin/cpu_matmul_bench" --backend gpu --types q4_K,q6_K,q8_0,f16 --batch 1 --warmup 3 --shapes "$decode_shapes" \
     > "$OUT/gpu_gemv.csv" 2> "$OUT/gpu_gemv.log" || { tail "$OUT/gpu_gemv.log"; return 1; }
   "$bin/cpu_matmul_bench" --backend gpu --types f32 --batch 1 --warmup 3 --shapes 128x2048 2>> "$OUT/gpu_gemv.log" \
     | tail -n +2 >> "$OUT/gpu_gemv.csv" || return 1
@@ -360,6 +378,29 @@ phase_calib-gemv() {
     --shapes 768x2048,2048x768,4096x14336 > "$OUT/cpu_dense_same_host.csv" 2>> "$OUT/cpu_moe.log" || return 1
   echo "calib-gemv: CPU done at $SECONDS s"
   grep -hE "^(gpu_gemv|gemv_id)" "$OUT/gpu_gemv.csv" "$OUT/cpu_moe.csv" | cut -d, -f1-7,9 | head -150
+}
+
+# The same products at a prompt micro-batch's 512 tokens (MMQ, or cuBLAS for F16), on the GPU -> $OUT/gpu_gemm.csv.
+# Calibration data, apart from the validation rows.
+phase_calib-gemm() {
+  "$bin/cpu_matmul_bench" --backend gpu --types q4_K,q6_K,q8_0,f16 --batch 512 --warmup 3 --shapes "$decode_shapes" \
+    > "$OUT/gpu_gemm.csv" 2> "$OUT/gpu_gemm.log" || { tail "$OUT/gpu_gemm.log"; return 1; }
+  cut -d, -f1-7,10 "$OUT/gpu_gemm.csv"
+}
+
+# Where a GPU-only prompt's time goes: Qwen3-4B Q4_K_M, every kernel of llama-bench -p 512 -n 0 (a warm-up prompt
+# and one timed) under Nsight Compute -> $OUT/ncu_prompt.csv. Diagnosis, not calibration.
+phase_profile-prompt() {
+  "$here/make_models.sh" --models qwen3-4b --quants Q4_K_M > "$OUT/profile_models.log" 2>&1 || { tail "$OUT/profile_models.log"; return 1; }
+  rm -f "$models"/*-f16.gguf
+  local f=$models/qwen3-4b-Q4_K_M.gguf
+  bench -m "$f" -p 512 -n 0 -r 3 -ngl 99 -t 16 > "$OUT/profile_prompt_bench.jsonl" || return 1
+  local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [ -n "$ncu" ] || { echo "profile-prompt: no ncu"; return 1; }
+  "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --launch-count 4000 \
+    "$bin/llama-bench" -m "$f" -p 512 -n 0 -r 1 -ngl 99 -t 16 > "$OUT/ncu_prompt.csv" 2> "$OUT/ncu_prompt.log" \
+    || { tail "$OUT/ncu_prompt.log"; return 1; }
+  ncu_summary "$OUT/ncu_prompt.csv"
 }
 
 # Where a GPU-only decode's time goes: Qwen3-4B Q4_K_M, llama-bench -ngl 99 as the validation rows run it
@@ -377,18 +418,7 @@ phase_profile-decode() {
     "$bin/llama-bench" -m "$f" -p 0 -n 4 -r 1 -ngl 99 -t 16 > "$OUT/ncu_decode.csv" 2> "$OUT/ncu_decode.log" \
     || { tail "$OUT/ncu_decode.log"; return 1; }
   echo "profile-decode: profiled at $SECONDS s"
-  python3 - "$OUT/ncu_decode.csv" <<'PY'
-import csv, sys, collections
-rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"'))]
-t = collections.defaultdict(lambda: [0, 0.0])
-for r in rows:
-    name = r["Kernel Name"].split("(")[0].split("<")[0]
-    v = float(r["Metric Value"].replace(",", ""))
-    t[name][0] += 1; t[name][1] += v * {"ns": 1e-3, "us": 1.0, "ms": 1e3, "nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}[r["Metric Unit"]]
-print(len(rows), "kernels")
-for k, (n, us) in sorted(t.items(), key=lambda kv: -kv[1][1])[:30]:
-    print(f"{n:6d} {us:10.1f} us  {k}")
-PY
+  ncu_summary "$OUT/ncu_decode.csv"
 }
 
 # A 14B model for the 12 GB example (Q4_K_M only; its F16 source is removed once quantized).

@@ -179,6 +179,13 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
     }
     j["gpu_gemv_rows"] = g;
   }
+  if (!r.gpu_gemm_rows.empty()) {
+    ordered_json g = ordered_json::object();
+    g["source"] = r.gpu_gemm_rows_source;
+    for (const auto& [type, k] : r.gpu_gemm_rows)
+      g[type] = {{"fixed", quantity(k.fixed, "s")}, {"rate", quantity(k.rate, "FLOP/s")}, {"extra_rows", k.extra_rows}};
+    j["gpu_gemm_rows"] = g;
+  }
   if (r.gpu_gemm_id_share > 0) j["gpu_gemm_id_share"] = r.gpu_gemm_id_share;
   if (!r.gpu_cast.empty()) {
     ordered_json g = ordered_json::object();

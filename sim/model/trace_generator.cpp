@@ -433,8 +433,12 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
   };
   // llama.cpp's matrix-vector kernel (ggml-cuda/mmvq.cu mul_mat_vec_q, and mmvf for F16/F32; up to 8 tokens): one
   // thread block per output row, which a runtime's gpu_gemv_rows prices. The op just appended gets its grid.
+  // Above 8 tokens its MMQ (cuBLAS for F16), priced by the weight's rows (gpu_gemm_rows): the op gets them.
   auto mmv_grid = [&](std::uint64_t rows, std::uint64_t tokens) {
-    if (d == WeightDtype::Gguf && tokens <= 8) out.ops.back().blocks = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0x7fffffffu));
+    const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0x7fffffffu));
+    if (d != WeightDtype::Gguf) return;
+    if (tokens <= 8) out.ops.back().blocks = n;
+    else out.ops.back().rows = n;
   };
   auto linear = [&](std::int32_t layer, std::uint32_t w, std::uint64_t in, std::uint64_t outd) {
     add(matmul, layer, 2 * T * in * outd, {whole(w), act(T * in)}, {act(T * outd)}, launches_.matmul);

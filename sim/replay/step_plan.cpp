@@ -449,6 +449,10 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         } else if (op.kind == trace::OpKind::Gemv) {
           if (const double r = rate(runtime_.gpu_gemv, runtime_.gpu_gemv_id); r > 0)
             a.cost.compute_seconds = std::max(a.cost.compute_seconds, weight_read_bytes(op) / r);
+        } else if (const auto shaped = op.rows > 0 && !expert ? runtime_.gpu_gemm_rows.find(op.dtype) : runtime_.gpu_gemm_rows.end();
+                   op.kind == trace::OpKind::Gemm && shaped != runtime_.gpu_gemm_rows.end()) {
+          // The kernel's tiles over the weight's rows, measured by shape.
+          a.cost.compute_seconds = shaped->second.seconds(static_cast<double>(op.flops), static_cast<double>(op.rows));
         } else if (op.kind == trace::OpKind::Gemm) {
           if (const double r = rate(runtime_.gpu_gemm, runtime_.gpu_gemm_id); r > 0)
             a.cost.compute_seconds = static_cast<double>(op.flops) / r;

@@ -54,6 +54,23 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
     }
     t.finish();
   }
+  if (top.has("gpu_gemm_rows")) {
+    config::Section t = top.child("gpu_gemm_rows");
+    r.gpu_gemm_rows_source = t.text("source");
+    for (const std::string& type : t.keys()) {
+      if (type == "source") continue;
+      if (!config::is_ggml_type_name(type))
+        t.fail(type, "not a ggml weight type (lower case: q4_k, q6_k, q8_0, f16, bf16, iq4_xs, mxfp4, ...)");
+      config::Section k = t.child(type);
+      GemmRowsKernel g;
+      g.fixed = k.duration("fixed");
+      g.rate = k.flop_rate("rate");
+      g.extra_rows = k.number("extra_rows", 0, 1e6);
+      k.finish();
+      r.gpu_gemm_rows[type] = g;
+    }
+    t.finish();
+  }
   if (top.has("gpu_gemm_id_share")) {
     r.gpu_gemm_id_share = top.number("gpu_gemm_id_share", 0, 1);
     if (!(r.gpu_gemm_id_share > 0))

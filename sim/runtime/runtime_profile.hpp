@@ -71,6 +71,17 @@ struct GemvRowKernel {
   }
 };
 
+// The framework's prompt-sized matrix product priced by its shape (llama.cpp's MMQ, ggml-cuda/mmq.cuh: tiles of the
+// weight's rows, with a stream-k fix-up pass that costs the same whatever the rows): a fixed time, then the FLOPs at
+// `rate` as if the matrix had `extra_rows` more rows (so a matrix of few rows runs far below the rate). Measured by
+// experiments/llamacpp/cpu_matmul_bench --backend gpu --batch 512 over the models' shapes.
+struct GemmRowsKernel {
+  double fixed = 0;       // s
+  double rate = 0;        // FLOP/s
+  double extra_rows = 0;  // rows
+  double seconds(double flops, double rows) const { return fixed + flops * (rows + extra_rows) / rows / rate; }
+};
+
 struct RuntimeProfile {
   std::string name;
   std::string description;
@@ -113,6 +124,10 @@ struct RuntimeProfile {
   // its grid (`blocks`, one per output row) it replaces gpu_gemv. Optional.
   std::map<std::string, GemvRowKernel> gpu_gemv_rows;
   std::string gpu_gemv_rows_source;
+  // The prompt-sized product by weight type priced by its shape (GemmRowsKernel): for a GEMM whose trace op gives its
+  // weight's rows (`rows`) it replaces gpu_gemm. Optional.
+  std::map<std::string, GemmRowsKernel> gpu_gemm_rows;
+  std::string gpu_gemm_rows_source;
   std::map<std::string, double> gpu_gemm_id;
   // Where a weight type has no gpu_gemm_id rate: a prompt-sized product over an expert's slice at this share of the
   // rate a dense matrix of its type would take (0 < share <= 1; 0: not set, the dense rate). A runtime without

@@ -52,6 +52,9 @@ struct Op {
   // GroupNorm statistics (RowwiseMomentsCUDAKernel) run one block per (sample, group). The runtime's measured
   // rate of one such block (gpu_block_reduction) times this caps the op's memory rate. 0: the kernel fills the GPU.
   std::uint32_t blocks = 0;
+  // The output features of a matrix product (its weight's rows), where a runtime prices the framework's prompt-sized
+  // kernel by its shape (llama.cpp's MMQ: gpu_gemm_rows). 0: not given.
+  std::uint32_t rows = 0;
 };
 
 struct Step {

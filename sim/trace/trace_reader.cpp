@@ -188,6 +188,7 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
   op.dtype.clear();
   op.syncs = 0;
   op.blocks = 0;
+  op.rows = 0;
   bool have_layer = false;
   for (std::string_view tok = next_token(s); !tok.empty(); tok = next_token(s)) {
     std::size_t eq = tok.find('=');
@@ -219,8 +220,11 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
     } else if (key == "blocks") {
       if (!parse_int(value, op.blocks) || op.blocks == 0 || op.blocks > kMaxBlocks)
         fail("blocks", "must be an integer from 1 to 2^31-1, got '" + std::string(value) + "'");
+    } else if (key == "rows") {
+      if (!parse_int(value, op.rows) || op.rows == 0 || op.rows > kMaxBlocks)
+        fail("rows", "must be an integer from 1 to 2^31-1, got '" + std::string(value) + "'");
     } else {
-      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks)");
+      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks, rows)");
     }
   }
   if (!have_layer) fail("layer", "every op needs layer=N");

@@ -41,6 +41,12 @@ TEST(ProfileWriter, EveryRuntimeReadsBackToTheSameNumbers) {
       EXPECT_EQ(again.gpu_gemv_rows.at(type).row_rates, k.row_rates) << info.name << " " << type;
     }
     EXPECT_EQ(again.gpu_gemv_rows_source, r.gpu_gemv_rows_source) << info.name;
+    ASSERT_EQ(again.gpu_gemm_rows.size(), r.gpu_gemm_rows.size()) << info.name;
+    for (const auto& [type, k] : r.gpu_gemm_rows) {
+      EXPECT_EQ(again.gpu_gemm_rows.at(type).fixed, k.fixed) << info.name << " " << type;
+      EXPECT_EQ(again.gpu_gemm_rows.at(type).rate, k.rate) << info.name << " " << type;
+      EXPECT_EQ(again.gpu_gemm_rows.at(type).extra_rows, k.extra_rows) << info.name << " " << type;
+    }
     if (info.name == "llamacpp-h100") EXPECT_EQ(r.gpu_gemv_rows.size(), 4u);  // f16, q4_k, q6_k, q8_0 measured
   }
 }

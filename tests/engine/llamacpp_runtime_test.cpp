@@ -599,5 +599,45 @@ TEST(GemvRows, AGgufDecodeProductCostsItsFixedTimeAndItsRowsAtTheirRate) {
   for (const auto& op : hf_step.ops) EXPECT_EQ(op.blocks, 0u);
 }
 
+// Above 8 tokens the product is llama.cpp's MMQ: a GGUF prompt's GEMM gives its weight's rows (`rows`), and a runtime's
+// gpu_gemm_rows prices it as its fixed time plus the FLOPs as if the matrix had extra_rows more rows, at its rate.
+TEST(GemmRows, AGgufPromptProductCostsItsShape) {
+  const auto config = model::parse_model_config(
+      R"({"model_type": "qwen3", "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000,
+          "max_position_embeddings": 4096})",
+      "tiny.json");
+  const auto hw = hw::resolve_profile("h100-measured");
+  model::GenerationOptions o;
+  model::set_dtype(o, "Q8_0");
+  o.prompt_tokens = 64;
+  o.decode_tokens = 0;
+  model::LlmTraceGenerator gen(config, o);
+  strategy::StrategySpec spec;
+  spec.placement = strategy::PartSpec::parse("llamacpp.ngl", "--placement");
+  spec.custom = true;
+  const auto p = strategy::compose(gen.header(), hw, spec);
+  runtime::RuntimeProfile rt = runtime::resolve_runtime("llamacpp");
+  rt.gpu_gemm = {{"q8_0", 200e12}};
+  rt.gpu_gemm_rows = {{"q8_0", runtime::GemmRowsKernel{5e-6, 100e12, 256}}};
+  replay::StepPlanner planner({hw, rt}, gen.header(), p);
+  trace::Step step;
+  ASSERT_TRUE(gen.next(step));
+  replay::StepPlan plan;
+  planner.plan(step, plan);
+  int priced = 0;
+  for (const auto& a : plan.actions) {
+    if (a.kind != ActionKind::Kernel || a.op < 0) continue;
+    const trace::Op& op = step.ops[static_cast<std::size_t>(a.op)];
+    if (op.kind != trace::OpKind::Gemm || op.dtype != "q8_0") continue;
+    ASSERT_GT(op.rows, 0u);
+    EXPECT_EQ(op.blocks, 0u);
+    const double rows = op.rows;
+    EXPECT_NEAR(a.cost.compute_seconds, 5e-6 + static_cast<double>(op.flops) * (rows + 256) / rows / 100e12, 1e-12);
+    ++priced;
+  }
+  EXPECT_EQ(priced, 2 * 7);  // q, k, v, o, gate, up, down per layer (the head runs on the last token: a GEMV)
+}
+
 }  // namespace
 }  // namespace tiersim

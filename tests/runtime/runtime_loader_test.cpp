@@ -190,6 +190,27 @@ TEST(RuntimeLoader, ReadsTheRowPricedMatrixVectorKernel) {
                "gpu_gemv_rows.source", 12);
 }
 
+// gpu_gemm_rows: the prompt-sized product by weight type priced by its shape.
+TEST(RuntimeLoader, ReadsTheShapePricedMatrixProduct) {
+  const RuntimeProfile r = parse_runtime(std::string(kRuntime) +
+                                             "gpu_gemm_rows:\n  source: \"cpu_matmul_bench --batch 512\"\n"
+                                             "  q4_k: {fixed: \"10 us\", rate: \"206 TFLOP/s\", extra_rows: 1000}\n",
+                                         "ok.yaml");
+  EXPECT_EQ(r.gpu_gemm_rows_source, "cpu_matmul_bench --batch 512");
+  const GemmRowsKernel& k = r.gpu_gemm_rows.at("q4_k");
+  EXPECT_DOUBLE_EQ(k.fixed, 10e-6);
+  EXPECT_DOUBLE_EQ(k.rate, 206e12);
+  EXPECT_DOUBLE_EQ(k.extra_rows, 1000);
+  EXPECT_DOUBLE_EQ(k.seconds(2e9, 1000), 10e-6 + 2e9 * 2 / 206e12);
+  const std::string pre = "peer_copy_overlaps_compute: true\ngpu_gemm_rows:\n  source: \"x\"\n";
+  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q4_k: {fixed: \"1 us\", rate: \"1 GB/s\", extra_rows: 0}\n",
+               "gpu_gemm_rows.q4_k.rate", 14);
+  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q4_k: {fixed: \"1 us\", rate: \"1 TFLOP/s\", extra_rows: -1}\n",
+               "gpu_gemm_rows.q4_k.extra_rows", 14);
+  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q4_k: {fixed: \"1 us\", rate: \"1 TFLOP/s\"}\n",
+               "gpu_gemm_rows.q4_k.extra_rows", 14);
+}
+
 // Rows at the rate their length streams: log-interpolated between the points, held beyond them, after a fixed time.
 TEST(GemvRowKernel, RowsTakeTheRateOfTheirLengthAfterTheFixedTime) {
   GemvRowKernel k;
