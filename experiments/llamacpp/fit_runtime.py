@@ -28,6 +28,8 @@ import subprocess
 import tempfile
 import sys
 
+import numpy  # Debian's python3-numpy (python3-matplotlib's dependency)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RAW = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "calib_bench.jsonl")
 SIM = os.path.join(ROOT, "build", "bin", "sim")
@@ -84,22 +86,6 @@ def gpu_kernels():
     return gemv, gemm
 
 
-def solve_linear(a, b):
-    """x with a x = b (a square, small): Gaussian elimination with partial pivoting."""
-    n = len(b)
-    m = [row[:] + [b[i]] for i, row in enumerate(a)]
-    for c in range(n):
-        p = max(range(c, n), key=lambda r: abs(m[r][c]))
-        if abs(m[p][c]) < 1e-300:
-            sys.exit("fit_runtime.py: the GEMV rows do not determine the row costs (a singular system)")
-        m[c], m[p] = m[p], m[c]
-        for r in range(n):
-            if r != c:
-                f = m[r][c] / m[c][c]
-                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
-    return [m[i][n] / m[i][i] for i in range(n)]
-
-
 def gpu_gemv_rows():
     """ggml's CUDA matrix-vector product by weight type, measured at the models' decode shapes with the weights
     streamed from HBM (raw/gpu_gemv.csv: cpu_matmul_bench --backend gpu, run_on_gpu.sh calib-gemv): one block per
@@ -120,7 +106,10 @@ def gpu_gemv_rows():
                 b[i] += x[i]
                 for j in range(n):
                     a[i][j] += x[i] * x[j]
-        sol = solve_linear(a, b)
+        try:
+            sol = [float(x) for x in numpy.linalg.solve(numpy.array(a), numpy.array(b))]
+        except numpy.linalg.LinAlgError:
+            sys.exit(f"fit_runtime.py: {t}: the GEMV rows do not determine the row costs (a singular system)")
         fixed, per_row = sol[0], dict(zip(widths, sol[1:]))
         if fixed < 0 or min(per_row.values()) <= 0:
             sys.exit(f"fit_runtime.py: {t}: a negative fixed or row time; the rows do not fit fixed + rows x row time")

@@ -337,6 +337,25 @@ for l in open('$OUT/bench_moe_long.jsonl'):
     r = json.loads(l); print(r['n_gpu_layers'], r.get('n_cpu_moe'), r['n_prompt'], r['n_batch'], r['n_ubatch'], round(r['avg_ts'], 1), r['samples_ts'])"
 }
 
+# The Qwen3-4B Q4_K_M validation file, made if missing (the log -> $OUT/profile_models.log; the F16 source removed).
+ensure_qwen3_4b_q4() {
+  "$here/make_models.sh" --models qwen3-4b --quants Q4_K_M > "$OUT/profile_models.log" 2>&1 || { tail "$OUT/profile_models.log"; return 1; }
+  rm -f "$models"/*-f16.gguf
+}
+
+# Every kernel of llama-bench ARGS... on that file (up to LAUNCHES) timed by Nsight Compute (gpu__time_duration,
+# clocks and caches left alone) -> $OUT/ncu_NAME.csv and .log, then summed by kernel name.
+ncu_profile() {
+  local name=$1 launches=$2; shift 2
+  local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [ -n "$ncu" ] || { echo "profile-$name: no ncu"; return 1; }
+  "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --launch-count "$launches" \
+    "$bin/llama-bench" -m "$models/qwen3-4b-Q4_K_M.gguf" "$@" > "$OUT/ncu_$name.csv" 2> "$OUT/ncu_$name.log" \
+    || { tail "$OUT/ncu_$name.log"; return 1; }
+  echo "profile-$name: profiled at $SECONDS s"
+  ncu_summary "$OUT/ncu_$name.csv"
+}
+
 # Nsight Compute's CSV (one gpu__time_duration row per kernel) summed by kernel name.
 ncu_summary() {
   python3 - "$1" <<'PY'
@@ -391,34 +410,19 @@ phase_calib-gemm() {
 # Where a GPU-only prompt's time goes: Qwen3-4B Q4_K_M, every kernel of llama-bench -p 512 -n 0 (a warm-up prompt
 # and one timed) under Nsight Compute -> $OUT/ncu_prompt.csv. Diagnosis, not calibration.
 phase_profile-prompt() {
-  "$here/make_models.sh" --models qwen3-4b --quants Q4_K_M > "$OUT/profile_models.log" 2>&1 || { tail "$OUT/profile_models.log"; return 1; }
-  rm -f "$models"/*-f16.gguf
-  local f=$models/qwen3-4b-Q4_K_M.gguf
-  bench -m "$f" -p 512 -n 0 -r 3 -ngl 99 -t 16 > "$OUT/profile_prompt_bench.jsonl" || return 1
-  local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  [ -n "$ncu" ] || { echo "profile-prompt: no ncu"; return 1; }
-  "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --launch-count 4000 \
-    "$bin/llama-bench" -m "$f" -p 512 -n 0 -r 1 -ngl 99 -t 16 > "$OUT/ncu_prompt.csv" 2> "$OUT/ncu_prompt.log" \
-    || { tail "$OUT/ncu_prompt.log"; return 1; }
-  ncu_summary "$OUT/ncu_prompt.csv"
+  ensure_qwen3_4b_q4 || return 1
+  bench -m "$models/qwen3-4b-Q4_K_M.gguf" -p 512 -n 0 -r 3 -ngl 99 -t 16 > "$OUT/profile_prompt_bench.jsonl" || return 1
+  ncu_profile prompt 4000 -p 512 -n 0 -r 1 -ngl 99 -t 16
 }
 
 # Where a GPU-only decode's time goes: Qwen3-4B Q4_K_M, llama-bench -ngl 99 as the validation rows run it
 # (-> $OUT/profile_bench.jsonl), then every kernel of a warm-up token and 4 decode tokens timed by Nsight Compute
 # (gpu__time_duration, clocks and caches left alone) -> $OUT/ncu_decode.csv. Diagnosis, not calibration.
 phase_profile-decode() {
-  "$here/make_models.sh" --models qwen3-4b --quants Q4_K_M > "$OUT/profile_models.log" 2>&1 || { tail "$OUT/profile_models.log"; return 1; }
-  rm -f "$models"/*-f16.gguf
-  local f=$models/qwen3-4b-Q4_K_M.gguf
-  bench -m "$f" -p 512 -n 128 -r 3 -ngl 99 -t 16 > "$OUT/profile_bench.jsonl" || return 1
+  ensure_qwen3_4b_q4 || return 1
+  bench -m "$models/qwen3-4b-Q4_K_M.gguf" -p 512 -n 128 -r 3 -ngl 99 -t 16 > "$OUT/profile_bench.jsonl" || return 1
   echo "profile-decode: benched at $SECONDS s"
-  local ncu; ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  [ -n "$ncu" ] || { echo "profile-decode: no ncu"; return 1; }
-  "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --launch-count 6000 \
-    "$bin/llama-bench" -m "$f" -p 0 -n 4 -r 1 -ngl 99 -t 16 > "$OUT/ncu_decode.csv" 2> "$OUT/ncu_decode.log" \
-    || { tail "$OUT/ncu_decode.log"; return 1; }
-  echo "profile-decode: profiled at $SECONDS s"
-  ncu_summary "$OUT/ncu_decode.csv"
+  ncu_profile decode 6000 -p 0 -n 4 -r 1 -ngl 99 -t 16
 }
 
 # A 14B model for the 12 GB example (Q4_K_M only; its F16 source is removed once quantized).

@@ -540,15 +540,20 @@ TEST(ExpertKernels, AnExpertSliceTakesTheRuntimesStackOfExpertsRatesAndADenseMat
   EXPECT_EQ(slowed, 2 * 16 * 3);
 }
 
-// llama.cpp's matrix-vector kernel has one thread block per output row (ggml-cuda/mmvq.cu): a GGUF trace's decode GEMV
-// says so (`blocks`), and a runtime's gpu_gemv_rows prices it as its fixed time plus the rows at the rate of their
-// length, in place of gpu_gemv; transformers' GEMVs give no grid.
-TEST(GemvRows, AGgufDecodeProductCostsItsFixedTimeAndItsRowsAtTheirRate) {
-  const auto config = model::parse_model_config(
+// A two-layer Qwen3 of hidden 256 (the matrix-kernel tests' model).
+model::ModelConfig tiny_qwen3() {
+  return model::parse_model_config(
       R"({"model_type": "qwen3", "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 2,
           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000,
           "max_position_embeddings": 4096})",
       "tiny.json");
+}
+
+// llama.cpp's matrix-vector kernel has one thread block per output row (ggml-cuda/mmvq.cu): a GGUF trace's decode GEMV
+// says so (`blocks`), and a runtime's gpu_gemv_rows prices it as its fixed time plus the rows at the rate of their
+// length, in place of gpu_gemv; transformers' GEMVs give no grid.
+TEST(GemvRows, AGgufDecodeProductCostsItsFixedTimeAndItsRowsAtTheirRate) {
+  const auto config = tiny_qwen3();
   const auto hw = hw::resolve_profile("h100-measured");
   auto decode = [&](const std::string& dtype, const runtime::RuntimeProfile& rt) {
     model::GenerationOptions o;
@@ -602,11 +607,7 @@ TEST(GemvRows, AGgufDecodeProductCostsItsFixedTimeAndItsRowsAtTheirRate) {
 // Above 8 tokens the product is llama.cpp's MMQ: a GGUF prompt's GEMM gives its weight's rows (`rows`), and a runtime's
 // gpu_gemm_rows prices it as its fixed time plus the FLOPs as if the matrix had extra_rows more rows, at its rate.
 TEST(GemmRows, AGgufPromptProductCostsItsShape) {
-  const auto config = model::parse_model_config(
-      R"({"model_type": "qwen3", "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 2,
-          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000,
-          "max_position_embeddings": 4096})",
-      "tiny.json");
+  const auto config = tiny_qwen3();
   const auto hw = hw::resolve_profile("h100-measured");
   model::GenerationOptions o;
   model::set_dtype(o, "Q8_0");
