@@ -414,13 +414,13 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
   const auto d = options_.dtype;
   const std::uint64_t a = activation_bytes(d);
   const std::uint64_t B = options_.batch;
-  const std::uint64_t T = B * new_tokens;  // token rows through every projection
+  std::uint64_t T = B * new_tokens;  // token rows through every projection (fewer after llama.cpp's cut, below)
   const std::uint64_t h = model_.hidden_size;
   const std::uint64_t qd = model_.num_attention_heads * model_.head_dim;
   const std::uint64_t kvd = model_.num_key_value_heads * model_.head_dim;
   const std::uint64_t inter = model_.intermediate_size;
   const auto& tensors = header_.tensors;
-  const OpKind matmul = T <= 8 ? OpKind::Gemv : OpKind::Gemm;
+  OpKind matmul = T <= 8 ? OpKind::Gemv : OpKind::Gemm;
 
   out.kind = kind;
   out.tokens = static_cast<std::uint32_t>(T);
@@ -589,9 +589,9 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
   };
 
   // The layer's MLP after its attention: the experts where the layer has them, else the dense gated MLP.
-  auto mlp = [&](std::int32_t l, std::size_t li, const LayerTensors& t) {
+  auto mlp = [&](std::int32_t l, std::size_t li, const LayerTensors& t, std::uint32_t tokens, std::uint64_t position) {
     if (model_.moe_layer(li)) {
-      moe_mlp(l, t, new_tokens, context_before);
+      moe_mlp(l, t, tokens, position);
       return;
     }
     linear(l, t.gate, h, inter);
@@ -609,7 +609,7 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     if (model_.mla()) {
       mla_attention(l, t, new_tokens * context_before + new_tokens * (new_tokens + 1) / 2, context_before + new_tokens);
       norm(l, t.post_norm, T, h);
-      mlp(l, li, t);
+      mlp(l, li, t, new_tokens, context_before);
       continue;
     }
     linear(l, t.q, h, qd);
@@ -639,9 +639,25 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     add(OpKind::Attention, l, 4 * B * qd * keys_attended, std::move(attention_reads),
         {TensorAccess{t.kv, written}, act(2 * T * qd)}, launches_.attention);
     linear(l, t.o, qd, h);
+    // llama.cpp's last layer (src/models/qwen3.cpp and the other builders: `if (il == n_layer - 1 && inp_out_ids)`,
+    // ggml_get_rows of the attention output and the residual): from here on only the rows whose logits are output,
+    // one per sequence at the prompt's last micro-batch and in decode, none at the micro-batches before it (ggml
+    // skips the empty nodes). transformers runs every row through every layer.
+    std::uint32_t ffn_tokens = new_tokens;
+    std::uint64_t ffn_position = context_before;
+    std::size_t cut = out.ops.size();
+    if (d == WeightDtype::Gguf && li + 1 == layers_.size() && new_tokens > 1) {
+      if (!logits) break;
+      T = B;
+      matmul = T <= 8 ? OpKind::Gemv : OpKind::Gemm;
+      ffn_tokens = 1;
+      ffn_position = context_before + new_tokens - 1;
+    }
     add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);
     norm(l, t.post_norm, T, h);
-    mlp(l, li, t);
+    mlp(l, li, t, ffn_tokens, ffn_position);
+    if (ffn_tokens != new_tokens)
+      for (; cut < out.ops.size(); ++cut) out.ops[cut].tokens = static_cast<std::uint32_t>(T);
   }
   // A micro-batch before a prompt's last computes no logits (llama.cpp outputs the last token only).
   if (!logits) return;

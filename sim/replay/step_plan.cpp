@@ -167,7 +167,7 @@ bool StepPlanner::offloads_op(const trace::Op& op, const trace::Step& step) cons
   // Offloaded are the ops of a layer with weights homed on the CPU: those reading them, and the rest that
   // run on the CPU beside them (ggml_backend_sched's expansion gives them the GPU's backend).
   if (!std::binary_search(cpu_layers_.begin(), cpu_layers_.end(), op.layer)) return false;
-  const std::uint32_t batch = op.layer == output_layer_ ? header_.batch() : step.tokens;
+  const std::uint32_t batch = op.tokens > 0 ? op.tokens : op.layer == output_layer_ ? header_.batch() : step.tokens;
   return batch >= static_cast<std::uint32_t>(min_batch);
 }
 

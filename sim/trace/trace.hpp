@@ -55,6 +55,9 @@ struct Op {
   // The output features of a matrix product (its weight's rows), where a runtime prices the framework's prompt-sized
   // kernel by its shape (llama.cpp's MMQ: gpu_gemm_rows). 0: not given.
   std::uint32_t rows = 0;
+  // The token rows the op runs on where fewer than its step's (llama.cpp's last layer after attention: only the rows
+  // whose logits are output, inp_out_ids). 0: the step's. Frameworks decide per op by it (ggml's op offload).
+  std::uint32_t tokens = 0;
 };
 
 struct Step {

@@ -189,6 +189,7 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
   op.syncs = 0;
   op.blocks = 0;
   op.rows = 0;
+  op.tokens = 0;
   bool have_layer = false;
   for (std::string_view tok = next_token(s); !tok.empty(); tok = next_token(s)) {
     std::size_t eq = tok.find('=');
@@ -220,11 +221,14 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
     } else if (key == "blocks") {
       if (!parse_int(value, op.blocks) || op.blocks == 0 || op.blocks > kMaxBlocks)
         fail("blocks", "must be an integer from 1 to 2^31-1, got '" + std::string(value) + "'");
+    } else if (key == "tokens") {
+      if (!parse_int(value, op.tokens) || op.tokens == 0 || op.tokens > kMaxBlocks)
+        fail("tokens", "must be an integer from 1 to 2^31-1, got '" + std::string(value) + "'");
     } else if (key == "rows") {
       if (!parse_int(value, op.rows) || op.rows == 0 || op.rows > kMaxBlocks)
         fail("rows", "must be an integer from 1 to 2^31-1, got '" + std::string(value) + "'");
     } else {
-      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks, rows)");
+      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks, rows, tokens)");
     }
   }
   if (!have_layer) fail("layer", "every op needs layer=N");

@@ -192,17 +192,23 @@ TEST(OpOffload, APromptRunsTheCpuLayersOnTheGpuWithTheirWeightsCopiedAndDecodeRu
   const auto plans = run.plans();
   ASSERT_EQ(plans.size(), 3u);
   const auto& h = run.gen->header();
-  double layer_weights = 0, output_weights = 0;
+  double layer_weights = 0, output_weights = 0, last_ffn = 0;
+  const auto last = static_cast<std::int32_t>(run.config.num_hidden_layers) - 1;
   for (const auto& t : h.tensors) {
     if (t.kind != trace::TensorKind::Weight || t.layer < 0) continue;
-    (t.layer < static_cast<std::int32_t>(run.config.num_hidden_layers) ? layer_weights : output_weights) += t.bytes;
+    (t.layer <= last ? layer_weights : output_weights) += t.bytes;
+    if (t.layer == last && (t.name.find("ffn_") != std::string::npos)) last_ffn += t.bytes;
   }
+  ASSERT_GT(last_ffn, 0);
   // The prompt: every repeating layer's weights copied once, on the compute stream, from pinned memory
-  // (the host goes on); the output layer sees one token (not offloaded) and the embedding lookup never is.
-  EXPECT_DOUBLE_EQ(bytes_of(plans[0], ActionKind::CopyOnStream), layer_weights);
+  // (the host goes on), but the last layer's FFN (norm and matrices): after its attention llama.cpp keeps the
+  // output row only (inp_out_ids), one token, not offloaded; the output layer sees one token too, and the
+  // embedding lookup is never offloaded.
+  EXPECT_DOUBLE_EQ(bytes_of(plans[0], ActionKind::CopyOnStream), layer_weights - last_ffn);
   for (const auto& a : plans[0].actions)
     if (a.kind == ActionKind::CopyOnStream) { EXPECT_FALSE(a.host_waits); }
-  EXPECT_EQ(count_of(plans[0], ActionKind::CpuOp), 1 + 3);  // the lookup; final norm, LM head, sampling
+  // the lookup; the last layer's residual, FFN norm, gate, up, GLU, down, residual; final norm, LM head, sampling
+  EXPECT_EQ(count_of(plans[0], ActionKind::CpuOp), 1 + 7 + 3);
   EXPECT_GT(output_weights, 0);
   // Decode: no copies, every op on the CPU.
   EXPECT_EQ(count_of(plans[1], ActionKind::CopyOnStream), 0);
@@ -274,8 +280,9 @@ TEST(OpOffload, OverriddenFfnMatricesRunOnTheCpuInDecodeAndOnTheGpuInThePrompt) 
   EXPECT_EQ(cpu_kinds["gemv"], 3 * L);
   EXPECT_EQ(cpu_kinds["attention"], 0);
   EXPECT_EQ(cpu_kinds["embedding"], 1);
-  // The prompt: the FFN matrices copied to the GPU (3 per layer), nothing else.
-  EXPECT_EQ(count_of(plans[0], ActionKind::CopyOnStream), 3 * L);
+  // The prompt: the FFN matrices copied to the GPU (3 per layer), nothing else; the last layer's FFN runs on the
+  // output row only (inp_out_ids), one token, on the CPU.
+  EXPECT_EQ(count_of(plans[0], ActionKind::CopyOnStream), 3 * (L - 1));
 }
 
 TEST(OpOffload, APatternThatMovesNothingChangesNothing) {
@@ -394,7 +401,8 @@ struct CpuMoePrompt {
 };
 
 // Every expert used (256 tokens x 4 of 16): each fused tensor is one copy (ggml-backend.cpp copy_experts),
-// so only its first expert pays the copy's host cost.
+// so only its first expert pays the copy's host cost. The last layer's experts run on the output row only
+// (inp_out_ids: one token, below the op-offload batch) on the CPU: not copied.
 TEST(OpOffload, ConsecutiveUsedExpertsOfOneFusedTensorAreOneCopy) {
   const CpuMoePrompt run(
       R"({"model_type": "qwen3_moe", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
@@ -402,22 +410,24 @@ TEST(OpOffload, ConsecutiveUsedExpertsOfOneFusedTensorAreOneCopy) {
           "num_experts_per_tok": 4, "moe_intermediate_size": 128, "max_position_embeddings": 4096})",
       256);
   const auto [copies, charged] = run.copies();
-  EXPECT_EQ(copies, 2 * 16 * 3);  // every expert of both layers, gate, up and down
-  EXPECT_EQ(charged, 2 * 3);      // one copy per fused tensor
+  EXPECT_EQ(copies, 16 * 3);  // every expert of the first layer, gate, up and down
+  EXPECT_EQ(charged, 3);      // one copy per fused tensor
 }
 
 // With gaps between the used experts (64 experts, 2 per token, 32 tokens: about a third unused), one
 // charged copy per run of consecutive used experts, counted from the step's own reads.
 TEST(OpOffload, EachRunOfConsecutiveUsedExpertsIsOneCopy) {
   const CpuMoePrompt run(
-      R"({"model_type": "qwen3_moe", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 1,
+      R"({"model_type": "qwen3_moe", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64, "vocab_size": 1000, "num_experts": 64,
           "num_experts_per_tok": 2, "moe_intermediate_size": 64, "max_position_embeddings": 4096})",
       32);
-  // The experts each kind's ops read, and the runs they make.
+  // The experts each kind's ops read, and the runs they make (the first layer's: the last one's run on the output
+  // row only, on the CPU).
   std::map<std::string, std::set<int>> used;
   for (const auto& op : run.step.ops)
     for (const auto& r : op.reads) {
+      if (op.tokens > 0) continue;
       const std::string& name = run.gen.header().tensors[r.tensor].name;
       if (name.find("_exps.weight") != std::string::npos) used[name].insert(static_cast<int>(r.offset / r.bytes));
     }
@@ -515,7 +525,9 @@ TEST(ExpertKernels, AnExpertSliceTakesTheRuntimesStackOfExpertsRatesAndADenseMat
       }
     }
   }
-  EXPECT_EQ(experts, 2 * 16 * 3 + 2 * 4 * 3);  // the prompt's 256 x 4 draws hit all 16; a token hits 4; x 2 layers x 3
+  // The prompt's 256 x 4 draws hit all 16 in the first layer; its last layer routes the output row only (inp_out_ids),
+  // 4; a decode token hits 4 in each of the 2 layers; x 3 kinds.
+  EXPECT_EQ(experts, 16 * 3 + 4 * 3 + 2 * 4 * 3);
   EXPECT_GT(dense, 0);
   // A share of the dense rate (the assumed runtime's form) slows the experts' prompt products by it, and nothing else.
   runtime::RuntimeProfile share = rt;
@@ -537,7 +549,7 @@ TEST(ExpertKernels, AnExpertSliceTakesTheRuntimesStackOfExpertsRatesAndADenseMat
         EXPECT_DOUBLE_EQ(c.cost.compute_seconds, a.cost.compute_seconds);
       }
     }
-  EXPECT_EQ(slowed, 2 * 16 * 3);
+  EXPECT_EQ(slowed, 16 * 3);  // the prompt's first layer: its last layer's experts see one row (GEMVs)
 }
 
 // A two-layer Qwen3 of hidden 256 (the matrix-kernel tests' model).
@@ -637,7 +649,51 @@ TEST(GemmRows, AGgufPromptProductCostsItsShape) {
     EXPECT_NEAR(a.cost.compute_seconds, 5e-6 + static_cast<double>(op.flops) * (rows + 256) / rows / 100e12, 1e-12);
     ++priced;
   }
-  EXPECT_EQ(priced, 2 * 7);  // q, k, v, o, gate, up, down per layer (the head runs on the last token: a GEMV)
+  // q, k, v, o, gate, up, down of the first layer, q, k, v, o of the last (its FFN runs on the output row only,
+  // inp_out_ids: GEMVs), and the head on the last token is a GEMV too
+  EXPECT_EQ(priced, 7 + 4);
+}
+
+// llama.cpp's last layer after its attention keeps the rows whose logits are output (inp_out_ids, src/models/qwen3.cpp):
+// at the prompt's last micro-batch one per sequence, marked `tokens`, its products GEMVs; at the micro-batches before
+// it none (ggml skips the empty nodes); transformers runs every row through every layer.
+TEST(LastLayer, LlamaCppRunsItsFfnOnTheOutputRowsOnly) {
+  const auto config = tiny_qwen3();
+  auto steps = [&](const std::string& dtype) {
+    model::GenerationOptions o;
+    model::set_dtype(o, dtype);
+    o.prompt_tokens = 64;
+    o.ubatch = 32;
+    o.decode_tokens = 1;
+    model::LlmTraceGenerator gen(config, o);
+    std::vector<trace::Step> out;
+    trace::Step step;
+    while (gen.next(step)) out.push_back(step);
+    return out;
+  };
+  auto matmuls = [](const trace::Step& s, std::int32_t layer, bool cut) {
+    int n = 0;
+    for (const auto& op : s.ops)
+      if (op.layer == layer && (op.kind == trace::OpKind::Gemm || op.kind == trace::OpKind::Gemv) && (op.tokens > 0) == cut) ++n;
+    return n;
+  };
+  const auto gguf = steps("Q8_0");
+  ASSERT_EQ(gguf.size(), 3u);  // two micro-batches of 32, one decode token
+  EXPECT_EQ(matmuls(gguf[0], 0, false), 7);
+  EXPECT_EQ(matmuls(gguf[0], 1, false), 4);  // q, k, v, o: no FFN before the last micro-batch
+  EXPECT_EQ(matmuls(gguf[0], 1, true), 0);
+  EXPECT_EQ(matmuls(gguf[1], 1, false), 4);
+  EXPECT_EQ(matmuls(gguf[1], 1, true), 3);   // gate, up, down on the output row
+  for (const auto& op : gguf[1].ops)
+    if (op.tokens > 0) {
+      EXPECT_EQ(op.tokens, 1u);
+      EXPECT_EQ(op.layer, 1);
+      EXPECT_NE(op.kind, trace::OpKind::Gemm);
+    }
+  EXPECT_EQ(matmuls(gguf[2], 1, false), 7);  // decode: every row is an output
+  const auto hf = steps("bf16");
+  for (const auto& s : hf)
+    for (const auto& op : s.ops) EXPECT_EQ(op.tokens, 0u);
 }
 
 }  // namespace

@@ -149,7 +149,9 @@ TEST(RoutingReplay, AFileCapturedFromLlamaCppDrivesThePromptsExpertReads) {
     for (const auto& op : step.ops)
       for (const auto& r : op.reads)
         if (gen.header().tensors[r.tensor].name == gate && r.bytes > 0) read.insert(r.offset / r.bytes);
-    EXPECT_EQ(read.size(), printed[layer]) << "layer " << layer;
+    // The last layer runs its experts on the output row only (llama.cpp's inp_out_ids; the capture made every token
+    // an output to record all of them): that token's 8.
+    EXPECT_EQ(read.size(), layer + 1 < 24 ? printed[layer] : 8u) << "layer " << layer;
   }
 }
 

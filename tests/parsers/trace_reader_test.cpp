@@ -23,7 +23,7 @@ const char* kGood =
     "tensor 0 weight 1000 0 w0\n"
     "tensor 1 kv 500 0 kv0\n"
     "step prefill tokens=8\n"
-    "op gemm layer=0 flops=16000 read=0 write=1:100 launches=2 rows=50\n"
+    "op gemm layer=0 flops=16000 read=0 write=1:100 launches=2 rows=50 tokens=4\n"
     "step decode tokens=2\n"
     "op attention layer=0 read=1:250 gpu_us=12.5 host_us=3 dtype=fp16\n"
     "op elementwise layer=0 read=0 write=1:20 launches=20 dtype=q4_k syncs=1\n"
@@ -43,6 +43,7 @@ TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
   EXPECT_EQ(s.ops[0].writes[0].bytes, 100u);
   EXPECT_EQ(s.ops[0].launches, 2u);
   EXPECT_EQ(s.ops[0].rows, 50u);  // the weight's output rows (llama.cpp's MMQ is priced by them)
+  EXPECT_EQ(s.ops[0].tokens, 4u);  // fewer rows than its step's 8
   ASSERT_TRUE(r->next(s));
   EXPECT_EQ(s.kind, StepKind::Decode);
   ASSERT_EQ(s.ops.size(), 3u);
@@ -98,6 +99,7 @@ TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
   expect_error(head + "step decode tokens=1\nop norm layer=0 blocks=2147483648\nend\n", 4, "blocks");
   expect_error(head + "step prefill tokens=8\nop gemm layer=0 rows=0\nend\n", 4, "rows");
   expect_error(head + "step prefill tokens=8\nop gemm layer=0 rows=x\nend\n", 4, "rows");
+  expect_error(head + "step prefill tokens=8\nop gemm layer=0 tokens=0\nend\n", 4, "tokens");
   expect_error(head + "step decode tokens=1\nop gemv layer=0\n", 4, "end");  // truncated
   // Byte ranges: only in a version 2 trace, inside the tensor, with a byte count.
   const std::string head2 = "tiersim-trace 2\ntensor 0 weight 1000 0 w0\n";
