@@ -9,6 +9,26 @@
 
 namespace tiersim::runtime {
 
+namespace {
+// A section of a source and one sub-section per ggml weight type (gpu_gemv_rows, gpu_gemm_rows): `read` reads each
+// type's section, whose unread keys are then errors. Returns the source.
+template <typename Read>
+std::string read_per_weight_type(config::Section& top, const char* key, Read read) {
+  config::Section t = top.child(key);
+  const std::string source = t.text("source");
+  for (const std::string& type : t.keys()) {
+    if (type == "source") continue;
+    if (!config::is_ggml_type_name(type))
+      t.fail(type, "not a ggml weight type (lower case: q4_k, q6_k, q8_0, f16, bf16, iq4_xs, mxfp4, ...)");
+    config::Section k = t.child(type);
+    read(type, k);
+    k.finish();
+  }
+  t.finish();
+  return source;
+}
+}  // namespace
+
 RuntimeProfile parse_runtime(const std::string& text, const std::string& file) {
   return parse_runtime_node(config::parse_document(text, file), file);
 }
@@ -37,40 +57,22 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
   if (top.has("gpu_gemm")) r.gpu_gemm = top.weight_type_rates("gpu_gemm", false);
   if (top.has("gpu_gemv_id")) r.gpu_gemv_id = top.weight_type_rates("gpu_gemv_id", true);
   if (top.has("gpu_gemm_id")) r.gpu_gemm_id = top.weight_type_rates("gpu_gemm_id", false);
-  if (top.has("gpu_gemv_rows")) {
-    config::Section t = top.child("gpu_gemv_rows");
-    r.gpu_gemv_rows_source = t.text("source");
-    for (const std::string& type : t.keys()) {
-      if (type == "source") continue;
-      if (!config::is_ggml_type_name(type))
-        t.fail(type, "not a ggml weight type (lower case: q4_k, q6_k, q8_0, f16, bf16, iq4_xs, mxfp4, ...)");
-      config::Section k = t.child(type);
+  if (top.has("gpu_gemv_rows"))
+    r.gpu_gemv_rows_source = read_per_weight_type(top, "gpu_gemv_rows", [&](const std::string& type, config::Section& k) {
       GemvRowKernel g;
       g.fixed = k.duration("fixed");
       g.row_rates = k.size_rate_points("rows");
       if (g.row_rates.empty()) k.fail("rows", "needs at least one [\"bytes per row\", \"rate\"] point");
-      k.finish();
       r.gpu_gemv_rows[type] = std::move(g);
-    }
-    t.finish();
-  }
-  if (top.has("gpu_gemm_rows")) {
-    config::Section t = top.child("gpu_gemm_rows");
-    r.gpu_gemm_rows_source = t.text("source");
-    for (const std::string& type : t.keys()) {
-      if (type == "source") continue;
-      if (!config::is_ggml_type_name(type))
-        t.fail(type, "not a ggml weight type (lower case: q4_k, q6_k, q8_0, f16, bf16, iq4_xs, mxfp4, ...)");
-      config::Section k = t.child(type);
+    });
+  if (top.has("gpu_gemm_rows"))
+    r.gpu_gemm_rows_source = read_per_weight_type(top, "gpu_gemm_rows", [&](const std::string& type, config::Section& k) {
       GemmRowsKernel g;
       g.fixed = k.duration("fixed");
       g.rate = k.flop_rate("rate");
       g.extra_rows = k.number("extra_rows", 0, 1e6);
-      k.finish();
       r.gpu_gemm_rows[type] = g;
-    }
-    t.finish();
-  }
+    });
   if (top.has("gpu_gemm_id_share")) {
     r.gpu_gemm_id_share = top.number("gpu_gemm_id_share", 0, 1);
     if (!(r.gpu_gemm_id_share > 0))
