@@ -585,7 +585,6 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
       out.ops.back().dtype = weight_type_[t.v_b];
     }
     linear(l, t.o, H * vd, h);
-    add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);
   };
 
   // The layer's MLP after its attention: the experts where the layer has them, else the dense gated MLP.
@@ -601,6 +600,31 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);
   };
 
+  // The layer after its attention's output projection: the residual add, the FFN norm and the MLP. llama.cpp's last
+  // layer (src/models/qwen3.cpp, deepseek2.cpp and the other builders: `if (il == n_layer - 1 && inp_out_ids)`,
+  // ggml_get_rows of the attention output and the residual) keeps from here on only the rows whose logits are output,
+  // one per sequence at the prompt's last micro-batch and in decode, none at the micro-batches before it (ggml skips
+  // the empty nodes): those ops carry their rows (`tokens`). transformers runs every row through every layer.
+  // False when the step ends here (no rows left).
+  auto after_attention = [&](std::int32_t l, std::size_t li, const LayerTensors& t) {
+    std::uint32_t ffn_tokens = new_tokens;
+    std::uint64_t ffn_position = context_before;
+    std::size_t cut = out.ops.size();
+    if (d == WeightDtype::Gguf && li + 1 == layers_.size() && new_tokens > 1) {
+      if (!logits) return false;
+      T = B;
+      matmul = T <= 8 ? OpKind::Gemv : OpKind::Gemm;
+      ffn_tokens = 1;
+      ffn_position = context_before + new_tokens - 1;
+    }
+    add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);
+    norm(l, t.post_norm, T, h);
+    mlp(l, li, t, ffn_tokens, ffn_position);
+    if (ffn_tokens != new_tokens)
+      for (; cut < out.ops.size(); ++cut) out.ops[cut].tokens = static_cast<std::uint32_t>(T);
+    return true;
+  };
+
   const std::uint64_t kv_token_bytes = 2 * kvd * a;
   for (std::size_t li = 0; li < layers_.size(); ++li) {
     const auto l = static_cast<std::int32_t>(li);
@@ -608,8 +632,7 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     norm(l, t.input_norm, T, h);
     if (model_.mla()) {
       mla_attention(l, t, new_tokens * context_before + new_tokens * (new_tokens + 1) / 2, context_before + new_tokens);
-      norm(l, t.post_norm, T, h);
-      mlp(l, li, t, new_tokens, context_before);
+      if (!after_attention(l, li, t)) break;
       continue;
     }
     linear(l, t.q, h, qd);
@@ -639,25 +662,7 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     add(OpKind::Attention, l, 4 * B * qd * keys_attended, std::move(attention_reads),
         {TensorAccess{t.kv, written}, act(2 * T * qd)}, launches_.attention);
     linear(l, t.o, qd, h);
-    // llama.cpp's last layer (src/models/qwen3.cpp and the other builders: `if (il == n_layer - 1 && inp_out_ids)`,
-    // ggml_get_rows of the attention output and the residual): from here on only the rows whose logits are output,
-    // one per sequence at the prompt's last micro-batch and in decode, none at the micro-batches before it (ggml
-    // skips the empty nodes). transformers runs every row through every layer.
-    std::uint32_t ffn_tokens = new_tokens;
-    std::uint64_t ffn_position = context_before;
-    std::size_t cut = out.ops.size();
-    if (d == WeightDtype::Gguf && li + 1 == layers_.size() && new_tokens > 1) {
-      if (!logits) break;
-      T = B;
-      matmul = T <= 8 ? OpKind::Gemv : OpKind::Gemm;
-      ffn_tokens = 1;
-      ffn_position = context_before + new_tokens - 1;
-    }
-    add(OpKind::Elementwise, l, T * h, {act(2 * T * h)}, {act(T * h)}, launches_.residual);
-    norm(l, t.post_norm, T, h);
-    mlp(l, li, t, ffn_tokens, ffn_position);
-    if (ffn_tokens != new_tokens)
-      for (; cut < out.ops.size(); ++cut) out.ops[cut].tokens = static_cast<std::uint32_t>(T);
+    if (!after_attention(l, li, t)) break;
   }
   // A micro-batch before a prompt's last computes no logits (llama.cpp outputs the last token only).
   if (!logits) return;

@@ -120,6 +120,35 @@ TEST(DeepSeek, SharedExpertsRunOnEveryTokenAndRoutedOnesByTheRouting) {
   }
 }
 
+// llama.cpp's deepseek2 builder cuts its last layer to the output rows too (`il == n_layer - 1 && inp_out_ids`): a
+// 64-token prompt routes 64 tokens' experts in layer 59 and one token's 8 in layer 60, whose FFN ops carry 1 row.
+TEST(DeepSeek, TheLastLayersFfnRunsOnTheOutputRowUnderLlamaCpp) {
+  GenerationOptions o;
+  o.prompt_tokens = 64;
+  o.decode_tokens = 0;
+  set_dtype(o, "Q4_K_M");
+  const ModelConfig m = v3();
+  LlmTraceGenerator g(m, o);
+  const auto& h = g.header();
+  trace::Step s;
+  ASSERT_TRUE(g.next(s));
+  std::map<std::int32_t, std::set<std::uint64_t>> experts;
+  int cut = 0;
+  for (const auto& op : s.ops) {
+    if (op.tokens > 0) {
+      EXPECT_EQ(op.layer, 60);
+      EXPECT_EQ(op.tokens, 1u);
+      ++cut;
+    }
+    for (const auto& r : op.reads)
+      if (h.tensors[r.tensor].name.find("ffn_gate_exps") != std::string::npos && r.bytes > 0)
+        experts[op.layer].insert(r.offset / r.bytes);
+  }
+  EXPECT_GT(cut, 0);
+  EXPECT_EQ(experts[60].size(), 8u);
+  EXPECT_GT(experts[59].size(), 8u);
+}
+
 // --n-cpu-moe N: the routed experts of the first N layers in host memory (the dense first layers have none to move);
 // shared experts, attention and the router stay with the layer on the GPU.
 TEST(DeepSeek, NCpuMoePutsTheFirstLayersRoutedExpertsOnTheCpu) {
