@@ -490,7 +490,8 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     const bool transformers = d != WeightDtype::Gguf;
     const bool eager = transformers && options_.experts == GenerationOptions::Experts::Eager;
     linear(l, t.router, h, E);
-    add(OpKind::Other, l, 5 * T * E, {act(T * E)}, {act(2 * T * k)}, transformers ? kHfRouting : launches_.mlp_activation);
+    // The routing decision (softmax or sigmoid, top-k, the weights' normalisation): which experts the ops below read.
+    add(OpKind::Router, l, 5 * T * E, {act(T * E)}, {act(2 * T * k)}, transformers ? kHfRouting : launches_.mlp_activation);
     if (t.score_bias >= 0) out.ops.back().reads.push_back(whole(static_cast<std::uint32_t>(t.score_bias)));
     const std::vector<std::uint32_t> rows = route(l, tokens, position);
     // One projection of one expert on its n rows; `launches` 0 when it runs in the kernel of the op before it.

@@ -6,8 +6,8 @@
 namespace tiersim::trace {
 namespace {
 constexpr std::array<const char*, 3> kTensorKinds{"weight", "kv", "act"};
-constexpr std::array<const char*, 9> kOpKinds{"gemm", "gemv",  "attention", "norm", "elementwise",
-                                              "embedding", "rope", "sample", "other"};
+constexpr std::array<const char*, 10> kOpKinds{"gemm",      "gemv", "attention", "norm",  "elementwise",
+                                               "embedding", "rope", "sample",    "other", "router"};
 constexpr std::array<const char*, 3> kStepKinds{"prefill", "decode", "iteration"};
 
 template <typename E, std::size_t N>

@@ -14,7 +14,9 @@ namespace tiersim::trace {
 inline constexpr int kFormatVersion = 2;
 
 enum class TensorKind { Weight, KvCache, Activation };
-enum class OpKind { Gemm, Gemv, Attention, Norm, Elementwise, Embedding, Rope, Sample, Other };
+// Router: a mixture of experts' routing decision (the router's probabilities and their top-k), whose output says which
+// experts the layer's next ops read.
+enum class OpKind { Gemm, Gemv, Attention, Norm, Elementwise, Embedding, Rope, Sample, Other, Router };
 enum class StepKind { Prefill, Decode, Iteration };
 
 struct Tensor {

@@ -238,6 +238,34 @@ TEST(Moe, FieldsThatChangeTheModelAreCheckedByName) {
 
 // Zipf routing: a few experts take most tokens (the most popular far above the uniform share), the
 // same seed gives the same routing, and every token still gets k distinct experts.
+// Each MoE layer's routing decision is one `router` op (after the router's product), and every expert read of the layer
+// comes after it, under transformers and llama.cpp alike; it reads and writes back as `router`.
+TEST(Moe, EachLayerRoutesInOneRouterOpBeforeItsExpertsAreRead) {
+  for (const char* dtype : {"bf16", "Q4_K_M"}) {
+    GenerationOptions g;
+    set_dtype(g, dtype);
+    g.prompt_tokens = 16;
+    g.decode_tokens = 1;
+    LlmTraceGenerator gen(qwen30(), g);
+    trace::Step s;
+    while (gen.next(s)) {
+      std::map<std::int32_t, int> routers;
+      for (const auto& op : s.ops) {
+        if (op.kind == trace::OpKind::Router) ++routers[op.layer];
+        for (const auto& r : op.reads)
+          if (testing::gate_read_expert(gen.header(), r, op.layer))
+            EXPECT_EQ(routers[op.layer], 1) << dtype << ": layer " << op.layer << " reads an expert before routing";
+      }
+      EXPECT_EQ(routers.size(), 48u) << dtype;
+      for (const auto& [layer, n] : routers) EXPECT_EQ(n, 1) << dtype << " layer " << layer;
+    }
+  }
+  trace::OpKind k;
+  ASSERT_TRUE(trace::parse_op_kind("router", k));
+  EXPECT_EQ(k, trace::OpKind::Router);
+  EXPECT_STREQ(trace::to_string(trace::OpKind::Router), "router");
+}
+
 TEST(Moe, ZipfRoutingConcentratesTokensOnAFewExperts) {
   auto hits_at_layer0 = [](double zipf) {
     GenerationOptions g;
