@@ -4,21 +4,16 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/rate_curve.hpp"
+
 namespace tiersim::hw {
 
 std::pair<double, double> TransferCurve::latency_and_rate(double bytes) const {
   if (points.empty()) return {latency, bandwidth};
-  // Measured effective bandwidth already includes the fixed costs at that size.
-  if (bytes <= points.front().first) return {0.0, points.front().second};
-  // Past the largest measured size: the last measured effective bandwidth. (An affine fit can be far
-  // off there: pageable host-to-device copies slow down for large sizes.)
-  if (bytes >= points.back().first) return {0.0, points.back().second};
-  auto hi = std::lower_bound(points.begin(), points.end(), bytes,
-                             [](const std::pair<double, double>& p, double b) { return p.first < b; });
-  auto lo = hi - 1;
-  const double t = (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
-  const double eff = std::exp(std::log(lo->second) + t * (std::log(hi->second) - std::log(lo->second)));
-  return {0.0, eff};
+  // Measured effective bandwidth already includes the fixed costs at that size. Past the largest measured size:
+  // the last measured effective bandwidth. (An affine fit can be far off there: pageable host-to-device copies
+  // slow down for large sizes.)
+  return {0.0, log_interpolated_rate(points, bytes)};
 }
 
 double TransferCurve::seconds(double bytes) const {

@@ -81,22 +81,18 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
       p.sources["host.cpu_kernels"] = k.text("source");
       spec.cores = k.integer("cores", 1, 4096);
       spec.read_bandwidth = k.thread_rate_points("read_bandwidth");
-      Section g = k.child("gemv");
-      for (const std::string& type : g.keys()) {
-        if (!config::is_ggml_type_name(type))
-          g.fail(type, "not a ggml weight type (lower case: q4_k, q6_k, q8_0, f16, bf16, ...)");
-        spec.gemv[type] = g.thread_rate_points(type);
-      }
-      g.finish();
-      if (k.has("gemv_id")) {
-        Section e = k.child("gemv_id");
-        for (const std::string& type : e.keys()) {
+      // A rate curve by threads per ggml weight type (gemv; gemv_id, optional).
+      auto curves_by_type = [&](const char* key, std::map<std::string, std::vector<std::pair<double, double>>>& out) {
+        Section g = k.child(key);
+        for (const std::string& type : g.keys()) {
           if (!config::is_ggml_type_name(type))
-            e.fail(type, "not a ggml weight type (lower case: q4_k, q6_k, q8_0, f16, bf16, ...)");
-          spec.gemv_id[type] = e.thread_rate_points(type);
+            g.fail(type, "not a ggml weight type (lower case: q4_k, q6_k, q8_0, f16, bf16, ...)");
+          out[type] = g.thread_rate_points(type);
         }
-        e.finish();
-      }
+        g.finish();
+      };
+      curves_by_type("gemv", spec.gemv);
+      if (k.has("gemv_id")) curves_by_type("gemv_id", spec.gemv_id);
       k.finish();
       p.host.kernels = spec;
     }

@@ -420,7 +420,8 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
   const std::uint64_t kvd = model_.num_key_value_heads * model_.head_dim;
   const std::uint64_t inter = model_.intermediate_size;
   const auto& tensors = header_.tensors;
-  OpKind matmul = T <= 8 ? OpKind::Gemv : OpKind::Gemm;
+  // A product over up to 8 token rows is llama.cpp's matrix-vector kernel (and a GEMV to transformers' cuBLAS).
+  const auto matmul_over = [](std::uint64_t rows) { return rows <= 8 ? OpKind::Gemv : OpKind::Gemm; };
 
   out.kind = kind;
   out.tokens = static_cast<std::uint32_t>(T);
@@ -437,11 +438,11 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
   auto mmv_grid = [&](std::uint64_t rows, std::uint64_t tokens) {
     const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0x7fffffffu));
     if (d != WeightDtype::Gguf) return;
-    if (tokens <= 8) out.ops.back().blocks = n;
+    if (matmul_over(tokens) == OpKind::Gemv) out.ops.back().blocks = n;
     else out.ops.back().rows = n;
   };
   auto linear = [&](std::int32_t layer, std::uint32_t w, std::uint64_t in, std::uint64_t outd) {
-    add(matmul, layer, 2 * T * in * outd, {whole(w), act(T * in)}, {act(T * outd)}, launches_.matmul);
+    add(matmul_over(T), layer, 2 * T * in * outd, {whole(w), act(T * in)}, {act(T * outd)}, launches_.matmul);
     out.ops.back().dtype = weight_type_[w];
     mmv_grid(outd, T);
   };
@@ -497,7 +498,7 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     // One projection of one expert on its n rows; `launches` 0 when it runs in the kernel of the op before it.
     auto project = [&](std::uint64_t e, const TensorAccess& w, std::uint64_t in, std::uint64_t outd, std::uint32_t launches) {
       const std::uint64_t n = rows[e];
-      add(n <= 8 ? OpKind::Gemv : OpKind::Gemm, l, 2 * n * in * outd, {w, act(n * in)}, {act(n * outd)}, launches);
+      add(matmul_over(n), l, 2 * n * in * outd, {w, act(n * in)}, {act(n * outd)}, launches);
       out.ops.back().dtype = weight_type_[w.tensor];
     };
     if (eager) {
@@ -570,7 +571,7 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     const std::uint64_t roped = T * (H * rope + rope);
     add(OpKind::Rope, l, 6 * roped, {bytes(roped, 11 * a)}, {bytes(roped, 9 * a)}, launches_.rope);
     if (absorbed) {
-      add(matmul, l, 2 * T * H * nope * kvl, {whole(t.k_b), act(T * H * nope)}, {act(T * H * kvl)}, launches_.matmul);
+      add(matmul_over(T), l, 2 * T * H * nope * kvl, {whole(t.k_b), act(T * H * nope)}, {act(T * H * kvl)}, launches_.matmul);
       out.ops.back().dtype = weight_type_[t.k_b];
     } else {
       linear(l, t.k_b, kvl, H * (nope + vd));
@@ -582,7 +583,7 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
         {TensorAccess{t.kv, B * context_after * kv_token}, act(T * H * kq)}, {TensorAccess{t.kv, T * kv_token}, act(T * H * vw)},
         launches_.attention);
     if (absorbed) {
-      add(matmul, l, 2 * T * H * kvl * vd, {whole(t.v_b), act(T * H * kvl)}, {act(T * H * vd)}, launches_.matmul);
+      add(matmul_over(T), l, 2 * T * H * kvl * vd, {whole(t.v_b), act(T * H * kvl)}, {act(T * H * vd)}, launches_.matmul);
       out.ops.back().dtype = weight_type_[t.v_b];
     }
     linear(l, t.o, H * vd, h);
@@ -614,7 +615,6 @@ void LlmTraceGenerator::build_step(trace::Step& out, std::uint32_t new_tokens, s
     if (d == WeightDtype::Gguf && li + 1 == layers_.size() && new_tokens > 1) {
       if (!logits) return false;
       T = B;
-      matmul = T <= 8 ? OpKind::Gemv : OpKind::Gemm;
       ffn_tokens = 1;
       ffn_position = context_before + new_tokens - 1;
     }

@@ -441,23 +441,27 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           const auto it = plain.find(op.dtype);
           return it != plain.end() ? it->second : 0.0;
         };
-        const auto by_rows = op.blocks > 0 && !expert ? runtime_.gpu_gemv_rows.find(op.dtype) : runtime_.gpu_gemv_rows.end();
-        if (op.kind == trace::OpKind::Gemv && by_rows != runtime_.gpu_gemv_rows.end()) {
-          // The kernel's grid of one block per output row, each row at the rate its length streams.
-          const double rows = static_cast<double>(op.blocks);
-          a.cost.compute_seconds = std::max(a.cost.compute_seconds, by_rows->second.seconds(rows, weight_read_bytes(op) / rows));
-        } else if (op.kind == trace::OpKind::Gemv) {
-          if (const double r = rate(runtime_.gpu_gemv, runtime_.gpu_gemv_id); r > 0)
+        // A dense matrix's kernel priced by its shape where the op gives it (GEMV: its grid, one block per output
+        // row; GEMM: its weight's rows) and the runtime measured the type.
+        auto shaped = [&](const auto& by_type, std::uint32_t given) {
+          return given > 0 && !expert ? by_type.find(op.dtype) : by_type.end();
+        };
+        if (op.kind == trace::OpKind::Gemv) {
+          if (const auto k = shaped(runtime_.gpu_gemv_rows, op.blocks); k != runtime_.gpu_gemv_rows.end()) {
+            const double rows = static_cast<double>(op.blocks);
+            a.cost.compute_seconds = std::max(a.cost.compute_seconds, k->second.seconds(rows, weight_read_bytes(op) / rows));
+          } else if (const double r = rate(runtime_.gpu_gemv, runtime_.gpu_gemv_id); r > 0) {
             a.cost.compute_seconds = std::max(a.cost.compute_seconds, weight_read_bytes(op) / r);
-        } else if (const auto shaped = op.rows > 0 && !expert ? runtime_.gpu_gemm_rows.find(op.dtype) : runtime_.gpu_gemm_rows.end();
-                   op.kind == trace::OpKind::Gemm && shaped != runtime_.gpu_gemm_rows.end()) {
-          // The kernel's tiles over the weight's rows, measured by shape.
-          a.cost.compute_seconds = shaped->second.seconds(static_cast<double>(op.flops), static_cast<double>(op.rows));
+          }
         } else if (op.kind == trace::OpKind::Gemm) {
-          if (const double r = rate(runtime_.gpu_gemm, runtime_.gpu_gemm_id); r > 0)
-            a.cost.compute_seconds = static_cast<double>(op.flops) / r;
-          if (expert && runtime_.gpu_gemm_id_share > 0 && !runtime_.gpu_gemm_id.count(op.dtype))
-            a.cost.compute_seconds /= runtime_.gpu_gemm_id_share;
+          if (const auto k = shaped(runtime_.gpu_gemm_rows, op.rows); k != runtime_.gpu_gemm_rows.end()) {
+            a.cost.compute_seconds = k->second.seconds(static_cast<double>(op.flops), static_cast<double>(op.rows));
+          } else {
+            if (const double r = rate(runtime_.gpu_gemm, runtime_.gpu_gemm_id); r > 0)
+              a.cost.compute_seconds = static_cast<double>(op.flops) / r;
+            if (expert && runtime_.gpu_gemm_id_share > 0 && !runtime_.gpu_gemm_id.count(op.dtype))
+              a.cost.compute_seconds /= runtime_.gpu_gemm_id_share;
+          }
         }
       }
       a.work_seconds = a.cost.seconds();

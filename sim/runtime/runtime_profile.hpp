@@ -3,14 +3,13 @@
 // and its host-side costs and habits, measured on some host. Apart from the hardware: the same GPU
 // runs under different frameworks, and a framework's costs are calibrated from its own runs
 // (experiments/validate/). Schema: calib/runtimes/SCHEMA.md. All quantities SI (seconds).
-#include <algorithm>
-#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/rate_curve.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::runtime {
@@ -57,17 +56,7 @@ struct GemvRowKernel {
   // Seconds for `rows` rows of `row_bytes` each: the rate log-interpolated between points, held beyond them.
   double seconds(double rows, double row_bytes) const {
     if (row_rates.empty() || !(rows > 0) || !(row_bytes > 0)) return fixed;
-    double rate = row_rates.front().second;
-    if (row_bytes >= row_rates.back().first) {
-      rate = row_rates.back().second;
-    } else if (row_bytes > row_rates.front().first) {
-      auto hi = std::lower_bound(row_rates.begin(), row_rates.end(), row_bytes,
-                                 [](const std::pair<double, double>& p, double b) { return p.first < b; });
-      auto lo = hi - 1;
-      const double t = (std::log(row_bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
-      rate = std::exp(std::log(lo->second) + t * (std::log(hi->second) - std::log(lo->second)));
-    }
-    return fixed + rows * row_bytes / rate;
+    return fixed + rows * row_bytes / log_interpolated_rate(row_rates, row_bytes);
   }
 };
 

@@ -47,7 +47,9 @@ TEST(ProfileWriter, EveryRuntimeReadsBackToTheSameNumbers) {
       EXPECT_EQ(again.gpu_gemm_rows.at(type).rate, k.rate) << info.name << " " << type;
       EXPECT_EQ(again.gpu_gemm_rows.at(type).extra_rows, k.extra_rows) << info.name << " " << type;
     }
-    if (info.name == "llamacpp-h100") EXPECT_EQ(r.gpu_gemv_rows.size(), 4u);  // f16, q4_k, q6_k, q8_0 measured
+    if (info.name == "llamacpp-h100") {
+      EXPECT_EQ(r.gpu_gemv_rows.size(), 4u);  // f16, q4_k, q6_k, q8_0 measured
+    }
   }
 }
 
