@@ -1,6 +1,5 @@
 #include "fit/cpu_fit.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -46,7 +45,13 @@ struct BenchRow {
   double seconds = 0, bytes = 0;
 };
 
-std::vector<BenchRow> read_bench_rows(const std::string& csv_text, const std::string& file) {
+// The rows, and the number of lines read (what an error about the whole file names).
+struct BenchRows {
+  std::vector<BenchRow> rows;
+  int lines = 0;
+};
+
+BenchRows read_bench_rows(const std::string& csv_text, const std::string& file) {
   std::istringstream in(csv_text);
   std::string line;
   int n = 0;
@@ -54,7 +59,7 @@ std::vector<BenchRow> read_bench_rows(const std::string& csv_text, const std::st
   ++n;
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line != kHeader) throw InputError(file, 1, "header", std::string("expected '") + kHeader + "', got '" + line + "'");
-  std::vector<BenchRow> out;
+  BenchRows out;
   while (std::getline(in, line)) {
     ++n;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -76,9 +81,16 @@ std::vector<BenchRow> read_bench_rows(const std::string& csv_text, const std::st
     if (!(r.seconds > 0) || !(r.bytes > 0)) throw InputError(file, n, "seconds", "a measurement needs seconds > 0 and bytes > 0");
     if ((r.kind == "gemv" || r.kind == "gemv_id") && !config::is_ggml_type_name(r.type))
       throw InputError(file, n, "type", "a ggml weight type in lower case (q4_k), got '" + r.type + "'");
-    out.push_back(r);
+    out.rows.push_back(r);
   }
+  out.lines = n;
   return out;
+}
+
+// Bytes and seconds summed over measurements: a rate is their quotient.
+void add_to(std::pair<double, double>& sum, double bytes, double seconds) {
+  sum.first += bytes;
+  sum.second += seconds;
 }
 
 std::vector<std::pair<double, double>> curve_of(const std::map<int, std::pair<double, double>>& m) {
@@ -94,18 +106,12 @@ CpuFit fit_cpu_kernels(const std::string& csv_text, const std::string& file, int
   // (threads) -> bytes and seconds summed, for reads and for each type's batch-1 products.
   std::map<int, std::pair<double, double>> reads;
   std::map<std::string, std::map<int, std::pair<double, double>>> gemv;
-  const auto rows = read_bench_rows(csv_text, file);
-  for (const BenchRow& r : rows) {
-    if (r.kind == "read") {
-      auto& a = reads[r.threads];
-      a.first += r.bytes, a.second += r.seconds;
-    } else if (r.kind == "gemv" && r.batch == 1) {
-      auto& a = gemv[r.type][r.threads];
-      a.first += r.bytes, a.second += r.seconds;
-    }
+  const BenchRows csv = read_bench_rows(csv_text, file);
+  for (const BenchRow& r : csv.rows) {
+    if (r.kind == "read") add_to(reads[r.threads], r.bytes, r.seconds);
+    else if (r.kind == "gemv" && r.batch == 1) add_to(gemv[r.type][r.threads], r.bytes, r.seconds);
   }
-  const int n = static_cast<int>(std::count(csv_text.begin(), csv_text.end(), '\n'));
-  if (reads.empty()) throw InputError(file, n, "kind", "no 'read' rows: the read bandwidth was not measured");
+  if (reads.empty()) throw InputError(file, csv.lines, "kind", "no 'read' rows: the read bandwidth was not measured");
   CpuFit out;
   out.kernels.cores = cores;
   out.kernels.read_bandwidth = curve_of(reads);
@@ -141,28 +147,19 @@ void add_cpu_expert_kernels(CpuFit& fit, const std::string& main_csv_text, const
   auto dense_by_shape = [](const std::vector<BenchRow>& rows) {
     std::map<Key, std::map<Shape, std::pair<double, double>>> out;
     for (const BenchRow& r : rows)
-      if (r.kind == "gemv" && r.batch == 1) {
-        auto& a = out[{r.type, r.threads}][{r.rows, r.cols}];
-        a.first += r.bytes, a.second += r.seconds;
-      }
+      if (r.kind == "gemv" && r.batch == 1) add_to(out[{r.type, r.threads}][{r.rows, r.cols}], r.bytes, r.seconds);
     return out;
   };
-  const auto main_dense = dense_by_shape(read_bench_rows(main_csv_text, main_file));
+  const auto main_dense = dense_by_shape(read_bench_rows(main_csv_text, main_file).rows);
   std::map<Key, std::pair<double, double>> experts;
   std::map<Key, std::map<Shape, std::pair<double, double>>> other_dense;
   std::string files;
   for (const auto& [text, file] : runs) {
-    const auto rows = read_bench_rows(text, file);
+    const auto rows = read_bench_rows(text, file).rows;
     for (const BenchRow& r : rows)
-      if (r.kind == "gemv_id" && r.batch == 1) {
-        auto& a = experts[{r.type, r.threads}];
-        a.first += r.bytes, a.second += r.seconds;
-      }
+      if (r.kind == "gemv_id" && r.batch == 1) add_to(experts[{r.type, r.threads}], r.bytes, r.seconds);
     for (const auto& [key, shapes] : dense_by_shape(rows))
-      for (const auto& [shape, bs] : shapes) {
-        auto& a = other_dense[key][shape];
-        a.first += bs.first, a.second += bs.second;
-      }
+      for (const auto& [shape, bs] : shapes) add_to(other_dense[key][shape], bs.first, bs.second);
     files += (files.empty() ? "" : ", ") + file;
   }
   if (experts.empty()) throw InputError(runs.empty() ? main_file : runs.front().second, 0, "kind", "no batch-1 'gemv_id' rows");
