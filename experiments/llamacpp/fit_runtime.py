@@ -21,6 +21,7 @@ per_step + per_cpu_op * N(L) (CPU), with T0, K, N found by running tiersim at tw
 give two equations per placement: the GPU pair gives per_step and kernel_floor; the CPU pair gives
 per_cpu_op (and a CPU-side fixed cost, reported to compare with per_step, not used).
 """
+import functools
 import json
 import os
 import re
@@ -86,6 +87,7 @@ def gpu_kernels():
     return gemv, gemm
 
 
+@functools.lru_cache(maxsize=None)  # one fit per run: the runtime texts and the report all read it
 def gpu_gemv_rows():
     """ggml's CUDA matrix-vector product by weight type, measured at the models' decode shapes with the weights
     streamed from HBM (raw/gpu_gemv.csv: cpu_matmul_bench --backend gpu, run_on_gpu.sh calib-gemv): one block per
@@ -140,6 +142,7 @@ def read_gpu_products(path, batch):
     return by_type
 
 
+@functools.lru_cache(maxsize=None)
 def gpu_gemm_rows():
     """ggml's CUDA prompt-sized product (MMQ; cuBLAS for F16) by weight type at 512 tokens, the models' shapes
     (raw/gpu_gemm.csv: cpu_matmul_bench --backend gpu --batch 512, run_on_gpu.sh calib-gemm). MMQ tiles the weight's
@@ -212,12 +215,12 @@ def runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm, per_laun
     head = ("# llama.cpp's host costs on the H100 validation host, calibrated by experiments/llamacpp/fit_runtime.py from\n"
             "# two made-up calibration models only (results/validation/llamacpp/raw/calib_bench.jsonl and calib_nkvo.jsonl)\n"
             "# and ggml's kernels (test-backend-ops: raw/gpu_mul_mat.txt, gpu_mul_mat_id.txt; cpu_matmul_bench --backend gpu:\n"
-            "# raw/gpu_gemv.csv), never from the validation rows.\n")
+            "# raw/gpu_gemv.csv, gpu_gemm.csv), never from the validation rows.\n")
     if not graphs:
         head = ("# llama.cpp's host costs on the H100 validation host with CUDA graphs off (GGML_CUDA_DISABLE_GRAPHS),\n"
                 "# calibrated by experiments/llamacpp/fit_runtime.py from two made-up calibration models only\n"
                 "# (results/validation/llamacpp/raw/calib_bench.jsonl, calib_nkvo.jsonl, graphs.jsonl) and ggml's\n"
-                "# kernels (raw/gpu_mul_mat.txt, gpu_mul_mat_id.txt, gpu_gemv.csv), never from the validation rows.\n")
+                "# kernels (raw/gpu_mul_mat.txt, gpu_mul_mat_id.txt, gpu_gemv.csv, gpu_gemm.csv), never from the validation rows.\n")
     what = "" if graphs else ", CUDA graphs off (GGML_CUDA_DISABLE_GRAPHS)"
     gemv_id, gemm_id = gpu_expert_kernels()
     rows_text = "".join(
