@@ -2,7 +2,9 @@
 // the host's measured CPU kernels, micro-batched prompts): what runs where and what it costs.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 
@@ -694,6 +696,33 @@ TEST(LastLayer, LlamaCppRunsItsFfnOnTheOutputRowsOnly) {
   const auto hf = steps("bf16");
   for (const auto& s : hf)
     for (const auto& op : s.ops) EXPECT_EQ(op.tokens, 0u);
+}
+
+// Against llama.cpp's own run (tests/fixtures/llamacpp_prompt_kernels.json: the kernels of Qwen3-4B Q4_K_M's 512-token
+// prompt under Nsight Compute): 249 MMQ products (7 in each of 35 layers, 4 in the last, whose FFN runs on the output
+// row) and 35 GLU kernels (none in the last layer, where it is fused into the matrix-vector product). tiersim's trace
+// has the same 249 prompt-sized products; its last-layer FFN is gate, up and down on one row, where llama.cpp fuses
+// gate, up and the GLU into one of its 3 MMVQ launches (gate+up, down, the head): the fusion is not modelled.
+TEST(LastLayer, ThePromptsProductsAreTheOnesLlamaCppLaunched) {
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/llamacpp_prompt_kernels.json");
+  ASSERT_TRUE(in);
+  const auto f = nlohmann::json::parse(in);
+  const auto config = model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/" + f["model"].get<std::string>());
+  ASSERT_EQ(config.num_hidden_layers, f["layers"].get<std::uint64_t>());
+  model::GenerationOptions o;
+  model::set_dtype(o, f["file_type"].get<std::string>());
+  o.prompt_tokens = f["prompt_tokens"].get<std::uint32_t>();
+  o.decode_tokens = 0;
+  model::LlmTraceGenerator gen(config, o);
+  trace::Step step;
+  ASSERT_TRUE(gen.next(step));
+  int gemms = 0, gemvs = 0;
+  for (const auto& op : step.ops) {
+    gemms += op.kind == trace::OpKind::Gemm;
+    gemvs += op.kind == trace::OpKind::Gemv;
+  }
+  EXPECT_EQ(gemms, f["mul_mat_q"].get<int>());
+  EXPECT_EQ(gemvs, f["mul_mat_vec_q"].get<int>() + 1);  // gate and up as two (fused in llama.cpp), down, the head
 }
 
 }  // namespace
