@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     if ((raw.empty() && cpu.empty()) || name.empty() || out.empty())
       throw tiersim::InputError("", 0, "--raw",
                                 "usage: tiersim_fit --raw RAW.csv --name NAME --out PROFILE.yaml [--base PRESET] "
-                                "[--report R.md] [--cpu CPU.csv --cpu-cores N]");
+                                "[--report R.md] [--cpu CPU.csv --cpu-cores N [--cpu-experts RUN.csv ...]]");
     tiersim::calib::FitOutput fit;
     if (!raw.empty()) {
       auto measurements = tiersim::calib::read_raw_csv(raw);
