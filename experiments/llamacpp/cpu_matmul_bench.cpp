@@ -55,6 +55,24 @@
 //   --seed N          (default 1)
 //   --backend B       cpu (default) or gpu (no bandwidth rows, no repack layout; --threads ignored)
 //   --experts E:U     MUL_MAT_ID over E experts of each shape, U used per token (E a multiple of U; plain layout)
+//   --attention LIST  instead of products: llama.cpp's attention without flash attention on the CPU, per layer, for
+//                     each HEADS:KV_HEADS:HEAD_DIM (below); --kv LIST the cached positions n_kv (default 256,512,1024),
+//                     --batch the new tokens (default 1,512), --layers N (default 32), --threads as above
+//
+// --attention times what the CPU runs for one layer when llama.cpp keeps the KV cache in host memory
+// (--no-kv-offload): flash attention is then off (llama_context::resolve_fused_ops finds the attention on another
+// device than the layer), and every node from the KV store to the attention output runs on the CPU
+// (llm_graph_context::build_attn_mha pins the output there; ggml_backend_sched's expansion gives the nodes between
+// it and the cache writes the CPU). The nodes, as build_attn_mha and llama_kv_cache::cpy_k / cpy_v / get_k / get_v
+// make them: SET_ROWS of the new K rows into the f16 cache, SET_ROWS of the new V values into the transposed f16
+// cache (one element per row), MUL_MAT of the K view and Q (f32 precision), SOFT_MAX with the causal f32 mask and
+// 1/sqrt(HEAD_DIM), MUL_MAT of the V view and the probabilities, and the CONT of the permuted output. Each layer
+// has its own caches (kv_size = n_kv cells) and is computed by its own ggml_backend_graph_compute call, as
+// ggml_backend_sched computes one split, on a persistent thread pool (poll 50, llama-bench's default), the
+// --layers layers (default 32) in turn, as a model's layers follow each other. Output, one row per configuration:
+//   kind=cpu_attention,heads,kv_heads,head_dim,n_kv,tokens,threads,seconds (one layer: median pass / layers),
+//   kv_bytes (the K and V views the products read), flops (2 x 2 x heads x head_dim x n_kv x tokens: both products
+//   over every cached position, as the unmasked products compute them)
 
 #include "ggml.h"
 #include "ggml-alloc.h"
@@ -62,6 +80,7 @@
 #include "ggml-cpu.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cctype>
@@ -177,6 +196,10 @@ struct Options {
     bool    gpu          = false;
     int     experts      = 0;  // 0: a plain MUL_MAT
     int     used         = 0;
+    std::vector<std::array<int, 3>> attention;  // HEADS:KV_HEADS:HEAD_DIM; non-empty: the attention mode
+    std::vector<int>         kv      = {256, 512, 1024};
+    int                      layers  = 32;
+    bool batch_given = false;
 };
 
 Options parse_args(int argc, char ** argv) {
@@ -194,6 +217,26 @@ Options parse_args(int argc, char ** argv) {
             o.threads = parse_int_list(value(), "--threads");
         } else if (a == "--batch") {
             o.batch = parse_int_list(value(), "--batch");
+            o.batch_given = true;
+        } else if (a == "--layers") {
+            o.layers = (int) parse_int(value(), "--layers");
+            if (o.layers < 1 || o.layers > 1024) die("--layers: 1 to 1024");
+        } else if (a == "--kv") {
+            o.kv = parse_int_list(value(), "--kv");
+        } else if (a == "--attention") {
+            for (const auto & item : split(value(), ',')) {
+                auto f = split(item, ':');
+                if (f.size() != 3) die("--attention: expected HEADS:KV_HEADS:HEAD_DIM, got '%s'", item.c_str());
+                std::array<int, 3> h{};
+                for (int k = 0; k < 3; ++k) {
+                    const long long v = parse_int(f[k], "--attention");
+                    if (v < 1 || v > 4096) die("--attention: '%s' out of range (1 to 4096)", item.c_str());
+                    h[k] = (int) v;
+                }
+                if (h[0] % h[1] != 0) die("--attention: HEADS must be a multiple of KV_HEADS, got '%s'", item.c_str());
+                o.attention.push_back(h);
+            }
+            if (o.attention.empty()) die("--attention: empty list");
         } else if (a == "--shapes") {
             o.shapes.clear();
             for (const auto & s : split(value(), ',')) {
@@ -254,6 +297,12 @@ Options parse_args(int argc, char ** argv) {
         o.threads = {0};
     }
     if (o.experts > 0) o.layouts = {"plain"};
+    if (!o.attention.empty()) {
+        if (o.gpu) die("--attention runs on the CPU only");
+        if (!o.batch_given) o.batch = {1, 512};
+        o.bw_bytes = 0;
+        o.matmul = false;
+    }
     return o;
 }
 
@@ -639,6 +688,147 @@ void matmuls(const Options & o, const Backend & be) {
     }
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// llama.cpp's attention without flash attention, on the CPU (--attention; see the comment at the top).
+
+struct AttentionLayer {
+    ggml_tensor * k_cache = nullptr, * v_cache = nullptr;
+    ggml_tensor * k_cur = nullptr, * v_cur = nullptr, * q = nullptr, * out = nullptr;
+    ggml_cgraph * graph = nullptr;
+};
+
+void attention(const Options & o) {
+    ggml_backend_t cpu = ggml_backend_cpu_init();
+    if (cpu == nullptr) die("ggml_backend_cpu_init failed");
+    printf("kind,heads,kv_heads,head_dim,n_kv,tokens,threads,seconds,kv_bytes,flops\n");
+    fflush(stdout);
+    std::mt19937 rng(o.seed);
+    std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+    for (const auto & [H, HKV, D] : o.attention) {
+        for (int n_kv : o.kv) {
+            for (int T : o.batch) {
+                if (T > n_kv) { note("attention: %d tokens > %d cached positions; skipped", T, n_kv); continue; }
+                const int64_t kv_size = n_kv, gqa = (int64_t) HKV * D;
+                const double cache_bytes = 2.0 * gqa * kv_size * 2;  // K and V, f16
+                const int layers = o.layers;
+                const size_t per_layer_nodes = 16;
+                const size_t graph_size = per_layer_nodes * 2;
+                ggml_init_params ip = {
+                    /*.mem_size   =*/ (ggml_tensor_overhead() * 24 + ggml_graph_overhead_custom(graph_size, false)) * layers
+                                      + ggml_tensor_overhead() * 8,
+                    /*.mem_buffer =*/ nullptr,
+                    /*.no_alloc   =*/ true,
+                };
+                ggml_context * ctx = ggml_init(ip);
+                if (ctx == nullptr) die("ggml_init failed (attention)");
+                // shared inputs: the cells written, the V element indices, the causal mask
+                ggml_tensor * k_idxs = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, T);
+                ggml_tensor * v_idxs = ggml_new_tensor_2d(ctx, GGML_TYPE_I64, gqa * T, 1);
+                ggml_tensor * mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n_kv, T);
+                if (!k_idxs || !v_idxs || !mask) die("ggml_new_tensor failed (attention inputs)");
+                std::vector<AttentionLayer> L(layers);
+                for (auto & l : L) {
+                    l.k_cache = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, gqa, kv_size);
+                    l.v_cache = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, gqa, kv_size);  // read transposed
+                    l.k_cur = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, D, HKV, T);
+                    l.v_cur = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, D, HKV, T);
+                    l.q = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, D, H, T);
+                    if (!l.k_cache || !l.v_cache || !l.k_cur || !l.v_cur || !l.q) die("ggml_new_tensor failed (attention layer)");
+                    // cpy_k: the new rows into the cache; cpy_v (transposed cache): one element per row
+                    ggml_tensor * ks = ggml_set_rows(ctx, l.k_cache, ggml_reshape_2d(ctx, l.k_cur, gqa, T), k_idxs);
+                    ggml_tensor * v_view = ggml_reshape_2d(ctx, l.v_cache, 1, ggml_nelements(l.v_cache));
+                    ggml_tensor * vs = ggml_set_rows(ctx, v_view, ggml_reshape_2d(ctx, l.v_cur, 1, gqa * T), v_idxs);
+                    // get_k / get_v views over the cells (the stores above ordered before them by the graph)
+                    ggml_tensor * k = ggml_view_4d(ctx, l.k_cache, D, HKV, n_kv, 1, ggml_row_size(GGML_TYPE_F16, D),
+                                                   ggml_row_size(GGML_TYPE_F16, gqa), ggml_row_size(GGML_TYPE_F16, gqa * kv_size), 0);
+                    ggml_tensor * v = ggml_view_4d(ctx, l.v_cache, n_kv, HKV, D, 1, ggml_row_size(GGML_TYPE_F16, kv_size * D),
+                                                   ggml_row_size(GGML_TYPE_F16, kv_size), ggml_row_size(GGML_TYPE_F16, kv_size * gqa), 0);
+                    ggml_tensor * qp = ggml_permute(ctx, l.q, 0, 2, 1, 3);
+                    ggml_tensor * kp = ggml_permute(ctx, k, 0, 2, 1, 3);
+                    ggml_tensor * vp = ggml_permute(ctx, v, 0, 2, 1, 3);
+                    ggml_tensor * kq = ggml_mul_mat(ctx, kp, qp);
+                    ggml_mul_mat_set_prec(kq, GGML_PREC_F32);
+                    kq = ggml_soft_max_ext(ctx, kq, mask, 1.0f / std::sqrt((float) D), 0.0f);
+                    ggml_tensor * kqv = ggml_mul_mat(ctx, vp, kq);
+                    l.out = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), (int64_t) D * H, T);
+                    if (!ks || !vs || !l.out) die("building the attention graph failed");
+                    l.graph = ggml_new_graph_custom(ctx, graph_size, false);
+                    if (l.graph == nullptr) die("ggml_new_graph_custom failed (attention)");
+                    ggml_build_forward_expand(l.graph, ks);
+                    ggml_build_forward_expand(l.graph, vs);
+                    ggml_build_forward_expand(l.graph, l.out);
+                }
+                ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+                if (buf == nullptr) die("cannot allocate %d attention layers (%.0f MiB of caches)", layers, layers * cache_bytes / 1048576.0);
+                // the new tokens are the last T of the n_kv positions; token t sees cells 0 .. n_kv - T + t
+                std::vector<int64_t> ki(T), vi((size_t) gqa * T);
+                for (int t = 0; t < T; ++t) ki[t] = n_kv - T + t;
+                for (int t = 0; t < T; ++t)
+                    for (int64_t j = 0; j < gqa; ++j) vi[(size_t) t * gqa + j] = j * kv_size + ki[t];
+                std::vector<float> m((size_t) n_kv * T);
+                for (int t = 0; t < T; ++t)
+                    for (int c = 0; c < n_kv; ++c) m[(size_t) t * n_kv + c] = c <= n_kv - T + t ? 0.0f : -INFINITY;
+                ggml_backend_tensor_set(k_idxs, ki.data(), 0, ki.size() * sizeof(int64_t));
+                ggml_backend_tensor_set(v_idxs, vi.data(), 0, vi.size() * sizeof(int64_t));
+                ggml_backend_tensor_set(mask, m.data(), 0, m.size() * sizeof(float));
+                {
+                    std::vector<ggml_fp16_t> c((size_t) gqa * kv_size);
+                    for (auto & x : c) x = ggml_fp32_to_fp16(ud(rng));
+                    std::vector<float> a((size_t) D * H * T);
+                    for (auto & x : a) x = ud(rng);
+                    for (auto & l : L) {
+                        ggml_backend_tensor_set(l.k_cache, c.data(), 0, c.size() * sizeof(ggml_fp16_t));
+                        ggml_backend_tensor_set(l.v_cache, c.data(), 0, c.size() * sizeof(ggml_fp16_t));
+                        ggml_backend_tensor_set(l.q, a.data(), 0, ggml_nbytes(l.q));
+                        ggml_backend_tensor_set(l.k_cur, a.data(), 0, ggml_nbytes(l.k_cur));
+                        ggml_backend_tensor_set(l.v_cur, a.data(), 0, ggml_nbytes(l.v_cur));
+                    }
+                }
+                const double kv_bytes = 2.0 * 2 * gqa * n_kv;
+                const double flops = 4.0 * H * D * (double) n_kv * T;
+                for (int nt : o.threads) {
+                    ggml_threadpool_params tpp = ggml_threadpool_params_default(nt);
+                    tpp.poll = 50;
+                    ggml_threadpool_t tp = ggml_threadpool_new(&tpp);
+                    if (tp == nullptr) die("ggml_threadpool_new(%d) failed", nt);
+                    ggml_backend_cpu_set_n_threads(cpu, nt);
+                    ggml_backend_cpu_set_threadpool(cpu, tp);
+                    auto pass = [&]() {
+                        double t0 = now_s();
+                        for (auto & l : L) {
+                            ggml_status st = ggml_backend_graph_compute(cpu, l.graph);
+                            if (st != GGML_STATUS_SUCCESS) die("ggml_backend_graph_compute failed: %s", ggml_status_to_string(st));
+                        }
+                        return (now_s() - t0) / layers;
+                    };
+                    for (int i = 0; i < std::max(1, o.warmup); ++i) pass();
+                    if (nt == o.threads.front()) {
+                        // the output must be finite (a softmax over random scores, a weighted sum of V)
+                        std::vector<float> y((size_t) D * H * T);
+                        ggml_backend_tensor_get(L[0].out, y.data(), 0, y.size() * sizeof(float));
+                        for (float x : y) if (!std::isfinite(x) || std::fabs(x) > 1.0f) die("attention output not in [-1, 1]: %g", x);
+                    }
+                    std::vector<double> times;
+                    double spent = 0;
+                    for (int r = 0; r < o.reps; ++r) {
+                        double t = pass();
+                        times.push_back(t);
+                        spent += t * layers;
+                        if (r >= 2 && spent > o.max_seconds) break;
+                    }
+                    printf("cpu_attention,%d,%d,%d,%d,%d,%d,%.9f,%.0f,%.0f\n", H, HKV, D, n_kv, T, nt, median(times), kv_bytes, flops);
+                    fflush(stdout);
+                    ggml_backend_cpu_set_threadpool(cpu, nullptr);
+                    ggml_threadpool_free(tp);
+                }
+                ggml_backend_buffer_free(buf);
+                ggml_free(ctx);
+            }
+        }
+    }
+    ggml_backend_free(cpu);
+}
+
 // ggml's own log: debug lines (one per repacked tensor) dropped, the rest to stderr as notes.
 void ggml_log(ggml_log_level level, const char * text, void * /*user_data*/) {
     static ggml_log_level last = GGML_LOG_LEVEL_INFO;
@@ -657,6 +847,10 @@ int main(int argc, char ** argv) {
     note("cpu features: avx2 %d avx512 %d avx512_vnni %d avx512_bf16 %d amx_int8 %d f16c %d fma %d llamafile %d",
          ggml_cpu_has_avx2(), ggml_cpu_has_avx512(), ggml_cpu_has_avx512_vnni(), ggml_cpu_has_avx512_bf16(),
          ggml_cpu_has_amx_int8(), ggml_cpu_has_f16c(), ggml_cpu_has_fma(), ggml_cpu_has_llamafile());
+    if (!o.attention.empty()) {
+        attention(o);
+        return 0;
+    }
     printf("kind,type,rows,cols,batch,threads,seconds,bytes,gbps,gflops\n");
     fflush(stdout);
     if (o.bw_bytes > 0) bandwidth(o);

@@ -3,7 +3,7 @@
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
 #   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
 #          models-14b fit-fixtures graphs moe moe-diagnose moe-routing calib-gpu-moe moe-routing-long calib-gemv
-#          profile-decode calib-gemm profile-prompt
+#          profile-decode calib-gemm profile-prompt calib-nkvo calib-attention
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -423,6 +423,38 @@ phase_profile-decode() {
   bench -m "$models/qwen3-4b-Q4_K_M.gguf" -p 512 -n 128 -r 3 -ngl 99 -t 16 > "$OUT/profile_bench.jsonl" || return 1
   echo "profile-decode: benched at $SECONDS s"
   ncu_profile decode 6000 -p 0 -n 4 -r 1 -ngl 99 -t 16
+}
+
+# --no-kv-offload as llama.cpp runs it, calibration data and a fixture, apart from the validation rows:
+# calib-nkvo: the crossing cost again on the calibration models (-nkvo 0,1, the same day as the attention below) ->
+#   $OUT/calib_nkvo2.jsonl, and ggml_backend_sched's own assignment of calib-tiny-2's graphs with -nkvo 1
+#   (GGML_SCHED_DEBUG=2: every node's backend, every split's inputs) -> $OUT/nkvo_sched.log.
+# calib-attention: the CPU's part of each layer (attention without flash attention: the KV stores, both products,
+#   the softmax; cpu_matmul_bench --attention) at the attention shapes of the calibration and validation models and
+#   of larger ones, by threads -> $OUT/cpu_attention.csv.
+phase_calib-nkvo() {
+  mkdir -p "$models"
+  : > "$OUT/calib_nkvo2.jsonl"
+  for m in calib-tiny-2 calib-tiny-16; do
+    [ -s "$models/$m-f16.gguf" ] || python3 "$here/make_random_gguf.py" "$here/models/$m.json" -o "$models/$m-f16.gguf" > /dev/null || return 1
+    bench -m "$models/$m-f16.gguf" -p 512 -n 128 -r 5 -ngl 99 -t 16 -nkvo 0,1 >> "$OUT/calib_nkvo2.jsonl" || return 1
+  done
+  echo "calib-nkvo: crossings done at $SECONDS s"
+  GGML_SCHED_DEBUG=2 "$bin/llama-bench" -m "$models/calib-tiny-2-f16.gguf" -p 0 -n 1 -r 1 -ngl 99 -t 16 -nkvo 1 -v \
+    > /dev/null 2> "$OUT/nkvo_sched_full.log"
+  grep -E "^## SPLIT|^node #" "$OUT/nkvo_sched_full.log" | head -n 3000 > "$OUT/nkvo_sched.log"
+  rm -f "$OUT/nkvo_sched_full.log"
+  wc -l < "$OUT/nkvo_sched.log"
+  python3 -c "
+import json
+for l in open('$OUT/calib_nkvo2.jsonl'):
+    r = json.loads(l); print(r['model_filename'].split('/')[-1], r['no_kv_offload'], r['n_prompt'], r['n_gen'], round(r['avg_ts'], 1))"
+}
+phase_calib-attention() {
+  "$bin/cpu_matmul_bench" --attention 4:2:64,8:8:64,16:4:128,32:8:128,64:8:128 --kv 256,512,1024 --batch 1,512 \
+    --threads 4,16 --layers 16 --reps 5 --max-seconds 0.5 > "$OUT/cpu_attention.csv" 2> "$OUT/cpu_attention.log" \
+    || { tail "$OUT/cpu_attention.log"; return 1; }
+  cat "$OUT/cpu_attention.csv"
 }
 
 # A 14B model for the 12 GB example (Q4_K_M only; its F16 source is removed once quantized).

@@ -191,11 +191,12 @@ class LlamaCppNgl final : public PlacementRule {
                                       "' meta" + (ctx_ > 0 ? "" : " and no ctx= was given") +
                                       "): the KV cache counted is the run's own tokens");
     }
-    // --no-kv-offload: every KV cache in host memory, attention on the CPU.
+    // --no-kv-offload: every KV cache in host memory; a GPU layer's attention still runs on the GPU, the cache
+    // copied in (ExecuteOptions::kv_copied_in).
     if (!kv_offload_) {
       for (const auto& t : header.tensors)
         if (t.kind == trace::TensorKind::KvCache) p.kv_home[t.layer] = placement::kCpu;
-      p.execute.attention_on_cpu = true;
+      p.execute.kv_copied_in = true;
     }
     // Overrides that move a weight, under the execute path (layers run where their weights live): weights
     // stay where -ngl and the patterns put them (the execute path moved layers whole, to the device with

@@ -218,7 +218,7 @@ void add_common_options(CLI::App& cmd, CommonOptions& o) {
                  "llamacpp: llama.cpp's -ot REGEX=BUFFER[,...] (CPU, CUDA0, ...): weights whose llama.cpp name the "
                  "pattern finds go there, the first matching pattern wins (= llamacpp.ngl:ot=...)");
   cmd.add_flag("--no-kv-offload", o.no_kv_offload,
-               "llamacpp: every layer's KV cache in host memory, attention run by the CPU (= llamacpp.ngl:kv-offload=off)");
+               "llamacpp: every layer's KV cache in host memory, copied in for each GPU layer's attention (= llamacpp.ngl:kv-offload=off)");
   cmd.add_flag("--cpu-moe", o.cpu_moe,
                "llamacpp: llama.cpp's --cpu-moe, every expert matrix in host memory (-ot \"\\.ffn_(up|down|gate|gate_up)_(ch|)exps=CPU\")");
   cmd.add_option("--n-cpu-moe", o.n_cpu_moe,

@@ -52,9 +52,11 @@ struct ExecuteOptions {
   // on the CPU runs on the compute GPU instead, its host weights (and KV cache) copied over for each
   // step. 0: off (llama.cpp --no-op-offload).
   int op_offload_batch = 0;
-  // Attention runs on the CPU whatever the step (llama.cpp --no-kv-offload: the KV cache is in host
-  // memory and the attention nodes are pinned to the CPU backend).
-  bool attention_on_cpu = false;
+  // llama.cpp --no-kv-offload: the KV cache lives in host memory, yet a GPU layer's attention runs on the GPU
+  // (flash attention, llama.cpp's default, resolves on: its node goes to the layer's device, not the cache's);
+  // ggml_backend_sched copies the step's new keys and values to the host, the CPU stores them (two SET_ROWS),
+  // and the cached keys and values the attention reads (256-cell padded views) are copied in per layer.
+  bool kv_copied_in = false;
 };
 
 // The CPU threads host-resident layers run with: the execute path's, else the host's physical cores where

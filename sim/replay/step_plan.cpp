@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <map>
 
 #include "hardware/op_cost.hpp"
@@ -30,6 +31,7 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
   copied_.assign(n, false);
   managed_.assign(n, false);
   executes_on_.assign(n, kNoDevice);
+  kv_on_host_.assign(n, false);
   last_reader_.assign(n, -1);
   next_run_.assign(n, kNoRun);
   released_.assign(n, false);
@@ -42,7 +44,12 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
       layer_order_.push_back(t.layer);
       copied_[t.id] = path == placement::Path::Copy;
     }
-    // Weights and KV cache of a layer that runs where they live (the CPU, or another GPU).
+    // Weights and KV cache of a layer that runs where they live (the CPU, or another GPU); a host KV cache that
+    // a GPU layer's attention reads through copies (llama.cpp --no-kv-offload) does not decide where it runs.
+    if (placement.execute.kv_copied_in && t.kind == trace::TensorKind::KvCache && d == kCpu) {
+      kv_on_host_[t.id] = true;
+      continue;
+    }
     if (path == placement::Path::Execute) executes_on_[t.id] = d;
   }
   // CPU threads: the execute path's, else the host's physical cores (llama.cpp's default -t) where the
@@ -162,13 +169,60 @@ double StepPlanner::activation_bytes(const trace::Op& op) const {
 bool StepPlanner::offloads_op(const trace::Op& op, const trace::Step& step) const {
   const int min_batch = placement_.execute.op_offload_batch;
   if (min_batch <= 0 || op.layer < 0) return false;
-  // --no-kv-offload pins the attention to the CPU (llm_graph_context::build_attn: set_tensor_backend).
-  if (op.kind == trace::OpKind::Attention && placement_.execute.attention_on_cpu) return false;
   // Offloaded are the ops of a layer with weights homed on the CPU: those reading them, and the rest that
   // run on the CPU beside them (ggml_backend_sched's expansion gives them the GPU's backend).
   if (!std::binary_search(cpu_layers_.begin(), cpu_layers_.end(), op.layer)) return false;
   const std::uint32_t batch = op.tokens > 0 ? op.tokens : op.layer == output_layer_ ? header_.batch() : step.tokens;
   return batch >= static_cast<std::uint32_t>(min_batch);
+}
+
+void StepPlanner::host_kv_round_trip(StepPlan& out, const trace::Op& op, std::int32_t index, DeviceId device,
+                                     std::uint32_t step_tokens) {
+  // llama.cpp --no-kv-offload with flash attention on (its default): ggml_backend_sched splits each layer around
+  // the KV store (ggml-backend.cpp ggml_backend_sched_compute_splits; the assignment checked against its own
+  // GGML_SCHED_DEBUG output, results/validation/llamacpp/raw/nkvo_sched.log): the step's new keys and values
+  // (f32 Kcur and Vcur, two inputs) are copied to the host, the CPU stores them into the f16 cache (two SET_ROWS),
+  // and the cache's views (llama_kv_cache::get_k / get_v: n_kv cells, at least 256 and a multiple of 256, at most
+  // the cells allocated) are copied back in for the attention. Every copy is a synchronous input copy (the CPU
+  // backend has no async copy), each charged the runtime's per_copy.
+  for (const auto& r : op.reads) {
+    if (!kv_on_host_[r.tensor]) continue;
+    double stored = 0;
+    for (const auto& w : op.writes)
+      if (w.tensor == r.tensor) stored += static_cast<double>(w.bytes);
+    const std::uint32_t rows = op.tokens > 0 ? op.tokens : step_tokens;
+    const double cell = rows > 0 ? stored / rows : 0;  // one token's keys and values in the cache
+    double view = static_cast<double>(r.bytes);
+    if (cell > 0) {
+      const double cells = std::ceil(static_cast<double>(r.bytes) / cell);
+      const double allocated = static_cast<double>(header_.tensors[r.tensor].bytes) * placement_.kv_allocation_scale / cell;
+      view = cell * std::min(std::max(allocated, cells), std::max(kKvPadCells, std::ceil(cells / kKvPadCells) * kKvPadCells));
+    }
+    Action to_host;
+    to_host.kind = ActionKind::ActivationToHost;
+    to_host.bytes = 2 * stored;  // f32 sources of f16 cache rows
+    to_host.source = device;
+    to_host.device = device;
+    to_host.host_seconds = 2 * runtime_.per_copy;
+    to_host.host_waits = true;
+    out.actions.push_back(to_host);
+    Action store;
+    store.kind = ActionKind::CpuOp;
+    store.op = index;
+    const double read_rate = hw_.host.kernels && cpu_.threads > 0
+                                 ? hw::CpuKernelSpec::at(hw_.host.kernels->read_bandwidth, cpu_.threads)
+                                 : hw_.host.memory_bandwidth * hw_.host.memory_efficiency;
+    store.work_seconds = 2 * cpu_.per_op + (to_host.bytes + stored) / read_rate;
+    out.actions.push_back(store);
+    Action in;
+    in.kind = ActionKind::ActivationToDevice;
+    in.bytes = view;
+    in.source = kCpu;
+    in.device = device;
+    in.host_seconds = 2 * runtime_.per_copy;
+    in.host_waits = true;
+    out.actions.push_back(in);
+  }
 }
 
 void StepPlanner::issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch, double bytes) {
@@ -397,6 +451,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         if (placement_.copy.stream) await_offload_stream(out, r.tensor);
         issue_copy(out, r.tensor, placement_.copy.stream);
       }
+      if (op.kind == trace::OpKind::Attention) host_kv_round_trip(out, op, static_cast<std::int32_t>(i), device, step.tokens);
       Action a;
       a.kind = ActionKind::Kernel;
       a.device = device;

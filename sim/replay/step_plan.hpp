@@ -95,6 +95,10 @@ class StepPlanner {
   placement::DeviceId op_device(const trace::Op& op, placement::DeviceId previous) const;
   std::size_t layer_position(std::int32_t layer) const;
   // A copy of `bytes` of the tensor (< 0: all of it; op offload copies an expert's slice).
+  // llama.cpp --no-kv-offload: the copies and the CPU's KV store around a GPU attention over a host KV cache.
+  void host_kv_round_trip(StepPlan& out, const trace::Op& op, std::int32_t index, placement::DeviceId device,
+                          std::uint32_t step_tokens);
+  static constexpr double kKvPadCells = 256;  // llama_kv_cache::get_n_kv: n_kv padded to 256 cells at least
   void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch, double bytes = -1);
   // copy:stream: the host waits until the cast two back is released (two offload streams) when its
   // copies do not hold it anyway.
@@ -125,6 +129,7 @@ class StepPlanner {
   bool any_copied_ = false;                 // some weight is copied to cuda:0 when used
   std::vector<std::vector<std::uint32_t>> managed_by_position_;  // managed weights of each layer position
   std::vector<placement::DeviceId> executes_on_;  // by tensor: where its layer runs if its path is Execute, else -2
+  std::vector<bool> kv_on_host_;  // by tensor: a KV cache in host memory copied in for a GPU's attention (kv_copied_in)
   std::vector<std::pair<std::int32_t, placement::DeviceId>> layer_devices_;  // layers run off cuda:0, sorted
   std::vector<std::int32_t> layer_order_;   // distinct weight layers, ascending
   std::int32_t output_layer_ = INT32_MIN;   // the group after the last KV-cache layer (INT32_MIN: none)

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +54,49 @@ TEST(LlamaCppFlags, WithoutCudaGraphsEveryKernelLaunchCostsTheHost) {
   const double with = tps(run + "llamacpp-h100"), without = tps(run + "llamacpp-h100-nographs");
   EXPECT_LT(without, 0.6 * with);
   EXPECT_GT(without, 0.3 * with);
+}
+
+// --no-kv-offload against llama.cpp's own scheduler (tests/fixtures/llamacpp_nkvo_sched.log: GGML_SCHED_DEBUG's
+// assignment of a decode graph of this very calibration model): flash attention stays on and runs on the GPU; per
+// layer the CPU runs the two KV stores alone, their inputs the new keys and values, and the next GPU split takes the
+// cache's K and V views (256 cells) as inputs. tiersim copies those views in: its host-to-device bytes per step are
+// the fixture's view bytes for both layers plus the token's hidden state, and the new rows go the other way.
+TEST(LlamaCppFlags, NoKvOffloadCopiesTheCacheViewsInAsLlamaCppsSchedulerDoes) {
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/llamacpp_nkvo_sched.log");
+  ASSERT_TRUE(in.good());
+  const std::regex split(R"(^## SPLIT #\d+: (\w+) # (\d+) inputs)"), input(R"(\[(\S+) \(view\) \(permuted\) \(\s*(\d+)K\)\])");
+  std::string line, backend;
+  int cpu_splits = 0, set_rows = 0, flash_on_gpu = 0, cpu_other = 0;
+  double view_bytes = 0;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, split)) {
+      backend = m[1];
+      if (backend == "CPU" && m[2] == "2") ++cpu_splits;
+      for (std::sregex_iterator it(line.begin(), line.end(), input), end; it != end; ++it)
+        if ((*it)[1].str().rfind("cache_", 0) == 0) view_bytes += 1024.0 * std::stod((*it)[2]);
+    } else if (line.rfind("node #", 0) == 0) {
+      const bool on_cpu = line.find("[  CPU") != std::string::npos && line.find("[  CPU") < line.find("use=");
+      if (line.find("SET_ROWS") != std::string::npos) set_rows += on_cpu;
+      else if (on_cpu && line.find("GET_ROWS") == std::string::npos) ++cpu_other;  // the embedding lookup aside
+      if (line.find("FLASH_ATTN") != std::string::npos && !on_cpu) ++flash_on_gpu;
+    }
+  }
+  EXPECT_EQ(cpu_splits, 2);
+  EXPECT_EQ(set_rows, 4);
+  EXPECT_EQ(cpu_other, 0);
+  EXPECT_EQ(flash_on_gpu, 2);
+  EXPECT_EQ(view_bytes, 2 * (65536.0 + 65536.0));
+  const auto r = run_sim("run --model experiments/llamacpp/models/calib-tiny-2.json --dtype F16 --policy llamacpp "
+                         "--hw h100-measured --ngl 99 --prompt 0 --decode 4 --fit off --ctx-size 128 --no-kv-offload "
+                         "--runtime llamacpp-h100 --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const double h2d = j["h2d_bytes_per_step"].get<double>(), d2h = j["d2h_bytes_per_step"].get<double>();
+  EXPECT_GE(h2d, view_bytes);
+  EXPECT_LT(h2d - view_bytes, 2048) << "more than the views and the token's hidden state";
+  // Kcur and Vcur in f32: 2 KV heads x 64 x 4 bytes each, per layer.
+  EXPECT_EQ(d2h, 2 * 2 * 2 * 64 * 4.0);
 }
 
 // --n-cpu-moe N: the expert matrices of the first N layers in host memory (one -ot pattern per layer), the

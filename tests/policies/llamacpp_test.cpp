@@ -183,7 +183,7 @@ TEST(LlamaCppOverrides, NoKvOffloadPutsEveryKvCacheOnTheCpu) {
     if (t.kind == trace::TensorKind::KvCache) { EXPECT_EQ(p.device[t.id], placement::kCpu) << t.name; }
     if (t.kind == trace::TensorKind::Weight && t.layer >= 0) { EXPECT_EQ(p.device[t.id], 0) << t.name; }
   }
-  EXPECT_TRUE(p.execute.attention_on_cpu);
+  EXPECT_TRUE(p.execute.kv_copied_in);
 }
 
 TEST(LlamaCppOverrides, BadPatternsAndBuffersNameTheOption) {
