@@ -286,9 +286,10 @@ def main():
     # CPU: nothing on the GPU (-ngl 0), 16 threads.
     c = {L: (sim_step(L, 0, 0, floor, 0), (sim_step(L, 0, 0, floor, us) - sim_step(L, 0, 0, floor, 0)) / us) for L in (2, 16)}
     cpu_fixed, cpu_op = solve(measured(2, 0, 16), measured(16, 0, 16), c[2][0], c[16][0], c[2][1], c[16][1])
-    # A CPU/GPU crossing: the calibration models (F16) with --no-kv-offload (attention on the CPU) against
-    # without, per layer (16 layers less 2), against tiersim's with per_copy 0; the slope is the host time
-    # per_copy adds per token on tiersim's critical path (one hand-over a layer: the other overlaps).
+    # A CPU/GPU copy: the calibration models (F16) with --no-kv-offload (each layer's new keys and values copied to
+    # the host and stored by the CPU, the cache's views copied back in for the GPU's attention: four synchronous
+    # copies a layer) against without, per layer (16 layers less 2), against tiersim's with per_copy 0; the slope is
+    # the host time per_copy adds per token on tiersim's critical path.
     nk = ["--no-kv-offload"]
     d_meas = (measured_nkvo(16, True) - measured_nkvo(16, False)) - (measured_nkvo(2, True) - measured_nkvo(2, False))
     def d_sim(pc):
