@@ -3,7 +3,7 @@
 # earlier call left (ignored folders under carry/ stay while the machine is warm) and redo what is missing.
 #   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
 #          models-14b fit-fixtures graphs moe moe-diagnose moe-routing calib-gpu-moe moe-routing-long calib-gemv
-#          profile-decode calib-gemm profile-prompt calib-nkvo calib-attention
+#          profile-decode calib-gemm profile-prompt calib-nkvo calib-attention sched-offload calib-launch-gap
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -455,6 +455,31 @@ phase_calib-attention() {
     --threads 4,16 --layers 16 --reps 5 --max-seconds 0.5 > "$OUT/cpu_attention.csv" 2> "$OUT/cpu_attention.log" \
     || { tail "$OUT/cpu_attention.log"; return 1; }
   cat "$OUT/cpu_attention.csv"
+}
+
+# ggml_backend_sched's own assignment of a prompt micro-batch under op offload: calib-tiny-2 (F16) at -ngl 0, 64
+# tokens (op offload from 32), GGML_SCHED_DEBUG=2 -> $OUT/offload_sched.log: where a CPU layer's attention and KV
+# store run when its weights are copied in. A fixture, apart from the validation rows.
+phase_sched-offload() {
+  mkdir -p "$models"
+  [ -s "$models/calib-tiny-2-f16.gguf" ] || python3 "$here/make_random_gguf.py" "$here/models/calib-tiny-2.json" -o "$models/calib-tiny-2-f16.gguf" > /dev/null || return 1
+  GGML_SCHED_DEBUG=2 "$bin/llama-bench" -m "$models/calib-tiny-2-f16.gguf" -p 64 -n 0 -r 1 -ngl 0 -t 16 -v \
+    > /dev/null 2> "$OUT/offload_sched_full.log"
+  grep -E "^## SPLIT|^node #" "$OUT/offload_sched_full.log" | head -n 3000 > "$OUT/offload_sched.log"
+  rm -f "$OUT/offload_sched_full.log"
+  awk 'NR > 1 && /^## SPLIT #0:/ {exit} {print}' "$OUT/offload_sched.log" | cut -c1-200
+}
+
+# The GPU's own cost of a kernel launched by the host rather than replayed in a CUDA graph: ggml's matrix-vector
+# products at the decode shapes with graphs (as llama.cpp's decode runs) and with GGML_CUDA_DISABLE_GRAPHS=1, the
+# same process build, one after the other -> $OUT/gpu_gemv_graphs.csv and gpu_gemv_nographs.csv. Where the GPU
+# is the bottleneck (large matrices) the difference is the gap per launch. Calibration data.
+phase_calib-launch-gap() {
+  "$bin/cpu_matmul_bench" --backend gpu --types q4_K,q8_0,f16 --batch 1 --warmup 3 --shapes "$decode_shapes" \
+    > "$OUT/gpu_gemv_graphs.csv" 2> "$OUT/gpu_gemv_graphs.log" || { tail "$OUT/gpu_gemv_graphs.log"; return 1; }
+  GGML_CUDA_DISABLE_GRAPHS=1 "$bin/cpu_matmul_bench" --backend gpu --types q4_K,q8_0,f16 --batch 1 --warmup 3 \
+    --shapes "$decode_shapes" > "$OUT/gpu_gemv_nographs.csv" 2> "$OUT/gpu_gemv_nographs.log" || { tail "$OUT/gpu_gemv_nographs.log"; return 1; }
+  paste -d, "$OUT/gpu_gemv_graphs.csv" "$OUT/gpu_gemv_nographs.csv" | cut -d, -f2-4,7,17
 }
 
 # A 14B model for the 12 GB example (Q4_K_M only; its F16 source is removed once quantized).

@@ -177,16 +177,20 @@ bool StepPlanner::offloads_op(const trace::Op& op, const trace::Step& step) cons
 }
 
 void StepPlanner::host_kv_round_trip(StepPlan& out, const trace::Op& op, std::int32_t index, DeviceId device,
-                                     std::uint32_t step_tokens) {
+                                     std::uint32_t step_tokens, bool offloaded) {
   // llama.cpp --no-kv-offload with flash attention on (its default): ggml_backend_sched splits each layer around
   // the KV store (ggml-backend.cpp ggml_backend_sched_compute_splits; the assignment checked against its own
   // GGML_SCHED_DEBUG output, results/validation/llamacpp/raw/nkvo_sched.log): the step's new keys and values
   // (f32 Kcur and Vcur, two inputs) are copied to the host, the CPU stores them into the f16 cache (two SET_ROWS),
   // and the cache's views (llama_kv_cache::get_k / get_v: n_kv cells, at least 256 and a multiple of 256, at most
   // the cells allocated) are copied back in for the attention. Every copy is a synchronous input copy (the CPU
-  // backend has no async copy), each charged the runtime's per_copy.
+  // backend has no async copy), each charged the runtime's per_copy. The same for a CPU layer's attention in a step
+  // that op offload moves to the GPU (its weights copied in): its KV cache is in host memory too, and flash
+  // attention follows its GPU neighbours there (ggml_backend_sched's expansion).
   for (const auto& r : op.reads) {
-    if (!kv_on_host_[r.tensor]) continue;
+    const bool host_kv = kv_on_host_[r.tensor] ||
+                         (offloaded && header_.tensors[r.tensor].kind == trace::TensorKind::KvCache && executes_on_[r.tensor] == kCpu);
+    if (!host_kv) continue;
     double stored = 0;
     for (const auto& w : op.writes)
       if (w.tensor == r.tensor) stored += static_cast<double>(w.bytes);
@@ -425,9 +429,8 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       // for a later layer (a tied one) while streaming ahead first waits, like a prefetch, until the
       // staging released so far is free, so that the staged copies stay within prefetch + 1 layers.
       // Op offload: the op's host-resident weights are copied on the compute stream (ggml_backend_sched
-      // copies a split's inputs before running it) and released after it. The KV cache it reads stays
-      // in host memory and is not charged: right for a prompt's first micro-batch (it reads only its own
-      // keys), short by the cached keys for later ones.
+      // copies a split's inputs before running it) and released after it. The KV cache the layer's attention
+      // reads stays in host memory and goes through host_kv_round_trip, as under --no-kv-offload.
       // An expert's slice of a fused tensor is copied alone, as ggml copies only the experts a MUL_MAT_ID uses
       // (ggml-backend.cpp ggml_backend_sched_compute_splits, copy_experts), and the next expert's slice, if used
       // too, joins the previous copy (a run of consecutive used experts is one copy): no host cost of its own.
@@ -451,7 +454,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         if (placement_.copy.stream) await_offload_stream(out, r.tensor);
         issue_copy(out, r.tensor, placement_.copy.stream);
       }
-      if (op.kind == trace::OpKind::Attention) host_kv_round_trip(out, op, static_cast<std::int32_t>(i), device, step.tokens);
+      if (op.kind == trace::OpKind::Attention) host_kv_round_trip(out, op, static_cast<std::int32_t>(i), device, step.tokens, offloaded);
       Action a;
       a.kind = ActionKind::Kernel;
       a.device = device;

@@ -56,47 +56,102 @@ TEST(LlamaCppFlags, WithoutCudaGraphsEveryKernelLaunchCostsTheHost) {
   EXPECT_GT(without, 0.3 * with);
 }
 
-// --no-kv-offload against llama.cpp's own scheduler (tests/fixtures/llamacpp_nkvo_sched.log: GGML_SCHED_DEBUG's
-// assignment of a decode graph of this very calibration model): flash attention stays on and runs on the GPU; per
-// layer the CPU runs the two KV stores alone, their inputs the new keys and values, and the next GPU split takes the
-// cache's K and V views (256 cells) as inputs. tiersim copies those views in: its host-to-device bytes per step are
-// the fixture's view bytes for both layers plus the token's hidden state, and the new rows go the other way.
-TEST(LlamaCppFlags, NoKvOffloadCopiesTheCacheViewsInAsLlamaCppsSchedulerDoes) {
-  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/llamacpp_nkvo_sched.log");
-  ASSERT_TRUE(in.good());
-  const std::regex split(R"(^## SPLIT #\d+: (\w+) # (\d+) inputs)"), input(R"(\[(\S+) \(view\) \(permuted\) \(\s*(\d+)K\)\])");
-  std::string line, backend;
-  int cpu_splits = 0, set_rows = 0, flash_on_gpu = 0, cpu_other = 0;
-  double view_bytes = 0;
+// What llama.cpp's scheduler copies around each layer's KV store, from its own GGML_SCHED_DEBUG=2 output: per
+// layer, the bytes of the CPU split that holds the SET_ROWS (its inputs: the new Kcur and Vcur) and the cache views
+// the next GPU split takes in for FLASH_ATTN (cache_k_lN, cache_v_lN), with where FLASH_ATTN ran.
+struct SchedRoundTrip {
+  std::vector<double> to_host, to_gpu;  // per layer, bytes
+  int set_rows_on_cpu = 0, flash_on_gpu = 0, other_cpu_nodes = 0;
+};
+
+SchedRoundTrip read_sched_log(const std::string& fixture) {
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/" + fixture);
+  EXPECT_TRUE(in.good()) << fixture;
+  const std::regex split(R"(^## SPLIT #\d+: (\w+) # \d+ inputs)"), input(R"(\[(\S+)( \(view\))?( \(permuted\))? \(\s*(\d+)K\)\])");
+  SchedRoundTrip r;
+  std::string line;
+  double inputs = 0, views = 0;
+  bool cpu = false;
   while (std::getline(in, line)) {
     std::smatch m;
     if (std::regex_search(line, m, split)) {
-      backend = m[1];
-      if (backend == "CPU" && m[2] == "2") ++cpu_splits;
-      for (std::sregex_iterator it(line.begin(), line.end(), input), end; it != end; ++it)
-        if ((*it)[1].str().rfind("cache_", 0) == 0) view_bytes += 1024.0 * std::stod((*it)[2]);
+      cpu = m[1] == "CPU";
+      inputs = views = 0;
+      for (std::sregex_iterator it(line.begin(), line.end(), input), end; it != end; ++it) {
+        inputs += 1024.0 * std::stod((*it)[4]);
+        if ((*it)[1].str().rfind("cache_", 0) == 0) views += 1024.0 * std::stod((*it)[4]);
+      }
     } else if (line.rfind("node #", 0) == 0) {
-      const bool on_cpu = line.find("[  CPU") != std::string::npos && line.find("[  CPU") < line.find("use=");
-      if (line.find("SET_ROWS") != std::string::npos) set_rows += on_cpu;
-      else if (on_cpu && line.find("GET_ROWS") == std::string::npos) ++cpu_other;  // the embedding lookup aside
-      if (line.find("FLASH_ATTN") != std::string::npos && !on_cpu) ++flash_on_gpu;
+      if (line.find("SET_ROWS") != std::string::npos) {
+        r.set_rows_on_cpu += cpu;
+        if (cpu && (r.to_host.size() < r.to_gpu.size() + 1)) r.to_host.push_back(inputs);
+      } else if (line.find("FLASH_ATTN") != std::string::npos) {
+        r.flash_on_gpu += !cpu;
+        r.to_gpu.push_back(views);
+      } else if (cpu && line.find("GET_ROWS") == std::string::npos) {  // the embedding lookup aside
+        ++r.other_cpu_nodes;
+      }
     }
   }
-  EXPECT_EQ(cpu_splits, 2);
-  EXPECT_EQ(set_rows, 4);
-  EXPECT_EQ(cpu_other, 0);
-  EXPECT_EQ(flash_on_gpu, 2);
-  EXPECT_EQ(view_bytes, 2 * (65536.0 + 65536.0));
-  const auto r = run_sim("run --model experiments/llamacpp/models/calib-tiny-2.json --dtype F16 --policy llamacpp "
-                         "--hw h100-measured --ngl 99 --prompt 0 --decode 4 --fit off --ctx-size 128 --no-kv-offload "
-                         "--runtime llamacpp-h100 --json", false);
-  ASSERT_EQ(r.code, 0) << r.out;
-  const auto j = nlohmann::json::parse(r.out);
-  const double h2d = j["h2d_bytes_per_step"].get<double>(), d2h = j["d2h_bytes_per_step"].get<double>();
-  EXPECT_GE(h2d, view_bytes);
-  EXPECT_LT(h2d - view_bytes, 2048) << "more than the views and the token's hidden state";
-  // Kcur and Vcur in f32: 2 KV heads x 64 x 4 bytes each, per layer.
-  EXPECT_EQ(d2h, 2 * 2 * 2 * 64 * 4.0);
+  return r;
+}
+
+// The same, as tiersim runs it: the GPU track's copies before each layer's attention kernel in the first step.
+SchedRoundTrip timeline_round_trip(const std::string& args) {
+  const std::string path = ::testing::TempDir() + "tiersim_kv_round_trip.json";
+  const auto run = run_sim(args + " --timeline " + path + " --timeline-steps 1", false);
+  EXPECT_EQ(run.code, 0) << run.out;
+  std::ifstream in(path);
+  const auto events = nlohmann::json::parse(in)["traceEvents"];
+  SchedRoundTrip r;
+  double to_host = 0, to_gpu = 0;
+  for (const auto& e : events) {
+    if (e.value("ph", "") != "X" || !e.contains("args") || !e["args"].is_object()) continue;
+    const std::string name = e["name"];
+    if (name == "activations to host") to_host = e["args"].value("bytes", 0.0);
+    if (name == "activations to GPU") to_gpu = e["args"].value("bytes", 0.0);
+    if (name.rfind("attention L", 0) == 0 && e["args"].contains("bytes")) {  // the GPU kernel
+      r.to_host.push_back(to_host);
+      r.to_gpu.push_back(to_gpu);
+      ++r.flash_on_gpu;
+    }
+  }
+  std::remove(path.c_str());
+  return r;
+}
+
+// --no-kv-offload against llama.cpp's own scheduler (tests/fixtures/llamacpp_nkvo_sched.log, a decode graph of this
+// very calibration model): flash attention stays on and runs on the GPU; per layer the CPU runs the two KV stores
+// alone, their inputs the new keys and values, and the next GPU split takes the cache's K and V views (256 cells).
+TEST(LlamaCppFlags, NoKvOffloadCopiesTheCacheViewsInAsLlamaCppsSchedulerDoes) {
+  const SchedRoundTrip ll = read_sched_log("llamacpp_nkvo_sched.log");
+  EXPECT_EQ(ll.set_rows_on_cpu, 4);
+  EXPECT_EQ(ll.other_cpu_nodes, 0);
+  ASSERT_EQ(ll.flash_on_gpu, 2);
+  EXPECT_EQ(ll.to_gpu, (std::vector<double>{131072, 131072}));
+  const SchedRoundTrip ts = timeline_round_trip(
+      "run --model experiments/llamacpp/models/calib-tiny-2.json --dtype F16 --policy llamacpp --hw h100-measured "
+      "--ngl 99 --prompt 0 --decode 4 --fit off --ctx-size 128 --no-kv-offload --runtime llamacpp-h100");
+  ASSERT_EQ(ts.flash_on_gpu, 2);
+  EXPECT_EQ(ts.to_gpu, ll.to_gpu);
+  // Kcur and Vcur in f32 (2 KV heads x 64 x 4 bytes each): under 1 KiB, which the log prints as 0K.
+  EXPECT_EQ(ts.to_host, (std::vector<double>{1024, 1024}));
+}
+
+// A CPU layer's prompt micro-batch under op offload (tests/fixtures/llamacpp_offload_sched.log: 64 tokens at -ngl 0):
+// its weights are copied in, flash attention follows them to the GPU, and its KV cache, in host memory, goes through
+// the same round trip: Kcur and Vcur (32 KiB each) out to the CPU's stores, the K and V views (64 KiB each) back in.
+TEST(LlamaCppFlags, OpOffloadCopiesAHostKvCacheAroundTheGpusAttentionAsLlamaCppsSchedulerDoes) {
+  const SchedRoundTrip ll = read_sched_log("llamacpp_offload_sched.log");
+  EXPECT_EQ(ll.set_rows_on_cpu, 4);
+  EXPECT_EQ(ll.other_cpu_nodes, 0);
+  ASSERT_EQ(ll.flash_on_gpu, 2);
+  const SchedRoundTrip ts = timeline_round_trip(
+      "run --model experiments/llamacpp/models/calib-tiny-2.json --dtype F16 --policy llamacpp --hw h100-measured "
+      "--ngl 0 --prompt 64 --decode 0 --fit off --ctx-size 64 --runtime llamacpp-h100");
+  ASSERT_EQ(ts.flash_on_gpu, 2);
+  EXPECT_EQ(ts.to_gpu, ll.to_gpu);
+  EXPECT_EQ(ts.to_host, ll.to_host);
 }
 
 // --n-cpu-moe N: the expert matrices of the first N layers in host memory (one -ot pattern per layer), the
