@@ -21,13 +21,15 @@ per_step + per_cpu_op * N(L) (CPU), with T0, K, N found by running tiersim at tw
 give two equations per placement: the GPU pair gives per_step and kernel_floor; the CPU pair gives
 per_cpu_op (and a CPU-side fixed cost, reported to compare with per_step, not used).
 """
+import csv
 import functools
 import json
 import os
 import re
+import statistics
 import subprocess
-import tempfile
 import sys
+import tempfile
 
 import numpy  # Debian's python3-numpy (python3-matplotlib's dependency)
 
@@ -66,6 +68,8 @@ NKVO = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "calib_nkv
 GPU_MM = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_mul_mat.txt")
 GPU_MM_ID = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_mul_mat_id.txt")
 GPU_GEMV = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_gemv.csv")
+GAP_ON = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_gemv_graphs.csv")
+GAP_OFF = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_gemv_nographs.csv")
 GPU_GEMM = os.path.join(ROOT, "results", "validation", "llamacpp", "raw", "gpu_gemm.csv")
 BYTES_PER_WEIGHT = {"f16": 2.0, "q8_0": 34 / 32, "q4_k": 144 / 256, "q6_k": 210 / 256}  # ggml block layouts
 
@@ -209,7 +213,7 @@ def base_runtime(gemv, gemm):
     return path
 
 
-def runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm, per_launch=0.0, graphs=True):
+def runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm, per_launch=0.0, graphs=True, gap=0.0):
     us = 1e-6
     name = "llamacpp-h100" if graphs else "llamacpp-h100-nographs"
     head = ("# llama.cpp's host costs on the H100 validation host, calibrated by experiments/llamacpp/fit_runtime.py from\n"
@@ -220,7 +224,8 @@ def runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm, per_laun
         head = ("# llama.cpp's host costs on the H100 validation host with CUDA graphs off (GGML_CUDA_DISABLE_GRAPHS),\n"
                 "# calibrated by experiments/llamacpp/fit_runtime.py from two made-up calibration models only\n"
                 "# (results/validation/llamacpp/raw/calib_bench.jsonl, calib_nkvo.jsonl, graphs.jsonl) and ggml's\n"
-                "# kernels (raw/gpu_mul_mat.txt, gpu_mul_mat_id.txt, gpu_gemv.csv, gpu_gemm.csv), never from the validation rows.\n")
+                "# kernels (raw/gpu_mul_mat.txt, gpu_mul_mat_id.txt, gpu_gemv.csv, gpu_gemm.csv, gpu_gemv_graphs.csv,\n"
+                "# gpu_gemv_nographs.csv), never from the validation rows.\n")
     what = "" if graphs else ", CUDA graphs off (GGML_CUDA_DISABLE_GRAPHS)"
     gemv_id, gemm_id = gpu_expert_kernels()
     rows_text = "".join(
@@ -229,6 +234,7 @@ def runtime_text(source, per_step, per_copy, cpu_op, floor, gemv, gemm, per_laun
     gemm_text = "".join(f'  {t}: {{fixed: "{t0 * 1e6:.2f} us", rate: "{rate / 1e12:.1f} TFLOP/s", extra_rows: {c:.0f}}}\n'
                         for t, (t0, rate, c) in sorted(gpu_gemm_rows()[0].items()))
     launch_text = "0 us" if per_launch == 0 else f"{per_launch / us:.3f} us"
+    gap_text = "" if gap == 0 else f'gpu_launch_gap: "{gap / us:.3f} us"\n'
     return f"""{head}# Regenerate: /usr/bin/python3 experiments/llamacpp/fit_runtime.py --write
 tiersim_runtime: 1
 name: {name}
@@ -243,7 +249,7 @@ peer_copy_sync: "0 us"
 peer_copy_overlaps_compute: true
 per_cpu_op: "{cpu_op / us:.3f} us"
 kernel_floor: "{floor / us:.3f} us"
-gpu_gemv: {{{", ".join(f'{t}: "{gemv[t] / 1e9:.0f} GB/s"' for t in sorted(gemv))}}}
+{gap_text}gpu_gemv: {{{", ".join(f'{t}: "{gemv[t] / 1e9:.0f} GB/s"' for t in sorted(gemv))}}}
 gpu_gemm: {{{", ".join(f'{t}: "{gemm[t] / 1e12:.1f} TFLOP/s"' for t in sorted(gemm))}}}
 gpu_gemv_id: {{{", ".join(f'{t}: "{gemv_id[t] / 1e9:.0f} GB/s"' for t in sorted(gemv_id))}}}
 gpu_gemm_id: {{{", ".join(f'{t}: "{gemm_id[t] / 1e12:.1f} TFLOP/s"' for t in sorted(gemm_id))}}}
@@ -254,14 +260,31 @@ gpu_gemv_rows:
 {gemm_text}"""
 
 
-def sim_step(layers, ngl, per_step, floor, cpu_op, per_copy=0.0, dtype="Q8_0", extra=(), per_launch=0.0):
+def launch_gap():
+    """The GPU's own gap per host-launched kernel: ggml's quantized matrix-vector products (quantize_q8_1 and MMVQ,
+    two kernels a product) timed with CUDA graphs and with GGML_CUDA_DISABLE_GRAPHS=1, one after the other
+    (raw/gpu_gemv_graphs.csv, gpu_gemv_nographs.csv), on the shapes where the GPU, not the host's two launches,
+    is the bottleneck (8 us or more a product with graphs): the median difference, per kernel."""
+    def read(path):
+        with open(path) as f:
+            return {(r["type"], r["rows"], r["cols"]): float(r["seconds"]) for r in csv.DictReader(f)}
+    on, off = read(GAP_ON), read(GAP_OFF)
+    diffs = sorted(off[k] - on[k] for k in on if k[0] in ("q4_k", "q8_0") and k in off and on[k] >= 8e-6)
+    if len(diffs) < 5:
+        sys.exit("fit_runtime.py: too few GPU-bound products in " + os.path.relpath(GAP_ON, ROOT))
+    gap = statistics.median(diffs) / 2
+    return gap, (f"launch gap: {len(diffs)} GPU-bound q4_k/q8_0 products, median {statistics.median(diffs) * 1e6:.3f} us "
+                 f"slower per product without graphs (two kernels) -> gpu_launch_gap {gap * 1e6:.3f} us")
+
+
+def sim_step(layers, ngl, per_step, floor, cpu_op, per_copy=0.0, dtype="Q8_0", extra=(), per_launch=0.0, gap=0.0):
     args = [SIM, "run", "--model", MODELS[layers], "--dtype", dtype, "--hw", "h100-measured", "--policy", "llamacpp",
             "--runtime", BASE_RUNTIME,
             "--ngl", str(ngl), "--threads", "16", "--prompt", "0", "--decode", "128", "--json",
             "--fit", "off", "--ctx-size", "128",  # llama-bench: no fit, n_prompt + n_gen tokens of context
             "--set", f'runtime.per_step={per_step * 1e6:.6f} us', "--set", f'runtime.kernel_floor={floor * 1e6:.6f} us',
             "--set", f'runtime.per_cpu_op={cpu_op * 1e6:.6f} us', "--set", f'runtime.per_launch={per_launch * 1e6:.6f} us',
-            "--set", f'runtime.per_copy={per_copy * 1e6:.6f} us', *extra]
+            "--set", f'runtime.per_copy={per_copy * 1e6:.6f} us', "--set", f'runtime.gpu_launch_gap={gap * 1e6:.6f} us', *extra]
     out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("fit_runtime.py: " + " ".join(args) + "\n" + out.stderr)
@@ -333,11 +356,12 @@ def main():
     # in per_launch: for each per_launch, per_step takes the 2-layer row exactly (it adds once per token;
     # held at 0 where the row is already exceeded, which only the bisection's upper probes reach);
     # bisection finds the per_launch that then gives the 16-layer row.
+    gap, report_gap = launch_gap()
     def step_for(launch, clamp=True):
-        step = off[2] - sim_step(2, 99, 0, floor, cpu_op, per_copy, per_launch=launch)
+        step = off[2] - sim_step(2, 99, 0, floor, cpu_op, per_copy, per_launch=launch, gap=gap)
         return max(0.0, step) if clamp else step
     def miss(launch):
-        return sim_step(16, 99, step_for(launch), floor, cpu_op, per_copy, per_launch=launch) - off[16]
+        return sim_step(16, 99, step_for(launch), floor, cpu_op, per_copy, per_launch=launch, gap=gap) - off[16]
     lo, hi = 0.0, 100 * us
     if miss(lo) > 0 or miss(hi) < 0:
         sys.exit(f"fit_runtime.py: no per_launch in 0-100 us gives both rows without graphs ({miss(lo) / us:+.1f}, {miss(hi) / us:+.1f} us)")
@@ -346,19 +370,20 @@ def main():
         lo, hi = (mid, hi) if miss(mid) < 0 else (lo, mid)
     launch = (lo + hi) / 2
     step_off = step_for(launch, clamp=False)
-    n = {L: (sim_step(L, 99, 0, floor, cpu_op, per_copy, per_launch=launch + us) -
-             sim_step(L, 99, 0, floor, cpu_op, per_copy, per_launch=launch)) / us for L in (2, 16)}
+    n = {L: (sim_step(L, 99, 0, floor, cpu_op, per_copy, per_launch=launch + us, gap=gap) -
+             sim_step(L, 99, 0, floor, cpu_op, per_copy, per_launch=launch, gap=gap)) / us for L in (2, 16)}
     os.unlink(BASE_RUNTIME)
     report_off = (f"CUDA graphs off: per-token {off[2] / us:.1f} us (2 layers), {off[16] / us:.1f} us (16) "
                   f"[with graphs the same day: {on[2] / us:.1f} and {on[16] / us:.1f}]; host-bound launches per token {n[2]:.0f} "
-                  f"and {n[16]:.0f} -> per_launch {launch / us:.3f} us, per_step {step_off / us:.1f} us")
+                  f"and {n[16]:.0f} -> per_launch {launch / us:.3f} us, per_step {step_off / us:.1f} us; " + report_gap)
     print(report_off)
     if min(step_off, launch) < 0:
         sys.exit("fit_runtime.py: a negative cost without graphs: the model does not describe these rows")
     source_off = ("per-token times of 2- and 16-layer models (hidden 256) under llama-bench tg128, -t 16, -ngl 99, "
                   "GGML_CUDA_DISABLE_GRAPHS=1 (raw/graphs.jsonl): per_step and per_launch with kernel_floor, per_cpu_op, "
-                  "per_copy and the GPU kernels of llamacpp-h100. " + report_off)
-    text_off = runtime_text(source_off, step_off, per_copy, cpu_op, floor, gemv, gemm, launch, graphs=False)
+                  "per_copy and the GPU kernels of llamacpp-h100; gpu_launch_gap from cpu_matmul_bench --backend gpu with "
+                  "and without graphs (raw/gpu_gemv_graphs.csv, gpu_gemv_nographs.csv). " + report_off)
+    text_off = runtime_text(source_off, step_off, per_copy, cpu_op, floor, gemv, gemm, launch, graphs=False, gap=gap)
     if "--write" in sys.argv:
         with open(OUT, "w") as f:
             f.write(text)

@@ -16,7 +16,7 @@ using replay::ActionKind;
 double managed_kernel_floor(const hw::GpuOpCost& c, double remote_rate) {
   if (c.measured_seconds >= 0) return c.measured_seconds;
   const double memory = c.local_rate + remote_rate > 0 ? c.memory_bytes / (c.local_rate + remote_rate) : 0;
-  return std::max({c.compute_seconds, c.floor_seconds, memory});
+  return std::max({c.compute_seconds, c.floor_seconds, memory}) + c.gap_seconds;
 }
 
 // Whether the host waits for the action's device work (replay::Replay::take_effect returns a job).

@@ -8,7 +8,7 @@ double GpuOpCost::seconds(double remote_bytes, double remote_rate) const {
   if (measured_seconds >= 0) return measured_seconds + (remote_bytes > 0 ? remote_bytes / remote_rate : 0.0);
   double t = std::max({compute_seconds, (memory_bytes - remote_bytes) / local_rate, floor_seconds});
   if (remote_bytes > 0) t = std::max(t, remote_bytes / remote_rate);
-  return t;
+  return t + gap_seconds;
 }
 
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype) {

@@ -18,6 +18,7 @@ struct GpuOpCost {
   double local_rate = 0;       // bytes/s from device memory
   double floor_seconds = 0;    // kernel floor per launch
   double measured_seconds = -1;
+  double gap_seconds = 0;      // the runtime's GPU gap before each host-launched kernel (no CUDA graph)
   // Seconds when `remote_bytes` of its bytes are read over the link at `remote_rate`.
   double seconds(double remote_bytes = 0, double remote_rate = 1) const;
 };

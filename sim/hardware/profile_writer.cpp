@@ -158,6 +158,7 @@ ordered_json runtime_to_json(const runtime::RuntimeProfile& r) {
   }
   if (r.per_cpu_op >= 0) j["per_cpu_op"] = quantity(r.per_cpu_op, "s");
   if (r.kernel_floor >= 0) j["kernel_floor"] = quantity(r.kernel_floor, "s");
+  if (r.gpu_launch_gap > 0) j["gpu_launch_gap"] = quantity(r.gpu_launch_gap, "s");
   // The framework's matrix kernels by weight type: a rate per type, written only where the runtime has some.
   auto rates = [&](const char* key, const std::map<std::string, double>& by_type, const char* unit) {
     if (by_type.empty()) return;

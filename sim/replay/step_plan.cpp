@@ -467,6 +467,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       }
       a.cost = hw::gpu_op_cost(hw_, op, rates_);
       if (runtime_.kernel_floor >= 0) a.cost.floor_seconds = runtime_.kernel_floor * op.launches;
+      a.cost.gap_seconds = runtime_.gpu_launch_gap * op.launches;
       if (!op.dtype.empty() && a.cost.measured_seconds < 0 && op.kind == trace::OpKind::Elementwise) {
         // A weight cast from its storage type (fp8) at the runtime's measured share of the memory rate.
         const auto it = runtime_.gpu_cast.find(op.dtype);

@@ -53,6 +53,7 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
   if (top.has("per_op")) r.per_op = top.op_durations("per_op");
   if (top.has("per_cpu_op")) r.per_cpu_op = top.duration("per_cpu_op");
   if (top.has("kernel_floor")) r.kernel_floor = top.duration("kernel_floor");
+  if (top.has("gpu_launch_gap")) r.gpu_launch_gap = top.duration("gpu_launch_gap");
   if (top.has("gpu_gemv")) r.gpu_gemv = top.weight_type_rates("gpu_gemv", true);
   if (top.has("gpu_gemm")) r.gpu_gemm = top.weight_type_rates("gpu_gemm", false);
   if (top.has("gpu_gemv_id")) r.gpu_gemv_id = top.weight_type_rates("gpu_gemv_id", true);

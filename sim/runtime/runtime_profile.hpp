@@ -99,6 +99,9 @@ struct RuntimeProfile {
   // for kernels launched one by one). llama.cpp replays its decode graph with CUDA graphs, where
   // back-to-back small kernels take less. Optional.
   double kernel_floor = -1.0;
+  // The GPU's own time between kernels the host launches one by one (no CUDA graph), added to each launch's
+  // kernel time: the launch latency a graph replay hides (llama.cpp with GGML_CUDA_DISABLE_GRAPHS). Optional, 0.
+  double gpu_launch_gap = 0.0;
   // The framework's own GPU kernels for quantised weights, by weight type (lower case, as GGUF ops carry
   // it in their dtype: q4_k, q8_0): a matrix-vector product's weight bytes per second, and a prompt-sized
   // matrix product's FLOP/s. A GEMV takes at least its weight bytes at the gemv rate (the GPU's memory

@@ -47,8 +47,8 @@ TEST(LlamaCppFlags, WithoutCudaGraphsEveryKernelLaunchCostsTheHost) {
   // A model whose kernels are too small to keep the GPU ahead of the host (the 16-layer calibration model, hidden
   // 256): without graphs each launch's host time sets the pace. Measured 1224 against 517 us per token
   // (results/validation/llamacpp/raw/graphs.jsonl, the rows llamacpp-h100-nographs is calibrated from). Where the
-  // GPU's kernels are long (Qwen3-4B, 255 against 315 tokens/s) the host keeps ahead and tiersim predicts little
-  // difference: the GPU's own gap between host-launched kernels is not modelled (graphs.md).
+  // GPU's kernels are long (Qwen3-4B, 255 against 315 tokens/s) the host keeps ahead and what is left is the GPU's own
+  // gap before each host-launched kernel (the runtime's gpu_launch_gap; tests/engine/llamacpp_runtime_test.cpp).
   const std::string run = "run --model experiments/llamacpp/models/calib-tiny-16.json --dtype Q8_0 --policy llamacpp "
                           "--hw h100-measured --ngl 99 --prompt 0 --decode 32 --fit off --runtime ";
   const double with = tps(run + "llamacpp-h100"), without = tps(run + "llamacpp-h100-nographs");

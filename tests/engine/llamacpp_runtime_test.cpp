@@ -632,6 +632,44 @@ TEST(GemvRows, AGgufDecodeProductCostsItsFixedTimeAndItsRowsAtTheirRate) {
   for (const auto& op : hf_step.ops) EXPECT_EQ(op.blocks, 0u);
 }
 
+// Without CUDA graphs the GPU waits between kernels the host launches one by one: a runtime's gpu_launch_gap adds that
+// wait to every launch of every kernel (llamacpp-h100-nographs measured it: cpu_matmul_bench's products with and
+// without graphs, raw/gpu_gemv_graphs.csv and gpu_gemv_nographs.csv); the graph-replayed runtime has none.
+TEST(LaunchGap, EveryHostLaunchedKernelWaitsTheRuntimesGap) {
+  const auto config = tiny_qwen3();
+  const auto hw = hw::resolve_profile("h100-measured");
+  model::GenerationOptions o;
+  model::set_dtype(o, "Q8_0");
+  o.prompt_tokens = 0;
+  o.decode_tokens = 1;
+  model::LlmTraceGenerator gen(config, o);
+  strategy::StrategySpec spec;
+  spec.placement = strategy::PartSpec::parse("llamacpp.ngl", "--placement");
+  spec.custom = true;
+  const auto p = strategy::compose(gen.header(), hw, spec);
+  trace::Step step;
+  ASSERT_TRUE(gen.next(step));
+  auto kernels = [&](const runtime::RuntimeProfile& rt) {
+    replay::StepPlanner planner({hw, rt}, gen.header(), p);
+    replay::StepPlan plan;
+    planner.plan(step, plan);
+    std::vector<std::pair<double, std::uint32_t>> k;  // work, launches
+    for (const auto& a : plan.actions)
+      if (a.kind == ActionKind::Kernel && a.op >= 0) k.emplace_back(a.work_seconds, step.ops[static_cast<std::size_t>(a.op)].launches);
+    return k;
+  };
+  runtime::RuntimeProfile rt = runtime::resolve_runtime("llamacpp-h100");
+  EXPECT_EQ(rt.gpu_launch_gap, 0.0);
+  const auto with_graphs = kernels(rt);
+  rt.gpu_launch_gap = 0.5e-6;
+  const auto without = kernels(rt);
+  ASSERT_EQ(with_graphs.size(), without.size());
+  ASSERT_GT(with_graphs.size(), 10u);
+  for (std::size_t i = 0; i < without.size(); ++i)
+    EXPECT_NEAR(without[i].first - with_graphs[i].first, 0.5e-6 * with_graphs[i].second, 1e-12) << i;
+  EXPECT_GT(runtime::resolve_runtime("llamacpp-h100-nographs").gpu_launch_gap, 0.0);
+}
+
 // Above 8 tokens the product is llama.cpp's MMQ: a GGUF prompt's GEMM gives its weight's rows (`rows`), and a runtime's
 // gpu_gemm_rows prices it as its fixed time plus the FLOPs as if the matrix had extra_rows more rows, at its rate.
 TEST(GemmRows, AGgufPromptProductCostsItsShape) {
