@@ -4,6 +4,7 @@
 #   run_on_gpu.sh PHASE...     phases: info build models calib validate-q4 validate-q8 diagnose build-tests calib-gpu ngl-fixtures
 #          models-14b fit-fixtures graphs moe moe-diagnose moe-routing calib-gpu-moe moe-routing-long calib-gemv
 #          profile-decode calib-gemm profile-prompt calib-nkvo calib-attention sched-offload calib-launch-gap
+#          fit-fixtures-moe
 #     info         the machine: lscpu, memory, GPU                         -> $OUT/machine.txt
 #     build        llama.cpp (carried source, CUDA sm_90) + cpu_matmul_bench (build.sh --no-tests)
 #     models       random-weight GGUFs: qwen3-4b and llama-3.1-8b in Q4_K_M and Q8_0 (validation), the
@@ -97,19 +98,40 @@ validate() {
 # llama.cpp's GPU kernels by weight type (ggml's own test-backend-ops perf: MUL_MAT 4096 x 14336 at batch 1
 # and 512 on CUDA0 -> $OUT/gpu_mul_mat.txt), and the cost of a CPU/GPU crossing per layer (the calibration
 # models with --no-kv-offload -> $OUT/calib_nkvo.jsonl): calibration data, apart from the validation rows.
+# The calibration models' F16 files, made if missing (F16: llama-quantize aborted in the build with test-backend-ops,
+# run 2026-11-23, and what they calibrate does not depend on the weight type).
+ensure_calib_f16() {
+  mkdir -p "$models"
+  for m in calib-tiny-2 calib-tiny-16; do
+    [ -s "$models/$m-f16.gguf" ] || python3 "$here/make_random_gguf.py" "$here/models/$m.json" -o "$models/$m-f16.gguf" > /dev/null || return 1
+  done
+}
+
+# The cost of --no-kv-offload per layer: both calibration models with and without it -> $1.
+nkvo_pair() {
+  ensure_calib_f16 || return 1
+  : > "$1"
+  for m in calib-tiny-2 calib-tiny-16; do
+    bench -m "$models/$m-f16.gguf" -p 512 -n 128 -r 5 -ngl 99 -t 16 -nkvo 0,1 >> "$1" || return 1
+  done
+}
+
+# ggml_backend_sched's own assignment (GGML_SCHED_DEBUG=2: every node's backend, every split's inputs) of the graphs
+# of llama-bench ARGS... on calib-tiny-2 (F16) -> $OUT/NAME_sched.log (the split and node lines, at most 3000).
+sched_debug() {
+  local name=$1; shift
+  ensure_calib_f16 || return 1
+  GGML_SCHED_DEBUG=2 "$bin/llama-bench" -m "$models/calib-tiny-2-f16.gguf" -t 16 -v "$@" > /dev/null 2> "$OUT/${name}_sched_full.log"
+  grep -E "^## SPLIT|^node #" "$OUT/${name}_sched_full.log" | head -n 3000 > "$OUT/${name}_sched.log"
+  rm -f "$OUT/${name}_sched_full.log"
+}
+
 phase_calib-gpu() {
   [ -x "$bin/test-backend-ops" ] || { echo "no test-backend-ops: build without --no-tests"; return 1; }
   # Console output: each case's "N runs - T us/run" line (fit_runtime.py reads it).
   "$bin/test-backend-ops" perf -o MUL_MAT -b CUDA0 \
     -p 'type_a=(q4_K|q6_K|q8_0|f16),type_b=f32,m=4096,n=(1|512),k=14336,' > "$OUT/gpu_mul_mat.txt" 2>&1 || return 1
-  # F16 files: llama-quantize aborted in the build with test-backend-ops (run 2026-11-23), and the
-  # crossing cost does not depend on the weight type.
-  mkdir -p "$models"
-  : > "$OUT/calib_nkvo.jsonl"
-  for m in calib-tiny-2 calib-tiny-16; do
-    [ -s "$models/$m-f16.gguf" ] || python3 "$here/make_random_gguf.py" "$here/models/$m.json" -o "$models/$m-f16.gguf" > /dev/null || return 1
-    bench -m "$models/$m-f16.gguf" -p 512 -n 128 -r 5 -ngl 99 -t 16 -nkvo 0,1 >> "$OUT/calib_nkvo.jsonl" || return 1
-  done
+  nkvo_pair "$OUT/calib_nkvo.jsonl"
 }
 
 # llama.cpp's MUL_MAT_ID kernels on the GPU: ggml's own test-backend-ops perf cases for Qwen3-30B-A3B's experts
@@ -281,6 +303,13 @@ ensure_moe_model() {
   cp "$models/qwen3-30b-a3b-L24-Q4_K_M.gguf.log" "$OUT/moe_quantize.log"
 }
 
+# llama-fit-params on the MoE file (Qwen3-30B-A3B's first 24 layers, Q4_K_M): --fit-print rows and fits for the
+# budgets of fit-fixtures -> $OUT/fit_print_moe.jsonl, fit_moe.jsonl (tests/fixtures/llamacpp_fit*_moe.jsonl).
+phase_fit-fixtures-moe() {
+  ensure_moe_model || return 1
+  FIT_MODELS="qwen3-30b-a3b-L24-Q4_K_M:24" FIT_TAG=_moe phase_fit-fixtures
+}
+
 # Why a MoE prompt with CPU experts runs faster than pageable copies allow: llama.cpp's own log (-v: the
 # buffer types the expert tensors went to, what the scheduler offloads), then the same prompt with load
 # mode none (no mmap), without op offload, and with CPU weight repacking off -> $OUT/moe_diagnose.log.
@@ -433,17 +462,9 @@ phase_profile-decode() {
 #   the softmax; cpu_matmul_bench --attention) at the attention shapes of the calibration and validation models and
 #   of larger ones, by threads -> $OUT/cpu_attention.csv.
 phase_calib-nkvo() {
-  mkdir -p "$models"
-  : > "$OUT/calib_nkvo2.jsonl"
-  for m in calib-tiny-2 calib-tiny-16; do
-    [ -s "$models/$m-f16.gguf" ] || python3 "$here/make_random_gguf.py" "$here/models/$m.json" -o "$models/$m-f16.gguf" > /dev/null || return 1
-    bench -m "$models/$m-f16.gguf" -p 512 -n 128 -r 5 -ngl 99 -t 16 -nkvo 0,1 >> "$OUT/calib_nkvo2.jsonl" || return 1
-  done
+  nkvo_pair "$OUT/calib_nkvo2.jsonl" || return 1
   echo "calib-nkvo: crossings done at $SECONDS s"
-  GGML_SCHED_DEBUG=2 "$bin/llama-bench" -m "$models/calib-tiny-2-f16.gguf" -p 0 -n 1 -r 1 -ngl 99 -t 16 -nkvo 1 -v \
-    > /dev/null 2> "$OUT/nkvo_sched_full.log"
-  grep -E "^## SPLIT|^node #" "$OUT/nkvo_sched_full.log" | head -n 3000 > "$OUT/nkvo_sched.log"
-  rm -f "$OUT/nkvo_sched_full.log"
+  sched_debug nkvo -p 0 -n 1 -r 1 -ngl 99 -nkvo 1 || return 1
   wc -l < "$OUT/nkvo_sched.log"
   python3 -c "
 import json
@@ -461,12 +482,7 @@ phase_calib-attention() {
 # tokens (op offload from 32), GGML_SCHED_DEBUG=2 -> $OUT/offload_sched.log: where a CPU layer's attention and KV
 # store run when its weights are copied in. A fixture, apart from the validation rows.
 phase_sched-offload() {
-  mkdir -p "$models"
-  [ -s "$models/calib-tiny-2-f16.gguf" ] || python3 "$here/make_random_gguf.py" "$here/models/calib-tiny-2.json" -o "$models/calib-tiny-2-f16.gguf" > /dev/null || return 1
-  GGML_SCHED_DEBUG=2 "$bin/llama-bench" -m "$models/calib-tiny-2-f16.gguf" -p 64 -n 0 -r 1 -ngl 0 -t 16 -v \
-    > /dev/null 2> "$OUT/offload_sched_full.log"
-  grep -E "^## SPLIT|^node #" "$OUT/offload_sched_full.log" | head -n 3000 > "$OUT/offload_sched.log"
-  rm -f "$OUT/offload_sched_full.log"
+  sched_debug offload -p 64 -n 0 -r 1 -ngl 0 || return 1
   awk 'NR > 1 && /^## SPLIT #0:/ {exit} {print}' "$OUT/offload_sched.log" | cut -c1-200
 }
 

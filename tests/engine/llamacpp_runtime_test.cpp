@@ -577,6 +577,35 @@ model::ModelConfig tiny_qwen3() {
       "tiny.json");
 }
 
+// The first step of the tiny Qwen3 in Q8_0 as a GGUF trace, placed by llama.cpp's rule on the measured H100, and its
+// plan under a runtime.
+struct TinyGgufStep {
+  hw::HardwareProfile hw = hw::resolve_profile("h100-measured");
+  model::LlmTraceGenerator gen;
+  placement::Placement p;
+  trace::Step step;
+  TinyGgufStep(std::uint32_t prompt, std::uint32_t decode) : gen(tiny_qwen3(), options(prompt, decode)) {
+    strategy::StrategySpec spec;
+    spec.placement = strategy::PartSpec::parse("llamacpp.ngl", "--placement");
+    spec.custom = true;
+    p = strategy::compose(gen.header(), hw, spec);
+    EXPECT_TRUE(gen.next(step));
+  }
+  replay::StepPlan plan(const runtime::RuntimeProfile& rt) {
+    replay::StepPlanner planner({hw, rt}, gen.header(), p);
+    replay::StepPlan out;
+    planner.plan(step, out);
+    return out;
+  }
+  static model::GenerationOptions options(std::uint32_t prompt, std::uint32_t decode) {
+    model::GenerationOptions o;
+    model::set_dtype(o, "Q8_0");
+    o.prompt_tokens = prompt;
+    o.decode_tokens = decode;
+    return o;
+  }
+};
+
 // llama.cpp's matrix-vector kernel has one thread block per output row (ggml-cuda/mmvq.cu): a GGUF trace's decode GEMV
 // says so (`blocks`), and a runtime's gpu_gemv_rows prices it as its fixed time plus the rows at the rate of their
 // length, in place of gpu_gemv; transformers' GEMVs give no grid.
@@ -636,26 +665,12 @@ TEST(GemvRows, AGgufDecodeProductCostsItsFixedTimeAndItsRowsAtTheirRate) {
 // wait to every launch of every kernel (llamacpp-h100-nographs measured it: cpu_matmul_bench's products with and
 // without graphs, raw/gpu_gemv_graphs.csv and gpu_gemv_nographs.csv); the graph-replayed runtime has none.
 TEST(LaunchGap, EveryHostLaunchedKernelWaitsTheRuntimesGap) {
-  const auto config = tiny_qwen3();
-  const auto hw = hw::resolve_profile("h100-measured");
-  model::GenerationOptions o;
-  model::set_dtype(o, "Q8_0");
-  o.prompt_tokens = 0;
-  o.decode_tokens = 1;
-  model::LlmTraceGenerator gen(config, o);
-  strategy::StrategySpec spec;
-  spec.placement = strategy::PartSpec::parse("llamacpp.ngl", "--placement");
-  spec.custom = true;
-  const auto p = strategy::compose(gen.header(), hw, spec);
-  trace::Step step;
-  ASSERT_TRUE(gen.next(step));
+  TinyGgufStep decode(0, 1);
   auto kernels = [&](const runtime::RuntimeProfile& rt) {
-    replay::StepPlanner planner({hw, rt}, gen.header(), p);
-    replay::StepPlan plan;
-    planner.plan(step, plan);
     std::vector<std::pair<double, std::uint32_t>> k;  // work, launches
-    for (const auto& a : plan.actions)
-      if (a.kind == ActionKind::Kernel && a.op >= 0) k.emplace_back(a.work_seconds, step.ops[static_cast<std::size_t>(a.op)].launches);
+    for (const auto& a : decode.plan(rt).actions)
+      if (a.kind == ActionKind::Kernel && a.op >= 0)
+        k.emplace_back(a.work_seconds, decode.step.ops[static_cast<std::size_t>(a.op)].launches);
     return k;
   };
   runtime::RuntimeProfile rt = runtime::resolve_runtime("llamacpp-h100");
@@ -673,25 +688,12 @@ TEST(LaunchGap, EveryHostLaunchedKernelWaitsTheRuntimesGap) {
 // Above 8 tokens the product is llama.cpp's MMQ: a GGUF prompt's GEMM gives its weight's rows (`rows`), and a runtime's
 // gpu_gemm_rows prices it as its fixed time plus the FLOPs as if the matrix had extra_rows more rows, at its rate.
 TEST(GemmRows, AGgufPromptProductCostsItsShape) {
-  const auto config = tiny_qwen3();
-  const auto hw = hw::resolve_profile("h100-measured");
-  model::GenerationOptions o;
-  model::set_dtype(o, "Q8_0");
-  o.prompt_tokens = 64;
-  o.decode_tokens = 0;
-  model::LlmTraceGenerator gen(config, o);
-  strategy::StrategySpec spec;
-  spec.placement = strategy::PartSpec::parse("llamacpp.ngl", "--placement");
-  spec.custom = true;
-  const auto p = strategy::compose(gen.header(), hw, spec);
+  TinyGgufStep prompt(64, 0);
+  const trace::Step& step = prompt.step;
   runtime::RuntimeProfile rt = runtime::resolve_runtime("llamacpp");
   rt.gpu_gemm = {{"q8_0", 200e12}};
   rt.gpu_gemm_rows = {{"q8_0", runtime::GemmRowsKernel{5e-6, 100e12, 256}}};
-  replay::StepPlanner planner({hw, rt}, gen.header(), p);
-  trace::Step step;
-  ASSERT_TRUE(gen.next(step));
-  replay::StepPlan plan;
-  planner.plan(step, plan);
+  const replay::StepPlan plan = prompt.plan(rt);
   int priced = 0;
   for (const auto& a : plan.actions) {
     if (a.kind != ActionKind::Kernel || a.op < 0) continue;
