@@ -28,6 +28,7 @@ std::uint32_t padded_context(std::uint32_t n_ctx, std::uint32_t n_ctx_train) {
 
 FitResult fit(const FitRequest& rq, const Projector& project) {
   FitResult r;
+  r.n_ctx = rq.n_ctx;  // the user's -c stands unless step 2 changes it (a return before step 2 keeps it)
   const std::size_t nd = rq.free.size();
   const auto hp_ngl = static_cast<std::uint32_t>(rq.n_layer);
   std::uint32_t n_ctx = rq.n_ctx;  // cparams->n_ctx as the fit changes it (0: the training context)
@@ -69,11 +70,12 @@ FitResult fit(const FitRequest& rq, const Projector& project) {
       if (rq.n_ctx_train > rq.n_ctx_min) {
         std::int64_t sum_used_target = sum_free - sum_margin;
         if (nd > 1) {
-          // Whole layers per device waste about half a layer each: be conservative.
+          // Whole layers per device waste about half a layer each (a third of one for a mixture of experts, whose
+          // last layer can be partial): be conservative.
           const std::uint32_t ngl_param = rq.ngl ? static_cast<std::uint32_t>(*rq.ngl) : UINT32_MAX;
           const std::uint32_t layers = std::min(ngl_param, hp_ngl);
           // fit.cpp divides by this even when it is 0 (-ngl 0 on several GPUs); here the term is skipped.
-          if (layers > 0) sum_used_target -= static_cast<std::int64_t>(nd + 1) * (sum_model / layers) / 2;
+          if (layers > 0) sum_used_target -= static_cast<std::int64_t>(nd + 1) * (sum_model / layers) / (rq.moe ? 6 : 2);
         }
         n_ctx = rq.n_ctx_min;
         std::int64_t used_min = 0;
@@ -114,6 +116,11 @@ FitResult fit(const FitRequest& rq, const Projector& project) {
   if (rq.ngl) return fail("n_gpu_layers already set by user to " + std::to_string(*rq.ngl) + ", abort");
   if (nd > 1 && rq.tensor_split_given) return fail("model_params::tensor_split already set by user, abort");
   if (rq.overrides_given) return fail("model_params::tensor_buft_overrides already set by user, abort");
+  if (rq.moe) {
+    r.moe_steps_not_modelled = true;
+    r.projected = project(given, ctx());
+    return r;
+  }
 
   // Step 3: fill layers back to front, the last GPU first, by false position on its projected use.
   std::vector<std::int64_t> targets(nd);

@@ -45,7 +45,8 @@ struct FitRequest {
   std::uint32_t n_ctx_min = 4096;        // --fit-ctx
   std::optional<int> ngl;                // -ngl if given
   bool tensor_split_given = false;       // -ts given
-  bool overrides_given = false;          // -ot given
+  bool overrides_given = false;          // -ot given (--cpu-moe and --n-cpu-moe are -ot patterns too)
+  bool moe = false;                      // a mixture-of-experts model (hparams.n_expert > 0)
   std::vector<std::int64_t> free;        // bytes free per GPU
   std::vector<std::int64_t> margin;      // --fit-target per GPU, bytes
 };
@@ -57,6 +58,10 @@ struct FitResult {
   std::vector<double> tensor_split;      // -ts chosen (more than one GPU), else empty
   std::vector<DeviceProjection> projected;  // the projection of the result, per GPU
   std::vector<std::string> log;          // what each step decided, in fit.cpp's words
+  // A mixture-of-experts model that reaches fit.cpp's expert steps (every expert tensor to system memory, then layers
+  // back front to back, partial layers: experiments/frameworks/llamacpp_fit_moe.md), which are not modelled: the
+  // result then holds steps 1 and 2 only (n_ctx as step 2 left it; ngl unchanged).
+  bool moe_steps_not_modelled = false;
 };
 
 // The context llama.cpp allocates for -c N (0: the training context): rounded up to a multiple of 256.

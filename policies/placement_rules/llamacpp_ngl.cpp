@@ -328,14 +328,6 @@ class LlamaCppNgl final : public PlacementRule {
     if (z && z->n_ctx_train == 0 && ctx_ == 0) missing = "context_length";
     if (ctx_ > 0 || (z && missing.empty())) e.kv_tokens = llamacpp::padded_context(ctx_, z ? z->n_ctx_train : 0);
     if (!fit_) return e;
-    if (header.meta.count("num_experts")) {
-      // fit.cpp's mixture-of-experts steps (every expert tensor to system memory first, then whole layers
-      // back, partial layers) are not in llamacpp_fit.cpp: say so rather than fit as if dense.
-      if (resolved)
-        resolved->emplace_back("--fit", "not applied: llama.cpp's --fit for mixture-of-experts models is not modelled "
-                                        "yet; give --ngl and --n-cpu-moe (or --fit off)");
-      return e;
-    }
     if (!z || !missing.empty()) {
       if (resolved)
         resolved->emplace_back("--fit", "not applied: the trace has no '" + missing +
@@ -350,6 +342,7 @@ class LlamaCppNgl final : public PlacementRule {
     rq.ngl = ngl_;
     rq.tensor_split_given = !ts_.empty();
     rq.overrides_given = !overrides_.empty();
+    rq.moe = header.meta.count("num_experts") > 0;
     if (static_cast<int>(fit_target_mib_.size()) > std::max(hw.gpu.count, 1) && fit_target_mib_.size() > 1)
       throw InputError("", 0, "fit-target", std::to_string(fit_target_mib_.size()) + " margins for " +
                                                 std::to_string(hw.gpu.count) + " GPU(s) on '" + hw.name + "'");
@@ -368,6 +361,17 @@ class LlamaCppNgl final : public PlacementRule {
       if (b.tensor_split.empty()) b.tensor_split = ts_;
       return project(header, hw, *z, b, n_ctx);
     });
+    if (r.moe_steps_not_modelled) {
+      // fit.cpp's mixture-of-experts steps (every expert tensor to system memory first, then whole layers back,
+      // partial layers: experiments/frameworks/llamacpp_fit_moe.md) are not in llamacpp_fit.cpp: say so rather than
+      // fit as if dense. Steps 1 and 2 (the model does not fit even at the smallest context) ran as llama.cpp runs them.
+      if (resolved)
+        resolved->emplace_back("--fit", "not applied: this mixture-of-experts model does not fit at a context of " +
+                                            std::to_string(rq.n_ctx_min) + " or the one given, and llama.cpp's --fit "
+                                            "then moves expert tensors to system memory, which is not modelled yet; give "
+                                            "--ngl and --n-cpu-moe with --fit off");
+      return e;
+    }
     if (r.ngl) e.ngl = r.ngl;
     if (!r.tensor_split.empty()) e.ts = r.tensor_split;
     e.kv_tokens = llamacpp::padded_context(r.n_ctx, z->n_ctx_train);

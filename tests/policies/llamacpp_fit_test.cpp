@@ -35,6 +35,18 @@ std::unique_ptr<model::LlmTraceGenerator> generate(const std::string& file_stem,
   return std::make_unique<model::LlmTraceGenerator>(config, g);
 }
 
+// The MoE file of the llama.cpp validation (experiments/llamacpp/models/qwen3-30b-a3b-L24.json) in Q4_K_M.
+std::unique_ptr<model::LlmTraceGenerator> generate_moe(std::uint32_t ubatch = 512) {
+  const auto config =
+      model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/experiments/llamacpp/models/qwen3-30b-a3b-L24.json");
+  model::GenerationOptions g;
+  model::set_dtype(g, "Q4_K_M");
+  g.prompt_tokens = 8;
+  g.decode_tokens = 1;
+  g.ubatch = ubatch;
+  return std::make_unique<model::LlmTraceGenerator>(config, g);
+}
+
 // The placement's resolved lines for llamacpp.ngl:OPTIONS on one GPU with `free_mib` free.
 placement::Placement place(const trace::Header& header, const std::string& options, double free_mib) {
   auto hw = hw::resolve_profile("h100-measured");
@@ -79,6 +91,31 @@ TEST(LlamaCppFit, ChoosesTheContextAndLayersLlamaCppsOwnFitChooses) {
   }
 }
 
+// The same on the MoE file (Qwen3-30B-A3B's first 24 layers, Q4_K_M; tests/fixtures/llamacpp_fit_moe.jsonl): where the
+// model fits at some context of at least 4096, llama.cpp's fit is the dense one's steps 1 and 2 and tiersim chooses
+// the same -c; below that llama.cpp moves expert tensors to system memory (its -ot lines are in the fixture), and
+// tiersim says that it does not model that step.
+TEST(LlamaCppFit, AMixtureOfExpertsGetsLlamaCppsContextOrTheNoteThatItsExpertStepsAreNotModelled) {
+  const auto rows = fixture("llamacpp_fit_moe.jsonl");
+  ASSERT_EQ(rows.size(), 12u);
+  const auto gen = generate_moe();
+  int context_rows = 0, expert_rows = 0;
+  for (const auto& r : rows) {
+    ASSERT_EQ(r["status"], 0) << r.dump();
+    const auto p = place(gen->header(), "fit-target=" + std::to_string(r["margin_mib"].get<int>()), r["free_mib"].get<double>());
+    const std::string line = resolved(p, "--fit"), args = r["args"];
+    if (args.find(" -ot ") != std::string::npos) {
+      EXPECT_NE(line.find("not applied: this mixture-of-experts model does not fit"), std::string::npos) << line;
+      ++expert_rows;
+    } else {
+      EXPECT_NE(line.find("would print: " + args + " ("), std::string::npos) << r["budget_mib"] << ": " << line;
+      ++context_rows;
+    }
+  }
+  EXPECT_EQ(context_rows, 5);
+  EXPECT_EQ(expert_rows, 7);
+}
+
 // llama-fit-params --fit-print: llama.cpp's projection of the GPU's model, context and compute buffers
 // (MiB, floored) at -ngl x -c x -ub. Model and context agree to the MiB in every row; compute in all but
 // five: llama.cpp projects 82 MiB more for Llama-3.1-8B Q4_K_M with the output layer on the GPU alone or
@@ -108,6 +145,34 @@ TEST(LlamaCppFit, ProjectsTheMemoryLlamaCppProjects) {
     }
   }
   EXPECT_EQ(compute_off, 5);
+}
+
+// The same projection on the MoE file (tests/fixtures/llamacpp_fit_print_moe.jsonl, -ngl 0, 1, 12, 24, 25): model and
+// context to the MiB in all 15 rows, compute in 12; with the layers split between the CPU and the GPU at -ub 256
+// llama.cpp projects 194 MiB of compute where tiersim has the logits' 150 (3 rows; not modelled).
+TEST(LlamaCppFit, ProjectsTheMemoryLlamaCppProjectsForAMixtureOfExperts) {
+  const auto rows = fixture("llamacpp_fit_print_moe.jsonl");
+  ASSERT_EQ(rows.size(), 15u);
+  const std::regex pattern(R"((\d+) MiB = model (\d+) \+ context (\d+) \+ compute (\d+))");
+  int compute_off = 0;
+  for (const auto& r : rows) {
+    const auto gen = generate_moe(r["ubatch"].get<std::uint32_t>());
+    const auto p = place(gen->header(), "ngl=" + std::to_string(r["ngl"].get<int>()) + ",ctx=" + std::to_string(r["ctx"].get<int>()),
+                         80000);
+    const std::string line = resolved(p, "--fit projection CUDA0");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(line, m, pattern)) << line;
+    const auto& want = r["mib"]["CUDA0"];
+    EXPECT_NEAR(std::stod(m[2]), want["model"].get<double>(), 1) << r.dump();
+    EXPECT_NEAR(std::stod(m[3]), want["context"].get<double>(), 1) << r.dump();
+    const double compute = std::stod(m[4]), expected = want["compute"].get<double>();
+    if (std::abs(compute - expected) > 1) {
+      ++compute_off;
+      EXPECT_EQ(r["ubatch"], 256) << r.dump();
+      EXPECT_NEAR(expected - compute, 44, 1) << r.dump();
+    }
+  }
+  EXPECT_EQ(compute_off, 3);
 }
 
 // common/fit.cpp's steps on a made-up projection: 10 layers + output, 100 MiB per slot, 10 MiB of KV per
@@ -151,6 +216,32 @@ TEST(LlamaCppFitSteps, NothingChangesWhenTheMarginIsKept) {
   const auto r = llamacpp::fit(request(1, 5700), toy(1));
   EXPECT_TRUE(r.success);
   EXPECT_EQ(r.n_ctx, 0u);
+  EXPECT_FALSE(r.ngl);
+}
+
+TEST(LlamaCppFitSteps, AUserContextStandsWhenNothingChanges) {
+  // -c 8192: 1100 + 11 x 80 + 50 = 2030 MiB, 5700 free. Until 2026-11-24 the fit returned here with no context, and a
+  // run allocated the training context's KV cache (32768 tokens) in place of the user's.
+  auto rq = request(1, 5700);
+  rq.n_ctx = 8192;
+  const auto r = llamacpp::fit(rq, toy(1));
+  EXPECT_TRUE(r.success);
+  EXPECT_EQ(r.n_ctx, 8192u);
+}
+
+TEST(LlamaCppFitSteps, AMixtureOfExpertsStopsWhereItsExpertStepsBegin) {
+  // Fits by its context, as a dense model does; where even the smallest context does not fit, fit.cpp goes on to move
+  // expert tensors to system memory, which is not modelled: the result says so and keeps steps 1 and 2's context.
+  auto rq = request(1, 4024);
+  rq.moe = true;
+  auto r = llamacpp::fit(rq, toy(1));
+  EXPECT_FALSE(r.moe_steps_not_modelled);
+  EXPECT_EQ(r.n_ctx, 17152u);
+  rq = request(1, 2024);
+  rq.moe = true;
+  r = llamacpp::fit(rq, toy(1));
+  EXPECT_TRUE(r.moe_steps_not_modelled);
+  EXPECT_EQ(r.n_ctx, 4096u);
   EXPECT_FALSE(r.ngl);
 }
 
