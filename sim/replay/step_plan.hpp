@@ -94,11 +94,11 @@ class StepPlanner {
   // (per-tensor placements: a weightless op runs where `previous` ran).
   placement::DeviceId op_device(const trace::Op& op, placement::DeviceId previous) const;
   std::size_t layer_position(std::int32_t layer) const;
-  // A copy of `bytes` of the tensor (< 0: all of it; op offload copies an expert's slice).
   // llama.cpp's copies and CPU KV store around a GPU attention over a host KV cache (--no-kv-offload; op offload).
   void host_kv_round_trip(StepPlan& out, const trace::Op& op, std::int32_t index, placement::DeviceId device,
                           std::uint32_t step_tokens, bool offloaded);
   static constexpr double kKvPadCells = 256;  // llama_kv_cache::get_n_kv: n_kv padded to 256 cells at least
+  // A copy of `bytes` of the tensor (< 0: all of it; op offload copies an expert's slice).
   void issue_copy(StepPlan& out, std::uint32_t tensor, bool prefetch, double bytes = -1);
   // copy:stream: the host waits until the cast two back is released (two offload streams) when its
   // copies do not hold it anyway.

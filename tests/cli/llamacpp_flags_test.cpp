@@ -162,7 +162,8 @@ TEST(LlamaCppFlags, NCpuMoeKeepsTheFirstLayersExpertsInHostMemory) {
   const auto half = run_sim(run + "--n-cpu-moe 24");
   ASSERT_EQ(half.code, 0) << half.out;
   EXPECT_NE(half.out.find("72 tensors (8.17 GiB) placed by 24 pattern(s)"), std::string::npos) << half.out;
-  EXPECT_NE(half.out.find("--fit                  not applied"), std::string::npos) << half.out;
+  // --fit's first step as llama.cpp runs it for a mixture of experts too: the model fits as given, nothing changes.
+  EXPECT_NE(half.out.find("--fit                  llama-fit-params would print: -c 4096 -ngl 99 ("), std::string::npos) << half.out;
   const double none = tps(run), some = tps(run + "--n-cpu-moe 24"), all = tps(run + "--cpu-moe");
   EXPECT_GT(none, 2 * some);
   EXPECT_GT(some, all);

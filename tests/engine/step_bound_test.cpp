@@ -116,7 +116,6 @@ TEST(StepBound, TightWhereOneResourceDominates) {
   spec.generation.decode_tokens = 4;
   spec.loaded = app::load_trace(spec);
   const auto hw = hw::resolve_profile("rtx4090");
-  const replay::RunSetup setup{hw, runtime};
   for (const auto& [policy, split] : {std::pair{"ratio", "cuda:0,60%;cpu,40%"}, std::pair{"resident", ""}}) {
     const auto resident_hw = hw::resolve_profile("h100-sxm");
     const replay::RunSetup s2{std::string(policy) == "resident" ? resident_hw : hw, runtime};
