@@ -30,9 +30,16 @@ struct DeviceProjection {
 
 // The placement being projected: -ngl (layers + output slots) and the layers per GPU (-ts; empty: the
 // default split).
+// A tensor buffer override the fit writes (-ot PATTERN=BUFFER): device -1 is the CPU, k is CUDAk.
+struct TensorOverride {
+  std::string pattern;
+  int device = -1;
+};
+
 struct Assignment {
   int ngl = 0;
   std::vector<double> tensor_split;
+  std::vector<TensorOverride> overrides;  // the fit's for a mixture of experts; empty: the user's -ot, if any
 };
 
 // Projection of every GPU for an assignment and a context size (already a multiple of 256).
@@ -56,11 +63,11 @@ struct FitResult {
   std::uint32_t n_ctx = 0;               // as -c after the fit (0: unchanged from "not given")
   std::optional<int> ngl;                // -ngl chosen by the fit (nullopt: not changed)
   std::vector<double> tensor_split;      // -ts chosen (more than one GPU), else empty
+  std::vector<TensorOverride> overrides;  // -ot chosen (a mixture of experts: tensors overflowing to the CPU or the next GPU)
   std::vector<DeviceProjection> projected;  // the projection of the result, per GPU
   std::vector<std::string> log;          // what each step decided, in fit.cpp's words
-  // A mixture-of-experts model that reaches fit.cpp's expert steps (every expert tensor to system memory, then layers
-  // back front to back, partial layers: experiments/frameworks/llamacpp_fit_moe.md), which are not modelled: the
-  // result then holds steps 1 and 2 only (n_ctx as step 2 left it; ngl unchanged).
+  // A mixture of experts whose fit came to a state fit.cpp reaches only through unsigned wrap-around (a partial-layer
+  // count past the layers, on several GPUs): not modelled; the result holds steps 1 and 2 only.
   bool moe_steps_not_modelled = false;
 };
 

@@ -152,9 +152,10 @@ class LlamaCppNgl final : public PlacementRule {
     // -ot: the first pattern that a weight's name matches decides its buffer.
     std::size_t moved = 0;
     double moved_bytes = 0;
+    const std::vector<Override>& overrides = e.overrides.empty() ? overrides_ : e.overrides;
     for (const auto& t : header.tensors) {
       if (t.kind != trace::TensorKind::Weight) continue;
-      const auto to = override_of(llamacpp_name(t.name));
+      const auto to = override_of(llamacpp_name(t.name), overrides);
       if (!to || *to == homes[t.id]) continue;
       if (*to >= hw.gpu.count)
         throw InputError("", 0, "ot", "'" + placement::device_name(*to) + "' (CUDA" + std::to_string(*to) +
@@ -164,9 +165,10 @@ class LlamaCppNgl final : public PlacementRule {
       ++moved;
       moved_bytes += static_cast<double>(t.bytes);
     }
-    if (!overrides_.empty())
+    if (!overrides.empty())
       resolved.emplace_back("-ot", std::to_string(moved) + " tensors (" + units::format_bytes(moved_bytes) +
-                                       ") placed by " + std::to_string(overrides_.size()) + " pattern(s)");
+                                       ") placed by " + std::to_string(overrides.size()) + " pattern(s)" +
+                                       (e.overrides.empty() ? "" : " that --fit chose"));
     return homes;
   }
 
@@ -201,10 +203,11 @@ class LlamaCppNgl final : public PlacementRule {
     // Overrides that move a weight, under the execute path (layers run where their weights live): weights
     // stay where -ngl and the patterns put them (the execute path moved layers whole, to the device with
     // most of their bytes, which llama.cpp does not do), and the KV cache stays on the layer's -ngl device.
+    const std::vector<Override>& overrides = e.overrides.empty() ? overrides_ : e.overrides;
     bool moved = false, executes = false;
     for (const auto& t : header.tensors) {
       if (t.kind != trace::TensorKind::Weight) continue;
-      const auto to = override_of(llamacpp_name(t.name));
+      const auto to = override_of(llamacpp_name(t.name), overrides);
       moved |= to && *to != layers[t.id];
       executes |= p.path[t.id] == placement::Path::Execute;
     }
@@ -213,22 +216,28 @@ class LlamaCppNgl final : public PlacementRule {
     for (const auto& t : header.tensors) {
       if (t.kind == trace::TensorKind::KvCache && kv_offload_) p.kv_home[t.layer] = layers[t.id];
       if (t.kind != trace::TensorKind::Weight || p.path[t.id] == placement::Path::Managed) continue;
-      const auto to = override_of(llamacpp_name(t.name));
+      const auto to = override_of(llamacpp_name(t.name), overrides);
       p.device[t.id] = to ? *to : layers[t.id];
       p.path[t.id] = p.device[t.id] == placement::kComputeGpu ? placement::Path::Local : placement::Path::Execute;
     }
   }
 
  private:
+  struct Override {
+    std::regex pattern;
+    placement::DeviceId device;
+  };
+
   // The name llama.cpp matches overrides against: a tied model's output is token_embd loaded again, and
   // create_tensor matches it as "token_embd.weight".
   static std::string llamacpp_name(const std::string& trace_name) {
     return trace_name == "output.weight (token_embd duplicated)" ? "token_embd.weight" : trace_name;
   }
 
-  // The device an -ot pattern gives this tensor name, if one matches (the first that does).
-  std::optional<placement::DeviceId> override_of(const std::string& name) const {
-    for (const auto& o : overrides_)
+  // The device an -ot pattern gives this tensor name, if one matches (the first that does): the user's patterns, or
+  // where --fit chose some (a mixture of experts; the fit writes them only where the user gave none), the fit's.
+  std::optional<placement::DeviceId> override_of(const std::string& name, const std::vector<Override>& list) const {
+    for (const auto& o : list)
       if (std::regex_search(name, o.pattern)) return o.device;
     return std::nullopt;
   }
@@ -239,7 +248,14 @@ class LlamaCppNgl final : public PlacementRule {
     std::optional<int> ngl;
     std::vector<double> ts;
     std::uint32_t kv_tokens = 0;
+    std::vector<Override> overrides;  // --fit's (a mixture of experts), else empty
   };
+
+  static std::vector<Override> compiled(const std::vector<llamacpp::TensorOverride>& list) {
+    std::vector<Override> out;
+    for (const auto& o : list) out.push_back({std::regex(o.pattern), o.device < 0 ? placement::kCpu : o.device});
+    return out;
+  }
 
   // The model's sizes the projection needs, from the trace's meta; nullopt (with the reason) if absent.
   struct Sizes {
@@ -299,7 +315,7 @@ class LlamaCppNgl final : public PlacementRule {
     for (const auto& t : header.tensors) {
       if (t.kind == trace::TensorKind::Weight) {
         const placement::DeviceId slot = t.layer < 0 ? placement::kCpu : slots[static_cast<std::size_t>(t.layer)];
-        const auto to = override_of(llamacpp_name(t.name));
+        const auto to = override_of(llamacpp_name(t.name), a.overrides.empty() ? overrides_ : compiled(a.overrides));
         if (auto* p = at(to ? *to : slot)) p->model += static_cast<std::int64_t>(t.bytes);
         if (t.layer == n_layer) output_matrix = std::max(output_matrix, static_cast<std::int64_t>(t.bytes));
       }
@@ -362,18 +378,15 @@ class LlamaCppNgl final : public PlacementRule {
       return project(header, hw, *z, b, n_ctx);
     });
     if (r.moe_steps_not_modelled) {
-      // fit.cpp's mixture-of-experts steps (every expert tensor to system memory first, then whole layers back,
-      // partial layers: experiments/frameworks/llamacpp_fit_moe.md) are not in llamacpp_fit.cpp: say so rather than
-      // fit as if dense. Steps 1 and 2 (the model does not fit even at the smallest context) ran as llama.cpp runs them.
       if (resolved)
-        resolved->emplace_back("--fit", "not applied: this mixture-of-experts model does not fit at a context of " +
-                                            std::to_string(rq.n_ctx_min) + " or the one given, and llama.cpp's --fit "
-                                            "then moves expert tensors to system memory, which is not modelled yet; give "
-                                            "--ngl and --n-cpu-moe with --fit off");
+        resolved->emplace_back("--fit", "not applied: moving this mixture of experts' tensors came to a state llama.cpp "
+                                        "reaches only through unsigned wrap-around, which is not modelled; give --ngl and "
+                                        "--n-cpu-moe with --fit off");
       return e;
     }
     if (r.ngl) e.ngl = r.ngl;
     if (!r.tensor_split.empty()) e.ts = r.tensor_split;
+    e.overrides = compiled(r.overrides);
     e.kv_tokens = llamacpp::padded_context(r.n_ctx, z->n_ctx_train);
     if (resolved) {
       // As llama-fit-params prints them: -c 0 and -ngl -1 are "not set" (the training context, every slot).
@@ -385,6 +398,13 @@ class LlamaCppNgl final : public PlacementRule {
         args += " -ts ";
         for (std::size_t i = 0; i < shown; ++i)
           args += (i ? "," : "") + std::to_string(static_cast<long long>(r.tensor_split[i]));
+      }
+      if (!r.overrides.empty()) {  // as fit-params.cpp: the patterns raw, the buffer type's name
+        args += " -ot \"";
+        for (std::size_t i = 0; i < r.overrides.size(); ++i)
+          args += (i ? "," : "") + r.overrides[i].pattern + "=" +
+                  (r.overrides[i].device < 0 ? std::string("CPU") : "CUDA" + std::to_string(r.overrides[i].device));
+        args += "\"";
       }
       const std::uint32_t ctx = llamacpp::padded_context(r.n_ctx, z->n_ctx_train);
       resolved->emplace_back("--fit", std::string(r.success ? "llama-fit-params would print: " : "failed; llama-cli loads with: ") +
@@ -494,10 +514,6 @@ class LlamaCppNgl final : public PlacementRule {
   bool may_offload() const override { return true; }
 
  private:
-  struct Override {
-    std::regex pattern;
-    placement::DeviceId device;
-  };
   std::vector<Override> overrides_;
   bool kv_offload_ = true;
   std::optional<int> ngl_;

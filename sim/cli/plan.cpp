@@ -28,8 +28,9 @@ const std::vector<PlanStrategy>& plan_strategies() {
   static const std::vector<PlanStrategy> s{
       {"resident", "everything on the GPU", {"--policy", "resident"}, K::None, false},
       {"llamacpp", "llama.cpp, its --fit choosing -c and -ngl", {"--policy", "llamacpp"}, K::None, false},
-      {"llamacpp-cpu-moe", "llama.cpp with --n-cpu-moe N: the experts of the first N layers in host memory, run by the "
-       "CPU (fewest N that fits; a mixture of experts)", {"--policy", "llamacpp"}, K::CpuMoeLayers, false},
+      {"llamacpp-cpu-moe", "llama.cpp with -ngl all and --n-cpu-moe N: the experts of the first N layers in host memory, "
+       "run by the CPU (fewest N that fits; a mixture of experts; -ngl given, so --fit only sets the context)",
+       {"--policy", "llamacpp", "--ngl", "999"}, K::CpuMoeLayers, false},
       {"layers-cpu", "the first N layers on the GPU, the rest run by the CPU (most N that fits)",
        {"--policy", "layers", "--offload-exec", "cpu"}, K::LayersOnGpu, false},
       {"layers-stream", "the first N layers on the GPU, the rest copied from pinned memory one layer ahead",

@@ -92,10 +92,10 @@ TEST(LlamaCppFit, ChoosesTheContextAndLayersLlamaCppsOwnFitChooses) {
 }
 
 // The same on the MoE file (Qwen3-30B-A3B's first 24 layers, Q4_K_M; tests/fixtures/llamacpp_fit_moe.jsonl): where the
-// model fits at some context of at least 4096, llama.cpp's fit is the dense one's steps 1 and 2 and tiersim chooses
-// the same -c; below that llama.cpp moves expert tensors to system memory (its -ot lines are in the fixture), and
-// tiersim says that it does not model that step.
-TEST(LlamaCppFit, AMixtureOfExpertsGetsLlamaCppsContextOrTheNoteThatItsExpertStepsAreNotModelled) {
+// model fits at some context of at least 4096, llama.cpp's fit is the dense one's steps 1 and 2 (5 budgets); below
+// that it fills dense-only layers (every expert tensor in system memory), makes them whole front to back and keeps
+// part of one more layer (7 budgets): the same -c, -ngl and -ot patterns, character for character.
+TEST(LlamaCppFit, AMixtureOfExpertsGetsTheContextLayersAndOverridesLlamaCppsOwnFitChooses) {
   const auto rows = fixture("llamacpp_fit_moe.jsonl");
   ASSERT_EQ(rows.size(), 12u);
   const auto gen = generate_moe();
@@ -104,13 +104,8 @@ TEST(LlamaCppFit, AMixtureOfExpertsGetsLlamaCppsContextOrTheNoteThatItsExpertSte
     ASSERT_EQ(r["status"], 0) << r.dump();
     const auto p = place(gen->header(), "fit-target=" + std::to_string(r["margin_mib"].get<int>()), r["free_mib"].get<double>());
     const std::string line = resolved(p, "--fit"), args = r["args"];
-    if (args.find(" -ot ") != std::string::npos) {
-      EXPECT_NE(line.find("not applied: this mixture-of-experts model does not fit"), std::string::npos) << line;
-      ++expert_rows;
-    } else {
-      EXPECT_NE(line.find("would print: " + args + " ("), std::string::npos) << r["budget_mib"] << ": " << line;
-      ++context_rows;
-    }
+    EXPECT_NE(line.find("would print: " + args + " ("), std::string::npos) << r["budget_mib"] << ": " << line;
+    ++(args.find(" -ot ") != std::string::npos ? expert_rows : context_rows);
   }
   EXPECT_EQ(context_rows, 5);
   EXPECT_EQ(expert_rows, 7);
@@ -229,20 +224,14 @@ TEST(LlamaCppFitSteps, AUserContextStandsWhenNothingChanges) {
   EXPECT_EQ(r.n_ctx, 8192u);
 }
 
-TEST(LlamaCppFitSteps, AMixtureOfExpertsStopsWhereItsExpertStepsBegin) {
-  // Fits by its context, as a dense model does; where even the smallest context does not fit, fit.cpp goes on to move
-  // expert tensors to system memory, which is not modelled: the result says so and keeps steps 1 and 2's context.
+TEST(LlamaCppFitSteps, AMixtureOfExpertsFitsByItsContextAsADenseModelDoes) {
   auto rq = request(1, 4024);
   rq.moe = true;
-  auto r = llamacpp::fit(rq, toy(1));
-  EXPECT_FALSE(r.moe_steps_not_modelled);
+  const auto r = llamacpp::fit(rq, toy(1));
+  EXPECT_TRUE(r.success);
   EXPECT_EQ(r.n_ctx, 17152u);
-  rq = request(1, 2024);
-  rq.moe = true;
-  r = llamacpp::fit(rq, toy(1));
-  EXPECT_TRUE(r.moe_steps_not_modelled);
-  EXPECT_EQ(r.n_ctx, 4096u);
   EXPECT_FALSE(r.ngl);
+  EXPECT_TRUE(r.overrides.empty());
 }
 
 TEST(LlamaCppFitSteps, TheContextIsInterpolatedAndRoundedDownTo256) {
