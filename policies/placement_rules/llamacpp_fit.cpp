@@ -11,6 +11,14 @@ constexpr std::int64_t kMiB = 1024 * 1024;
 
 std::string mib(std::int64_t bytes) { return std::to_string(bytes / kMiB); }
 
+// fit.cpp's false-position step between a fitting count (`mem`) and a not-fitting one (`mem_high`), `delta` apart:
+// an int64 quotient stored in a uint32_t (a negative one wraps to a large step), clamped to 1 .. delta - 1.
+std::uint32_t false_position_step(std::uint32_t delta, std::int64_t target, std::int64_t mem, std::int64_t mem_high) {
+  auto step = static_cast<std::uint32_t>(static_cast<std::int64_t>(delta) * (target - mem) / (mem_high - mem));
+  step = std::max(step, std::uint32_t{1});
+  return std::min(step, delta - 1);
+}
+
 // fit.cpp's layer fractions: what of a partial layer stays on its device (the rest overflows).
 enum class Fraction { Attn = 1, Up = 2, Gate = 3, Moe = 4 };
 
@@ -116,9 +124,7 @@ FitResult fit_moe(const FitRequest& rq, const Projector& project, std::uint32_t 
       if (mem_high[u] > targets[u]) {
         std::uint32_t delta = high[u].n_layer - cur[u].n_layer;
         while (delta > 1 && mem_high[u] != mem[u] && !wrapped) {  // (equal: fit.cpp would divide by zero)
-          auto step = static_cast<std::uint32_t>(static_cast<std::int64_t>(delta) * (targets[u] - mem[u]) / (mem_high[u] - mem[u]));
-          step = std::max(step, std::uint32_t{1});
-          step = std::min(step, delta - 1);
+          const std::uint32_t step = false_position_step(delta, targets[u], mem[u], mem_high[u]);
           std::vector<DeviceLayers> test = cur;
           test[u].n_layer += step;
           test[u].n_part += u == nd - 1 && test[u].n_part == 0 ? step - 1 : step;  // the last GPU's first slot is whole
@@ -161,9 +167,7 @@ FitResult fit_moe(const FitRequest& rq, const Projector& project, std::uint32_t 
       if (mem_high[id] > targets[id]) {
         std::uint32_t delta = high[id].n_full() - cur[id].n_full();
         while (delta > 1 && mem_high[id] != mem[id] && !wrapped) {
-          auto step = static_cast<std::uint32_t>(static_cast<std::int64_t>(delta) * (targets[id] - mem[id]) / (mem_high[id] - mem[id]));
-          step = std::max(step, std::uint32_t{1});
-          step = std::min(step, delta - 1);
+          const std::uint32_t step = false_position_step(delta, targets[id], mem[id], mem_high[id]);
           std::vector<DeviceLayers> test = cur;
           std::size_t dense_start_test = dense_start;
           std::uint32_t converted = 0;
@@ -357,11 +361,7 @@ FitResult fit(const FitRequest& rq, const Projector& project) {
       if (mem_high[id] > targets[id]) {
         std::uint32_t delta = high[id] - low[id];
         while (delta > 1 && mem_high[id] != mem[id]) {  // (equal: fit.cpp would divide by zero; keep `low`)
-          // As fit.cpp: an int64 quotient stored in a uint32_t (a negative one wraps to a large step).
-          auto step = static_cast<std::uint32_t>(static_cast<std::int64_t>(delta) * (targets[id] - mem[id]) /
-                                                 (mem_high[id] - mem[id]));
-          step = std::max(step, std::uint32_t{1});
-          step = std::min(step, delta - 1);
+          const std::uint32_t step = false_position_step(delta, targets[id], mem[id], mem_high[id]);
           std::vector<std::uint32_t> test = low;
           test[id] += step;
           const std::vector<std::int64_t> mem_test = memory(test);

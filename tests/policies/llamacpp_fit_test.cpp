@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -73,6 +74,29 @@ std::vector<nlohmann::json> fixture(const std::string& name) {
   return rows;
 }
 
+// llama-fit-params --fit-print rows against tiersim's projection of the same -ngl, -c and -ub: model and context to the
+// MiB in every row (checked here); the rows whose compute differs by more than 1 MiB, with llama.cpp's excess.
+std::vector<std::pair<nlohmann::json, double>> compute_differences(
+    const std::vector<nlohmann::json>& rows, const std::function<std::unique_ptr<model::LlmTraceGenerator>(const nlohmann::json&)>& gen_of) {
+  const std::regex pattern(R"((\d+) MiB = model (\d+) \+ context (\d+) \+ compute (\d+))");
+  std::vector<std::pair<nlohmann::json, double>> off;
+  for (const auto& r : rows) {
+    const auto gen = gen_of(r);
+    const auto p = place(gen->header(), "ngl=" + std::to_string(r["ngl"].get<int>()) + ",ctx=" + std::to_string(r["ctx"].get<int>()),
+                         80000);
+    const std::string line = resolved(p, "--fit projection CUDA0");
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(line, m, pattern)) << line;
+    if (m.empty()) continue;
+    const auto& want = r["mib"]["CUDA0"];
+    EXPECT_NEAR(std::stod(m[2]), want["model"].get<double>(), 1) << r.dump();
+    EXPECT_NEAR(std::stod(m[3]), want["context"].get<double>(), 1) << r.dump();
+    const double excess = want["compute"].get<double>() - std::stod(m[4]);
+    if (std::abs(excess) > 1) off.emplace_back(r, excess);
+  }
+  return off;
+}
+
 // llama-fit-params -fitt MARGIN on a GPU with FREE MiB free: the -c and -ngl it prints, for five files
 // and twelve budgets each (context reduced, layers filled, or nothing to do).
 TEST(LlamaCppFit, ChoosesTheContextAndLayersLlamaCppsOwnFitChooses) {
@@ -119,27 +143,14 @@ TEST(LlamaCppFit, AMixtureOfExpertsGetsTheContextLayersAndOverridesLlamaCppsOwnF
 TEST(LlamaCppFit, ProjectsTheMemoryLlamaCppProjects) {
   const auto rows = fixture("llamacpp_fit_print.jsonl");
   ASSERT_EQ(rows.size(), 75u);
-  const std::regex pattern(R"((\d+) MiB = model (\d+) \+ context (\d+) \+ compute (\d+))");
-  int compute_off = 0;
-  for (const auto& r : rows) {
-    const std::string name = r["model"];
-    const auto gen = generate(name, r["ubatch"].get<std::uint32_t>());
-    const auto p = place(gen->header(), "ngl=" + std::to_string(r["ngl"].get<int>()) + ",ctx=" + std::to_string(r["ctx"].get<int>()),
-                         80000);
-    const std::string line = resolved(p, "--fit projection CUDA0");
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(line, m, pattern)) << line;
-    const auto& want = r["mib"]["CUDA0"];
-    EXPECT_NEAR(std::stod(m[2]), want["model"].get<double>(), 1) << r.dump();
-    EXPECT_NEAR(std::stod(m[3]), want["context"].get<double>(), 1) << r.dump();
-    const double compute = std::stod(m[4]), expected = want["compute"].get<double>();
-    if (std::abs(compute - expected) > 1) {
-      ++compute_off;
-      EXPECT_LE(expected - compute, 83) << r.dump();
-      EXPECT_GE(expected - compute, 0) << r.dump();
-    }
+  const auto off = compute_differences(rows, [](const nlohmann::json& r) {
+    return generate(r["model"].get<std::string>(), r["ubatch"].get<std::uint32_t>());
+  });
+  EXPECT_EQ(off.size(), 5u);
+  for (const auto& [r, excess] : off) {
+    EXPECT_LE(excess, 83) << r.dump();
+    EXPECT_GE(excess, 0) << r.dump();
   }
-  EXPECT_EQ(compute_off, 5);
 }
 
 // The same projection on the MoE file (tests/fixtures/llamacpp_fit_print_moe.jsonl, -ngl 0, 1, 12, 24, 25): model and
@@ -148,26 +159,12 @@ TEST(LlamaCppFit, ProjectsTheMemoryLlamaCppProjects) {
 TEST(LlamaCppFit, ProjectsTheMemoryLlamaCppProjectsForAMixtureOfExperts) {
   const auto rows = fixture("llamacpp_fit_print_moe.jsonl");
   ASSERT_EQ(rows.size(), 15u);
-  const std::regex pattern(R"((\d+) MiB = model (\d+) \+ context (\d+) \+ compute (\d+))");
-  int compute_off = 0;
-  for (const auto& r : rows) {
-    const auto gen = generate_moe(r["ubatch"].get<std::uint32_t>());
-    const auto p = place(gen->header(), "ngl=" + std::to_string(r["ngl"].get<int>()) + ",ctx=" + std::to_string(r["ctx"].get<int>()),
-                         80000);
-    const std::string line = resolved(p, "--fit projection CUDA0");
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(line, m, pattern)) << line;
-    const auto& want = r["mib"]["CUDA0"];
-    EXPECT_NEAR(std::stod(m[2]), want["model"].get<double>(), 1) << r.dump();
-    EXPECT_NEAR(std::stod(m[3]), want["context"].get<double>(), 1) << r.dump();
-    const double compute = std::stod(m[4]), expected = want["compute"].get<double>();
-    if (std::abs(compute - expected) > 1) {
-      ++compute_off;
-      EXPECT_EQ(r["ubatch"], 256) << r.dump();
-      EXPECT_NEAR(expected - compute, 44, 1) << r.dump();
-    }
+  const auto off = compute_differences(rows, [](const nlohmann::json& r) { return generate_moe(r["ubatch"].get<std::uint32_t>()); });
+  EXPECT_EQ(off.size(), 3u);
+  for (const auto& [r, excess] : off) {
+    EXPECT_EQ(r["ubatch"], 256) << r.dump();
+    EXPECT_NEAR(excess, 44, 1) << r.dump();
   }
-  EXPECT_EQ(compute_off, 3);
 }
 
 // common/fit.cpp's steps on a made-up projection: 10 layers + output, 100 MiB per slot, 10 MiB of KV per
