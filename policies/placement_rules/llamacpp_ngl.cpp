@@ -311,11 +311,14 @@ class LlamaCppNgl final : public PlacementRule {
     auto at = [&](placement::DeviceId d) -> llamacpp::DeviceProjection* {
       return d >= 0 && d < hw.gpu.count ? &out[static_cast<std::size_t>(d)] : nullptr;
     };
+    // The fit's patterns (a trial of its MoE steps) are compiled once per projection, not per tensor.
+    const std::vector<Override> fit_overrides = compiled(a.overrides);
+    const std::vector<Override>& overrides = a.overrides.empty() ? overrides_ : fit_overrides;
     std::int64_t output_matrix = 0;
     for (const auto& t : header.tensors) {
       if (t.kind == trace::TensorKind::Weight) {
         const placement::DeviceId slot = t.layer < 0 ? placement::kCpu : slots[static_cast<std::size_t>(t.layer)];
-        const auto to = override_of(llamacpp_name(t.name), a.overrides.empty() ? overrides_ : compiled(a.overrides));
+        const auto to = override_of(llamacpp_name(t.name), overrides);
         if (auto* p = at(to ? *to : slot)) p->model += static_cast<std::int64_t>(t.bytes);
         if (t.layer == n_layer) output_matrix = std::max(output_matrix, static_cast<std::int64_t>(t.bytes));
       }
@@ -338,7 +341,7 @@ class LlamaCppNgl final : public PlacementRule {
 
   // -ngl/-ts as the user gave them, or as --fit sets them; `resolved` gets the fit's lines.
   Effective effective(const trace::Header& header, const hw::HardwareProfile& hw, Resolved* resolved) const {
-    Effective e{ngl_, ts_, 0};
+    Effective e{ngl_, ts_, 0, {}};
     std::string missing;
     const std::optional<Sizes> z = sizes(header, missing);
     if (z && z->n_ctx_train == 0 && ctx_ == 0) missing = "context_length";
