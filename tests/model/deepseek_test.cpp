@@ -94,13 +94,18 @@ TEST(DeepSeek, KvCacheIsTheLatentUnderLlamaCppAndExpandedUnderTransformers) {
   EXPECT_EQ(bytes["model.layers.3.mlp.shared_experts.gate_proj"], 7168u * 2048u * 2u);
 }
 
-TEST(DeepSeek, SharedExpertsRunOnEveryTokenAndRoutedOnesByTheRouting) {
+// A GGUF (Q4_K_M) trace of DeepSeek-V3 as llama.cpp runs it.
+GenerationOptions gguf(std::uint32_t prompt, std::uint32_t decode) {
   GenerationOptions o;
-  o.prompt_tokens = 0;
-  o.decode_tokens = 3;
+  o.prompt_tokens = prompt;
+  o.decode_tokens = decode;
   set_dtype(o, "Q4_K_M");
+  return o;
+}
+
+TEST(DeepSeek, SharedExpertsRunOnEveryTokenAndRoutedOnesByTheRouting) {
   const ModelConfig m = v3();
-  LlmTraceGenerator g(m, o);
+  LlmTraceGenerator g(m, gguf(0, 3));
   const auto& h = g.header();
   trace::Step s;
   while (g.next(s)) {
@@ -123,12 +128,8 @@ TEST(DeepSeek, SharedExpertsRunOnEveryTokenAndRoutedOnesByTheRouting) {
 // llama.cpp's deepseek2 builder cuts its last layer to the output rows too (`il == n_layer - 1 && inp_out_ids`): a
 // 64-token prompt routes 64 tokens' experts in layer 59 and one token's 8 in layer 60, whose FFN ops carry 1 row.
 TEST(DeepSeek, TheLastLayersFfnRunsOnTheOutputRowUnderLlamaCpp) {
-  GenerationOptions o;
-  o.prompt_tokens = 64;
-  o.decode_tokens = 0;
-  set_dtype(o, "Q4_K_M");
   const ModelConfig m = v3();
-  LlmTraceGenerator g(m, o);
+  LlmTraceGenerator g(m, gguf(64, 0));
   const auto& h = g.header();
   trace::Step s;
   ASSERT_TRUE(g.next(s));

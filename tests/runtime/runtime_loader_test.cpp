@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "hardware/op_cost.hpp"
@@ -36,6 +39,13 @@ void expect_error(const std::string& from, const std::string& to, const std::str
     EXPECT_EQ(e.key(), key) << e.what();
     EXPECT_EQ(e.line(), line) << e.what();
   }
+}
+
+// A shape-priced kernel section (gpu_gemv_rows, gpu_gemm_rows) with each of `entries` (its weight-type line) after its
+// source line: rejected, naming the key, on the entry's line (14).
+void expect_entry_errors(const std::string& section, const std::vector<std::pair<std::string, std::string>>& entries) {
+  const std::string pre = "peer_copy_overlaps_compute: true\n" + section + ":\n  source: \"x\"\n";
+  for (const auto& [entry, key] : entries) expect_error("peer_copy_overlaps_compute: true\n", pre + entry, key, 14);
 }
 
 TEST(RuntimeLoader, ReadsEveryKey) {
@@ -175,16 +185,11 @@ TEST(RuntimeLoader, ReadsTheRowPricedMatrixVectorKernel) {
   EXPECT_DOUBLE_EQ(k.row_rates[1].first, 1440);
   EXPECT_DOUBLE_EQ(k.row_rates[1].second, 1.5e12);
   EXPECT_TRUE(parse_runtime(kRuntime, "ok.yaml").gpu_gemv_rows.empty());
-  const std::string pre = "peer_copy_overlaps_compute: true\ngpu_gemv_rows:\n  source: \"x\"\n";
-  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q9_z: {fixed: \"1 us\", rows: [[\"1 B\", \"1 GB/s\"]]}\n",
-               "gpu_gemv_rows.q9_z", 14);
-  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q4_k: {rows: [[\"1 B\", \"1 GB/s\"]]}\n",
-               "gpu_gemv_rows.q4_k.fixed", 14);
-  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q4_k: {fixed: \"1 us\", rows: []}\n",
-               "gpu_gemv_rows.q4_k.rows", 14);
-  expect_error("peer_copy_overlaps_compute: true\n",
-               pre + "  q4_k: {fixed: \"1 us\", rows: [[\"2 B\", \"1 GB/s\"], [\"1 B\", \"1 GB/s\"]]}\n",
-               "gpu_gemv_rows.q4_k.rows", 14);
+  expect_entry_errors("gpu_gemv_rows",
+                      {{"  q9_z: {fixed: \"1 us\", rows: [[\"1 B\", \"1 GB/s\"]]}\n", "gpu_gemv_rows.q9_z"},
+                       {"  q4_k: {rows: [[\"1 B\", \"1 GB/s\"]]}\n", "gpu_gemv_rows.q4_k.fixed"},
+                       {"  q4_k: {fixed: \"1 us\", rows: []}\n", "gpu_gemv_rows.q4_k.rows"},
+                       {"  q4_k: {fixed: \"1 us\", rows: [[\"2 B\", \"1 GB/s\"], [\"1 B\", \"1 GB/s\"]]}\n", "gpu_gemv_rows.q4_k.rows"}});
   expect_error("peer_copy_overlaps_compute: true\n",
                "peer_copy_overlaps_compute: true\ngpu_gemv_rows: {q4_k: {fixed: \"1 us\", rows: [[\"1 B\", \"1 GB/s\"]]}}\n",
                "gpu_gemv_rows.source", 12);
@@ -202,13 +207,10 @@ TEST(RuntimeLoader, ReadsTheShapePricedMatrixProduct) {
   EXPECT_DOUBLE_EQ(k.rate, 206e12);
   EXPECT_DOUBLE_EQ(k.extra_rows, 1000);
   EXPECT_DOUBLE_EQ(k.seconds(2e9, 1000), 10e-6 + 2e9 * 2 / 206e12);
-  const std::string pre = "peer_copy_overlaps_compute: true\ngpu_gemm_rows:\n  source: \"x\"\n";
-  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q4_k: {fixed: \"1 us\", rate: \"1 GB/s\", extra_rows: 0}\n",
-               "gpu_gemm_rows.q4_k.rate", 14);
-  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q4_k: {fixed: \"1 us\", rate: \"1 TFLOP/s\", extra_rows: -1}\n",
-               "gpu_gemm_rows.q4_k.extra_rows", 14);
-  expect_error("peer_copy_overlaps_compute: true\n", pre + "  q4_k: {fixed: \"1 us\", rate: \"1 TFLOP/s\"}\n",
-               "gpu_gemm_rows.q4_k.extra_rows", 14);
+  expect_entry_errors("gpu_gemm_rows",
+                      {{"  q4_k: {fixed: \"1 us\", rate: \"1 GB/s\", extra_rows: 0}\n", "gpu_gemm_rows.q4_k.rate"},
+                       {"  q4_k: {fixed: \"1 us\", rate: \"1 TFLOP/s\", extra_rows: -1}\n", "gpu_gemm_rows.q4_k.extra_rows"},
+                       {"  q4_k: {fixed: \"1 us\", rate: \"1 TFLOP/s\"}\n", "gpu_gemm_rows.q4_k.extra_rows"}});
 }
 
 // Rows at the rate their length streams: log-interpolated between the points, held beyond them, after a fixed time.
