@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -104,6 +105,35 @@ std::string curve_yaml(const Curve& c) {
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[(v.size() - 1) / 2];
+}
+
+// How many times a matrix product reads a host-resident weight, by its rows (calib's remote_gemm: cuBLAS bf16 GEMM
+// on managed PreferredLocation=CPU + AccessedBy weights): per shape, each M's time over the median time at M <= 64
+// (where every shape reads its weight once); at each M above 64 the median over the shapes, at least 1. Empty when
+// the raw file has no such rows.
+std::vector<std::pair<int, double>> remote_gemm_reads(const RawMeasurements& raw) {
+  std::map<std::pair<int, int>, std::map<int, double>> by_shape;  // {out, in} -> M -> median seconds
+  for (const RawRow* r : raw.find("remote_gemm", "gemm_bf16_managed_weights_")) {
+    int m = 0, out = 0, in = 0;
+    char tail = 0;
+    if (std::sscanf(r->variant.c_str(), "gemm_bf16_managed_weights_m%d_out%d_in%d%c", &m, &out, &in, &tail) != 3 || m < 1)
+      throw InputError(raw.file, 0, "remote_gemm," + r->variant, "expected gemm_bf16_managed_weights_m<M>_out<N>_in<K>");
+    by_shape[{out, in}][m] = r->median;
+  }
+  std::map<int, std::vector<double>> reads;
+  for (const auto& [shape, times] : by_shape) {
+    std::vector<double> once;
+    for (const auto& [m, t] : times)
+      if (m <= 64) once.push_back(t);
+    if (once.empty()) continue;
+    const double one = median_of(once);
+    for (const auto& [m, t] : times)
+      if (m > 64) reads[m].push_back(t / one);
+  }
+  std::vector<std::pair<int, double>> out;
+  if (!reads.empty()) out.emplace_back(64, 1.0);
+  for (const auto& [m, v] : reads) out.emplace_back(m, std::max(1.0, median_of(v)));
+  return out;
 }
 
 }  // namespace
@@ -291,6 +321,7 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     std::vector<double> remote, remote_input;
     for (const RawRow* r : raw.find("zero_copy", "gemv_")) remote.push_back(r->rate());
     for (const RawRow* r : raw.find("zero_copy", "input_gemv_")) remote_input.push_back(r->rate());
+    const std::vector<std::pair<int, double>> gemm_reads = remote_gemm_reads(raw);
     double mapping = 0;
     const RawRow* fresh = raw.one("um_preferred_cpu", "fresh_first_read");
     const RawRow* first = raw.one("um_preferred_cpu", "first_read");
@@ -316,7 +347,9 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                                          + (calls_measured ? std::string("alloc_call and free_call = median host time of cudaMallocManaged and of cudaFree of a GPU-written range, 64 KiB")
                                                            : "alloc/free call costs NOT measured: base preset '" + base.name + "'")
                                          + (remote_input.empty() ? std::string("")
-                                                                 : "; gemv_remote_input_bandwidth = median cuBLAS GEMV with its input vector in host memory, its weight's bytes per second")) << "\n"
+                                                                 : "; gemv_remote_input_bandwidth = median cuBLAS GEMV with its input vector in host memory, its weight's bytes per second")
+                                         + (gemm_reads.empty() ? std::string("")
+                                                               : "; remote_gemm_reads = cuBLAS bf16 GEMM on PreferredLocation=CPU + AccessedBy weights, its time at M rows over its time at M <= 64, the median over the measured shapes")) << "\n"
       << "  va_block: \"2 MiB\"\n  big_page: \"64 KiB\"\n"
       << "  prefetch_threshold: " << num(std::stod(raw.fact("uvm.uvm_perf_prefetch_threshold", "51")) / 100.0) << "\n"
       << "  fault_batch_count: " << raw.fact("uvm.uvm_perf_fault_batch_count", "256") << "\n"
@@ -327,6 +360,12 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       << "  evict_to_cpu: \"" << gbs(pf_cpu->rate()) << "\"\n"
       << "  remote_read_bandwidth: \"" << gbs(median_of(remote)) << "\"\n";
     if (!remote_input.empty()) y << "  gemv_remote_input_bandwidth: \"" << gbs(median_of(remote_input)) << "\"\n";
+    if (!gemm_reads.empty()) {
+      y << "  remote_gemm_reads: [";
+      for (std::size_t i = 0; i < gemm_reads.size(); ++i)
+        y << (i ? ", " : "") << "[" << gemm_reads[i].first << ", " << num(gemm_reads[i].second, "%.2f") << "]";
+      y << "]\n";
+    }
     y
       << "  mapping_fault_cost: \"" << us(mapping) << "\"\n"
       << "  alloc_call: \"" << us(calls_measured ? alloc_row->median : bum ? bum->alloc_call : 20e-6) << "\"\n"

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,peer,managed]\n");
+      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,peer,managed]\n");
       return 2;
     }
   }
@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   if (want("device")) calib::bench_device(csv, o);
   if (want("fp32_gemm")) calib::bench_fp32_gemm(csv, o);
   if (want("zero_copy")) calib::bench_zero_copy(csv, o);
+  if (want("remote_gemm")) calib::bench_remote_gemm(csv, o);
   if (want("peer")) calib::bench_peer(csv, o);
   if (want("managed")) calib::bench_managed(csv, o);
   CUDA_CHECK(cudaDeviceSynchronize());

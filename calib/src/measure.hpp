@@ -149,6 +149,7 @@ void bench_host_link(Csv& csv, const Options& o);
 void bench_device(Csv& csv, const Options& o);
 void bench_fp32_gemm(Csv& csv, const Options& o);
 void bench_zero_copy(Csv& csv, const Options& o);
+void bench_remote_gemm(Csv& csv, const Options& o);
 void bench_peer(Csv& csv, const Options& o);
 void bench_managed(Csv& csv, const Options& o);
 void describe_machine(Csv& csv, const Options& o);

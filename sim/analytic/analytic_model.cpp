@@ -67,6 +67,7 @@ class SteadyStateManaged {
         cost.remote_bytes += remote;
         if (m.reread > 0 && spec_.gemv_remote_input_bandwidth > 0)
           cost.remote_input_bytes += static_cast<double>(m.reread) * remote / bytes;
+        if (m.reads > 1) cost.remote_reread_bytes += (m.reads - 1) * remote;
         if (cold_ && !(advice & placement::kAccessedByGpu)) cost.mapping_faults += blocks;
         continue;
       }
@@ -138,10 +139,10 @@ class StepModel {
             managed::AccessCost cost;
             managed_->kernel(plan_, a, cost);
             work = managed::ManagedMemory::stall_seconds(managed_->spec(), cost) +
-                   a.cost.seconds(cost.remote_bytes, managed_->spec().remote_read_bandwidth);
+                   a.cost.seconds(cost.remote_bytes, managed_->spec().remote_read_bandwidth, cost.remote_reread_bytes);
             r.h2d_bytes += cost.migrated_bytes + cost.launch_migrated_bytes;
             r.d2h_bytes += cost.written_back_bytes;
-            r.remote_read_bytes += cost.remote_bytes + cost.remote_input_bytes;
+            r.remote_read_bytes += cost.remote_bytes + cost.remote_input_bytes + cost.remote_reread_bytes;
             r.faulted_blocks += cost.faulted_blocks;
           }
           seg.compute += work;

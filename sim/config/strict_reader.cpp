@@ -245,6 +245,33 @@ std::vector<std::pair<double, double>> Section::thread_rate_points(const std::st
   return out;
 }
 
+std::vector<std::pair<double, double>> Section::row_count_points(const std::string& key) {
+  YAML::Node pts = require(key);
+  if (!pts.IsSequence() || pts.size() == 0) fail_at(pts, full(key), "expected a list of [rows, times] pairs");
+  std::vector<std::pair<double, double>> out;
+  for (const auto& p : pts) {
+    if (!p.IsSequence() || p.size() != 2 || !p[0].IsScalar() || !p[1].IsScalar())
+      fail_at(p, full(key), "each point is [256, 2.0]: a row count and how many times the weight is read");
+    try {
+      std::size_t used = 0, used_times = 0;
+      const std::string& n = p[0].Scalar();
+      const long rows = std::stol(n, &used);
+      if (used != n.size() || rows < 1 || rows > (1L << 24)) throw std::invalid_argument("the row count must be a whole number from 1 to 16777216");
+      const double times = std::stod(p[1].Scalar(), &used_times);
+      if (used_times != p[1].Scalar().size() || !(times >= 1 && times <= 1e6))
+        throw std::invalid_argument("the times must be a number from 1 to 1000000");
+      if (!out.empty() && rows <= out.back().first) throw std::invalid_argument("row counts must ascend");
+      out.emplace_back(static_cast<double>(rows), times);
+    } catch (const std::out_of_range&) {
+      fail_at(p, full(key), "a number out of range");
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      fail_at(p, full(key), what == "stol" || what == "stod" ? "expected [rows, times]: two numbers" : what);
+    }
+  }
+  return out;
+}
+
 void Section::finish() const {
   for (const auto& kv : node_) {
     const std::string k = kv.first.Scalar();

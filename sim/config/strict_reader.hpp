@@ -47,6 +47,9 @@ class Section {
   std::vector<std::pair<double, double>> size_rate_points(const std::string& key);
   // A list of [threads, "20 GB/s"] pairs with ascending whole thread counts (a rate by CPU threads).
   std::vector<std::pair<double, double>> thread_rate_points(const std::string& key);
+  // A list of [rows, times] pairs with ascending whole row counts (1 to 16M) and times from 1 to 1e6: how many times
+  // a matrix product of that many rows reads its weight.
+  std::vector<std::pair<double, double>> row_count_points(const std::string& key);
 
   // A mapping of ggml weight types (lower case: q4_k, q8_0, f16; ggml.c type_traits' names) to
   // bandwidths or FLOP rates; an unknown type is an error naming it.

@@ -4,10 +4,11 @@
 
 namespace tiersim::hw {
 
-double GpuOpCost::seconds(double remote_bytes, double remote_rate) const {
-  if (measured_seconds >= 0) return measured_seconds + (remote_bytes > 0 ? remote_bytes / remote_rate : 0.0);
+double GpuOpCost::seconds(double remote_bytes, double remote_rate, double reread_bytes) const {
+  const double over_link = remote_bytes + reread_bytes;
+  if (measured_seconds >= 0) return measured_seconds + (over_link > 0 ? over_link / remote_rate : 0.0);
   double t = std::max({compute_seconds, (memory_bytes - remote_bytes) / local_rate, floor_seconds});
-  if (remote_bytes > 0) t = std::max(t, remote_bytes / remote_rate);
+  if (over_link > 0) t = std::max(t, over_link / remote_rate);
   return t + gap_seconds;
 }
 

@@ -19,8 +19,9 @@ struct GpuOpCost {
   double floor_seconds = 0;    // kernel floor per launch
   double measured_seconds = -1;
   double gap_seconds = 0;      // the runtime's GPU gap before each host-launched kernel (no CUDA graph)
-  // Seconds when `remote_bytes` of its bytes are read over the link at `remote_rate`.
-  double seconds(double remote_bytes = 0, double remote_rate = 1) const;
+  // Seconds when `remote_bytes` of its bytes are read over the link at `remote_rate`, and `reread_bytes` more cross
+  // it again (a matrix product's host-resident weight, once per tile of its rows).
+  double seconds(double remote_bytes = 0, double remote_rate = 1, double reread_bytes = 0) const;
 };
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std::string& default_dtype);
 

@@ -33,6 +33,13 @@ double CpuKernelSpec::at(const std::vector<std::pair<double, double>>& curve, in
   return lo->second + f * (hi->second - lo->second);
 }
 
+double ManagedMemorySpec::gemm_weight_reads(double rows) const {
+  if (remote_gemm_reads.empty() || rows < remote_gemm_reads.front().first) return 1.0;
+  const auto& [last_rows, last_reads] = remote_gemm_reads.back();
+  if (rows > last_rows) return last_reads * rows / last_rows;  // one more read per tile of rows
+  return log_interpolated_rate(remote_gemm_reads, rows);
+}
+
 namespace {
 double pick_rate(const std::map<std::string, double>& rates, const std::string& dtype) {
   auto it = rates.find(dtype);

@@ -97,6 +97,14 @@ struct ManagedMemorySpec {
   // weight's bytes at this rate. Optional (0: not measured; such reads are then charged once, at
   // remote_read_bandwidth, which under-predicts them by far).
   double gemv_remote_input_bandwidth = 0;
+  // A matrix product reads its weight once per tile of its M rows, and a host-resident weight is not cached by the
+  // GPU: every re-read crosses the link. [rows, times] points (calib's remote_gemm: cuBLAS bf16 GEMM on managed
+  // PreferredLocation=CPU weights, the median over shapes of the time over the time at M <= 64). Optional (empty:
+  // every product reads its weight once, as before it was measured).
+  std::vector<std::pair<double, double>> remote_gemm_reads;
+  // Times a product of `rows` rows reads a host-resident weight: 1 below the first point, log-log interpolated
+  // between points, in proportion to the rows beyond the last.
+  double gemm_weight_reads(double rows) const;
   double mapping_fault_cost = 0;           // per block, establishing a remote mapping (PreferredLocation=CPU)
   double alloc_call = 0;                   // host time of one cudaMallocManaged
   double free_call = 0;                    // host time of one cudaFree (which also synchronizes the device)

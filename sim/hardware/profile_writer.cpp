@@ -130,6 +130,11 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
                            {"free_call", quantity(m.free_call, "s")}};
     if (m.gemv_remote_input_bandwidth > 0)
       j["managed_memory"]["gemv_remote_input_bandwidth"] = quantity(m.gemv_remote_input_bandwidth, "B/s");
+    if (!m.remote_gemm_reads.empty()) {
+      ordered_json pts = ordered_json::array();
+      for (const auto& [rows, times] : m.remote_gemm_reads) pts.push_back({static_cast<long>(rows), times});
+      j["managed_memory"]["remote_gemm_reads"] = pts;
+    }
   }
   if (p.disk)
     j["disk"] = {{"source", source(p, "disk")},

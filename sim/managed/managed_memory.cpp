@@ -225,13 +225,14 @@ void ManagedMemory::touch_range(std::uint32_t tensor, double offset, double byte
 }
 
 void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost,
-                           std::uint64_t reread, std::uint64_t offset) {
+                           std::uint64_t reread, std::uint64_t offset, double reads) {
   const double remote_before = cost.remote_bytes;
   touch_range(tensor, static_cast<double>(offset), static_cast<double>(bytes), write, false, cost);
   const double remote = cost.remote_bytes - remote_before;
   // The vector's own bytes stay a remote read of the kernel; its re-reads, one per output row, come on top.
   if (reread > 0 && remote > 0 && spec_.gemv_remote_input_bandwidth > 0 && bytes > 0)
     cost.remote_input_bytes += static_cast<double>(reread) * remote / static_cast<double>(bytes);
+  if (reads > 1) cost.remote_reread_bytes += (reads - 1) * remote;
 }
 
 double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& c) {
@@ -261,7 +262,7 @@ void ManagedMemory::record(const AccessCost& c, bool prefetch) {
   stats_.evicted_blocks += c.evicted_blocks;
   stats_.migrated_bytes += c.migrated_bytes + c.launch_migrated_bytes;
   stats_.written_back_bytes += c.written_back_bytes;
-  stats_.remote_bytes += c.remote_bytes + c.remote_input_bytes;  // bytes that crossed the link
+  stats_.remote_bytes += c.remote_bytes + c.remote_input_bytes + c.remote_reread_bytes;  // bytes that crossed the link
   if (prefetch) stats_.prefetched_bytes += c.migrated_bytes;
 }
 

@@ -39,6 +39,7 @@ struct AccessCost {
   double duplicated_bytes = 0;   // part of migrated_bytes that left a valid host copy (ReadMostly)
   double launch_migrated_bytes = 0;  // host -> GPU at kernel launch, no faults (no demand paging)
   double remote_input_bytes = 0;     // a GEMV's host-resident input, re-read per output row
+  double remote_reread_bytes = 0;    // a matrix product's host-resident weight read again, once per tile of its rows
 };
 
 struct ManagedStats {
@@ -56,9 +57,11 @@ class ManagedMemory {
   // A kernel touches `bytes` of `tensor` from byte `offset` on (reading, or writing when `write`): the blocks of
   // that range, not of the tensor's start (one expert of a fused expert tensor). `reread`: the tensor is a GEMV's
   // input vector; if it is reached remotely, this many bytes are read again over the link at
-  // gemv_remote_input_bandwidth (when the profile has it), a stall on top of the kernel.
+  // gemv_remote_input_bandwidth (when the profile has it), a stall on top of the kernel. `reads`: how many times the
+  // kernel reads these bytes (a matrix product's weight, once per tile of its rows: gemm_weight_reads); the part
+  // reached remotely crosses the link that many times (remote_reread_bytes: all but the first).
   void access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost, std::uint64_t reread = 0,
-              std::uint64_t offset = 0);
+              std::uint64_t offset = 0, double reads = 1);
   // Seconds the kernel stalls for the faults accumulated in `cost`.
   double stall_seconds(const AccessCost& cost) const { return stall_seconds(spec_, cost); }
   static double stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& cost);

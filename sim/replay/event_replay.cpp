@@ -191,9 +191,10 @@ class Replay final : public engine::EventHandler,
     } else {
       for (std::uint32_t i = 0; i < a.managed_count; ++i) {
         const ManagedAccess& m = plan_.managed[a.managed_begin + i];
-        um_->access(m.tensor, m.bytes, m.write, cost, m.reread, m.offset);
+        um_->access(m.tensor, m.bytes, m.write, cost, m.reread, m.offset, m.reads);
       }
-      seconds = um_->stall_seconds(cost) + a.cost.seconds(cost.remote_bytes, um_->spec().remote_read_bandwidth);
+      seconds = um_->stall_seconds(cost) +
+                a.cost.seconds(cost.remote_bytes, um_->spec().remote_read_bandwidth, cost.remote_reread_bytes);
       um_->record(cost, false);
     }
     if (recording()) {
@@ -202,7 +203,7 @@ class Replay final : public engine::EventHandler,
     }
     step_um_.h2d += cost.migrated_bytes + cost.launch_migrated_bytes;
     step_um_.d2h += cost.written_back_bytes;
-    step_um_.remote += cost.remote_bytes + cost.remote_input_bytes;
+    step_um_.remote += cost.remote_bytes + cost.remote_input_bytes + cost.remote_reread_bytes;
     step_um_.faults += cost.faulted_blocks;
     step_um_.evictions += cost.evicted_blocks;
     return to_sim_time(seconds);

@@ -153,6 +153,15 @@ double StepPlanner::weight_read_bytes(const trace::Op& op) const {
   return bytes;
 }
 
+double StepPlanner::managed_weight_reads(const trace::Op& op) const {
+  if (op.kind != trace::OpKind::Gemm || !hw_.managed_memory || hw_.managed_memory->remote_gemm_reads.empty()) return 1.0;
+  const std::string& dtype = op.dtype.empty() ? default_dtype_ : op.dtype;
+  const double element = dtype == "fp32" ? 4 : dtype == "bf16" || dtype == "fp16" ? 2 : dtype == "fp8" || dtype == "int8" ? 1 : 0;
+  const double weight = weight_read_bytes(op);
+  if (element == 0 || weight <= 0) return 1.0;
+  return hw_.managed_memory->gemm_weight_reads(static_cast<double>(op.flops) / (2.0 * weight / element));
+}
+
 bool StepPlanner::reads_weight_range(const trace::Op& op) const {
   for (const auto& r : op.reads)
     if (header_.tensors[r.tensor].kind == trace::TensorKind::Weight && r.bytes < header_.tensors[r.tensor].bytes) return true;
@@ -533,7 +542,8 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           if (op.kind == trace::OpKind::Gemv && header_.tensors[r.tensor].kind == trace::TensorKind::Activation)
             for (const auto& w : op.reads)
               if (header_.tensors[w.tensor].kind == trace::TensorKind::Weight) reread += w.bytes;
-          out.managed.push_back({r.tensor, r.bytes, false, reread, r.offset});
+          const bool weight = header_.tensors[r.tensor].kind == trace::TensorKind::Weight;
+          out.managed.push_back({r.tensor, r.bytes, false, reread, r.offset, weight ? managed_weight_reads(op) : 1.0});
           if (issued_[r.tensor]) out.deps.push_back(r.tensor);  // waits for its managed prefetch
           continue;
         }

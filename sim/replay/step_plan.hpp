@@ -42,6 +42,9 @@ struct ManagedAccess {
   // (the weight's bytes; 0 for other accesses).
   std::uint64_t reread = 0;
   std::uint64_t offset = 0;  // where the bytes start in the tensor (a byte-range access)
+  // Times the kernel reads these bytes: a matrix product's weight once per tile of its rows (the profile's
+  // managed_memory.remote_gemm_reads at the product's rows), which costs only where the weight is host-resident.
+  double reads = 1;
 };
 
 struct Action {
@@ -109,6 +112,10 @@ class StepPlanner {
   void await_releases(StepPlan& out, std::size_t begin);
   double activation_bytes(const trace::Op& op) const;
   double weight_read_bytes(const trace::Op& op) const;  // bytes of the op's reads that are weights
+  // Times a matrix product reads its weight where the weight is host-resident managed memory: the profile's
+  // remote_gemm_reads at the product's rows (its FLOPs over twice its weight's elements). 1 for other ops, for a
+  // weight format of no known element size, or a profile without the curve.
+  double managed_weight_reads(const trace::Op& op) const;
   // Whether the op reads part of a weight tensor (one expert's slice of a fused experts tensor, trace format 2).
   bool reads_weight_range(const trace::Op& op) const;
   // Whether ggml's op offload runs this op, homed on the CPU, on the compute GPU in this step: a

@@ -58,9 +58,10 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     int cores;
     std::vector<std::string> cpu_experts;  // MUL_MAT_ID runs (--cpu-experts)
   };
-  for (const Case& c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {}, "", 0},
+  for (const Case& c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {}, "", 0, {}},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
-                            {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv"},
+                            {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv",
+                             "results/calib/h100-remote-gemm/remote_gemm.csv"},
                             "results/validation/llamacpp/raw/cpu.csv", 16,
                             {"results/validation/llamacpp/raw/cpu_moe.csv",
                              "results/validation/llamacpp/raw/cpu_dense_same_host.csv"}}}) {
@@ -100,6 +101,30 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     ASSERT_TRUE(hw.managed_memory.has_value());
     EXPECT_GT(hw.managed_memory->free_call, 0);  // measured since run 4, not the preset's
   }
+}
+
+TEST(FitProfile, RemoteGemmReadsAreEachRowCountsTimeOverOneReadTheMedianOverShapes) {
+  RawMeasurements raw = read_raw_csv(std::string(TIERSIM_SOURCE_DIR) + "/results/calib/raw_h100_run2.csv");
+  auto add = [&](const std::string& kind, int m, int n, double seconds) {
+    RawRow r;
+    r.benchmark = "remote_gemm";
+    r.variant = "gemm_bf16_" + kind + "_weights_m" + std::to_string(m) + "_out" + std::to_string(n) + "_in" + std::to_string(n);
+    r.work = 2.0 * n * n;
+    r.work_unit = "bytes";
+    r.repeats = 3;
+    r.median = r.min = r.max = seconds;
+    raw.rows.push_back(r);
+  };
+  // Per shape, the time over its M <= 64 time: 128 rows 2, 1.5, 1 (median 1.5); 256 rows 4, 3, 2.5 (median 3).
+  for (auto [m, s] : {std::pair{1, 1.0}, {64, 1.0}, {128, 2.0}, {256, 4.0}}) add("managed", m, 10, s);
+  for (auto [m, s] : {std::pair{1, 2.0}, {64, 2.0}, {128, 3.0}, {256, 6.0}}) add("managed", m, 20, s);
+  for (auto [m, s] : {std::pair{16, 1.0}, {128, 0.9}, {256, 2.5}}) add("managed", m, 30, s);
+  add("device", 256, 10, 1e-3);  // weights in device memory: not a remote read
+  const std::string yaml = fit_profile(raw, hw::resolve_profile("h100-sxm"), "t").yaml;
+  EXPECT_NE(yaml.find("  remote_gemm_reads: [[64, 1.00], [128, 1.50], [256, 3.00]]\n"), std::string::npos) << yaml;
+  EXPECT_DOUBLE_EQ(hw::parse_profile(yaml, "t.yaml").managed_memory->gemm_weight_reads(256), 3.0);
+  add("managed", 0, 40, 1.0);
+  EXPECT_THROW(fit_profile(raw, hw::resolve_profile("h100-sxm"), "t"), InputError);
 }
 
 TEST(CalibBinary, RunsOnAGpuOrSaysThereIsNone) {

@@ -103,6 +103,33 @@ TEST(ProfileLoader, ManagedBlockSizeIsBounded) {
   }
 }
 
+TEST(ProfileLoader, RemoteGemmReadsAreOptionalRowCountsAndTimes) {
+  const std::string yaml = testing::toy_profile_yaml("1 GiB", true);
+  const auto plain = parse_profile(yaml, "toy.yaml");
+  EXPECT_TRUE(plain.managed_memory->remote_gemm_reads.empty());
+  EXPECT_EQ(plain.managed_memory->gemm_weight_reads(8192), 1.0);  // not measured: one read, as before
+  auto with = [&](const std::string& value) {
+    std::string y = yaml;
+    y.insert(y.find("  va_block:"), "  remote_gemm_reads: " + value + "\n");
+    return y;
+  };
+  const auto m = *parse_profile(with("[[64, 1.0], [256, 2.0], [1024, 4.0]]"), "toy.yaml").managed_memory;
+  EXPECT_EQ(m.gemm_weight_reads(32), 1.0);                     // below the first point
+  EXPECT_NEAR(m.gemm_weight_reads(128), std::sqrt(2.0), 1e-12);  // log-log between 64 and 256
+  EXPECT_DOUBLE_EQ(m.gemm_weight_reads(1024), 4.0);
+  EXPECT_DOUBLE_EQ(m.gemm_weight_reads(4096), 16.0);             // beyond the last: one more read per tile of rows
+  for (const char* bad : {"[[256, 2.0], [64, 1.0]]", "[[64, 0.5]]", "[[64]]", "[]", "[[6.5, 1]]", "[[64, fast]]",
+                          "[[0, 1]]", "{a: 1}"}) {
+    try {
+      parse_profile(with(bad), "bad.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "managed_memory.remote_gemm_reads") << bad << ": " << e.what();
+      EXPECT_EQ(e.file(), "bad.yaml");
+    }
+  }
+}
+
 TEST(ProfileLoader, RejectsYamlSyntaxErrorsWithTheirLine) {
   try {
     parse_profile("tiersim_profile: 1\nname: [unclosed\n", "broken.yaml");

@@ -255,6 +255,38 @@ TEST(ManagedMemory, AGemvReadsAHostResidentInputOncePerOutputRow) {
   }
 }
 
+TEST(ManagedMemory, AMatrixProductReadsAHostResidentWeightOncePerTileOfItsRows) {
+  // One product of 256 rows on a 1e6-byte bf16 weight (5e5 elements: 2.56e8 FLOPs) advised to the CPU: read over the
+  // link at 100 MB/s (10 ms). With the profile's remote_gemm_reads at 2 for 256 rows the weight crosses twice (20
+  // ms); a GEMV (M = 1) on the same weight still reads it once; without the curve, once.
+  auto text = [](const char* kind, const char* flops) {
+    return std::string("tiersim-trace 1\nmeta model gemm\nmeta dtype bf16\ntensor 0 weight 1000000 0 w\n") +
+           "tensor 1 act 1000 -1 x\nstep prefill tokens=256\nop " + kind + " layer=0 read=0,1 flops=" + flops +
+           "\nstep prefill tokens=256\nop " + kind + " layer=0 read=0,1 flops=" + flops + "\nend\n";
+  };
+  auto run = [&](const std::string& trace, bool curve, bool analytic) {
+    trace::TraceReader src(std::make_unique<std::istringstream>(trace), "gemm.trace");
+    auto hw = toy_with_gpu("16 MiB");
+    if (curve) hw.hw.managed_memory->remote_gemm_reads = {{64, 1.0}, {256, 2.0}};
+    placement::Placement p;
+    p.device = {placement::kCpu, placement::kComputeGpu};
+    p.path = {placement::Path::Managed, placement::Path::Local};
+    p.managed.enabled = true;
+    p.managed.managed = {true, false};
+    p.managed.advice = {placement::kPreferCpu | placement::kAccessedByGpu, placement::kAdviseNone};
+    return analytic ? analytic::run_analytic(hw, p, src) : replay::run_event_engine(hw, p, src);
+  };
+  const double once = 1e6 / 100e6;
+  for (bool analytic : {false, true}) {
+    const auto twice = run(text("gemm", "256000000"), true, analytic);
+    EXPECT_NEAR(twice.steps[1].seconds, 2 * once, 1e-9) << analytic;
+    EXPECT_DOUBLE_EQ(twice.steps[1].remote_read_bytes, 2e6) << analytic;
+    EXPECT_NEAR(run(text("gemm", "256000000"), false, analytic).steps[1].seconds, once, 1e-9) << analytic;
+    EXPECT_NEAR(run(text("gemv", "1000000"), true, analytic).steps[1].seconds, once, 1e-9) << analytic;
+    EXPECT_NEAR(run(text("gemm", "32000000"), true, analytic).steps[1].seconds, once, 1e-9) << analytic;  // 32 rows
+  }
+}
+
 TEST(ManagedMemory, AnalyticAgreesInSteadyState) {
   const auto hw = toy_with_gpu("40 MiB");
   for (std::uint8_t advice : {std::uint8_t(placement::kAdviseNone), std::uint8_t(placement::kReadMostly),
