@@ -416,8 +416,9 @@ def count_kernels(model, vocab, prompt, names=False):
 def measure(model, vocab, prompt, tokens, warmup, recorder=None):
     """The fresh decode (lengths new to the process, when prompt is), then the same decode again (warm)."""
     prefill, warm_up, times = decode(model, vocab, prompt, tokens, warmup, recorder)
-    _, warm_warm_up, warm_times = decode(model, vocab, prompt, tokens, warmup, recorder)
-    return dict(prompt=prompt, tokens=tokens, warmup=warmup, prefill_s=prefill, warmup_s=warm_up, decode_s=times,
+    warm_prefill, warm_warm_up, warm_times = decode(model, vocab, prompt, tokens, warmup, recorder)
+    return dict(prompt=prompt, tokens=tokens, warmup=warmup, prefill_s=prefill, warm_prefill_s=warm_prefill,
+                warmup_s=warm_up, decode_s=times,
                 decode_median_s=statistics.median(times), warm_warmup_s=warm_warm_up, warm_decode_s=warm_times,
                 warm_decode_median_s=statistics.median(warm_times))
 
