@@ -136,6 +136,23 @@ std::vector<std::pair<int, double>> remote_gemm_reads(const RawMeasurements& raw
   return out;
 }
 
+// A fresh managed range's first GPU write, per size (calib's fresh_touch): the size over the first write's median
+// time less the populated write's, ascending sizes. Empty when the raw file has no such rows.
+std::vector<std::pair<double, double>> fresh_touch_points(const RawMeasurements& raw) {
+  std::vector<std::pair<double, double>> out;
+  for (const RawRow* first : raw.find("um_fresh_touch", "first_write_")) {
+    const std::string size = first->variant.substr(std::string("first_write_").size());
+    const RawRow* again = raw.one("um_fresh_touch", "populated_write_" + size);
+    if (!again || again->variant != "populated_write_" + size)
+      throw InputError(raw.file, 0, "um_fresh_touch," + first->variant, "no populated_write_" + size + " row beside it");
+    const double extra = first->median - again->median;
+    if (!(extra > 0)) throw InputError(raw.file, 0, "um_fresh_touch," + first->variant, "the first write is not slower than the second");
+    out.emplace_back(first->work, first->work / extra);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& base, const std::string& name) {
@@ -322,6 +339,7 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     for (const RawRow* r : raw.find("zero_copy", "gemv_")) remote.push_back(r->rate());
     for (const RawRow* r : raw.find("zero_copy", "input_gemv_")) remote_input.push_back(r->rate());
     const std::vector<std::pair<int, double>> gemm_reads = remote_gemm_reads(raw);
+    const std::vector<std::pair<double, double>> touch = fresh_touch_points(raw);
     double mapping = 0;
     const RawRow* fresh = raw.one("um_preferred_cpu", "fresh_first_read");
     const RawRow* first = raw.one("um_preferred_cpu", "first_read");
@@ -349,7 +367,9 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                                          + (remote_input.empty() ? std::string("")
                                                                  : "; gemv_remote_input_bandwidth = median cuBLAS GEMV with its input vector in host memory, its weight's bytes per second")
                                          + (gemm_reads.empty() ? std::string("")
-                                                               : "; remote_gemm_reads = cuBLAS bf16 GEMM on PreferredLocation=CPU + AccessedBy weights, its time at M rows over its time at M <= 64, the median over the measured shapes")) << "\n"
+                                                               : "; remote_gemm_reads = cuBLAS bf16 GEMM on PreferredLocation=CPU + AccessedBy weights, its time at M rows over its time at M <= 64, the median over the measured shapes")
+                                         + (touch.empty() ? std::string("")
+                                                          : "; fresh_touch = a fresh cudaMallocManaged range's first GPU write (no advice) less a second write, per size")) << "\n"
       << "  va_block: \"2 MiB\"\n  big_page: \"64 KiB\"\n"
       << "  prefetch_threshold: " << num(std::stod(raw.fact("uvm.uvm_perf_prefetch_threshold", "51")) / 100.0) << "\n"
       << "  fault_batch_count: " << raw.fact("uvm.uvm_perf_fault_batch_count", "256") << "\n"
@@ -364,6 +384,12 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       y << "  remote_gemm_reads: [";
       for (std::size_t i = 0; i < gemm_reads.size(); ++i)
         y << (i ? ", " : "") << "[" << gemm_reads[i].first << ", " << num(gemm_reads[i].second, "%.2f") << "]";
+      y << "]\n";
+    }
+    if (!touch.empty()) {
+      y << "  fresh_touch: [";
+      for (std::size_t i = 0; i < touch.size(); ++i)
+        y << (i ? ", " : "") << "[\"" << num(touch[i].first, "%.0f") << " B\", \"" << gbs(touch[i].second) << "\"]";
       y << "]\n";
     }
     y

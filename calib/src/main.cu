@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,peer,managed]\n");
+      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,peer,managed,fresh_touch]\n");
       return 2;
     }
   }
@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   if (want("remote_gemm")) calib::bench_remote_gemm(csv, o);
   if (want("peer")) calib::bench_peer(csv, o);
   if (want("managed")) calib::bench_managed(csv, o);
+  if (want("fresh_touch")) calib::bench_fresh_touch(csv, o);
   CUDA_CHECK(cudaDeviceSynchronize());
   csv.write();
   std::printf("calib: wrote %s\n", out.c_str());

@@ -150,6 +150,7 @@ void bench_device(Csv& csv, const Options& o);
 void bench_fp32_gemm(Csv& csv, const Options& o);
 void bench_zero_copy(Csv& csv, const Options& o);
 void bench_remote_gemm(Csv& csv, const Options& o);
+void bench_fresh_touch(Csv& csv, const Options& o);
 void bench_peer(Csv& csv, const Options& o);
 void bench_managed(Csv& csv, const Options& o);
 void describe_machine(Csv& csv, const Options& o);

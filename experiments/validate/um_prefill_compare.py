@@ -3,7 +3,8 @@ weights PreferredLocation=CPU + AccessedBy (results/validation/um-prefill/run.sh
 accessed-by, prompts 512, 2048, 4096, one process each). The warm prefill (the second decode of the process:
 its one-time costs paid) against `sim --policy um-accessedby --allocator per-tensor --um-filled gpu --lengths warm`
 on h100-measured + pytorch-hf-h100, nothing fitted; and the same with the profile as it was before
-managed_memory.remote_gemm_reads (every product reading a host-resident weight once), from git.
+managed_memory.remote_gemm_reads and fresh_touch (every product reading a host-resident weight once, no first touch
+of the allocator's fresh ranges), from git.
 
 Writes results/validation/um-prefill/table.md and prints it.
   /usr/bin/python3 experiments/validate/um_prefill_compare.py   (after building; TIERSIM_SIM=path/to/sim)
@@ -16,7 +17,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
 HERE = os.path.join(ROOT, "results", "validation", "um-prefill")
-BEFORE = "6b18649"  # the last commit whose h100-measured had no remote_gemm_reads
+BEFORE = "6b18649"  # the last commit whose h100-measured had neither remote_gemm_reads nor fresh_touch
 
 
 def predict(prompt, hw):
@@ -40,7 +41,7 @@ def main():
         with open(old, "w") as f:
             f.write(subprocess.run(["git", "show", f"{BEFORE}:calib/profiles/h100-measured.yaml"], cwd=ROOT,
                                    capture_output=True, text=True, check=True).stdout)
-        lines = ["| prompt | measured warm prefill | predicted | error | predicted before remote_gemm_reads | error | "
+        lines = ["| prompt | measured warm prefill | predicted | error | predicted before (6b18649) | error | "
                  "measured decode (warm) | predicted | error |", "|---|---|---|---|---|---|---|---|---|"]
         errors, before = [], []
         for r in rows:
@@ -53,7 +54,7 @@ def main():
                          f"{r['warm_decode_median_s'] * 1e3:.0f} ms | {now['step_seconds'] * 1e3:.0f} ms | "
                          f"{pct(now['step_seconds'], r['warm_decode_median_s'])} |")
     r0 = rows[0]
-    lines += ["", f"Prefill: mean |error| {100 * sum(errors) / len(errors):.1f}% (before: "
+    lines += ["", f"Prefill: mean |error| {100 * sum(errors) / len(errors):.1f}% (6b18649's profile: "
               f"{100 * sum(before) / len(before):.1f}%). {r0['gpu']}, torch {r0['torch']}, transformers "
               f"{r0['transformers']}; fresh prefills (each process's first forward): "
               + ", ".join(f"{r['prompt']}: {r['prefill_s']:.3f} s" for r in rows) + "."]

@@ -40,6 +40,11 @@ double ManagedMemorySpec::gemm_weight_reads(double rows) const {
   return log_interpolated_rate(remote_gemm_reads, rows);
 }
 
+double ManagedMemorySpec::fresh_touch_seconds(double bytes) const {
+  if (fresh_touch.empty() || bytes <= 0) return 0.0;
+  return bytes / log_interpolated_rate(fresh_touch, bytes);
+}
+
 namespace {
 double pick_rate(const std::map<std::string, double>& rates, const std::string& dtype) {
   auto it = rates.find(dtype);

@@ -105,6 +105,13 @@ struct ManagedMemorySpec {
   // Times a product of `rows` rows reads a host-resident weight: 1 below the first point, log-log interpolated
   // between points, in proportion to the rows beyond the last.
   double gemm_weight_reads(double rows) const;
+  // The first GPU write of a fresh cudaMallocManaged range, which the driver populates on that touch: what a
+  // per-tensor managed allocator pays for every tensor an op writes. [size, effective rate] points (calib's
+  // fresh_touch: the first write's time over a second write's, per size). Optional (empty: not charged).
+  std::vector<std::pair<double, double>> fresh_touch;
+  // Seconds the first write of a fresh `bytes`-byte range stalls its kernel: its bytes at the rate log-log
+  // interpolated at its size (the first point's rate below, the last's beyond). 0 without points.
+  double fresh_touch_seconds(double bytes) const;
   double mapping_fault_cost = 0;           // per block, establishing a remote mapping (PreferredLocation=CPU)
   double alloc_call = 0;                   // host time of one cudaMallocManaged
   double free_call = 0;                    // host time of one cudaFree (which also synchronizes the device)

@@ -146,6 +146,10 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     um.remote_read_bandwidth = m.bandwidth("remote_read_bandwidth");
     if (m.has("gemv_remote_input_bandwidth")) um.gemv_remote_input_bandwidth = m.bandwidth("gemv_remote_input_bandwidth");
     if (m.has("remote_gemm_reads")) um.remote_gemm_reads = m.row_count_points("remote_gemm_reads");
+    if (m.has("fresh_touch")) {
+      um.fresh_touch = m.size_rate_points("fresh_touch");
+      if (um.fresh_touch.empty()) m.fail("fresh_touch", "expected at least one [size, rate] point");
+    }
     um.mapping_fault_cost = m.duration("mapping_fault_cost");
     um.alloc_call = m.duration("alloc_call");
     um.free_call = m.duration("free_call");

@@ -135,6 +135,11 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
       for (const auto& [rows, times] : m.remote_gemm_reads) pts.push_back({static_cast<long>(rows), times});
       j["managed_memory"]["remote_gemm_reads"] = pts;
     }
+    if (!m.fresh_touch.empty()) {
+      ordered_json pts = ordered_json::array();
+      for (const auto& [size, rate] : m.fresh_touch) pts.push_back({quantity(size, "B"), quantity(rate, "B/s")});
+      j["managed_memory"]["fresh_touch"] = pts;
+    }
   }
   if (p.disk)
     j["disk"] = {{"source", source(p, "disk")},

@@ -225,7 +225,7 @@ void ManagedMemory::touch_range(std::uint32_t tensor, double offset, double byte
 }
 
 void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost,
-                           std::uint64_t reread, std::uint64_t offset, double reads) {
+                           std::uint64_t reread, std::uint64_t offset, double reads, bool fresh) {
   const double remote_before = cost.remote_bytes;
   touch_range(tensor, static_cast<double>(offset), static_cast<double>(bytes), write, false, cost);
   const double remote = cost.remote_bytes - remote_before;
@@ -233,6 +233,7 @@ void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write
   if (reread > 0 && remote > 0 && spec_.gemv_remote_input_bandwidth > 0 && bytes > 0)
     cost.remote_input_bytes += static_cast<double>(reread) * remote / static_cast<double>(bytes);
   if (reads > 1) cost.remote_reread_bytes += (reads - 1) * remote;
+  if (fresh) cost.fresh_touch_seconds += spec_.fresh_touch_seconds(static_cast<double>(bytes));
 }
 
 double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& c) {
@@ -245,6 +246,7 @@ double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const Acc
   t += c.launch_migrated_bytes / spec.prefetch_to_gpu;
   if (c.remote_input_bytes > 0) t += c.remote_input_bytes / spec.gemv_remote_input_bandwidth;
   t += c.mapping_faults * spec.mapping_fault_cost;
+  t += c.fresh_touch_seconds;
   t += c.written_back_bytes / spec.evict_to_cpu;
   return t;
 }

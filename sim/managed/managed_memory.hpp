@@ -40,6 +40,7 @@ struct AccessCost {
   double launch_migrated_bytes = 0;  // host -> GPU at kernel launch, no faults (no demand paging)
   double remote_input_bytes = 0;     // a GEMV's host-resident input, re-read per output row
   double remote_reread_bytes = 0;    // a matrix product's host-resident weight read again, once per tile of its rows
+  double fresh_touch_seconds = 0;    // the first writes of fresh allocations (a per-tensor allocator's), populated
 };
 
 struct ManagedStats {
@@ -60,8 +61,10 @@ class ManagedMemory {
   // gemv_remote_input_bandwidth (when the profile has it), a stall on top of the kernel. `reads`: how many times the
   // kernel reads these bytes (a matrix product's weight, once per tile of its rows: gemm_weight_reads); the part
   // reached remotely crosses the link that many times (remote_reread_bytes: all but the first).
+  // `fresh`: the bytes are a new allocation the kernel writes first (a per-tensor allocator's output tensor): the
+  // driver populates them at that touch (fresh_touch_seconds), a stall on top of the kernel.
   void access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost, std::uint64_t reread = 0,
-              std::uint64_t offset = 0, double reads = 1);
+              std::uint64_t offset = 0, double reads = 1, bool fresh = false);
   // Seconds the kernel stalls for the faults accumulated in `cost`.
   double stall_seconds(const AccessCost& cost) const { return stall_seconds(spec_, cost); }
   static double stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& cost);

@@ -191,7 +191,7 @@ class Replay final : public engine::EventHandler,
     } else {
       for (std::uint32_t i = 0; i < a.managed_count; ++i) {
         const ManagedAccess& m = plan_.managed[a.managed_begin + i];
-        um_->access(m.tensor, m.bytes, m.write, cost, m.reread, m.offset, m.reads);
+        um_->access(m.tensor, m.bytes, m.write, cost, m.reread, m.offset, m.reads, m.fresh);
       }
       seconds = um_->stall_seconds(cost) +
                 a.cost.seconds(cost.remote_bytes, um_->spec().remote_read_bandwidth, cost.remote_reread_bytes);

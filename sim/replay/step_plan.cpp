@@ -561,12 +561,16 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
           released_[r.tensor] = true;
         }
       }
+      const bool per_tensor_allocator = placement_.managed.enabled && !placement_.managed.caching_allocator;
+      // Under a per-tensor allocator every activation an op writes is a new cudaMallocManaged range, populated by
+      // the driver at the kernel's first touch.
       for (const auto& w : op.writes)
-        if (managed_[w.tensor]) out.managed.push_back({w.tensor, w.bytes, true, 0, w.offset});
+        if (managed_[w.tensor])
+          out.managed.push_back({w.tensor, w.bytes, true, 0, w.offset, 1.0,
+                                 per_tensor_allocator && header_.tensors[w.tensor].kind == trace::TensorKind::Activation});
       a.deps_count = static_cast<std::uint32_t>(out.deps.size()) - a.deps_begin;
       a.frees_count = static_cast<std::uint32_t>(out.frees.size()) - a.frees_begin;
       a.managed_count = static_cast<std::uint32_t>(out.managed.size()) - a.managed_begin;
-      const bool per_tensor_allocator = placement_.managed.enabled && !placement_.managed.caching_allocator;
       if (per_tensor_allocator && hw_.managed_memory) a.host_seconds += hw_.managed_memory->alloc_call;
       out.actions.push_back(a);
       for (std::uint32_t s = 0; s < op.syncs; ++s) {

@@ -45,6 +45,8 @@ struct ManagedAccess {
   // Times the kernel reads these bytes: a matrix product's weight once per tile of its rows (the profile's
   // managed_memory.remote_gemm_reads at the product's rows), which costs only where the weight is host-resident.
   double reads = 1;
+  // The bytes are a fresh allocation the kernel writes first: a per-tensor managed allocator's output tensor.
+  bool fresh = false;
 };
 
 struct Action {

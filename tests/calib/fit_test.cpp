@@ -61,7 +61,7 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
   for (const Case& c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {}, "", 0, {}},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
                             {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv",
-                             "results/calib/h100-remote-gemm/remote_gemm.csv"},
+                             "results/calib/h100-remote-gemm/remote_gemm.csv", "results/calib/h100-fresh-touch/fresh_touch.csv"},
                             "results/validation/llamacpp/raw/cpu.csv", 16,
                             {"results/validation/llamacpp/raw/cpu_moe.csv",
                              "results/validation/llamacpp/raw/cpu_dense_same_host.csv"}}}) {
@@ -124,6 +124,29 @@ TEST(FitProfile, RemoteGemmReadsAreEachRowCountsTimeOverOneReadTheMedianOverShap
   EXPECT_NE(yaml.find("  remote_gemm_reads: [[64, 1.00], [128, 1.50], [256, 3.00]]\n"), std::string::npos) << yaml;
   EXPECT_DOUBLE_EQ(hw::parse_profile(yaml, "t.yaml").managed_memory->gemm_weight_reads(256), 3.0);
   add("managed", 0, 40, 1.0);
+  EXPECT_THROW(fit_profile(raw, hw::resolve_profile("h100-sxm"), "t"), InputError);
+}
+
+TEST(FitProfile, FreshTouchIsEachSizeOverItsFirstWriteLessASecond) {
+  RawMeasurements raw = read_raw_csv(std::string(TIERSIM_SOURCE_DIR) + "/results/calib/raw_h100_run2.csv");
+  auto add = [&](const std::string& variant, double bytes, double seconds) {
+    RawRow r;
+    r.benchmark = "um_fresh_touch";
+    r.variant = variant;
+    r.work = bytes;
+    r.work_unit = "bytes";
+    r.repeats = 3;
+    r.median = r.min = r.max = seconds;
+    raw.rows.push_back(r);
+  };
+  add("first_write_2MiB", 2097152, 310e-6);
+  add("populated_write_2MiB", 2097152, 10e-6);  // 2 MiB in 300 us
+  add("first_write_8KiB", 8192, 40e-6);
+  add("populated_write_8KiB", 8192, 8e-6);      // 8 KiB in 32 us
+  const std::string yaml = fit_profile(raw, hw::resolve_profile("h100-sxm"), "t").yaml;
+  EXPECT_NE(yaml.find("  fresh_touch: [[\"8192 B\", \"0.256 GB/s\"], [\"2097152 B\", \"6.991 GB/s\"]]\n"), std::string::npos) << yaml;
+  EXPECT_NEAR(hw::parse_profile(yaml, "t.yaml").managed_memory->fresh_touch_seconds(2097152), 300e-6, 1e-7);  // the rate as written: 4 digits
+  add("first_write_64KiB", 65536, 40e-6);  // no second write beside it
   EXPECT_THROW(fit_profile(raw, hw::resolve_profile("h100-sxm"), "t"), InputError);
 }
 

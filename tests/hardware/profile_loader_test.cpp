@@ -130,6 +130,27 @@ TEST(ProfileLoader, RemoteGemmReadsAreOptionalRowCountsAndTimes) {
   }
 }
 
+TEST(ProfileLoader, FreshTouchIsAnOptionalSizeRateCurve) {
+  const std::string yaml = testing::toy_profile_yaml("1 GiB", true);
+  EXPECT_EQ(parse_profile(yaml, "toy.yaml").managed_memory->fresh_touch_seconds(1e6), 0.0);  // not measured
+  auto with = [&](const std::string& value) {
+    std::string y = yaml;
+    y.insert(y.find("  va_block:"), "  fresh_touch: " + value + "\n");
+    return y;
+  };
+  const auto m = *parse_profile(with("[[\"8 KiB\", \"0.25 GB/s\"], [\"2 MiB\", \"7 GB/s\"]]"), "toy.yaml").managed_memory;
+  EXPECT_NEAR(m.fresh_touch_seconds(8192), 8192 / 0.25e9, 1e-15);
+  EXPECT_NEAR(m.fresh_touch_seconds(64 * 2097152.0), 64 * 2097152.0 / 7e9, 1e-12);  // the last rate beyond
+  for (const char* bad : {"[]", "[[\"2 MiB\", \"7 GB/s\"], [\"8 KiB\", \"1 GB/s\"]]", "[[\"8 KiB\", \"0 GB/s\"]]", "7"}) {
+    try {
+      parse_profile(with(bad), "bad.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "managed_memory.fresh_touch") << bad << ": " << e.what();
+    }
+  }
+}
+
 TEST(ProfileLoader, RejectsYamlSyntaxErrorsWithTheirLine) {
   try {
     parse_profile("tiersim_profile: 1\nname: [unclosed\n", "broken.yaml");
