@@ -84,6 +84,8 @@ TEST(Catalogue, PresetsAreTheirCompositions) {
     near(m.evict_to_cpu, n.evict_to_cpu, "evict_to_cpu");
     near(m.remote_read_bandwidth, n.remote_read_bandwidth, "remote_read_bandwidth");
     near(m.gemv_remote_input_bandwidth, n.gemv_remote_input_bandwidth, "gemv_remote_input_bandwidth");
+    EXPECT_EQ(m.remote_gemm_reads, n.remote_gemm_reads) << "remote_gemm_reads";
+    EXPECT_EQ(m.fresh_touch, n.fresh_touch) << "fresh_touch";
     near(m.fault_latency, n.fault_latency, "fault_latency");
     near(m.fault_block_overhead, n.fault_block_overhead, "fault_block_overhead");
     near(m.mapping_fault_cost, n.mapping_fault_cost, "mapping_fault_cost");
