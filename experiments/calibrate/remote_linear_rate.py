@@ -25,6 +25,7 @@ def measure(a):
     import ctypes
     import torch
     import torch.nn.functional as F
+    from event_timing import median_seconds
     lib = ctypes.CDLL(a.allocator_so)
     torch.cuda.memory.change_current_allocator(
         torch.cuda.memory.CUDAPluggableAllocator(a.allocator_so, "tiersim_alloc", "tiersim_free"))
@@ -42,18 +43,8 @@ def measure(a):
                 sys.exit("prefetch to host failed")
             for m in ROWS:
                 xm = xs[:m]
-                for _ in range(3):
-                    F.linear(xm, w)
-                torch.cuda.synchronize()
-                times = []
-                for _ in range(5 if m >= 1024 else 9):
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    F.linear(xm, w)
-                    e.record()
-                    e.synchronize()
-                    times.append(s.elapsed_time(e) / 1e3)
-                row = dict(out=n, inp=k, rows=m, weights=where, seconds=statistics.median(times),
+                seconds = median_seconds(lambda: F.linear(xm, w), warmup=3, reps=5 if m >= 1024 else 9)
+                row = dict(out=n, inp=k, rows=m, weights=where, seconds=seconds,
                            weight_bytes=n * k * 2, gpu=torch.cuda.get_device_name(), torch=torch.__version__)
                 print(json.dumps(row), flush=True)
                 out.write(json.dumps(row) + "\n")

@@ -14,29 +14,18 @@ the LLM shapes M 4096, K 4096, N 14336), the best of them. Writes one JSON objec
 import argparse
 import inspect
 import json
-import statistics
 
 import torch
 import torch.nn.functional as F
+
+from event_timing import median_seconds
 
 DIT_SHAPES = [(1, 24, 1536), (1, 24, 4608), (2, 24, 4608), (2, 40, 7800), (2, 40, 14040), (2, 40, 32760)]
 CAUSAL_SHAPES = [(1, 32, 1024), (1, 32, 2048), (1, 32, 4096), (1, 32, 8192)]
 GEMMS = [(8192, 8192, 8192), (4096, 4096, 14336), (4096, 14336, 4096)]
 
 
-def timed(fn, warmup=5, reps=20):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    return statistics.median(times)
+timed = median_seconds
 
 
 def comfy_priority():

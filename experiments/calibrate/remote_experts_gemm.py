@@ -6,7 +6,7 @@ validation's later layers route), run as transformers 5 runs them: torch._groupe
 default) and F.linear per expert hit (eager). A diagnosis (results/validation/moe-um, the prefill rows), not a
 calibration: tiersim's rates come from tiersim_calib's remote_gemm.
 
-  python3 experiments/validate/remote_experts_gemm.py --allocator-so /tmp/tiersim_managed_alloc.so --out X.jsonl
+  python3 experiments/calibrate/remote_experts_gemm.py --allocator-so /tmp/tiersim_managed_alloc.so --out X.jsonl
 """
 import argparse
 import ctypes
@@ -16,22 +16,11 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from event_timing import median_seconds
+
 E, H, I, K = 128, 2048, 768, 8
 
 
-def timed(fn, warmup=2, repeats=7):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    return sorted(times)[len(times) // 2]
 
 
 def main():
@@ -77,7 +66,7 @@ def main():
                         h = F.linear(x[starts[e]:starts[e + 1]], gu[e])
                         F.linear(h[:, :I], dn[e])
                 for impl, fn in (("grouped_mm", grouped), ("eager", eager)):
-                    s = timed(fn)
+                    s = median_seconds(fn, warmup=2, reps=7)
                     row = dict(tokens=tokens, pool=pool, experts_hit=len(hit), weights=where, impl=impl, seconds=s,
                                weight_bytes=len(hit) * 3 * I * H * 2, gpu=torch.cuda.get_device_name(),
                                torch=torch.__version__)
