@@ -38,6 +38,30 @@ void bench_fresh_touch(Csv& csv, const Options& o) {
     csv.add({"um_fresh_touch", "first_write_" + size_name(double(size)), double(size), "bytes", first});
     csv.add({"um_fresh_touch", "populated_write_" + size_name(double(size)), double(size), "bytes", populated});
   }
+  // The same beside live allocations, as a framework's step has them: 64 small ranges allocated and written first
+  // and kept while the timed ones come and go (whether a new small range lands on pages already populated).
+  std::vector<void*> live(64, nullptr);
+  for (void*& p : live) {
+    CUDA_CHECK(cudaMallocManaged(&p, 8 << 10));
+    fill_bytes(p, 8 << 10, 7, s);
+  }
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  for (size_t size : sizes) {
+    if (size > (2u << 20)) continue;
+    const int reps = o.quick ? 5 : 100;
+    std::vector<double> first, populated;
+    for (int r = 0; r < reps; ++r) {
+      void* p = nullptr;
+      CUDA_CHECK(cudaMallocManaged(&p, size));
+      first.push_back(time_device(s, 0, 1, [&] { fill_bytes(p, size, 3, s); })[0]);
+      populated.push_back(time_device(s, 0, 1, [&] { fill_bytes(p, size, 5, s); })[0]);
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      CUDA_CHECK(cudaFree(p));
+    }
+    csv.add({"um_fresh_touch_live", "first_write_" + size_name(double(size)), double(size), "bytes", first});
+    csv.add({"um_fresh_touch_live", "populated_write_" + size_name(double(size)), double(size), "bytes", populated});
+  }
+  for (void* p : live) CUDA_CHECK(cudaFree(p));
 }
 
 }  // namespace calib

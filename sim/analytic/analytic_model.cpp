@@ -59,7 +59,7 @@ class SteadyStateManaged {
       // The blocks the byte range covers (the tensor taken to start on a block: the per-tensor allocator's layout).
       const auto blocks = static_cast<std::uint32_t>(std::ceil((offset + bytes) / spec_.va_block) -
                                                      std::floor(offset / spec_.va_block));
-      if (m.fresh) cost.fresh_touch_seconds += spec_.fresh_touch_seconds(bytes);  // every step: a new allocation
+      if (m.fresh) cost.fresh_touch_seconds += spec_.fresh_first_write_seconds(bytes);  // every step: a new allocation
       if (advice & (placement::kPreferCpu | placement::kAccessedByGpu)) {
         // A sysmem-fallback prefix of the tensor is in VRAM: the range's part before its end is local.
         const double local = std::clamp(placement::vram_prefix_of(placement_, m.tensor) - offset, 0.0, bytes);

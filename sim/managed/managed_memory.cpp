@@ -233,7 +233,7 @@ void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write
   if (reread > 0 && remote > 0 && spec_.gemv_remote_input_bandwidth > 0 && bytes > 0)
     cost.remote_input_bytes += static_cast<double>(reread) * remote / static_cast<double>(bytes);
   if (reads > 1) cost.remote_reread_bytes += (reads - 1) * remote;
-  if (fresh) cost.fresh_touch_seconds += spec_.fresh_touch_seconds(static_cast<double>(bytes));
+  if (fresh) cost.fresh_touch_seconds += spec_.fresh_first_write_seconds(static_cast<double>(bytes));
 }
 
 double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& c) {
