@@ -113,8 +113,9 @@ struct ManagedMemorySpec {
   // interpolated at its size (the first point's rate below, the last's beyond). 0 without points.
   double fresh_touch_seconds(double bytes) const;
   // What a framework's new allocation pays at its first write: fresh_touch_seconds for one of a VA block or more;
-  // nothing below, since the driver places small managed ranges on blocks that live tensors keep populated (calib's
-  // fresh_touch_live: 8 and 64 KiB beside live allocations write as fast as populated memory, 2 MiB pays in full).
+  // nothing below, since the driver places small managed ranges on blocks that live tensors keep populated (calib
+  // fresh_touch's um_fresh_touch_live rows: 8 and 64 KiB beside live ranges write as fast as populated memory, 2 MiB
+  // pays in full).
   double fresh_first_write_seconds(double bytes) const { return bytes >= va_block ? fresh_touch_seconds(bytes) : 0.0; }
   double mapping_fault_cost = 0;           // per block, establishing a remote mapping (PreferredLocation=CPU)
   double alloc_call = 0;                   // host time of one cudaMallocManaged
