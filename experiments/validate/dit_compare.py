@@ -51,7 +51,9 @@ SOURCES = [("FLUX.1-dev, 1024x1024 and 512x512, batch 1", "dit_iteration.jsonl",
            ("Wan2.1-T2V-14B, scaled fp8 weights (cast, then the weight or the input times its scale), 832x480, cfg 6",
             "wan_fp8_scaled_iteration.jsonl", "traces/models/wan2.1-t2v-14b.json", "wanfp8s_"),
            ("FLUX.1-dev, scaled fp8 weights, 1024x1024", "flux_fp8_scaled_iteration.jsonl",
-            "traces/models/flux.1-dev.json", "fluxfp8s_")]
+            "traces/models/flux.1-dev.json", "fluxfp8s_"),
+           ("Wan2.2-TI2V-5B (48-channel latent, the VAE's 16x), 1280x704, 49 and 121 frames, cfg 5 (batch 2)",
+            "wan22_5b_iteration.jsonl", "traces/models/wan2.2-ti2v-5b.json", "wan22_")]
 
 
 def workload(row, model):

@@ -291,6 +291,13 @@ def load_list_rule(model):
     return out
 
 
+def vae_spatial(params):
+    """The VAE's spatial downscale, as ComfyUI takes it from the latent channels: 48 (Wan 2.2's TI2V-5B:
+    comfy/supported_models.py WAN22_T2V, latent_formats.Wan22; comfy_extras/nodes_wan.py Wan22ImageToVideoLatent's
+    latent is H/16 x W/16) or 16 (Wan 2.1: H/8 x W/8)."""
+    return 16 if params["out_dim"] == 48 else 8
+
+
 def latent_frames(frames):
     """Wan VAE: 4x temporal compression with the first frame alone: (F - 1) // 4 + 1 latent frames."""
     return (frames - 1) // 4 + 1
@@ -298,21 +305,23 @@ def latent_frames(frames):
 
 def tokens(params, width, height, frames):
     p = params["patch_size"]
-    return (latent_frames(frames) // p[0]) * (height // 8 // p[1]) * (width // 8 // p[2])
+    s = vae_spatial(params)
+    return (latent_frames(frames) // p[0]) * (height // s // p[1]) * (width // s // p[2])
 
 
 def make_inputs(params, width, height, frames, batch=1, text_tokens=TEXT_TOKENS, device="cuda",
                 dtype=torch.bfloat16, seed=0):
-    """WanModel.forward's arguments for a width x height video of `frames` frames: the latent x (batch, 16,
-    (F-1)//4+1, H/8, W/8) in the model dtype (model_base._apply_model's xc.to(dtype)), timestep (batch,) float32,
+    """WanModel.forward's arguments for a width x height video of `frames` frames: the latent x (batch, in_dim,
+    (F-1)//4+1, H/s, W/s; s the VAE's 8 or 16) in the model dtype (model_base._apply_model's xc.to(dtype)), timestep (batch,) float32,
     UMT5 text states (batch, text_tokens, text_dim) in the model dtype. batch 2 is cond and uncond in one
     forward, as comfy/samplers.py _calc_cond_batch concatenates them when memory allows."""
-    if width % 16 or height % 16:
-        raise ValueError(f"{width}x{height}: width and height must be multiples of 16")
+    s = vae_spatial(params)
+    if width % (2 * s) or height % (2 * s):
+        raise ValueError(f"{width}x{height}: width and height must be multiples of {2 * s}")
     if frames < 1:
         raise ValueError(f"{frames} frames")
     g = torch.Generator(device=device).manual_seed(seed)
-    x = torch.randn((batch, params["in_dim"], latent_frames(frames), height // 8, width // 8), generator=g,
+    x = torch.randn((batch, params["in_dim"], latent_frames(frames), height // s, width // s), generator=g,
                     device=device, dtype=dtype)
     context = torch.randn((batch, text_tokens, params["text_dim"]), generator=g, device=device, dtype=dtype)
     return dict(x=x, timestep=torch.full((batch,), TIMESTEP, device=device, dtype=torch.float32), context=context)

@@ -69,6 +69,34 @@ TEST(Wan, TensorsAreComfyUIsLoadListPlusTheModulations) {
   EXPECT_EQ(models, 2);
 }
 
+TEST(Wan, Wan22TI2V5BHasTheSixteenFoldVaeLatentComfyUIGivesIt) {
+  // Wan2.2-TI2V-5B ("5B"): 48 latent channels, which ComfyUI reads as Wan 2.2's VAE (latent_formats.Wan22): its
+  // Wan22ImageToVideoLatent makes [48, (frames - 1) / 4 + 1, H / 16, W / 16]. At its default 1280x704, 121 frames:
+  // 31 latent frames x 22 x 40 patches = 27,280 tokens.
+  const WanConfig m = load_wan_config(model_path("wan2.2-ti2v-5b"));
+  EXPECT_EQ(m.vae_spatial, 16u);
+  EXPECT_EQ(load_wan_config(model_path("wan2.1-t2v-14b")).vae_spatial, 8u);
+  EXPECT_GT(m.total_params(), 4.9e9);
+  EXPECT_LT(m.total_params(), 5.1e9);
+  EXPECT_EQ(wan_video_tokens(m, video(1280, 704, 121).image), 27280u);
+  // The resolution must divide into the VAE's 16 and the 2x2 patch: multiples of 32 (the node's step).
+  EXPECT_THROW(WanTraceGenerator(m, video(1280, 720, 121)), InputError);
+  EXPECT_NO_THROW(WanTraceGenerator(m, video(1280, 704, 5)));
+  // Another latent width is no Wan ComfyUI knows; a first-last-frame model (pos_embed_seq_len) is another model.
+  const std::string base = "{\"_class_name\": \"WanTransformer3DModel\", \"attention_head_dim\": 128, "
+                           "\"num_attention_heads\": 24, \"ffn_dim\": 14336, \"num_layers\": 30, \"text_dim\": 4096, "
+                           "\"freq_dim\": 256, ";
+  for (const auto& [bad, key] : {std::pair{std::string("\"in_channels\": 32}"), std::string("out_channels")},
+                                 {std::string("\"in_channels\": 16, \"pos_embed_seq_len\": 514}"), std::string("pos_embed_seq_len")}}) {
+    try {
+      parse_wan_config(base + bad, "bad.json");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), key) << e.what();
+    }
+  }
+}
+
 TEST(Wan, AnIterationAttendsOverTheVideoAndTheTextWithTheNegativePromptInTheBatch) {
   const WanConfig m = load_wan_config(model_path("wan2.1-t2v-14b"));
   // 832x480, 81 frames: 21 latent frames x 30 x 52 patches = 32,760 tokens.

@@ -43,7 +43,7 @@ WanConfig read_wan(const ConfigJson& doc) {
   static const std::set<std::string> known{
       "name", "_class_name", "attention_head_dim", "num_attention_heads", "ffn_dim", "num_layers", "in_channels",
       "out_channels", "text_dim", "freq_dim", "patch_size", "cross_attn_norm", "qk_norm", "added_kv_proj_dim",
-      "image_dim"};
+      "image_dim", "pos_embed_seq_len"};
   // Provenance, the norms' epsilon and the rotary table's length change neither weights nor compute.
   static const std::set<std::string> ignored{"_diffusers_version", "_name_or_path", "source", "description", "eps",
                                              "rope_max_seq_len"};
@@ -63,10 +63,14 @@ WanConfig read_wan(const ConfigJson& doc) {
   c.text_dim = r.count(kText);
   c.freq_dim = r.count(kFreq);
   c.cross_attn_norm = r.optional_bool("cross_attn_norm", true);  // diffusers' and ComfyUI's default
-  // Image-to-video (a CLIP image context, added k/v projections) is another model: refused, not ignored.
-  for (const char* key : {"added_kv_proj_dim", "image_dim"})
+  // Image-to-video (a CLIP image context, added k/v projections) and first-last-frame video (a positional embedding
+  // of the two frames' tokens) are other models: refused, not ignored.
+  for (const char* key : {"added_kv_proj_dim", "image_dim", "pos_embed_seq_len"})
     if (r.has(key) && !j[key].is_null())
-      r.fail(key, "is an image-to-video field; only text-to-video Wan (null) is modelled");
+      r.fail(key, "is an image-to-video field; only text-to-video Wan and Wan 2.2's TI2V (null) are modelled");
+  if (c.out_channels == 48) c.vae_spatial = 16;
+  else if (c.out_channels != 16)
+    r.fail("out_channels", "must be 16 (Wan 2.1's VAE) or 48 (Wan 2.2's, TI2V-5B): ComfyUI knows no other Wan latent");
   if (r.has("qk_norm")) {
     const auto qk = r.optional_string("qk_norm");
     if (*qk != "rms_norm_across_heads") r.fail("qk_norm", "only \"rms_norm_across_heads\" (Wan 2.1) is modelled");

@@ -17,6 +17,10 @@ struct WanConfig {
   std::uint64_t freq_dim = 0;             // the timestep's sinusoidal width (256)
   std::uint64_t patch[3] = {1, 2, 2};     // frames, height, width of a latent patch
   bool cross_attn_norm = true;            // norm3: a LayerNorm with weights before the cross-attention
+  // The VAE's spatial downscale, which ComfyUI takes from the latent channels: a 48-channel model is Wan 2.2's TI2V-5B
+  // (comfy/supported_models.py WAN22_T2V: out_dim 48, latent_formats.Wan22), whose latent is (H/16, W/16)
+  // (comfy_extras/nodes_wan.py Wan22ImageToVideoLatent); Wan 2.1's 16 channels are (H/8, W/8). 4x in time for both.
+  std::uint64_t vae_spatial = 8;
 
   std::uint64_t dim() const { return heads * head_dim; }
   std::uint64_t patch_volume() const { return patch[0] * patch[1] * patch[2]; }

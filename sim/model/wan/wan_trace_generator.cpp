@@ -13,7 +13,7 @@ using trace::TensorKind;
 
 std::uint64_t wan_video_tokens(const WanConfig& m, const GenerationOptions::Image& im) {
   const std::uint64_t latent_frames = (im.frames - 1) / 4 + 1;
-  return (latent_frames / m.patch[0]) * (im.height / 8 / m.patch[1]) * (im.width / 8 / m.patch[2]);
+  return (latent_frames / m.patch[0]) * (im.height / m.vae_spatial / m.patch[1]) * (im.width / m.vae_spatial / m.patch[2]);
 }
 
 WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOptions& options)
@@ -25,13 +25,14 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
                      std::string("'") + dtype_name(options_) + "' is not modelled for a Wan transformer: bf16, fp16, "
                      "fp32, or fp8 (ComfyUI's fp8_e4m3fn weights, cast to bf16 before each Linear); GGUF files are modelled "
                      "for FLUX only");
-  const std::uint64_t px = 8 * model_.patch[1], py = 8 * model_.patch[2];
+  const std::uint64_t px = model_.vae_spatial * model_.patch[1], py = model_.vae_spatial * model_.patch[2];
   // patch[1] is the height's, patch[2] the width's (WanModel's patch_size (t, h, w)).
   if (im.width < py || im.height < px || im.width > 16384 || im.height > 16384 || im.width % py != 0 ||
       im.height % px != 0)
     throw InputError("", 0, "--resolution",
                      "width must be a multiple of " + std::to_string(py) + " and height of " + std::to_string(px) +
-                         ", up to 16384 (the VAE's /8 and the patch), got " + std::to_string(im.width) + "x" +
+                         ", up to 16384 (the VAE's /" + std::to_string(model_.vae_spatial) + " and the patch), got " +
+                         std::to_string(im.width) + "x" +
                          std::to_string(im.height));
   if (im.frames < 1 || im.frames > 100001 || (im.frames - 1) % 4 != 0 || ((im.frames - 1) / 4 + 1) % model_.patch[0] != 0)
     throw InputError("", 0, "--frames", "a Wan video has 4k + 1 frames (1, 5, ..., 81; the VAE compresses time 4x), got " +
