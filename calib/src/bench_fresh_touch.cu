@@ -24,8 +24,8 @@ void bench_fresh_touch(Csv& csv, const Options& o) {
   fill_bytes(warm, 1 << 20, 1, s);
   CUDA_CHECK(cudaStreamSynchronize(s));
   CUDA_CHECK(cudaFree(warm));
-  for (size_t size : sizes) {
-    const int reps = o.quick ? 5 : size >= (16u << 20) ? 30 : 100;
+  // One size: allocate, time the first write and a second one, free; `reps` times. Rows of `family`.
+  auto measure = [&](const std::string& family, size_t size, int reps) {
     std::vector<double> first, populated;
     for (int r = 0; r < reps; ++r) {
       void* p = nullptr;
@@ -35,9 +35,10 @@ void bench_fresh_touch(Csv& csv, const Options& o) {
       CUDA_CHECK(cudaStreamSynchronize(s));
       CUDA_CHECK(cudaFree(p));
     }
-    csv.add({"um_fresh_touch", "first_write_" + size_name(double(size)), double(size), "bytes", first});
-    csv.add({"um_fresh_touch", "populated_write_" + size_name(double(size)), double(size), "bytes", populated});
-  }
+    csv.add({family, "first_write_" + size_name(double(size)), double(size), "bytes", first});
+    csv.add({family, "populated_write_" + size_name(double(size)), double(size), "bytes", populated});
+  };
+  for (size_t size : sizes) measure("um_fresh_touch", size, o.quick ? 5 : size >= (16u << 20) ? 30 : 100);
   // The same beside live allocations, as a framework's step has them: 64 small ranges allocated and written first
   // and kept while the timed ones come and go (whether a new small range lands on pages already populated).
   std::vector<void*> live(64, nullptr);
@@ -46,21 +47,8 @@ void bench_fresh_touch(Csv& csv, const Options& o) {
     fill_bytes(p, 8 << 10, 7, s);
   }
   CUDA_CHECK(cudaStreamSynchronize(s));
-  for (size_t size : sizes) {
-    if (size > (2u << 20)) continue;
-    const int reps = o.quick ? 5 : 100;
-    std::vector<double> first, populated;
-    for (int r = 0; r < reps; ++r) {
-      void* p = nullptr;
-      CUDA_CHECK(cudaMallocManaged(&p, size));
-      first.push_back(time_device(s, 0, 1, [&] { fill_bytes(p, size, 3, s); })[0]);
-      populated.push_back(time_device(s, 0, 1, [&] { fill_bytes(p, size, 5, s); })[0]);
-      CUDA_CHECK(cudaStreamSynchronize(s));
-      CUDA_CHECK(cudaFree(p));
-    }
-    csv.add({"um_fresh_touch_live", "first_write_" + size_name(double(size)), double(size), "bytes", first});
-    csv.add({"um_fresh_touch_live", "populated_write_" + size_name(double(size)), double(size), "bytes", populated});
-  }
+  for (size_t size : sizes)
+    if (size <= (2u << 20)) measure("um_fresh_touch_live", size, o.quick ? 5 : 100);
   for (void* p : live) CUDA_CHECK(cudaFree(p));
 }
 
