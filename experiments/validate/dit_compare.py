@@ -53,7 +53,9 @@ SOURCES = [("FLUX.1-dev, 1024x1024 and 512x512, batch 1", "dit_iteration.jsonl",
            ("FLUX.1-dev, scaled fp8 weights, 1024x1024", "flux_fp8_scaled_iteration.jsonl",
             "traces/models/flux.1-dev.json", "fluxfp8s_"),
            ("Wan2.2-TI2V-5B (48-channel latent, the VAE's 16x), 1280x704, 49 and 121 frames, cfg 5 (batch 2)",
-            "wan22_5b_iteration.jsonl", "traces/models/wan2.2-ti2v-5b.json", "wan22_")]
+            "wan22_5b_iteration.jsonl", "traces/models/wan2.2-ti2v-5b.json", "wan22_"),
+           ("Wan2.2-TI2V-5B image-to-video (a start image: a timestep per latent frame), 1280x704, 49 and 121 "
+            "frames, cfg 5 (batch 2)", "wan22_5b_i2v_iteration.jsonl", "traces/models/wan2.2-ti2v-5b.json", "wan22i2v_")]
 
 
 def workload(row, model):
@@ -64,6 +66,8 @@ def workload(row, model):
         args += ["--dtype", row["weight_dtype"]]
     if row.get("frames"):
         args += ["--frames", str(row["frames"]), "--cfg", f"{row['cfg']:g}"]
+    if row.get("start_image"):
+        args += ["--start-image"]
     if row.get("class_name") == "QwenImageTransformer2DModel":
         args += ["--cfg", f"{row['cfg']:g}"]
         if row.get("negative_tokens") is not None:

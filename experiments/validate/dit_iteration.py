@@ -141,7 +141,7 @@ class Family:
     def tokens(self, w, h, frames):
         return wan_dit.tokens(self.params, w, h, frames) if self.video else (w // 16) * (h // 16)
 
-    def make_inputs(self, w, h, frames, batch, text_tokens, reference=None):
+    def make_inputs(self, w, h, frames, batch, text_tokens, reference=None, start_image=False):
         if reference is not None:
             if self.short != "flux":
                 sys.exit("--reference: the harness appends a reference image to FLUX's inputs only")
@@ -156,7 +156,8 @@ class Family:
             inputs["img_ids"] = torch.cat([inputs["img_ids"], ref["img_ids"]], dim=1)
             return inputs
         if self.video:
-            return wan_dit.make_inputs(self.params, w, h, frames, batch=batch, text_tokens=text_tokens)
+            return wan_dit.make_inputs(self.params, w, h, frames, batch=batch, text_tokens=text_tokens,
+                                       start_image=start_image)
         if self.short == "qwen":
             return qwen_image_dit.make_inputs(self.params, w, h, text_tokens, batch=batch)
         inputs = flux_dit.make_inputs(self.params, w, h, text_tokens)  # batch 1
@@ -233,6 +234,8 @@ def main():
     ap.add_argument("--resolutions", nargs="+", default=["1024x1024"])
     ap.add_argument("--frames", nargs="+", type=int, default=None,
                     help="video frames (video models only; default 81)")
+    ap.add_argument("--start-image", action="store_true",
+                    help="Wan 2.2 TI2V: image-to-video, a timestep per latent frame (the first frame's 0)")
     ap.add_argument("--cfg", type=float, default=1.0,
                     help="CFG scale: other than 1.0 runs cond + uncond as one batch of 2, as ComfyUI does")
     ap.add_argument("--allocations", nargs="+", default=["none", "#cuda:0;4.0;cpu"],
@@ -319,6 +322,7 @@ def main():
         placements.append((alloc, map_file, offloaded))
 
     common = dict(model=name, class_name=fam.class_name, text_tokens=a.text_tokens, batch=batch, cfg=a.cfg,
+                  start_image=a.start_image,
                   negative_tokens=a.negative_tokens, forwards=2 if separate else 1, weight_dtype=a.weight_dtype,
                   iterations=a.iterations, warmup=a.warmup, model_bytes=model_bytes, leaf_modules=len(leaves),
                   torch=torch.__version__, gpu=torch.cuda.get_device_name(0), totals=totals, depth=fam.depth,
@@ -328,7 +332,7 @@ def main():
         common["gguf_tensor_types"] = model.gguf_tensor_types
     if reference:
         common.update(reference=a.reference, reference_tokens=(reference[0] // 16) * (reference[1] // 16))
-    inputs = {(r, fr): [fam.make_inputs(w, h, fr, batch, a.text_tokens, reference)] +
+    inputs = {(r, fr): [fam.make_inputs(w, h, fr, batch, a.text_tokens, reference, a.start_image)] +
               ([fam.make_inputs(w, h, fr, batch, a.negative_tokens)] if separate else [])
               for r, w, h, fr in shapes}
     units = [(p, m, m) for _, m, p, _ in leaves]

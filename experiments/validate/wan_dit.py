@@ -310,7 +310,7 @@ def tokens(params, width, height, frames):
 
 
 def make_inputs(params, width, height, frames, batch=1, text_tokens=TEXT_TOKENS, device="cuda",
-                dtype=torch.bfloat16, seed=0):
+                dtype=torch.bfloat16, seed=0, start_image=False):
     """WanModel.forward's arguments for a width x height video of `frames` frames: the latent x (batch, in_dim,
     (F-1)//4+1, H/s, W/s; s the VAE's 8 or 16) in the model dtype (model_base._apply_model's xc.to(dtype)), timestep (batch,) float32,
     UMT5 text states (batch, text_tokens, text_dim) in the model dtype. batch 2 is cond and uncond in one
@@ -324,4 +324,10 @@ def make_inputs(params, width, height, frames, batch=1, text_tokens=TEXT_TOKENS,
     x = torch.randn((batch, params["in_dim"], latent_frames(frames), height // s, width // s), generator=g,
                     device=device, dtype=dtype)
     context = torch.randn((batch, text_tokens, params["text_dim"]), generator=g, device=device, dtype=dtype)
+    if start_image:
+        # Wan 2.2 TI2V with a start image (comfy_extras/nodes_wan.py Wan22ImageToVideoLatent's noise mask 0 on the
+        # first latent frame): model_base.WAN22.process_timestep gives a timestep per latent frame, the image's 0.
+        t = torch.full((batch, latent_frames(frames)), TIMESTEP, device=device, dtype=torch.float32)
+        t[:, 0] = 0.0
+        return dict(x=x, timestep=t, context=context)
     return dict(x=x, timestep=torch.full((batch,), TIMESTEP, device=device, dtype=torch.float32), context=context)

@@ -80,6 +80,7 @@ struct CommonOptions {
   std::optional<std::uint32_t> ubatch;
   std::vector<std::string> override_tensor;
   bool no_kv_offload = false;
+  bool start_image = false;
   std::optional<std::string> fit;
   bool cpu_moe = false;
   std::optional<int> n_cpu_moe;
@@ -135,6 +136,9 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
       ->check(number_in(1, 4096, "tokens", true));
   cmd.add_option("--frames", o.frames, "video model: frames, 4k + 1 (Wan default 81)")
       ->check(number_in(1, 100001, "frames", true));
+  cmd.add_flag("--start-image", o.start_image,
+               "Wan 2.2 TI2V-5B: image-to-video, the first frame given (ComfyUI's Wan22ImageToVideoLatent start_image: "
+               "a timestep per latent frame); the image's VAE encode is not modelled");
   cmd.add_option("--cfg", o.cfg,
                  "diffusion model: classifier-free guidance scale; unless 1 the negative prompt runs too, in the same "
                  "batch when its length is the prompt's (FLUX default 1, Wan 6, Qwen-Image 2.5)")
@@ -320,6 +324,7 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
       spec.generation.image.negative_tokens = *o.negative_tokens;
     }
     if (o.frames) spec.generation.image.frames = *o.frames;
+    spec.generation.image.start_image = o.start_image;
     if (o.cfg) spec.generation.image.cfg = *o.cfg;
     spec.generation.prompt_tokens = spec.generation.decode_tokens = 0;
     return spec;
@@ -328,7 +333,7 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
                                     {o.steps.has_value(), "--steps"},
                                     {o.text_tokens.has_value(), "--text-tokens"},
                                     {o.negative_tokens.has_value(), "--negative-tokens"}, {o.frames.has_value(), "--frames"},
-                                    {o.cfg.has_value(), "--cfg"}})
+                                    {o.cfg.has_value(), "--cfg"}, {o.start_image, "--start-image"}})
     if (given) throw InputError("", 0, name, "is for a diffusion model (a FLUX or Wan config); this is a language model");
   spec.generation.prompt_tokens = o.prompt.value_or(512);
   spec.generation.decode_tokens = o.decode.value_or(128);

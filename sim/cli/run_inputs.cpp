@@ -92,6 +92,7 @@ ordered_json inputs_to_json(const RunInputs& in) {
       trace["text_tokens"] = im.text_tokens;
       if (im.negative_tokens != 0) trace["negative_tokens"] = im.negative_tokens;  // Qwen-Image's
       if (im.frames != 1) trace["frames"] = im.frames;
+      if (im.start_image) trace["start_image"] = true;
       trace["cfg"] = im.cfg;
     } else {
       trace["prompt"] = in.trace.generation.prompt_tokens;
@@ -174,6 +175,7 @@ RunInputs inputs_from_config(const std::string& path) {
         // Absent for the families whose encoders pad (FLUX, Wan); Qwen-Image's results always write it.
         im.negative_tokens = t.has("negative_tokens") ? static_cast<std::uint32_t>(t.integer("negative_tokens", 1, 4096)) : 0;
         im.frames = t.has("frames") ? static_cast<std::uint32_t>(t.integer("frames", 1, 100001)) : 1;
+        im.start_image = t.has("start_image") && t.flag("start_image");
         im.cfg = t.number("cfg", 0, 100);
         r.trace.generation.prompt_tokens = r.trace.generation.decode_tokens = 0;
       } else {
@@ -204,7 +206,7 @@ RunInputs inputs_from_config(const std::string& path) {
             {"--resolution", "resolution"}, {"--reference", "reference"}, {"--frames", "frames"}, {"--steps", "steps"}, {"--text-tokens", "text_tokens"},
             {"--negative-tokens", "negative_tokens"},
             {"--batch", "batch"},           {"--dtype", "dtype"},   {"--cfg", "cfg"},     {"--routing", "routing_replay"},
-            {"--experts-impl", "experts_implementation"}};
+            {"--experts-impl", "experts_implementation"}, {"--start-image", "start_image"}};
         const auto it = keys.find(e.key());
         if (it != keys.end() && t.has(it->second)) t.fail(it->second, e.message());
         throw;

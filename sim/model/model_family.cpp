@@ -52,12 +52,15 @@ ModelFamily model_family(const std::string& path) {
   if (*cls == kWanClass) return ModelFamily::Wan;
   if (*cls == kQwenImageClass) return ModelFamily::QwenImage;
   r.fail("_class_name", "unsupported diffusers class '" + *cls + "': " + kFluxClass + " (FLUX.1), " + kWanClass +
-                            " (Wan 2.1 text-to-video) and " + kQwenImageClass +
+                            " (Wan 2.1 text-to-video, Wan 2.2 TI2V-5B) and " + kQwenImageClass +
                             " (Qwen-Image) are modelled; decoder LLMs are read from their config.json (model_type)");
 }
 
 std::unique_ptr<trace::StepSource> generate_trace(const std::string& path, const GenerationOptions& options) {
-  switch (model_family(path)) {
+  const ModelFamily family = model_family(path);
+  if (options.image.start_image && family != ModelFamily::Wan)
+    throw InputError("", 0, "--start-image", "is Wan 2.2 TI2V-5B's image-to-video; '" + path + "' is no Wan model");
+  switch (family) {
     case ModelFamily::Flux: return std::make_unique<FluxTraceGenerator>(load_flux_config(path), options);
     case ModelFamily::Wan: return std::make_unique<WanTraceGenerator>(load_wan_config(path), options);
     case ModelFamily::QwenImage:

@@ -49,6 +49,10 @@ struct GenerationOptions {
     std::uint32_t steps = 28;                   // FLUX.1-dev's usual step count
     std::uint32_t text_tokens = 256;            // T5 tokens: ComfyUI pads FLUX's to at least 256 (text_encoders/flux.py)
     std::uint32_t frames = 1;                   // a video's frames (Wan: 4k + 1); 1 for an image
+    // Wan 2.2 TI2V's image-to-video: the first latent frame is a start image's (comfy_extras/nodes_wan.py
+    // Wan22ImageToVideoLatent's start_image and noise mask), so the model gets a timestep per latent frame
+    // (comfy/model_base.py WAN22.process_timestep) and each block expands its modulations to every token.
+    bool start_image = false;
     // Classifier-free guidance scale: unless it is 1 ComfyUI runs the negative prompt too (comfy/samplers.py
     // sampling_function: math.isclose(cond_scale, 1.0) skips it), in the same batch as the positive one
     // (calc_cond_batch batches them when its memory estimate fits: assumed here), doubling the batch.

@@ -91,6 +91,7 @@ void write_console(std::ostream& out, const Context& c) {
   if (h.meta.count("resolution") && h.meta.count("image_tokens") && h.meta.count("text_tokens"))
     line(h.meta.count("frames") ? "video" : "image",
          h.meta.at("resolution") + (h.meta.count("frames") ? ", " + h.meta.at("frames") + " frames" : std::string()) +
+             (h.meta.count("start_image") ? " from a start image (a timestep per latent frame)" : std::string()) +
              " (" + h.meta.at("image_tokens") + " latent + " +
              (h.meta.count("reference_tokens")
                   ? h.meta.at("reference_tokens") + " reference (" + h.meta.at("reference") + ") + "

@@ -97,6 +97,43 @@ TEST(Wan, Wan22TI2V5BHasTheSixteenFoldVaeLatentComfyUIGivesIt) {
   }
 }
 
+TEST(Wan, AStartImageGivesATimestepPerLatentFrameAndModulationsPerToken) {
+  // Wan 2.2 TI2V with a start image: the time MLPs run on one row per latent frame (31 at 121 frames), and each block
+  // expands its six modulations to every token (repeat_e) and its two `1 + e` too, read back in full by the addcmul:
+  // eight activation-sized writes a block more, and the iteration's bytes grow by about that.
+  const WanConfig m = load_wan_config(model_path("wan2.2-ti2v-5b"));
+  auto bytes_of = [&](bool start) {
+    auto o = video(1280, 704, 121, 5.0);
+    o.image.start_image = start;
+    WanTraceGenerator g(m, o);
+    trace::Step s;
+    EXPECT_TRUE(g.next(s));
+    std::uint64_t written = 0;
+    for (const auto& op : s.ops)
+      for (const auto& w : op.writes) written += w.bytes;
+    return written;
+  };
+  const std::uint64_t rows = 2 * 27280, h = 3072;
+  const std::uint64_t more = bytes_of(true) - bytes_of(false);
+  const std::uint64_t expected = (30 * 8 + 3) * rows * h * 2;  // bf16 activations: 8 per block, 3 in the head
+  EXPECT_GT(more, expected);
+  EXPECT_LT(more, expected + expected / 100);  // plus the per-frame time rows: small
+  // Wan 2.1's image-to-video is another model; other families take no start image.
+  auto o = video(832, 480, 81);
+  o.image.start_image = true;
+  EXPECT_THROW(WanTraceGenerator(load_wan_config(model_path("wan2.1-t2v-14b")), o), InputError);
+  const auto flux = testing::run_sim("--model traces/models/flux.1-dev.json --start-image --policy resident");
+  EXPECT_EQ(flux.code, 2);
+  EXPECT_NE(flux.out.find("'--start-image'"), std::string::npos) << flux.out;
+  // It travels with a result and re-runs from its JSON.
+  const auto ok = testing::run_sim("--model traces/models/wan2.2-ti2v-5b.json --resolution 1280x704 --frames 5 "
+                                   "--steps 1 --start-image --hw rtx4090 --policy resident --json", false);
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("\"start_image\": true"), std::string::npos) << ok.out;
+  const auto again = testing::run_sim("run --config " + testing::scratch_file("wan22_i2v.json", ok.out) + " --json", false);
+  ASSERT_EQ(again.code, 0) << again.out;
+}
+
 TEST(Wan, AnIterationAttendsOverTheVideoAndTheTextWithTheNegativePromptInTheBatch) {
   const WanConfig m = load_wan_config(model_path("wan2.1-t2v-14b"));
   // 832x480, 81 frames: 21 latent frames x 30 x 52 patches = 32,760 tokens.

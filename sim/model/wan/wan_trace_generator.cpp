@@ -42,6 +42,10 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   if (options_.batch < 1 || options_.batch > 4096) throw InputError("", 0, "--batch", "videos per iteration: 1 to 4096");
   if (im.has_reference())
     throw InputError("", 0, "--reference", "is a reference image for FLUX.1 Kontext or Qwen-Image-Edit; a Wan model takes none");
+  if (im.start_image && model_.vae_spatial != 16)
+    throw InputError("", 0, "--start-image",
+                     "is Wan 2.2 TI2V-5B's image-to-video (a 48-channel model); Wan 2.1's image-to-video is another "
+                     "model (a CLIP image context), not modelled");
   const std::uint64_t B = im.guided_batch(options_.batch), T = wan_video_tokens(model_, im), h = model_.dim();
   // The largest Linear's FLOPs: 2 x rows (video or text) x its widest in x out.
   const std::uint64_t widest_linear = std::max({h * model_.ffn_dim, h * h, model_.text_dim * h,
@@ -60,6 +64,7 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   header_.meta["parameters"] = std::to_string(model_.total_params());
   header_.meta["resolution"] = std::to_string(im.width) + "x" + std::to_string(im.height);
   header_.meta["frames"] = std::to_string(im.frames);
+  if (im.start_image) header_.meta["start_image"] = "1";
   header_.meta["steps"] = std::to_string(im.steps);
   if (im.guided()) header_.meta["cfg"] = format_scale(im.cfg);
   header_.meta["image_tokens"] = std::to_string(T);
@@ -152,12 +157,16 @@ void WanTraceGenerator::build_iteration(trace::Step& out) const {
   ops.add(OpKind::Gemm, -1, 2 * rows * pv * model_.in_channels * h, {ops.whole(patch_embedding_), ops.raw(4 * latent)},
           {ops.raw(4 * rows * h)}, 1, "tf32");
   ops.add(OpKind::Elementwise, -1, rows * h, {ops.raw(4 * rows * h)}, {ops.act(rows * h)}, 2);  // .to(dtype), flatten
-  ops.elementwise(-1, B, B * model_.freq_dim, 8, 6);
-  ops.linear(-1, time_embedding_[0], B, model_.freq_dim, h);
-  ops.elementwise(-1, B * h, B * h, 4, DitLaunches::silu);
-  ops.linear(-1, time_embedding_[1], B, h, h);
-  ops.elementwise(-1, B * h, B * h, 4, DitLaunches::silu);
-  ops.linear(-1, time_projection_, B, h, 6 * h);
+  // With a start image the timestep is one per latent frame (model_base.WAN22.process_timestep): the time MLPs and
+  // the modulations run on B x F rows, and every modulation a block (or the head) applies is expanded to its tokens
+  // (comfy/ldm/wan/model.py repeat_e: torch.repeat_interleave), read in full by the addcmul that uses it.
+  const std::uint64_t F = im.start_image ? (im.frames - 1) / 4 + 1 : 1, BF = B * F;
+  ops.elementwise(-1, BF, BF * model_.freq_dim, 8, 6);
+  ops.linear(-1, time_embedding_[0], BF, model_.freq_dim, h);
+  ops.elementwise(-1, BF * h, BF * h, 4, DitLaunches::silu);
+  ops.linear(-1, time_embedding_[1], BF, h, h);
+  ops.elementwise(-1, BF * h, BF * h, 4, DitLaunches::silu);
+  ops.linear(-1, time_projection_, BF, h, 6 * h);
   ops.linear(-1, text_embedding_[0], text_rows, model_.text_dim, h);
   ops.elementwise(-1, text_rows * h, text_rows * h, 8, DitLaunches::gelu);
   ops.linear(-1, text_embedding_[1], text_rows, h, h);
@@ -167,7 +176,10 @@ void WanTraceGenerator::build_iteration(trace::Step& out) const {
     const Block& blk = blocks_[i];
     const auto g = static_cast<std::int32_t>(i);
     // e = (modulation + e0).chunk(6): the parameter cast to the activations' dtype and added.
-    ops.add(OpKind::Elementwise, g, B * 6 * h, {ops.whole(blk.modulation), ops.act(B * 6 * h)}, {ops.act(B * 6 * h)}, 2);
+    ops.add(OpKind::Elementwise, g, BF * 6 * h, {ops.whole(blk.modulation), ops.act(BF * 6 * h)}, {ops.act(BF * 6 * h)}, 2);
+    // Per-frame modulations: six repeat_interleave to the tokens and the two `1 + e`, then read by the four addcmul.
+    if (F > 1) ops.add(OpKind::Elementwise, g, 2 * rows * h, {ops.act(BF * 6 * h + 2 * rows * h + 6 * rows * h)},
+                       {ops.act(8 * rows * h)}, 8);
     ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
     // Self-attention: q and k through their Linear, RMSNorm over the whole width and the rotary embedding.
     for (const std::uint32_t w : {blk.self.q, blk.self.k}) {
@@ -200,7 +212,9 @@ void WanTraceGenerator::build_iteration(trace::Step& out) const {
   // Head: (modulation + e).chunk(2), the modulated norm, the Linear to patch x out_channels; then unpatchify
   // and the sampler's guidance and Euler step over the latent (about ten small kernels).
   const auto last = static_cast<std::int32_t>(blocks_.size());
-  ops.add(OpKind::Elementwise, last, B * 2 * h, {ops.whole(head_modulation_), ops.act(B * h)}, {ops.act(B * 2 * h)}, 2);
+  ops.add(OpKind::Elementwise, last, BF * 2 * h, {ops.whole(head_modulation_), ops.act(BF * h)}, {ops.act(BF * 2 * h)}, 2);
+  if (F > 1) ops.add(OpKind::Elementwise, last, rows * h, {ops.act(BF * 2 * h + rows * h + 2 * rows * h)},
+                     {ops.act(3 * rows * h)}, 3);
   ops.modulated_norm(last, rows, h, DitLaunches::modulated_norm);
   ops.linear(last, head_, rows, h, pv * model_.out_channels);
   ops.elementwise(last, 3 * latent, 2 * latent, 5, 10);
