@@ -120,7 +120,8 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--decode", o.decode, "tokens to decode (default 128)")
       ->check(number_in(0, 16777216, "tokens", true));
   cmd.add_option("--resolution", o.resolution,
-                 "diffusion model: image size WIDTHxHEIGHT in pixels, multiples of 16 (default 1024x1024)");
+                 "diffusion model: image size WIDTHxHEIGHT in pixels, multiples of 16 (32 for Wan 2.2's TI2V-5B, whose VAE "
+                 "is 16x; default 1024x1024, Wan 832x480)");
   cmd.add_option("--reference", o.reference,
                  "FLUX (Kontext) or Qwen-Image (Edit): a reference image WIDTHxHEIGHT in pixels, multiples of 16 (ComfyUI's "
                  "ReferenceLatent: its tokens run beside the image's through every block); default none");
