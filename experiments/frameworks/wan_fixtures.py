@@ -1,7 +1,7 @@
 """ComfyUI's own Wan 2.1 text-to-video model and load list, and DisTorch V2's own placement of it, as fixtures for tiersim.
 
 What
-  tests/fixtures/wan_modules.jsonl   one line per model (wan2.1-t2v-14b, wan2.1-t2v-1.3b):
+  tests/fixtures/wan_modules.jsonl   one line per model (wan2.1-t2v-14b, wan2.1-t2v-1.3b, wan2.2-ti2v-5b):
       {"model", "comfyui": <commit>, "modules": [[name, numel, element_size], ...],
        "all_parameters": [[name, numel, element_size], ...]}
       "modules": the modules of ComfyUI's load list (ModelPatcher._load_list) in its order, which is
@@ -104,9 +104,14 @@ WAN_FILES = ["comfy/rmsnorm.py", "comfy/ldm/wan/model.py"]
 WAN_CONFIG = dict(image_model="wan2.1", model_type="t2v", patch_size=(1, 2, 2), text_len=512, in_dim=16,
                   out_dim=16, freq_dim=256, text_dim=4096, window_size=(-1, -1), qk_norm=True,
                   cross_attn_norm=True, eps=1e-6)
+# Wan 2.2's TI2V-5B: the same branch with a 48-channel latent in and out (detect_unet_config reads in_dim from
+# patch_embedding, out_dim from head.head; supported_models.WAN22_T2V matches out_dim 48).
 MODELS = {"wan2.1-t2v-14b": dict(WAN_CONFIG, dim=5120, ffn_dim=13824, num_heads=40, num_layers=40),
-          "wan2.1-t2v-1.3b": dict(WAN_CONFIG, dim=1536, ffn_dim=8960, num_heads=12, num_layers=30)}
-EXPECTED_PARAMS = {"wan2.1-t2v-14b": 14_288_491_584, "wan2.1-t2v-1.3b": 1_418_996_800}
+          "wan2.1-t2v-1.3b": dict(WAN_CONFIG, dim=1536, ffn_dim=8960, num_heads=12, num_layers=30),
+          "wan2.2-ti2v-5b": dict(WAN_CONFIG, dim=3072, ffn_dim=14336, num_heads=24, num_layers=30, in_dim=48,
+                                 out_dim=48)}
+EXPECTED_PARAMS = {"wan2.1-t2v-14b": 14_288_491_584, "wan2.1-t2v-1.3b": 1_418_996_800,
+                   "wan2.2-ti2v-5b": 4_999_787_712}
 
 DISTORCH_MODEL = "wan2.1-t2v-14b"
 CASES = [  # (machine, allocation string as the DisTorch2 nodes build it); totals: distorch_allocations.TOTALS
