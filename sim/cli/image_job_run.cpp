@@ -3,12 +3,11 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cli/comfy_job_load.hpp"
 #include "core/error.hpp"
 #include "model/model_family.hpp"
 #include "model/text_encoder/text_encoder_trace_generator.hpp"
 #include "model/vae/vae_decoder_trace_generator.hpp"
-#include "policies/strategy/strategy.hpp"
-#include "replay/event_replay.hpp"
 
 namespace tiersim::app {
 
@@ -25,26 +24,6 @@ std::string component(const std::string& model_path, const char* file) {
     throw InputError(p.string(), 0, "--image-job",
                      std::string("the job reads ") + file + " beside the model's config; it is not there");
   return p.string();
-}
-
-// How ComfyUI's load of that era leaves a model with `free` bytes to budget from: comfy.lowvram version=2025-07 (no
-// pinning, no offload streams) with the node's memory estimates, the offloaded leaves cast per forward from
-// pageable memory on the compute stream.
-strategy::StrategySpec comfy_load(double free, double memory_required, double minimum) {
-  strategy::StrategySpec st;
-  char opts[256];
-  std::snprintf(opts, sizeof opts, "comfy.lowvram:version=2025-07,free=%.0fB,memory-required=%.0fB,minimum-memory-required=%.0fB",
-                free, memory_required, minimum);
-  st.placement = strategy::PartSpec::parse(opts, "--image-job");
-  st.offload = strategy::PartSpec::parse("copy:host=pageable", "--image-job");
-  st.custom = true;
-  return st;
-}
-
-// One stage's forward on the run's machine, its model loaded as ComfyUI loads it: its step's seconds.
-double stage_seconds(const RunInputs& in, trace::StepSource& source, const strategy::StrategySpec& load) {
-  const placement::Placement placement = strategy::compose(source.header(), in.hw, load);
-  return result::summarize(replay::run_event_engine(in.setup(), placement, source)).total_seconds;
 }
 
 }  // namespace
@@ -90,12 +69,13 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
   // the VAE usually load whole, the diffusion model on a small card partly. T5 and CLIP are one ComfyUI model (one
   // budget); each is placed here within that budget on its own (T5's leaves, the larger, load first either way).
   const pipeline::ImageJob placed = pipeline::comfy_image_job(s, in.hw.host_link);
-  const strategy::StrategySpec te_load = comfy_load(placed.first.text.budget_free, 0, 0);
-  r.t5_seconds = prompts * stage_seconds(in, t5_trace, te_load);
-  r.clip_seconds = prompts * stage_seconds(in, clip_trace, te_load);
+  const strategy::StrategySpec te_load = comfy_job_load(placed.first.text.budget_free, 0, 0, "--image-job");
+  r.t5_seconds = prompts * comfy_job_stage_seconds(in, t5_trace, te_load);
+  r.clip_seconds = prompts * comfy_job_stage_seconds(in, clip_trace, te_load);
   s.text_seconds = r.t5_seconds + r.clip_seconds;
-  s.vae_seconds = stage_seconds(in, vae_trace, comfy_load(placed.first.vae.budget_free, s.vae_memory, s.vae_memory));
-  r.dit_strategy = comfy_load(placed.first.sampler.budget_free, s.sampling_memory, s.sampling_minimum);
+  s.vae_seconds = comfy_job_stage_seconds(
+      in, vae_trace, comfy_job_load(placed.first.vae.budget_free, s.vae_memory, s.vae_memory, "--image-job"));
+  r.dit_strategy = comfy_job_load(placed.first.sampler.budget_free, s.sampling_memory, s.sampling_minimum, "--image-job");
   const Simulation dit = simulate(in.setup(), r.dit_strategy, in.engine, in.trace);
   s.iteration_seconds = result::summarize(dit.result).iteration_median;
   r.job = pipeline::comfy_image_job(s, in.hw.host_link);

@@ -18,6 +18,7 @@
 
 #include "analytic/step_bound.hpp"
 #include "cli/plan.hpp"
+#include "cli/expert_job_run.hpp"
 #include "cli/image_job_run.hpp"
 #include "cli/inference_memory.hpp"
 #include "cli/plan_training.hpp"
@@ -55,7 +56,7 @@ struct CommonOptions {
   std::optional<std::uint32_t> prompt, decode;  // a decoder model's; defaults 512 and 128
   std::optional<std::string> resolution;        // a diffusion model's: WxH, steps, T5 tokens
   std::optional<std::string> reference;         // FLUX Kontext's / Qwen-Image-Edit's reference image, WxH
-  std::optional<std::uint32_t> steps, text_tokens, negative_tokens, frames;
+  std::optional<std::uint32_t> steps, text_tokens, negative_tokens, frames, switch_step;
   std::optional<double> cfg;
   std::string routing = "uniform";
   std::uint64_t routing_seed = 0;
@@ -140,6 +141,10 @@ void add_generation_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_flag("--start-image", o.start_image,
                "Wan 2.2 TI2V-5B: image-to-video, the first frame given (ComfyUI's Wan22ImageToVideoLatent start_image: "
                "a timestep per latent frame); the image's VAE encode is not modelled");
+  cmd.add_option("--switch-step", o.switch_step,
+                 "Wan 2.2 A14B (two experts): the step at which the low-noise expert takes over, as ComfyUI's two "
+                 "KSamplerAdvanced nodes split the steps (default half of --steps, as ComfyUI's template: 10 of 20)")
+      ->check(number_in(1, 100000, "step", true));
   cmd.add_option("--cfg", o.cfg,
                  "diffusion model: classifier-free guidance scale; unless 1 the negative prompt runs too, in the same "
                  "batch when its length is the prompt's (FLUX default 1, Wan 6, Qwen-Image 2.5)")
@@ -326,6 +331,7 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
     }
     if (o.frames) spec.generation.image.frames = *o.frames;
     spec.generation.image.start_image = o.start_image;
+    if (o.switch_step) spec.generation.image.switch_step = *o.switch_step;
     if (o.cfg) spec.generation.image.cfg = *o.cfg;
     spec.generation.prompt_tokens = spec.generation.decode_tokens = 0;
     return spec;
@@ -334,7 +340,8 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
                                     {o.steps.has_value(), "--steps"},
                                     {o.text_tokens.has_value(), "--text-tokens"},
                                     {o.negative_tokens.has_value(), "--negative-tokens"}, {o.frames.has_value(), "--frames"},
-                                    {o.cfg.has_value(), "--cfg"}, {o.start_image, "--start-image"}})
+                                    {o.cfg.has_value(), "--cfg"}, {o.start_image, "--start-image"},
+                                    {o.switch_step.has_value(), "--switch-step"}})
     if (given) throw InputError("", 0, name, "is for a diffusion model (a FLUX or Wan config); this is a language model");
   spec.generation.prompt_tokens = o.prompt.value_or(512);
   spec.generation.decode_tokens = o.decode.value_or(128);
@@ -536,6 +543,12 @@ int run_command(const app::RunInputs& in, bool json, const std::string& timeline
     c.image_job = &job->job;
     c.image_job_spec = &job->spec;
     c.image_job_text = {job->t5_seconds, job->clip_seconds};
+  }
+  std::optional<app::ExpertJobResult> experts;
+  if (in.sampler_job) {
+    experts = app::run_expert_job(in, sim);
+    c.expert_job = &experts->job;
+    c.expert_job_spec = &experts->spec;
   }
   if (json) report::write_json(std::cout, c);
   else report::write_console(std::cout, c);
@@ -1120,6 +1133,11 @@ int main(int argc, char** argv) {
   run->add_flag("--json", json, "print one JSON object instead of the summary (its \"inputs\" re-run it: --config)");
   bool image_job = false;
   std::string text_encoder_dtype;
+  bool sampler_job = false;
+  run->add_flag("--sampler-job", sampler_job,
+                "Wan 2.2 A14B (two experts): its sampling as ComfyUI runs it, two KSamplerAdvanced nodes split at "
+                "--switch-step and ComfyUI's loads and unloads between them: seconds per video, first and next "
+                "(the text encoder and the VAE not included)");
   run->add_flag("--image-job", image_job,
                 "FLUX: the whole ComfyUI text-to-image job too (its text encoders and VAE read beside the model's "
                 "config, ComfyUI's loads and unloads between them): seconds per image, first and next");
@@ -1312,6 +1330,7 @@ int main(int argc, char** argv) {
       } else if (!text_encoder_dtype.empty()) {
         throw InputError("", 0, "--text-encoder-dtype", "goes with --image-job");
       }
+      in.sampler_job = sampler_job;
       return run_command(in, json, timeline_path, timeline_steps);
     }
     if (*sweep && (!grid.axes.empty() || !sweep_format.empty())) {

@@ -93,6 +93,7 @@ ordered_json inputs_to_json(const RunInputs& in) {
       if (im.negative_tokens != 0) trace["negative_tokens"] = im.negative_tokens;  // Qwen-Image's
       if (im.frames != 1) trace["frames"] = im.frames;
       if (im.start_image) trace["start_image"] = true;
+      if (im.switch_step != 0) trace["switch_step"] = im.switch_step;
       trace["cfg"] = im.cfg;
     } else {
       trace["prompt"] = in.trace.generation.prompt_tokens;
@@ -124,6 +125,7 @@ ordered_json inputs_to_json(const RunInputs& in) {
                     {"runtime", config::runtime_to_json(in.runtime)}};
   if (!in.alloc_conf.empty()) j["alloc_conf"] = in.alloc_conf;  // absent: unset (and results before it)
   if (in.image_job) j["image_job"] = {{"text_encoder_dtype", model::to_string(in.image_job->text_encoder_dtype)}};
+  if (in.sampler_job) j["sampler_job"] = true;
   return j;
 }
 
@@ -176,6 +178,7 @@ RunInputs inputs_from_config(const std::string& path) {
         im.negative_tokens = t.has("negative_tokens") ? static_cast<std::uint32_t>(t.integer("negative_tokens", 1, 4096)) : 0;
         im.frames = t.has("frames") ? static_cast<std::uint32_t>(t.integer("frames", 1, 100001)) : 1;
         im.start_image = t.has("start_image") && t.flag("start_image");
+        im.switch_step = t.has("switch_step") ? static_cast<std::uint32_t>(t.integer("switch_step", 1, 100000)) : 0;
         im.cfg = t.number("cfg", 0, 100);
         r.trace.generation.prompt_tokens = r.trace.generation.decode_tokens = 0;
       } else {
@@ -206,7 +209,8 @@ RunInputs inputs_from_config(const std::string& path) {
             {"--resolution", "resolution"}, {"--reference", "reference"}, {"--frames", "frames"}, {"--steps", "steps"}, {"--text-tokens", "text_tokens"},
             {"--negative-tokens", "negative_tokens"},
             {"--batch", "batch"},           {"--dtype", "dtype"},   {"--cfg", "cfg"},     {"--routing", "routing_replay"},
-            {"--experts-impl", "experts_implementation"}, {"--start-image", "start_image"}};
+            {"--experts-impl", "experts_implementation"}, {"--start-image", "start_image"},
+            {"--switch-step", "switch_step"}};
         const auto it = keys.find(e.key());
         if (it != keys.end() && t.has(it->second)) t.fail(it->second, e.message());
         throw;
@@ -251,6 +255,7 @@ RunInputs inputs_from_config(const std::string& path) {
     r.image_job = ImageJobOptions{model::parse_weight_dtype(d)};
     j.finish();
   }
+  r.sampler_job = in.has("sampler_job") && in.flag("sampler_job");
   in.finish();
   return r;
 }

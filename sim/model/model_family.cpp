@@ -60,6 +60,8 @@ std::unique_ptr<trace::StepSource> generate_trace(const std::string& path, const
   const ModelFamily family = model_family(path);
   if (options.image.start_image && family != ModelFamily::Wan)
     throw InputError("", 0, "--start-image", "is Wan 2.2 TI2V-5B's image-to-video; '" + path + "' is no Wan model");
+  if (options.image.switch_step && family != ModelFamily::Wan)
+    throw InputError("", 0, "--switch-step", "is for a model with two experts (Wan 2.2 A14B); '" + path + "' is no Wan model");
   switch (family) {
     case ModelFamily::Flux: return std::make_unique<FluxTraceGenerator>(load_flux_config(path), options);
     case ModelFamily::Wan: return std::make_unique<WanTraceGenerator>(load_wan_config(path), options);

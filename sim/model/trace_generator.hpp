@@ -53,6 +53,10 @@ struct GenerationOptions {
     // Wan22ImageToVideoLatent's start_image and noise mask), so the model gets a timestep per latent frame
     // (comfy/model_base.py WAN22.process_timestep) and each block expands its modulations to every token.
     bool start_image = false;
+    // A two-expert model (Wan 2.2 A14B): the step at which the low-noise expert takes over, as ComfyUI's two
+    // KSamplerAdvanced nodes split the steps (the first's end_at_step, the second's start_at_step). 0: half the steps
+    // (ComfyUI's Wan 2.2 14B template: 20 steps, 10 each).
+    std::uint32_t switch_step = 0;
     // Classifier-free guidance scale: unless it is 1 ComfyUI runs the negative prompt too (comfy/samplers.py
     // sampling_function: math.isclose(cond_scale, 1.0) skips it), in the same batch as the positive one
     // (calc_cond_batch batches them when its memory estimate fits: assumed here), doubling the batch.

@@ -24,18 +24,7 @@ struct Job {
   }
 
   StageCost load(std::size_t model, double memory_required, double minimum, double compute) {
-    StageCost c;
-    c.compute_seconds = compute;
-    c.moves = manager.load(model, memory_required, minimum);
-    c.budget_free = manager.last_budget_free();
-    for (const ModelMove& m : c.moves) {
-      c.h2d_bytes += m.h2d;
-      c.d2h_bytes += m.d2h;
-      // Each model's copy is one synchronous stream of its leaves, one after another.
-      if (m.h2d > 0) c.transfer_seconds += link.h2d_pageable.seconds(m.h2d);
-      if (m.d2h > 0) c.transfer_seconds += link.d2h_pageable.seconds(m.d2h);
-    }
-    return c;
+    return comfy_stage(manager, model, memory_required, minimum, compute, link);
   }
 
   ImageCost image(bool encode) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hardware/profile.hpp"
-#include "pipeline/comfy_model_management.hpp"
+#include "pipeline/comfy_stage.hpp"
 
 namespace tiersim::pipeline {
 
@@ -23,14 +23,6 @@ struct ImageJobSpec {
   double sampling_memory = 0, sampling_minimum = 0;  // model_base.memory_required at batch 2 and at batch 1
   double vae_memory = 0;                 // VAE.memory_used_decode
   std::string text_encoder_name = "text encoders", dit_name = "diffusion model", vae_name = "VAE";
-};
-
-struct StageCost {
-  bool ran = true;
-  double budget_free = 0;  // the free memory its model's load budget was taken from (its own bytes counted)
-  double compute_seconds = 0;
-  double h2d_bytes = 0, d2h_bytes = 0, transfer_seconds = 0;
-  std::vector<ModelMove> moves;
 };
 
 struct ImageCost {

@@ -70,6 +70,40 @@ void write_image_job(std::ostream& out, const Context& c) {
   line("job's stages", t);
 }
 
+// sim run --sampler-job: a two-expert model's two sampler nodes for the first video and the next one.
+void write_expert_job(std::ostream& out, const Context& c) {
+  const pipeline::ExpertJob& j = *c.expert_job;
+  const pipeline::ExpertJobSpec& s = *c.expert_job_spec;
+  char buf[256];
+  auto row = [&](const char* name, const std::string& first, const std::string& next) {
+    std::snprintf(buf, sizeof buf, "  %-22s %-23s %s", name, first.c_str(), next.c_str());
+    out << buf << "\n";
+  };
+  auto secs = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f s", v);
+    return std::string(b);
+  };
+  out << "\n";
+  row("ComfyUI sampler nodes", "first video", "next video");
+  row("loads and unloads", secs(j.first.transfer_seconds()), secs(j.next.transfer_seconds()));
+  const std::string high = std::to_string(s.high_steps) + " steps, high noise";
+  const std::string low = std::to_string(s.low_steps) + " steps, low noise";
+  row(high.c_str(), secs(j.first.high.compute_seconds), secs(j.next.high.compute_seconds));
+  row(low.c_str(), secs(j.first.low.compute_seconds), secs(j.next.low.compute_seconds));
+  std::snprintf(buf, sizeof buf, "%.3f", j.first.seconds());
+  const std::string first = buf;
+  std::snprintf(buf, sizeof buf, "%.3f", j.next.seconds());
+  row("s/video (sampling)", first, buf);
+  row("H2D / D2H", units::format_bytes(j.first.h2d_bytes()) + " / " + units::format_bytes(j.first.d2h_bytes()),
+      units::format_bytes(j.next.h2d_bytes()) + " / " + units::format_bytes(j.next.d2h_bytes()));
+  report::line(out, "experts", "2 x " + units::format_bytes(s.expert_bytes) + ", on the GPU at their iterations: high noise " +
+                                   units::format_bytes(j.high_loaded) + ", low noise " + units::format_bytes(j.low_loaded) +
+                                   " (the rest cast per forward from pageable memory)");
+  report::line(out, "job's scope", "ComfyUI a125cd84's model management, pageable copies; the text encoder (umT5) and "
+                                   "the VAE decode are not in it");
+}
+
 }  // namespace
 
 void write_console(std::ostream& out, const Context& c) {
@@ -195,6 +229,7 @@ void write_console(std::ostream& out, const Context& c) {
     }
   }
   if (c.image_job) write_image_job(out, c);
+  if (c.expert_job) write_expert_job(out, c);
   out << "\n";
   line("offloaded weights", units::format_bytes(placement::offloaded_weight_bytes(h, *c.placement)) + " of " +
                                 units::format_bytes(placement::weight_bytes(h)));

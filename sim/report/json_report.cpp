@@ -130,14 +130,15 @@ void write_json(std::ostream& out, const Context& c) {
     }
     j["pytorch_memory"] = m;
   }
+  // A ComfyUI job's node: its model's load and its own work.
+  auto stage = [&](const pipeline::StageCost& st) {
+    ordered_json moves = ordered_json::array();
+    for (const auto& m : st.moves) moves.push_back({{"model", m.model}, {"h2d_bytes", whole(m.h2d)}, {"d2h_bytes", whole(m.d2h)}});
+    return ordered_json{{"ran", st.ran}, {"compute_seconds", st.compute_seconds}, {"transfer_seconds", st.transfer_seconds},
+                        {"h2d_bytes", whole(st.h2d_bytes)}, {"d2h_bytes", whole(st.d2h_bytes)}, {"moves", moves}};
+  };
   if (c.image_job) {
     const pipeline::ImageJobSpec& sp = *c.image_job_spec;
-    auto stage = [&](const pipeline::StageCost& st) {
-      ordered_json moves = ordered_json::array();
-      for (const auto& m : st.moves) moves.push_back({{"model", m.model}, {"h2d_bytes", whole(m.h2d)}, {"d2h_bytes", whole(m.d2h)}});
-      return ordered_json{{"ran", st.ran}, {"compute_seconds", st.compute_seconds}, {"transfer_seconds", st.transfer_seconds},
-                          {"h2d_bytes", whole(st.h2d_bytes)}, {"d2h_bytes", whole(st.d2h_bytes)}, {"moves", moves}};
-    };
     auto image = [&](const pipeline::ImageCost& i) {
       return ordered_json{{"seconds", i.seconds()},
                           {"text_encoders", stage(i.text)},
@@ -158,6 +159,23 @@ void write_json(std::ostream& out, const Context& c) {
                       {"first_image", image(c.image_job->first)},
                       {"next_same_prompt", image(c.image_job->same_prompt)},
                       {"next_new_prompt", image(c.image_job->new_prompt)}};
+  }
+  if (c.expert_job) {
+    const pipeline::ExpertJobSpec& sp = *c.expert_job_spec;
+    auto video = [&](const pipeline::VideoCost& v) {
+      return ordered_json{{"seconds", v.seconds()}, {"high_noise_sampler", stage(v.high)}, {"low_noise_sampler", stage(v.low)}};
+    };
+    j["sampler_job"] = {{"framework", "ComfyUI a125cd84 (model management: experiments/frameworks/comfyui_model_management.md)"},
+                        {"free_bytes", whole(sp.free_bytes)},
+                        {"expert_bytes", whole(sp.expert_bytes)},
+                        {"high_noise_loaded_bytes", whole(c.expert_job->high_loaded)},
+                        {"low_noise_loaded_bytes", whole(c.expert_job->low_loaded)},
+                        {"high_noise_steps", sp.high_steps},
+                        {"low_noise_steps", sp.low_steps},
+                        {"sampling_memory_required", whole(sp.sampling_memory)},
+                        {"sampling_minimum_memory_required", whole(sp.sampling_minimum)},
+                        {"first_video", video(c.expert_job->first)},
+                        {"next_video", video(c.expert_job->next)}};
   }
   j["events"] = c.result->events;
   if (c.inputs) j["inputs"] = *c.inputs;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hardware/profile.hpp"
+#include "pipeline/expert_job.hpp"
 #include "pipeline/image_job.hpp"
 #include "placement/placement.hpp"
 #include "runtime/runtime_profile.hpp"
@@ -53,6 +54,8 @@ struct Context {
   const pipeline::ImageJob* image_job = nullptr;
   const pipeline::ImageJobSpec* image_job_spec = nullptr;
   std::pair<double, double> image_job_text{0, 0};
+  const pipeline::ExpertJob* expert_job = nullptr;  // sim run --sampler-job
+  const pipeline::ExpertJobSpec* expert_job_spec = nullptr;
 };
 
 std::string version();  // tiersim's version, e.g. "0.1.0"

@@ -33,6 +33,44 @@ TEST(Wan, ParameterCountsMatchThePublishedModels) {
   EXPECT_EQ(load_wan_config(model_path("wan2.1-t2v-14b")).total_params(), 14288491584u);
   EXPECT_EQ(load_wan_config(model_path("wan2.1-t2v-1.3b")).total_params(), 1418996800u);
   EXPECT_EQ(model_family(model_path("wan2.1-t2v-14b")), ModelFamily::Wan);
+  // Wan2.2-T2V-A14B: two experts of Wan 2.1 14B's shape (wan_t2v_A14B.py), 28.6 B parameters in all.
+  const WanConfig a14b = load_wan_config(model_path("wan2.2-t2v-a14b"));
+  EXPECT_EQ(a14b.total_params(), 14288491584u);
+  EXPECT_TRUE(a14b.two_experts());
+  EXPECT_DOUBLE_EQ(a14b.boundary_ratio, 0.875);
+  EXPECT_FALSE(load_wan_config(model_path("wan2.1-t2v-14b")).two_experts());
+}
+
+// Wan 2.2 A14B's trace is one expert's (both have its shape); the header says where the low-noise expert takes over,
+// half the steps unless --switch-step says otherwise.
+TEST(Wan, ATwoExpertModelSwitchesHalfWayUnlessToldOtherwise) {
+  const WanConfig a14b = load_wan_config(model_path("wan2.2-t2v-a14b"));
+  GenerationOptions o = video(832, 480, 81, 3.5);
+  o.image.steps = 20;
+  EXPECT_EQ(WanTraceGenerator(a14b, o).header().meta.at("switch_step"), "10");
+  o.image.steps = 7;
+  EXPECT_EQ(WanTraceGenerator(a14b, o).header().meta.at("switch_step"), "3");
+  o.image.switch_step = 6;
+  EXPECT_EQ(WanTraceGenerator(a14b, o).header().meta.at("switch_step"), "6");
+  for (const std::uint32_t bad : {7u, 9u}) {
+    o.image.switch_step = bad;
+    EXPECT_THROW(WanTraceGenerator(a14b, o), InputError) << bad;
+  }
+  o.image.switch_step = 0;
+  o.image.steps = 1;  // half of one step is none: the low-noise expert would run alone
+  EXPECT_THROW(WanTraceGenerator(a14b, o), InputError);
+  EXPECT_EQ(WanTraceGenerator(load_wan_config(model_path("wan2.1-t2v-14b")), video(832, 480, 81)).header().meta.count("switch_step"), 0u);
+  const std::string base = R"("_class_name":"WanTransformer3DModel","attention_head_dim":128,"num_attention_heads":40,)"
+                           R"("ffn_dim":13824,"num_layers":40,"in_channels":16,"text_dim":4096,"freq_dim":256)";
+  for (const char* ratio : {"0", "1", "1.5", "-0.2", "\"0.875\""}) {
+    try {
+      parse_wan_config("{" + base + ",\"boundary_ratio\":" + ratio + "}", "w.json");
+      ADD_FAILURE() << ratio;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "boundary_ratio") << ratio;
+    }
+  }
+  EXPECT_FALSE(parse_wan_config("{" + base + ",\"boundary_ratio\":null}", "w.json").two_experts());
 }
 
 // tests/fixtures/wan_modules.jsonl: ComfyUI's own WanModel on the meta device and its model patcher's

@@ -43,7 +43,7 @@ WanConfig read_wan(const ConfigJson& doc) {
   static const std::set<std::string> known{
       "name", "_class_name", "attention_head_dim", "num_attention_heads", "ffn_dim", "num_layers", "in_channels",
       "out_channels", "text_dim", "freq_dim", "patch_size", "cross_attn_norm", "qk_norm", "added_kv_proj_dim",
-      "image_dim", "pos_embed_seq_len"};
+      "image_dim", "pos_embed_seq_len", "boundary_ratio"};
   // Provenance, the norms' epsilon and the rotary table's length change neither weights nor compute.
   static const std::set<std::string> ignored{"_diffusers_version", "_name_or_path", "source", "description", "eps",
                                              "rope_max_seq_len"};
@@ -68,6 +68,13 @@ WanConfig read_wan(const ConfigJson& doc) {
   for (const char* key : {"added_kv_proj_dim", "image_dim", "pos_embed_seq_len"})
     if (r.has(key) && !j[key].is_null())
       r.fail(key, "is an image-to-video field; only text-to-video Wan and Wan 2.2's TI2V (null) are modelled");
+  if (r.has("boundary_ratio") && !j["boundary_ratio"].is_null()) {
+    const auto& b = j["boundary_ratio"];
+    if (!b.is_number() || !(b.get<double>() > 0) || !(b.get<double>() < 1))
+      r.fail("boundary_ratio", "must be a number between 0 and 1 (model_index.json's: where the second expert takes "
+                               "over), got " + b.dump());
+    c.boundary_ratio = b.get<double>();
+  }
   if (c.out_channels == 48) c.vae_spatial = 16;
   else if (c.out_channels != 16)
     r.fail("out_channels", "must be 16 (Wan 2.1's VAE) or 48 (Wan 2.2's, TI2V-5B): ComfyUI knows no other Wan latent");

@@ -21,6 +21,11 @@ struct WanConfig {
   // (comfy/supported_models.py WAN22_T2V: out_dim 48, latent_formats.Wan22), whose latent is (H/16, W/16)
   // (comfy_extras/nodes_wan.py Wan22ImageToVideoLatent); Wan 2.1's 16 channels are (H/8, W/8). 4x in time for both.
   std::uint64_t vae_spatial = 8;
+  // Wan 2.2 A14B: two transformers of this one shape, a high-noise expert for the first steps and a low-noise expert
+  // for the rest (the Diffusers pipeline's transformer and transformer_2; model_index.json's boundary_ratio, the
+  // fraction of the timesteps below which transformer_2 takes over: pipeline_wan.py). 0: one transformer.
+  double boundary_ratio = 0;
+  bool two_experts() const { return boundary_ratio > 0; }
 
   std::uint64_t dim() const { return heads * head_dim; }
   std::uint64_t patch_volume() const { return patch[0] * patch[1] * patch[2]; }

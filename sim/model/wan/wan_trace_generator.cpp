@@ -46,6 +46,18 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
     throw InputError("", 0, "--start-image",
                      "is Wan 2.2 TI2V-5B's image-to-video (a 48-channel model); Wan 2.1's image-to-video is another "
                      "model (a CLIP image context), not modelled");
+  if (model_.two_experts()) {
+    switch_step_ = im.switch_step ? im.switch_step : im.steps / 2;
+    if (switch_step_ < 1 || switch_step_ >= im.steps)
+      throw InputError("", 0, "--switch-step",
+                       "the low-noise expert takes over at a step from 1 to " + std::to_string(im.steps - 1) +
+                           " of the " + std::to_string(im.steps) + " steps (each expert runs at least one), got " +
+                           std::to_string(switch_step_));
+  } else if (im.switch_step) {
+    throw InputError("", 0, "--switch-step",
+                     "is for a model with two experts (Wan 2.2 A14B: its config's boundary_ratio); " + model_.name +
+                         " is one transformer");
+  }
   const std::uint64_t B = im.guided_batch(options_.batch), T = wan_video_tokens(model_, im), h = model_.dim();
   // The largest Linear's FLOPs: 2 x rows (video or text) x its widest in x out.
   const std::uint64_t widest_linear = std::max({h * model_.ffn_dim, h * h, model_.text_dim * h,
@@ -66,6 +78,8 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   header_.meta["frames"] = std::to_string(im.frames);
   if (im.start_image) header_.meta["start_image"] = "1";
   header_.meta["steps"] = std::to_string(im.steps);
+  // Both experts have this one shape: the trace is one transformer's, each iteration either expert's.
+  if (model_.two_experts()) header_.meta["switch_step"] = std::to_string(switch_step_);
   if (im.guided()) header_.meta["cfg"] = format_scale(im.cfg);
   header_.meta["image_tokens"] = std::to_string(T);
   header_.meta["text_tokens"] = std::to_string(im.text_tokens);

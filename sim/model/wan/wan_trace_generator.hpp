@@ -40,6 +40,7 @@ class WanTraceGenerator final : public trace::StepSource {
 
   WanConfig model_;
   GenerationOptions options_;
+  std::uint32_t switch_step_ = 0;  // a two-expert model's: the low-noise expert's first step
   trace::Header header_;
   std::uint32_t patch_embedding_ = 0, text_embedding_[2] = {}, time_embedding_[2] = {}, time_projection_ = 0;
   std::vector<Block> blocks_;

@@ -1,0 +1,25 @@
+#include "cli/comfy_job_load.hpp"
+
+#include <cstdio>
+
+#include "replay/event_replay.hpp"
+
+namespace tiersim::app {
+
+strategy::StrategySpec comfy_job_load(double free, double memory_required, double minimum, const char* flag) {
+  strategy::StrategySpec st;
+  char opts[256];
+  std::snprintf(opts, sizeof opts, "comfy.lowvram:version=2025-07,free=%.0fB,memory-required=%.0fB,minimum-memory-required=%.0fB",
+                free, memory_required, minimum);
+  st.placement = strategy::PartSpec::parse(opts, flag);
+  st.offload = strategy::PartSpec::parse("copy:host=pageable", flag);
+  st.custom = true;
+  return st;
+}
+
+double comfy_job_stage_seconds(const RunInputs& in, trace::StepSource& source, const strategy::StrategySpec& load) {
+  const placement::Placement placement = strategy::compose(source.header(), in.hw, load);
+  return result::summarize(replay::run_event_engine(in.setup(), placement, source)).total_seconds;
+}
+
+}  // namespace tiersim::app

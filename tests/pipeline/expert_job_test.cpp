@@ -1,0 +1,118 @@
+// A two-expert model's sampling in ComfyUI (Wan 2.2 A14B: two KSamplerAdvanced nodes, one expert each): the loads and
+// unloads ComfyUI's model management makes between the nodes, and the command.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "pipeline/expert_job.hpp"
+#include "support/run_sim.hpp"
+
+namespace tiersim::pipeline {
+namespace {
+
+constexpr double GB = 1e9;
+
+hw::HostLinkSpec flat_link(double rate) {
+  hw::HostLinkSpec l;
+  l.h2d_pageable.bandwidth = l.d2h_pageable.bandwidth = rate;
+  return l;
+}
+
+// Wan 2.2 A14B's experts in fp8 (14.3 GB each), 832x480 x 81 frames: model_base.memory_required 12.66 GB at the
+// batch doubled, 6.33 GB at the batch (WAN21_T2V's memory_usage_factor 5120 / 2222).
+ExpertJobSpec a14b(double free, double expert = 14.3 * GB) {
+  ExpertJobSpec s;
+  s.free_bytes = free;
+  s.expert_bytes = expert;
+  s.high_steps = 10;
+  s.low_steps = 10;
+  s.sampling_memory = 12.66 * GB;
+  s.sampling_minimum = 6.33 * GB;
+  s.iteration_seconds = [](double) { return 30.0; };
+  return s;
+}
+
+TEST(ExpertJob, On80GbBothExpertsStayAndTheNextVideoMovesNothing) {
+  const ExpertJob j = comfy_expert_job(a14b(79 * GB), flat_link(20 * GB));
+  EXPECT_DOUBLE_EQ(j.high_loaded, 14.3 * GB);
+  EXPECT_DOUBLE_EQ(j.low_loaded, 14.3 * GB);
+  EXPECT_DOUBLE_EQ(j.first.h2d_bytes(), 2 * 14.3 * GB);
+  EXPECT_DOUBLE_EQ(j.first.d2h_bytes(), 0);
+  EXPECT_DOUBLE_EQ(j.next.h2d_bytes(), 0);
+  EXPECT_DOUBLE_EQ(j.next.d2h_bytes(), 0);
+  EXPECT_NEAR(j.next.seconds(), 20 * 30.0, 1e-9);
+  EXPECT_NEAR(j.first.seconds() - j.next.seconds(), 2 * 14.3 / 20, 1e-9);
+}
+
+TEST(ExpertJob, OnA24GbCardEachNodeEvictsTheOtherExpert) {
+  // 14.3 GB + 1.1 x 14.3 GB and the sampling estimate do not fit in 24: the low-noise node unloads the high-noise
+  // expert whole (ComfyUI's free_memory: the other model, by what is still missing), and the next video's first node
+  // the low-noise one.
+  const ExpertJob j = comfy_expert_job(a14b(23.4 * GB), flat_link(20 * GB));
+  EXPECT_DOUBLE_EQ(j.high_loaded, 14.3 * GB);
+  EXPECT_DOUBLE_EQ(j.first.low.d2h_bytes, 14.3 * GB);
+  EXPECT_DOUBLE_EQ(j.first.low.h2d_bytes, 14.3 * GB);
+  EXPECT_DOUBLE_EQ(j.next.high.d2h_bytes, 14.3 * GB);
+  EXPECT_DOUBLE_EQ(j.next.h2d_bytes(), 2 * 14.3 * GB);
+  EXPECT_DOUBLE_EQ(j.next.d2h_bytes(), 2 * 14.3 * GB);
+  EXPECT_NEAR(j.next.transfer_seconds(), 4 * 14.3 / 20, 1e-9);
+}
+
+TEST(ExpertJob, IterationsArePricedOncePerLoadBudget) {
+  ExpertJobSpec s = a14b(23.4 * GB, 28.6 * GB);  // bf16: each expert loads partly
+  int calls = 0;
+  s.iteration_seconds = [&](double budget) {
+    ++calls;
+    return budget / GB;
+  };
+  const ExpertJob j = comfy_expert_job(s, flat_link(20 * GB));
+  EXPECT_LT(j.high_loaded, 28.6 * GB);
+  EXPECT_GT(j.high_loaded, 0);
+  EXPECT_EQ(calls, 1);  // every node loads its expert from the same free memory: one engine run
+  EXPECT_NEAR(j.first.high.compute_seconds, 10 * j.first.high.budget_free / GB, 1e-9);
+  EXPECT_DOUBLE_EQ(j.first.low.compute_seconds, j.next.low.compute_seconds);
+}
+
+TEST(ExpertJob, TheCommandReportsSecondsPerVideoForTwoExpertModelsOnly) {
+  const std::string a14b = "--model traces/models/wan2.2-t2v-a14b.json --resolution 480x320 --frames 9 --steps 4 --cfg 3.5 ";
+  const auto r = testing::run_sim(a14b + "--dtype fp8 --hw rtx4090 --policy resident --sampler-job --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& job = j["sampler_job"];
+  EXPECT_EQ(job["high_noise_steps"], 2);
+  EXPECT_EQ(job["low_noise_steps"], 2);
+  EXPECT_EQ(j["inputs"]["sampler_job"], true);
+  // The two fp8 experts (14.3 GB each) do not fit a 24 GB card together: every node unloads part of the other one
+  // (ComfyUI's free_memory takes what is missing: 1.1 x the expert and the small video's estimate).
+  const double expert = job["expert_bytes"].get<double>();
+  EXPECT_GT(job["next_video"]["low_noise_sampler"]["d2h_bytes"].get<double>(), 1e9);
+  EXPECT_LT(job["next_video"]["low_noise_sampler"]["d2h_bytes"].get<double>(), expert);
+  EXPECT_EQ(job["low_noise_loaded_bytes"].get<double>(), expert);
+  EXPECT_GT(job["next_video"]["seconds"].get<double>(), 4 * job["first_video"]["high_noise_sampler"]["compute_seconds"].get<double>() / 2);
+  // The result re-runs from its inputs to the same bytes.
+  const std::string saved = testing::scratch_file("sampler_job_result.json", r.out);
+  const auto again = testing::run_sim("run --config " + saved, false);
+  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(again.out, r.out);
+  // The switch moves steps from one node to the other.
+  const auto late = nlohmann::json::parse(
+      testing::run_sim(a14b + "--dtype fp8 --hw rtx4090 --policy resident --sampler-job --switch-step 3 --json", false).out);
+  EXPECT_EQ(late["sampler_job"]["high_noise_steps"], 3);
+  EXPECT_EQ(late["sampler_job"]["low_noise_steps"], 1);
+  // Refusals: one transformer, a switch outside the steps, a language model.
+  const auto one = testing::run_sim("--model traces/models/wan2.1-t2v-1.3b.json --steps 2 --policy resident --sampler-job");
+  EXPECT_EQ(one.code, 2) << one.out;
+  EXPECT_NE(one.out.find("two experts"), std::string::npos) << one.out;
+  const auto switch_one = testing::run_sim("--model traces/models/wan2.1-t2v-1.3b.json --steps 2 --policy resident --switch-step 1");
+  EXPECT_EQ(switch_one.code, 2) << switch_one.out;
+  EXPECT_NE(switch_one.out.find("--switch-step"), std::string::npos) << switch_one.out;
+  const auto outside = testing::run_sim(a14b + "--dtype fp8 --policy resident --switch-step 4");
+  EXPECT_EQ(outside.code, 2) << outside.out;
+  EXPECT_NE(outside.out.find("from 1 to 3"), std::string::npos) << outside.out;
+  const auto llm = testing::run_sim("--model traces/models/qwen3-0.6b.json --policy resident --switch-step 2");
+  EXPECT_EQ(llm.code, 2) << llm.out;
+}
+
+}  // namespace
+}  // namespace tiersim::pipeline
