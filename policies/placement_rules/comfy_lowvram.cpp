@@ -21,7 +21,8 @@
 // comfy-aimdo) does not use this budget: weights are faulted into VRAM at run time by memory pressure.
 // It is not modelled: `dynamic-vram=on` is refused, saying to start ComfyUI with --disable-dynamic-vram.
 // Options: version=current|2025-07, free=SIZE (free VRAM; default memory less the profile's reserve),
-// memory-required=SIZE (0: a text encoder), minimum-memory-required=SIZE, reserve-vram=SIZE,
+// memory-required=SIZE (0: a text encoder; default: a diffusion trace's sampler estimate, else 0),
+// minimum-memory-required=SIZE, reserve-vram=SIZE,
 // async-offload=N (2; 0 = --disable-async-offload: casts on the compute stream), pin=on|off, novram,
 // dynamic-vram=off|on.
 #include <algorithm>
@@ -61,7 +62,10 @@ class ComfyLowVram final : public PlacementRule {
       mid_2025_ = v == "2025-07";
     }
     if (o.has("free")) free_ = o.bytes("free", true);
-    if (o.has("memory-required")) memory_required_ = o.bytes("memory-required", true);
+    if (o.has("memory-required")) {
+      memory_required_ = o.bytes("memory-required", true);
+      has_memory_required_ = true;
+    }
     if (o.has("minimum-memory-required")) minimum_memory_required_ = o.bytes("minimum-memory-required", true);
     if (o.has("reserve-vram")) reserve_vram_ = o.bytes("reserve-vram", true);
     if (o.has("async-offload")) streams_ = static_cast<int>(o.integer("async-offload", 0, 64));
@@ -141,15 +145,23 @@ class ComfyLowVram final : public PlacementRule {
     if (windows) reserve = 600 * kMiB + (hw.gpu.memory > 15 * 1024 * kMiB ? 100 * kMiB : 0);
     if (reserve_vram_) reserve = *reserve_vram_;
     const double min_inference = pipeline::comfy::minimum_inference(reserve);
-    const double min_required = pipeline::comfy::minimum_required(reserve, minimum_memory_required_.value_or(memory_required_));
+    // A diffusion model is loaded by its sampler node with the sampler's estimates (comfy/sampler_helpers.py
+    // _prepare_sampling: model_base.memory_required at the batch doubled, and at the batch as the minimum), which its
+    // trace's generator writes per prompt; given ones win, and a trace without it (a language model) has none.
+    double minimum = minimum_memory_required_.value_or(memory_required_);
+    const bool sampler = !has_memory_required_ && !minimum_memory_required_ && header.meta.count("comfy_memory_per_cond");
+    if (sampler) minimum = std::stod(header.meta.at("comfy_memory_per_cond"));
+    const double min_required = pipeline::comfy::minimum_required(reserve, minimum);
     double budget = pipeline::comfy::lowvram_budget(free, min_required, min_inference, mid_2025_);
     if (novram_) budget = 0.1;
     const double model = placement::weight_bytes(header);
     const bool full = budget > model;
-    char line[160];
-    std::snprintf(line, sizeof line, "%s for weights of %s free VRAM (reserve %s)%s",
+    char line[256];
+    std::snprintf(line, sizeof line, "%s for weights of %s free VRAM (reserve %s%s)%s",
                   units::format_bytes(budget).c_str(), units::format_bytes(free).c_str(),
-                  units::format_bytes(reserve).c_str(), full ? ": the model loads whole" : "");
+                  units::format_bytes(reserve).c_str(),
+                  sampler ? (", the sampler's estimate " + units::format_bytes(minimum)).c_str() : "",
+                  full ? ": the model loads whole" : "");
     resolved.emplace_back("ComfyUI budget", line);
     resolved.emplace_back("ComfyUI", std::string(mid_2025_ ? "mid-2025 (7d593baf)" : "v0.19.3") +
                                          ", started with --disable-dynamic-vram");
@@ -198,6 +210,7 @@ class ComfyLowVram final : public PlacementRule {
   bool mid_2025_ = false;
   std::optional<double> free_, minimum_memory_required_, reserve_vram_;
   double memory_required_ = 0;
+  bool has_memory_required_ = false;
   std::optional<int> streams_;
   bool pin_ = true;
   bool novram_ = false;

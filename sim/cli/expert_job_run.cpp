@@ -16,7 +16,6 @@ ExpertJobResult run_expert_job(const RunInputs& in, const Simulation& sim) {
     throw InputError("", 0, "--sampler-job",
                      "is the sampling of a model with two experts (Wan 2.2 A14B: a Wan config with boundary_ratio); "
                      "a FLUX run's whole job is --image-job");
-  const model::WanConfig wan = model::load_wan_config(path);
   const model::GenerationOptions& g = in.trace.generation;
   const auto& im = g.image;
   const std::uint32_t switch_step = static_cast<std::uint32_t>(std::stoul(sim.header.meta.at("switch_step")));
@@ -26,17 +25,10 @@ ExpertJobResult run_expert_job(const RunInputs& in, const Simulation& sim) {
   s.expert_bytes = placement::weight_bytes(sim.header);
   s.high_steps = switch_step;
   s.low_steps = im.steps - switch_step;
-  // model_base.memory_required (flash/SDPA branch): area x the compute dtype's bytes x 0.01 x memory_usage_factor, in
-  // MiB, area = the noise's batch x its latent frames x (H/8) x (W/8); WAN21_T2V (a 16-channel Wan, which an A14B
-  // expert is to ComfyUI's model detection) sets memory_usage_factor = dim / 2222 (comfy/supported_models.py). fp8
-  // weights compute in bf16 (manual cast): 2 bytes, as bf16 and fp16; fp32 4. sampler_helpers.estimate_memory
-  // passes the batch doubled (cond and uncond) as the requirement and the batch as the minimum.
-  const double dtype_bytes = g.dtype == model::WeightDtype::Fp32 ? 4.0 : 2.0;
-  const double latent_frames = (im.frames - 1) / 4 + 1;
-  const double area = g.batch * latent_frames * (im.height / static_cast<double>(wan.vae_spatial)) *
-                      (im.width / static_cast<double>(wan.vae_spatial));
-  const double factor = static_cast<double>(wan.dim()) / 2222.0;
-  s.sampling_minimum = area * dtype_bytes * 0.01 * factor * 1048576.0;
+  // sampler_helpers.estimate_memory: model_base.memory_required at the batch doubled (cond and uncond) as the
+  // requirement, at the batch as the minimum (the generator's estimate per prompt: WAN21_T2V's, which an A14B expert
+  // is to ComfyUI's model detection).
+  s.sampling_minimum = std::stod(sim.header.meta.at("comfy_memory_per_cond"));
   s.sampling_memory = 2 * s.sampling_minimum;
   s.high_name = "high-noise expert";
   s.low_name = "low-noise expert";

@@ -13,8 +13,7 @@ namespace tiersim::app {
 
 namespace {
 
-// ComfyUI's FLUX (supported_models.py Flux.memory_usage_factor) and its VAE (sd.py VAE: memory_used_decode).
-constexpr double kFluxMemoryUsageFactor = 3.1;
+// ComfyUI's VAE (sd.py VAE: memory_used_decode).
 constexpr double kVaeDecodeFactor = 2178.0 * 64;
 
 std::string component(const std::string& model_path, const char* file) {
@@ -56,10 +55,9 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
   s.dit_bytes = placement::weight_bytes(sim.header);
   s.vae_bytes = 2.0 * static_cast<double>(vae.params());  // ae.safetensors (fp32) made bf16 at load
   s.steps = im.steps;
-  // model_base.memory_required: latent area x the compute dtype's bytes (bf16) x 0.01 x the factor, in MiB, at
-  // the batch doubled (cond and uncond) and at the batch.
-  const double area = static_cast<double>(g.batch) * (im.width / 8.0) * (im.height / 8.0);
-  s.sampling_minimum = area * 2 * 0.01 * kFluxMemoryUsageFactor * 1048576.0;
+  // sampler_helpers.estimate_memory: model_base.memory_required (the generator's estimate per prompt, FLUX's
+  // memory_usage_factor 3.1) at the batch doubled (cond and uncond) and at the batch.
+  s.sampling_minimum = std::stod(sim.header.meta.at("comfy_memory_per_cond"));
   s.sampling_memory = 2 * s.sampling_minimum;
   s.vae_memory = kVaeDecodeFactor * (im.width / 8.0) * (im.height / 8.0) * 2;
   s.text_encoder_name = "text encoders (T5-XXL + CLIP-L)";

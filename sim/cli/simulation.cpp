@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <optional>
 
 #include "analytic/analytic_model.hpp"
 #include "core/error.hpp"
@@ -82,6 +83,28 @@ void use_gguf_file(TraceSpec& spec) {
   spec.generation.gguf_path = spec.model_path;
 }
 
+namespace {
+
+// ComfyUI's sampler runs a guided iteration's positive and negative prompt in one batch only when its memory estimate
+// for the two, x 1.5, is below the GPU's free memory (comfy/samplers.py _calc_cond_batch at a125cd84:
+// model.memory_required(input_shape) * 1.5 < model_management.get_free_memory()); else one after the other. Free
+// memory is the GPU's less the profile's reserve and the weights the placement keeps on it: get_free_memory counts
+// the caching allocator's free blocks as free, so an earlier iteration's activations do not take any. Returns the
+// estimate and the free memory when the two must run apart, nothing when the trace is not such a run.
+std::optional<std::pair<double, double>> comfy_cond_batch_refused(const trace::Header& header, const hw::HardwareProfile& hw,
+                                                                  const placement::Placement& placement) {
+  const auto& m = header.meta;
+  if (!m.count("cfg") || !m.count("comfy_memory_per_cond") || m.count("cfg_separate") || m.count("negative_tokens"))
+    return std::nullopt;
+  const double estimate = 2 * std::stod(m.at("comfy_memory_per_cond"));
+  const double free = hw.gpu.memory - hw.gpu.reserved - (placement::weight_bytes(header) -
+                                                         placement::offloaded_weight_bytes(header, placement));
+  if (estimate * 1.5 < free) return std::nullopt;
+  return std::pair{estimate, free};
+}
+
+}  // namespace
+
 Simulation simulate(const replay::RunSetup& setup, const strategy::StrategySpec& strategy, EngineKind engine, const TraceSpec& trace, report::Timeline* timeline) {
   if (timeline && engine != EngineKind::Event)
     throw InputError("", 0, "--timeline", "timelines come from the event engine; drop --engine analytic");
@@ -89,6 +112,20 @@ Simulation simulate(const replay::RunSetup& setup, const strategy::StrategySpec&
   Simulation sim;
   sim.header = source->header();
   sim.placement = strategy::compose(sim.header, setup.hw, strategy);
+  if (!trace.model_path.empty()) {
+    if (const auto refused = comfy_cond_batch_refused(sim.header, setup.hw, sim.placement)) {
+      // The same model generated again with the two prompts as two forwards, and placed again (its weights are the
+      // same; a placement by ComfyUI's own estimates takes them per prompt, as before).
+      TraceSpec apart = trace;
+      apart.loaded = nullptr;
+      apart.generation.image.cfg_separate = true;
+      source = open_trace(apart);
+      sim.header = source->header();
+      sim.header.meta["cfg_batch_estimate"] = std::to_string(static_cast<long long>(refused->first));
+      sim.header.meta["cfg_batch_free"] = std::to_string(static_cast<long long>(refused->second));
+      sim.placement = strategy::compose(sim.header, setup.hw, strategy);
+    }
+  }
   sim.result = engine == EngineKind::Event ? replay::run_event_engine(setup, sim.placement, *source, timeline)
                                            : analytic::run_analytic(setup, sim.placement, *source);
   if (sim.result.steps.empty()) throw InputError(trace.name(), 0, "step", "the trace has no steps");

@@ -58,9 +58,13 @@ struct GenerationOptions {
     // (ComfyUI's Wan 2.2 14B template: 20 steps, 10 each).
     std::uint32_t switch_step = 0;
     // Classifier-free guidance scale: unless it is 1 ComfyUI runs the negative prompt too (comfy/samplers.py
-    // sampling_function: math.isclose(cond_scale, 1.0) skips it), in the same batch as the positive one
-    // (calc_cond_batch batches them when its memory estimate fits: assumed here), doubling the batch.
+    // sampling_function: math.isclose(cond_scale, 1.0) skips it), in the same batch as the positive one, doubling the
+    // batch, or after it (cfg_separate, below).
     double cfg = 1.0;
+    // The positive and negative prompt as two forwards of the batch each, not one of twice the batch: ComfyUI's
+    // sampler batches them only when its memory estimate for the two, x 1.5, is below the GPU's free memory
+    // (comfy/samplers.py _calc_cond_batch). app::simulate decides it from the run's placement; not an option of its own.
+    bool cfg_separate = false;
     // The negative prompt's tokens as the transformer sees them, for an encoder that does not pad (Qwen-Image's
     // Qwen2.5-VL: its conds are ComfyUI CONDRegular, batched only when the two lengths are equal, else run as two
     // forwards); 0 for an encoder that pads both prompts to one length (FLUX's T5, Wan's umT5), whose two prompts
@@ -76,7 +80,10 @@ struct GenerationOptions {
       return static_cast<std::uint64_t>(reference_height / 16) * (reference_width / 16);
     }
     bool guided() const { return std::fabs(cfg - 1.0) > 1e-9 * std::max(1.0, std::fabs(cfg)); }
-    std::uint32_t guided_batch(std::uint32_t batch) const { return guided() ? 2 * batch : batch; }
+    // Images in one forward: the batch, doubled when the negative prompt shares it.
+    std::uint32_t guided_batch(std::uint32_t batch) const { return guided() && !cfg_separate ? 2 * batch : batch; }
+    // Forwards per iteration: two when the negative prompt runs on its own.
+    std::uint32_t forwards() const { return guided() && cfg_separate ? 2 : 1; }
   } image;
   // With WeightDtype::Fp8: a scaled fp8 checkpoint (ComfyUI's *_fp8_scaled files, comfy/ops.py scaled_fp8_ops: each
   // Linear's weight times its scale_weight after the cast). Diffusion models only.

@@ -16,6 +16,14 @@ void line(std::ostream& out, const char* label, const std::string& value) {
   out << b << value << "\n";
 }
 
+// Why ComfyUI's sampler ran the two prompts apart (cli/simulation.cpp): its estimate for both x 1.5 against the free memory.
+std::string cond_batch_reason(const trace::Header& h) {
+  if (!h.meta.count("cfg_batch_estimate") || !h.meta.count("cfg_batch_free")) return "";
+  return ": ComfyUI batches the two only when 1.5 x its estimate for them (" +
+         units::format_bytes(std::stod(h.meta.at("cfg_batch_estimate"))) + ") is below the free memory, " +
+         units::format_bytes(std::stod(h.meta.at("cfg_batch_free")));
+}
+
 // sim run --image-job: the ComfyUI job's stages for the first image and the next one, same prompt or new.
 void write_image_job(std::ostream& out, const Context& c) {
   auto line = [&](const char* label, const std::string& value) { report::line(out, label, value); };
@@ -135,6 +143,8 @@ void write_console(std::ostream& out, const Context& c) {
              (!h.meta.count("cfg")                ? std::string()
               : h.meta.count("negative_tokens") ? ", cfg " + h.meta.at("cfg") + " (negative prompt, " +
                                                       h.meta.at("negative_tokens") + " tokens, as a second forward)"
+              : h.meta.count("cfg_separate")    ? ", cfg " + h.meta.at("cfg") + " (negative prompt as a second forward" +
+                                                   cond_batch_reason(h) + ")"
                                                 : ", cfg " + h.meta.at("cfg") + " (negative prompt in the batch)"));
   for (const auto& [k, v] : c.placement->resolved) line(k.c_str(), v);
   if (!c.strategy.empty()) line("strategy", c.strategy);

@@ -52,6 +52,13 @@ void write_json(std::ostream& out, const Context& c) {
                 {"batch", h.batch()},
                 {"steps", c.result->steps.size()},
                 {"decode_steps", s.decode_steps}};
+  if (h.meta.count("cfg")) {
+    // A guided diffusion run: the negative prompt in the positive's batch (1 forward an iteration) or after it (2).
+    j["trace"]["cfg_forwards"] = h.meta.count("cfg_separate") || h.meta.count("negative_tokens") ? 2 : 1;
+    if (h.meta.count("cfg_batch_estimate"))
+      j["trace"]["comfy_cond_batch"] = {{"estimate_bytes", std::stod(h.meta.at("cfg_batch_estimate"))},
+                                        {"free_bytes", std::stod(h.meta.at("cfg_batch_free"))}};
+  }
   j["tps"] = s.tps;
   j["step_seconds"] = s.decode_step_median;
   j["step_seconds_mean"] = s.decode_step_mean;

@@ -120,4 +120,15 @@ std::uint64_t checked_product(std::uint64_t a, std::uint64_t b, const char* key,
   return r;
 }
 
+double comfy_memory_required(double area, WeightDtype dtype, double memory_usage_factor) {
+  const double dtype_bytes = dtype == WeightDtype::Fp32 ? 4.0 : 2.0;
+  return area * dtype_bytes * 0.01 * memory_usage_factor * 1048576.0;
+}
+
+void set_comfy_memory_per_cond(trace::Header& header, double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f", bytes);
+  header.meta["comfy_memory_per_cond"] = b;
+}
+
 }  // namespace tiersim::model

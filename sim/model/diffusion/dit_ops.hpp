@@ -76,6 +76,16 @@ std::string format_scale(double scale);
 // the option's flag. `model` names the model in the frames message ("FLUX makes images").
 void check_image_options(const GenerationOptions& options, const std::string& model);
 
+// ComfyUI's estimate of a diffusion model's working memory for one forward (comfy/model_base.py
+// BaseModel.memory_required at a125cd84, its flash/SDPA branch): area x the compute dtype's bytes x 0.01 x the model's
+// memory_usage_factor (comfy/supported_models.py), in MiB; `area` = the latent's batch x its spatial (and temporal)
+// size, plus every reference latent's (memory_usage_factor_conds). The compute dtype: fp32 4 bytes, anything else 2
+// (fp8 and GGUF weights compute in bf16: ComfyUI's manual cast). The generators write it per prompt (one cond at the
+// run's batch) as the header's "comfy_memory_per_cond"; ComfyUI's sampler and its model loads scale it.
+double comfy_memory_required(double area, WeightDtype dtype, double memory_usage_factor);
+// Writes it into a diffusion trace's header.
+void set_comfy_memory_per_cond(trace::Header& header, double bytes);
+
 // a * b, or an InputError under `key` saying `what` is too large, beyond 2^62.
 std::uint64_t checked_product(std::uint64_t a, std::uint64_t b, const char* key, const char* what);
 

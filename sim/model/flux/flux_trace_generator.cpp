@@ -48,6 +48,12 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   header_.meta["resolution"] = std::to_string(im.width) + "x" + std::to_string(im.height);
   header_.meta["steps"] = std::to_string(im.steps);
   if (im.guided()) header_.meta["cfg"] = format_scale(im.cfg);
+  if (im.forwards() > 1) header_.meta["cfg_separate"] = "1";
+  // ComfyUI's Flux: memory_usage_factor 3.1 (supported_models.py), the latent [batch, 16, H / 8, W / 8] and a reference
+  // latent's [1, 16, h / 8, w / 8] (model_base.Flux memory_usage_factor_conds: ref_latents).
+  set_comfy_memory_per_cond(header_, comfy_memory_required(static_cast<double>(options_.batch) * (im.height / 8) * (im.width / 8) +
+                                                               static_cast<double>(im.reference_height / 8) * (im.reference_width / 8),
+                                                           d, 3.1));
   header_.meta["image_tokens"] = std::to_string(flux_image_tokens(im));
   header_.meta["text_tokens"] = std::to_string(im.text_tokens);
   if (im.has_reference()) {
@@ -143,7 +149,7 @@ bool FluxTraceGenerator::next(trace::Step& out) {
 
 void FluxTraceGenerator::build_iteration(trace::Step& out) const {
   const WeightDtype d = options_.dtype;
-  // Under classifier-free guidance (cfg above 1) the negative prompt's pass runs in the same batch.
+  // Under classifier-free guidance (cfg above 1) the negative prompt's pass runs in the same batch, or after it.
   const std::uint64_t B = options_.image.guided_batch(options_.batch);
   // The image stream's rows: the latent's tokens and a reference image's (Kontext), which run through every block and
   // the final layer and are cut off after it (Flux._forward: out[:, :img_tokens]).
@@ -192,76 +198,79 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
     ops.attention(g, B, heads, per_image, per_image, hd);
   };
 
-  // Inputs (forward_orig): img_in, the timestep (and guidance) embedders, vector_in, txt_in, the rotary
-  // table over the position ids (EmbedND: per axis linspace, pow, einsum, cos/sin, stack; about 30 kernels).
-  // A reference latent patchified (process_img's rearrange) and appended to the image's (torch.cat): two copies.
-  if (Si > So) add(OpKind::Elementwise, -1, 0, {act((2 * Si - So) * model_.in_channels)}, {act((2 * Si - So) * model_.in_channels)}, 2);
-  linear(-1, img_in_, Si, model_.in_channels, h);
-  add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {act(B)}, {act(B * FluxConfig::kTimestepChannels)}, 6);
-  linear(-1, time_in_[0], B, FluxConfig::kTimestepChannels, h);
-  add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
-  linear(-1, time_in_[1], B, h, h);
-  if (model_.guidance_embeds) {
+  // One forward, or two (the positive and the negative prompt one after the other when ComfyUI does not batch them).
+  for (std::uint32_t forward = 0; forward < options_.image.forwards(); ++forward) {
+    // Inputs (forward_orig): img_in, the timestep (and guidance) embedders, vector_in, txt_in, the rotary
+    // table over the position ids (EmbedND: per axis linspace, pow, einsum, cos/sin, stack; about 30 kernels).
+    // A reference latent patchified (process_img's rearrange) and appended to the image's (torch.cat): two copies.
+    if (Si > So) add(OpKind::Elementwise, -1, 0, {act((2 * Si - So) * model_.in_channels)}, {act((2 * Si - So) * model_.in_channels)}, 2);
+    linear(-1, img_in_, Si, model_.in_channels, h);
     add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {act(B)}, {act(B * FluxConfig::kTimestepChannels)}, 6);
-    linear(-1, guidance_in_[0], B, FluxConfig::kTimestepChannels, h);
+    linear(-1, time_in_[0], B, FluxConfig::kTimestepChannels, h);
     add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
-    linear(-1, guidance_in_[1], B, h, h);
-  }
-  linear(-1, vector_in_[0], B, model_.pooled_dim, h);
-  add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
-  linear(-1, vector_in_[1], B, h, h);
-  add(OpKind::Elementwise, -1, 2 * B * h, {act(3 * B * h)}, {act(B * h)}, 2);  // vec sums
-  linear(-1, txt_in_, St, model_.context_dim, h);
-  add(OpKind::Other, -1, 8 * S * hd, {act(S * 3)}, {raw(S * hd * 8)}, 30);
-
-  for (std::int32_t b = 0; b < D; ++b) {
-    const DoubleBlock& blk = double_[static_cast<std::size_t>(b)];
-    modulation(b, blk.img.mod, 6 * h);
-    modulation(b, blk.txt.mod, 6 * h);
-    modulated_norm(b, Si);
-    linear(b, blk.img.qkv, Si, h, 3 * h);
-    qk_norm(b, blk.img.q_norm, blk.img.k_norm, Si);
-    modulated_norm(b, St);
-    linear(b, blk.txt.qkv, St, h, 3 * h);
-    qk_norm(b, blk.txt.q_norm, blk.txt.k_norm, St);
-    add(OpKind::Elementwise, b, 0, {act(3 * S * h)}, {act(3 * S * h)}, 3 * DitLaunches::concat);  // cat(txt, img) q, k, v
-    attention(b);
-    for (const auto& [s, rows] : {std::pair<const Stream&, std::uint64_t>{blk.img, Si}, {blk.txt, St}}) {
-      linear(b, s.proj, rows, h, h);
-      gated_residual(b, rows);
-      modulated_norm(b, rows);
-      linear(b, s.mlp_in, rows, h, m);
-      add(OpKind::Elementwise, b, 8 * rows * m, {act(rows * m)}, {act(rows * m)}, DitLaunches::gelu);
-      linear(b, s.mlp_out, rows, m, h);
-      gated_residual(b, rows);
+    linear(-1, time_in_[1], B, h, h);
+    if (model_.guidance_embeds) {
+      add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {act(B)}, {act(B * FluxConfig::kTimestepChannels)}, 6);
+      linear(-1, guidance_in_[0], B, FluxConfig::kTimestepChannels, h);
+      add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
+      linear(-1, guidance_in_[1], B, h, h);
     }
-    if (d == WeightDtype::Fp16)  // layers.py: txt = nan_to_num(txt) in fp16
-      add(OpKind::Elementwise, b, St * h, {act(St * h)}, {act(St * h)}, 1);
+    linear(-1, vector_in_[0], B, model_.pooled_dim, h);
+    add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
+    linear(-1, vector_in_[1], B, h, h);
+    add(OpKind::Elementwise, -1, 2 * B * h, {act(3 * B * h)}, {act(B * h)}, 2);  // vec sums
+    linear(-1, txt_in_, St, model_.context_dim, h);
+    add(OpKind::Other, -1, 8 * S * hd, {act(S * 3)}, {raw(S * hd * 8)}, 30);
+
+    for (std::int32_t b = 0; b < D; ++b) {
+      const DoubleBlock& blk = double_[static_cast<std::size_t>(b)];
+      modulation(b, blk.img.mod, 6 * h);
+      modulation(b, blk.txt.mod, 6 * h);
+      modulated_norm(b, Si);
+      linear(b, blk.img.qkv, Si, h, 3 * h);
+      qk_norm(b, blk.img.q_norm, blk.img.k_norm, Si);
+      modulated_norm(b, St);
+      linear(b, blk.txt.qkv, St, h, 3 * h);
+      qk_norm(b, blk.txt.q_norm, blk.txt.k_norm, St);
+      add(OpKind::Elementwise, b, 0, {act(3 * S * h)}, {act(3 * S * h)}, 3 * DitLaunches::concat);  // cat(txt, img) q, k, v
+      attention(b);
+      for (const auto& [s, rows] : {std::pair<const Stream&, std::uint64_t>{blk.img, Si}, {blk.txt, St}}) {
+        linear(b, s.proj, rows, h, h);
+        gated_residual(b, rows);
+        modulated_norm(b, rows);
+        linear(b, s.mlp_in, rows, h, m);
+        add(OpKind::Elementwise, b, 8 * rows * m, {act(rows * m)}, {act(rows * m)}, DitLaunches::gelu);
+        linear(b, s.mlp_out, rows, m, h);
+        gated_residual(b, rows);
+      }
+      if (d == WeightDtype::Fp16)  // layers.py: txt = nan_to_num(txt) in fp16
+        add(OpKind::Elementwise, b, St * h, {act(St * h)}, {act(St * h)}, 1);
+    }
+    // img = cat(txt, img), then the single blocks over the joint sequence.
+    add(OpKind::Elementwise, D, 0, {act(S * h)}, {act(S * h)}, DitLaunches::concat);
+    for (std::int32_t b = 0; b < Sg; ++b) {
+      const SingleBlock& blk = single_[static_cast<std::size_t>(b)];
+      const std::int32_t g = D + b;
+      modulation(g, blk.modulation, 3 * h);
+      modulated_norm(g, S);
+      linear(g, blk.linear1, S, h, 3 * h + m);
+      qk_norm(g, blk.q_norm, blk.k_norm, S);
+      attention(g);
+      add(OpKind::Elementwise, g, 8 * S * m, {act(S * m)}, {act(S * m)}, DitLaunches::gelu);
+      add(OpKind::Elementwise, g, 0, {act(S * (h + m))}, {act(S * (h + m))}, DitLaunches::concat);
+      linear(g, blk.linear2, S, h + m, h);
+      gated_residual(g, S);
+      if (d == WeightDtype::Fp16) add(OpKind::Elementwise, g, S * h, {act(S * h)}, {act(S * h)}, 1);
+    }
+    // Final layer on the image rows.
+    const std::int32_t last = D + Sg;
+    modulation(last, final_modulation_, 2 * h);
+    modulated_norm(last, Si);
+    linear(last, final_linear_, Si, h, model_.out_channels);
   }
-  // img = cat(txt, img), then the single blocks over the joint sequence.
-  add(OpKind::Elementwise, D, 0, {act(S * h)}, {act(S * h)}, DitLaunches::concat);
-  for (std::int32_t b = 0; b < Sg; ++b) {
-    const SingleBlock& blk = single_[static_cast<std::size_t>(b)];
-    const std::int32_t g = D + b;
-    modulation(g, blk.modulation, 3 * h);
-    modulated_norm(g, S);
-    linear(g, blk.linear1, S, h, 3 * h + m);
-    qk_norm(g, blk.q_norm, blk.k_norm, S);
-    attention(g);
-    add(OpKind::Elementwise, g, 8 * S * m, {act(S * m)}, {act(S * m)}, DitLaunches::gelu);
-    add(OpKind::Elementwise, g, 0, {act(S * (h + m))}, {act(S * (h + m))}, DitLaunches::concat);
-    linear(g, blk.linear2, S, h + m, h);
-    gated_residual(g, S);
-    if (d == WeightDtype::Fp16) add(OpKind::Elementwise, g, S * h, {act(S * h)}, {act(S * h)}, 1);
-  }
-  // Final layer on the image rows, then the sampler's update of the latent (ComfyUI's model wrapper and an
-  // Euler step: about ten small kernels over the latent).
-  const std::int32_t last = D + Sg;
-  modulation(last, final_modulation_, 2 * h);
-  modulated_norm(last, Si);
-  linear(last, final_linear_, Si, h, model_.out_channels);
-  add(OpKind::Elementwise, last, 10 * So * model_.out_channels, {act(3 * So * model_.out_channels)},
-      {act(2 * So * model_.out_channels)}, 10);
+  // The sampler's update of every forward's latent (ComfyUI's model wrapper and an Euler step: about ten small kernels).
+  const std::uint64_t latent = So * model_.out_channels * options_.image.forwards();
+  add(OpKind::Elementwise, D + Sg, 10 * latent, {act(3 * latent)}, {act(2 * latent)}, 10);
 }
 
 }  // namespace tiersim::model

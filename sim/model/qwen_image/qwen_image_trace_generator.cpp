@@ -19,7 +19,7 @@ std::uint64_t qwen_image_tokens(const GenerationOptions::Image& image) {
 std::vector<QwenImageTraceGenerator::Pass> QwenImageTraceGenerator::passes(const GenerationOptions& o) {
   const auto& im = o.image;
   if (!im.guided()) return {{o.batch, im.text_tokens}};
-  if (im.negative_tokens == im.text_tokens) return {{2ull * o.batch, im.text_tokens}};
+  if (im.negative_tokens == im.text_tokens && !im.cfg_separate) return {{2ull * o.batch, im.text_tokens}};
   return {{o.batch, im.text_tokens}, {o.batch, im.negative_tokens}};
 }
 
@@ -61,7 +61,15 @@ QwenImageTraceGenerator::QwenImageTraceGenerator(const QwenImageConfig& model, c
   header_.meta["resolution"] = std::to_string(im.width) + "x" + std::to_string(im.height);
   header_.meta["steps"] = std::to_string(im.steps);
   if (im.guided()) header_.meta["cfg"] = format_scale(im.cfg);
-  if (passes(options_).size() > 1) header_.meta["negative_tokens"] = std::to_string(im.negative_tokens);
+  // A negative prompt of another length runs on its own (CONDRegular); one of the same length shares the batch unless
+  // ComfyUI's memory estimate says otherwise (cfg_separate).
+  if (im.guided() && im.cfg_separate) header_.meta["cfg_separate"] = "1";
+  else if (passes(options_).size() > 1) header_.meta["negative_tokens"] = std::to_string(im.negative_tokens);
+  // ComfyUI's QwenImage: memory_usage_factor 1.8 (supported_models.py), the latent [batch, 16, 1, H / 8, W / 8] and a
+  // reference latent's (model_base.QwenImage memory_usage_factor_conds: ref_latents).
+  set_comfy_memory_per_cond(header_, comfy_memory_required(static_cast<double>(options_.batch) * (im.height / 8) * (im.width / 8) +
+                                                               static_cast<double>(im.reference_height / 8) * (im.reference_width / 8),
+                                                           d, 1.8));
   header_.meta["image_tokens"] = std::to_string(qwen_image_tokens(im));
   header_.meta["text_tokens"] = std::to_string(im.text_tokens);
   if (im.has_reference()) {

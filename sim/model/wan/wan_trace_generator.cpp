@@ -81,6 +81,12 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   // Both experts have this one shape: the trace is one transformer's, each iteration either expert's.
   if (model_.two_experts()) header_.meta["switch_step"] = std::to_string(switch_step_);
   if (im.guided()) header_.meta["cfg"] = format_scale(im.cfg);
+  if (im.forwards() > 1) header_.meta["cfg_separate"] = "1";
+  // ComfyUI's WAN21_T2V (and WAN22_T2V, its subclass) sets memory_usage_factor = dim / 2222; the latent is
+  // [batch, channels, latent frames, H / s, W / s].
+  set_comfy_memory_per_cond(header_, comfy_memory_required(static_cast<double>(options_.batch) * ((im.frames - 1) / 4 + 1) *
+                                                               (im.height / model_.vae_spatial) * (im.width / model_.vae_spatial),
+                                                           d, static_cast<double>(h) / 2222.0));
   header_.meta["image_tokens"] = std::to_string(T);
   header_.meta["text_tokens"] = std::to_string(im.text_tokens);
   header_.meta["hidden_size"] = std::to_string(h);
@@ -164,74 +170,78 @@ void WanTraceGenerator::build_iteration(trace::Step& out) const {
   out.ops.clear();
   DitOps ops(out, header_, act_, options_.dtype, nullptr, options_.fp8_scaled);
 
-  // Embeddings (forward_orig): the latent cast to fp32 and the Conv3d patch embedding (cuDNN, TF32 allowed
-  // by PyTorch's default), cast back; the timestep's sinusoid, time_embedding, time_projection; the text
-  // through text_embedding; the rotary table over (t, h, w) ids (rope_encode, EmbedND: about 30 kernels).
-  ops.add(OpKind::Elementwise, -1, latent, {ops.act(latent)}, {ops.raw(4 * latent)}, 1);
-  ops.add(OpKind::Gemm, -1, 2 * rows * pv * model_.in_channels * h, {ops.whole(patch_embedding_), ops.raw(4 * latent)},
-          {ops.raw(4 * rows * h)}, 1, "tf32");
-  ops.add(OpKind::Elementwise, -1, rows * h, {ops.raw(4 * rows * h)}, {ops.act(rows * h)}, 2);  // .to(dtype), flatten
-  // With a start image the timestep is one per latent frame (model_base.WAN22.process_timestep): the time MLPs and
-  // the modulations run on B x F rows, and every modulation a block (or the head) applies is expanded to its tokens
-  // (comfy/ldm/wan/model.py repeat_e: torch.repeat_interleave), read in full by the addcmul that uses it.
-  const std::uint64_t F = im.start_image ? (im.frames - 1) / 4 + 1 : 1, BF = B * F;
-  ops.elementwise(-1, BF, BF * model_.freq_dim, 8, 6);
-  ops.linear(-1, time_embedding_[0], BF, model_.freq_dim, h);
-  ops.elementwise(-1, BF * h, BF * h, 4, DitLaunches::silu);
-  ops.linear(-1, time_embedding_[1], BF, h, h);
-  ops.elementwise(-1, BF * h, BF * h, 4, DitLaunches::silu);
-  ops.linear(-1, time_projection_, BF, h, 6 * h);
-  ops.linear(-1, text_embedding_[0], text_rows, model_.text_dim, h);
-  ops.elementwise(-1, text_rows * h, text_rows * h, 8, DitLaunches::gelu);
-  ops.linear(-1, text_embedding_[1], text_rows, h, h);
-  ops.add(OpKind::Other, -1, 8 * T * hd, {ops.act(T * 3)}, {ops.raw(T * hd * 8)}, 30);
+  // One forward, or two (the positive and the negative prompt one after the other when ComfyUI does not batch them).
+  for (std::uint32_t forward = 0; forward < im.forwards(); ++forward) {
+    // Embeddings (forward_orig): the latent cast to fp32 and the Conv3d patch embedding (cuDNN, TF32 allowed
+    // by PyTorch's default), cast back; the timestep's sinusoid, time_embedding, time_projection; the text
+    // through text_embedding; the rotary table over (t, h, w) ids (rope_encode, EmbedND: about 30 kernels).
+    ops.add(OpKind::Elementwise, -1, latent, {ops.act(latent)}, {ops.raw(4 * latent)}, 1);
+    ops.add(OpKind::Gemm, -1, 2 * rows * pv * model_.in_channels * h, {ops.whole(patch_embedding_), ops.raw(4 * latent)},
+            {ops.raw(4 * rows * h)}, 1, "tf32");
+    ops.add(OpKind::Elementwise, -1, rows * h, {ops.raw(4 * rows * h)}, {ops.act(rows * h)}, 2);  // .to(dtype), flatten
+    // With a start image the timestep is one per latent frame (model_base.WAN22.process_timestep): the time MLPs and
+    // the modulations run on B x F rows, and every modulation a block (or the head) applies is expanded to its tokens
+    // (comfy/ldm/wan/model.py repeat_e: torch.repeat_interleave), read in full by the addcmul that uses it.
+    const std::uint64_t F = im.start_image ? (im.frames - 1) / 4 + 1 : 1, BF = B * F;
+    ops.elementwise(-1, BF, BF * model_.freq_dim, 8, 6);
+    ops.linear(-1, time_embedding_[0], BF, model_.freq_dim, h);
+    ops.elementwise(-1, BF * h, BF * h, 4, DitLaunches::silu);
+    ops.linear(-1, time_embedding_[1], BF, h, h);
+    ops.elementwise(-1, BF * h, BF * h, 4, DitLaunches::silu);
+    ops.linear(-1, time_projection_, BF, h, 6 * h);
+    ops.linear(-1, text_embedding_[0], text_rows, model_.text_dim, h);
+    ops.elementwise(-1, text_rows * h, text_rows * h, 8, DitLaunches::gelu);
+    ops.linear(-1, text_embedding_[1], text_rows, h, h);
+    ops.add(OpKind::Other, -1, 8 * T * hd, {ops.act(T * 3)}, {ops.raw(T * hd * 8)}, 30);
 
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    const Block& blk = blocks_[i];
-    const auto g = static_cast<std::int32_t>(i);
-    // e = (modulation + e0).chunk(6): the parameter cast to the activations' dtype and added.
-    ops.add(OpKind::Elementwise, g, BF * 6 * h, {ops.whole(blk.modulation), ops.act(BF * 6 * h)}, {ops.act(BF * 6 * h)}, 2);
-    // Per-frame modulations: six repeat_interleave to the tokens and the two `1 + e`, then read by the four addcmul.
-    if (F > 1) ops.add(OpKind::Elementwise, g, 2 * rows * h, {ops.act(BF * 6 * h + 2 * rows * h + 6 * rows * h)},
-                       {ops.act(8 * rows * h)}, 8);
-    ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
-    // Self-attention: q and k through their Linear, RMSNorm over the whole width and the rotary embedding.
-    for (const std::uint32_t w : {blk.self.q, blk.self.k}) {
-      ops.linear(g, w, rows, h, h);
-      ops.rms_norm(g, w == blk.self.q ? blk.self.norm_q : blk.self.norm_k, rows, h);
-      ops.rope(g, rows * h, DitLaunches::rope);
+    for (std::size_t i = 0; i < blocks_.size(); ++i) {
+      const Block& blk = blocks_[i];
+      const auto g = static_cast<std::int32_t>(i);
+      // e = (modulation + e0).chunk(6): the parameter cast to the activations' dtype and added.
+      ops.add(OpKind::Elementwise, g, BF * 6 * h, {ops.whole(blk.modulation), ops.act(BF * 6 * h)}, {ops.act(BF * 6 * h)}, 2);
+      // Per-frame modulations: six repeat_interleave to the tokens and the two `1 + e`, then read by the four addcmul.
+      if (F > 1) ops.add(OpKind::Elementwise, g, 2 * rows * h, {ops.act(BF * 6 * h + 2 * rows * h + 6 * rows * h)},
+                         {ops.act(8 * rows * h)}, 8);
+      ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
+      // Self-attention: q and k through their Linear, RMSNorm over the whole width and the rotary embedding.
+      for (const std::uint32_t w : {blk.self.q, blk.self.k}) {
+        ops.linear(g, w, rows, h, h);
+        ops.rms_norm(g, w == blk.self.q ? blk.self.norm_q : blk.self.norm_k, rows, h);
+        ops.rope(g, rows * h, DitLaunches::rope);
+      }
+      ops.linear(g, blk.self.v, rows, h, h);
+      ops.attention(g, B, heads, T, T, hd);
+      ops.linear(g, blk.self.o, rows, h, h);
+      ops.elementwise(g, 3 * rows * h, rows * h, 2, 1);  // x = addcmul(x, y, e2)
+      // Cross-attention to the text: norm3 (LayerNorm with weights), q over the video, k and v over the text.
+      if (model_.cross_attn_norm)
+        ops.add(OpKind::Norm, g, 8 * rows * h, {ops.whole(blk.norm3), ops.act(rows * h)}, {ops.act(rows * h)}, 1);
+      ops.linear(g, blk.cross.q, rows, h, h);
+      ops.rms_norm(g, blk.cross.norm_q, rows, h);
+      ops.linear(g, blk.cross.k, text_rows, h, h);
+      ops.rms_norm(g, blk.cross.norm_k, text_rows, h);
+      ops.linear(g, blk.cross.v, text_rows, h, h);
+      ops.attention(g, B, heads, T, L, hd);
+      ops.linear(g, blk.cross.o, rows, h, h);
+      ops.elementwise(g, 2 * rows * h, rows * h, 1, 1);  // x = x + cross
+      // FFN on the modulated norm, gated back: addcmul(x, y, e5).
+      ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
+      ops.linear(g, blk.ffn_in, rows, h, ffn);
+      ops.elementwise(g, rows * ffn, rows * ffn, 8, DitLaunches::gelu);
+      ops.linear(g, blk.ffn_out, rows, ffn, h);
+      ops.elementwise(g, 3 * rows * h, rows * h, 2, 1);
     }
-    ops.linear(g, blk.self.v, rows, h, h);
-    ops.attention(g, B, heads, T, T, hd);
-    ops.linear(g, blk.self.o, rows, h, h);
-    ops.elementwise(g, 3 * rows * h, rows * h, 2, 1);  // x = addcmul(x, y, e2)
-    // Cross-attention to the text: norm3 (LayerNorm with weights), q over the video, k and v over the text.
-    if (model_.cross_attn_norm)
-      ops.add(OpKind::Norm, g, 8 * rows * h, {ops.whole(blk.norm3), ops.act(rows * h)}, {ops.act(rows * h)}, 1);
-    ops.linear(g, blk.cross.q, rows, h, h);
-    ops.rms_norm(g, blk.cross.norm_q, rows, h);
-    ops.linear(g, blk.cross.k, text_rows, h, h);
-    ops.rms_norm(g, blk.cross.norm_k, text_rows, h);
-    ops.linear(g, blk.cross.v, text_rows, h, h);
-    ops.attention(g, B, heads, T, L, hd);
-    ops.linear(g, blk.cross.o, rows, h, h);
-    ops.elementwise(g, 2 * rows * h, rows * h, 1, 1);  // x = x + cross
-    // FFN on the modulated norm, gated back: addcmul(x, y, e5).
-    ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
-    ops.linear(g, blk.ffn_in, rows, h, ffn);
-    ops.elementwise(g, rows * ffn, rows * ffn, 8, DitLaunches::gelu);
-    ops.linear(g, blk.ffn_out, rows, ffn, h);
-    ops.elementwise(g, 3 * rows * h, rows * h, 2, 1);
+    // Head: (modulation + e).chunk(2), the modulated norm, the Linear to patch x out_channels.
+    const auto last = static_cast<std::int32_t>(blocks_.size());
+    ops.add(OpKind::Elementwise, last, BF * 2 * h, {ops.whole(head_modulation_), ops.act(BF * h)}, {ops.act(BF * 2 * h)}, 2);
+    if (F > 1) ops.add(OpKind::Elementwise, last, rows * h, {ops.act(BF * 2 * h + rows * h + 2 * rows * h)},
+                       {ops.act(3 * rows * h)}, 3);
+    ops.modulated_norm(last, rows, h, DitLaunches::modulated_norm);
+    ops.linear(last, head_, rows, h, pv * model_.out_channels);
   }
-  // Head: (modulation + e).chunk(2), the modulated norm, the Linear to patch x out_channels; then unpatchify
-  // and the sampler's guidance and Euler step over the latent (about ten small kernels).
+  // Unpatchify and the sampler's guidance and Euler step over every forward's latent (about ten small kernels).
   const auto last = static_cast<std::int32_t>(blocks_.size());
-  ops.add(OpKind::Elementwise, last, BF * 2 * h, {ops.whole(head_modulation_), ops.act(BF * h)}, {ops.act(BF * 2 * h)}, 2);
-  if (F > 1) ops.add(OpKind::Elementwise, last, rows * h, {ops.act(BF * 2 * h + rows * h + 2 * rows * h)},
-                     {ops.act(3 * rows * h)}, 3);
-  ops.modulated_norm(last, rows, h, DitLaunches::modulated_norm);
-  ops.linear(last, head_, rows, h, pv * model_.out_channels);
-  ops.elementwise(last, 3 * latent, 2 * latent, 5, 10);
+  ops.elementwise(last, 3 * latent * im.forwards(), 2 * latent * im.forwards(), 5, 10);
 }
 
 }  // namespace tiersim::model
