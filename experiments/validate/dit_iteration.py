@@ -22,7 +22,8 @@ follows the config's _class_name:
   QwenImageTransformer2DModel  qwen_image_dit.py (comfy/ldm/qwen_image/model.py). A W x H image is (H/16)*(W/16)
                           image tokens plus --text-tokens Qwen2.5-VL tokens (no padding: the prompt's own length).
 Classifier-free guidance (--cfg, default 1.0): with cfg != 1 ComfyUI runs cond and uncond in ONE forward at
-batch 2 when memory allows (comfy/samplers.py: sampling_function drops uncond only when
+batch 2 when memory allows (--cond-batch together, the default, assumes it does; --cond-batch comfy decides as
+ComfyUI does, from this process's free memory, below) (comfy/samplers.py: sampling_function drops uncond only when
 math.isclose(cond_scale, 1.0); _calc_cond_batch concatenates the conds that can_concat_cond allows, i.e. same
 latent shape and same context shape, into one apply_model call if model.memory_required(batch shape) * 1.5 <
 free memory). So cfg != 1 doubles the batch here. FLUX.1-dev is guidance-distilled (run at cfg 1: batch 1).
@@ -37,6 +38,15 @@ same shape: with --negative-tokens N other than --text-tokens, cond and uncond r
       --resolutions 832x480 --frames 17 33 --cfg 6 --allocations none "#cuda:0;8.0;cpu" "#cuda:0;16.0;cpu" \
       --host-memory pageable pinned --iterations 3 --warmup 1 --out OUT_DIR
   (add --tiny for a quick smoke run: 2 double + 2 single blocks for FLUX, 2 blocks for Wan)
+
+--cond-batch comfy: at the start of each configuration (its placement made, before the warm-up) the harness takes
+ComfyUI's own decision (comfy/samplers.py _calc_cond_batch at a125cd84): cond and uncond as one forward of batch 2
+when model.memory_required(batch-2 shape) * 1.5 < model_management.get_free_memory() (torch.cuda.mem_get_info's free
+plus the caching allocator's reserved-but-inactive bytes), else two forwards of batch 1 (the positive prompt's, then
+the negative one's). model_base.memory_required's flash/SDPA branch: area x 2 (bf16) x 0.01 x memory_usage_factor
+MiB, area = batch x prod(latent shape[2:]), memory_usage_factor FLUX 3.1, Qwen-Image 1.8, Wan dim / 2222
+(comfy/supported_models.py). --occupy-gb G allocates and holds G GB on cuda:0 once a placement is made (before its
+first measurement), standing for a smaller card's free memory; tiersim is given the GPU's memory less it.
 
 Placement: allocation "none" keeps everything on cuda:0 (run once per resolution and frame count). Any other
 allocation string goes to ComfyUI-MultiGPU's own DisTorch V2 allocation (distorch_2.py's
@@ -63,7 +73,10 @@ apart), resolution ("WxH"), width, height, frames (video frames; null for images
 images), image_tokens (DiT tokens per batch item: video latent_frames*(H/16)*(W/16)), text_tokens, batch, cfg,
 allocation, host_memory ("resident" for none, else pageable | pinned), device_map_file (null for none),
 offloaded_bytes, offloaded_modules (every cpu leaf, the unlisted ones included), unlisted_bytes,
-unlisted_modules (of those, the leaves outside ComfyUI's load list), model_bytes, leaf_modules, iteration_s
+unlisted_modules (of those, the leaves outside ComfyUI's load list), model_bytes, leaf_modules, cond_batch
+(together | comfy), occupied_bytes (--occupy-gb: held from the placement's first measurement on, and counted in
+peak_bytes), comfy_estimate_bytes and comfy_free_bytes (--cond-batch comfy:
+the two numbers of its decision; null otherwise), iteration_s
 (every timed iteration: all its forwards), median_s, warmup_s, iterations, warmup, setup_s (moving the cpu leaves to host
 memory), peak_bytes (torch.cuda.max_memory_allocated), torch, gpu, totals, depth (Wan: num_layers),
 depth_single_blocks (null for Wan), weight_dtype (bf16 | fp8 | fp8_scaled | the GGUF file type as given, e.g. Q8_0), tiny,
@@ -211,6 +224,22 @@ def parse_resolution(s):
     return w, h
 
 
+def comfy_memory_required(fam, w, h, frames, batch):
+    """comfy/model_base.py BaseModel.memory_required (flash/SDPA branch, bf16 compute) for a latent of `batch`."""
+    if fam.video:
+        s = wan_dit.vae_spatial(fam.params)
+        area, factor = batch * wan_dit.latent_frames(frames) * (h // s) * (w // s), fam.params["dim"] / 2222
+    else:
+        area, factor = batch * (h // 8) * (w // 8), 3.1 if fam.short == "flux" else 1.8
+    return area * 2 * 0.01 * factor * 1024 * 1024
+
+
+def comfy_free_memory():
+    """comfy/model_management.py get_free_memory on CUDA: mem_get_info's free + reserved - active (torch's cache)."""
+    stats = torch.cuda.memory_stats()
+    return torch.cuda.mem_get_info()[0] + stats["reserved_bytes.all.current"] - stats["active_bytes.all.current"]
+
+
 def forwards(model, passes, n):
     """n iterations, each the forwards of `passes` (one input dict per forward) in turn."""
     times = []
@@ -255,6 +284,11 @@ def main():
     ap.add_argument("--gguf-dequant", default=gguf_weights.DEFAULT_DEQUANT,
                     help="ComfyUI-GGUF's dequant.py (default .ext/ComfyUI-GGUF/dequant.py under the repository root), "
                          "used with a GGUF --weight-dtype")
+    ap.add_argument("--cond-batch", choices=["together", "comfy"], default="together",
+                    help="cfg != 1: cond and uncond as one batch of 2 (together), or as ComfyUI decides from the free "
+                         "memory (comfy: one batch when memory_required(batch 2) x 1.5 < free, else two forwards)")
+    ap.add_argument("--occupy-gb", type=float, default=0.0,
+                    help="allocate and hold this many GB on cuda:0 before anything else (a smaller card's free memory)")
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--tiny", action="store_true", help="2 double + 2 single blocks (FLUX), 2 blocks (Wan): smoke run")
@@ -287,6 +321,12 @@ def main():
         sys.exit("--reference: the harness appends a reference image to FLUX's inputs only, at batch 1 (cfg 1)")
 
     totals = {"cuda:0": torch.cuda.mem_get_info(0)[1], "cpu": psutil.virtual_memory().total}
+    # The held memory is taken once a placement is made (the model is built whole on the GPU first) and given back
+    # before its offloaded leaves return to the GPU.
+    held = {}
+    occupied_bytes = int(a.occupy_gb * 1e9)
+    if a.cond_batch == "comfy" and (batch != 2 or separate):
+        sys.exit("--cond-batch comfy: for a guided run whose two prompts may share a batch (cfg != 1, equal lengths)")
     distorch = load_distorch(a.distorch, totals)
     name, params = fam.name, fam.params
     t = time.perf_counter()
@@ -327,7 +367,8 @@ def main():
                   iterations=a.iterations, warmup=a.warmup, model_bytes=model_bytes, leaf_modules=len(leaves),
                   torch=torch.__version__, gpu=torch.cuda.get_device_name(0), totals=totals, depth=fam.depth,
                   depth_single_blocks=fam.depth_single, tiny=a.tiny,
-                  sdpa_priority=flux_dit.SDPA_PRIORITY is not None)
+                  sdpa_priority=flux_dit.SDPA_PRIORITY is not None, cond_batch=a.cond_batch,
+                  occupied_bytes=occupied_bytes, comfy_estimate_bytes=None, comfy_free_bytes=None)
     if gguf:
         common["gguf_tensor_types"] = model.gguf_tensor_types
     if reference:
@@ -335,13 +376,25 @@ def main():
     inputs = {(r, fr): [fam.make_inputs(w, h, fr, batch, a.text_tokens, reference, a.start_image)] +
               ([fam.make_inputs(w, h, fr, batch, a.negative_tokens)] if separate else [])
               for r, w, h, fr in shapes}
+    # The two prompts apart (--cond-batch comfy): a forward of batch 1 each, the negative prompt's text of its own.
+    apart = {(r, fr): [fam.make_inputs(w, h, fr, 1, a.text_tokens), fam.make_inputs(w, h, fr, 1, a.text_tokens)]
+             for r, w, h, fr in shapes} if a.cond_batch == "comfy" else {}
     units = [(p, m, m) for _, m, p, _ in leaves]
 
     def measure(shape, alloc, host_memory, map_file, offloaded, setup_s):
         r, w, h, fr = shape
+        if occupied_bytes and "blob" not in held:
+            held["blob"] = torch.empty(occupied_bytes, dtype=torch.uint8, device="cuda")
+        passes, decision = inputs[(r, fr)], {}
+        if a.cond_batch == "comfy":
+            estimate, free = comfy_memory_required(fam, w, h, fr, 2), comfy_free_memory()
+            together = estimate * 1.5 < free
+            passes = inputs[(r, fr)] if together else apart[(r, fr)]
+            decision = dict(comfy_estimate_bytes=estimate, comfy_free_bytes=free, batch=2 if together else 1,
+                            forwards=1 if together else 2)
         torch.cuda.reset_peak_memory_stats()
-        warm = forwards(model, inputs[(r, fr)], a.warmup)
-        times = forwards(model, inputs[(r, fr)], a.iterations)
+        warm = forwards(model, passes, a.warmup)
+        times = forwards(model, passes, a.iterations)
         off_unlisted = [k for k in offloaded if k in unlisted]
         row = dict(common, resolution=r, width=w, height=h, frames=fr, latent_frames=fam.latent_frames(fr),
                    image_tokens=fam.tokens(w, h, fr), allocation=alloc,
@@ -349,10 +402,10 @@ def main():
                    offloaded_bytes=sum(leaves[k][3] for k in offloaded), offloaded_modules=len(offloaded),
                    unlisted_bytes=sum(leaves[k][3] for k in off_unlisted), unlisted_modules=len(off_unlisted),
                    iteration_s=times, median_s=statistics.median(times), warmup_s=warm, setup_s=setup_s,
-                   peak_bytes=torch.cuda.max_memory_allocated())
+                   peak_bytes=torch.cuda.max_memory_allocated(), **decision)
         with open(results, "a") as f:
             f.write(json.dumps(row) + "\n")
-        video = (f" {fr:3d}f" if fr is not None else "") + (f" b{batch}" if fam.video or batch != 1 else "")
+        video = (f" {fr:3d}f" if fr is not None else "") + (f" b{row['batch']}x{row['forwards']}" if fam.video or batch != 1 else "")
         print(f"{name} {r:>9}{video} {alloc:<18} {host_memory:<8} offloaded "
               f"{row['offloaded_bytes'] / 1e9:6.2f} GB ({len(offloaded)} modules)  median {row['median_s']:.3f} s/it  "
               f"[{' '.join(f'{x:.3f}' for x in times)}]  warmup [{' '.join(f'{x:.3f}' for x in warm)}]",
@@ -365,6 +418,8 @@ def main():
                     measure(shape, alloc, "resident", None, [], 0.0)
                     torch.cuda.synchronize()
                     torch.cuda.empty_cache()
+                held.clear()
+                torch.cuda.empty_cache()
                 continue
             for host_memory in a.host_memory:
                 t = time.perf_counter()
@@ -372,6 +427,8 @@ def main():
                 setup_s = time.perf_counter() - t
                 for shape in shapes:
                     measure(shape, alloc, host_memory, map_file, offloaded, setup_s)
+                held.clear()
+                torch.cuda.empty_cache()
                 streamer.restore()  # removes the hooks, weights back on cuda:0, synchronize, empty_cache
                 torch.cuda.synchronize()
                 torch.cuda.empty_cache()
