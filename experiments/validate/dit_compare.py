@@ -1,6 +1,8 @@
 """tiersim against diffusion-transformer iterations measured on a lent H100 (experiments/validate/dit_iteration.py):
-FLUX.1-dev (images; bf16, fp8 and GGUF Q8_0 / Q4_K_S weights), Wan2.1-T2V-14B (videos, cond and uncond in one batch at cfg 6) and Qwen-Image (images; at cfg
-2.5 the empty negative prompt, 5 tokens against the prompt's 100, runs as a second forward, as ComfyUI runs it).
+FLUX.1-dev (images; bf16, fp8 and GGUF Q8_0 / Q4_K_S weights), Wan2.1-T2V-14B (videos, cond and uncond in one batch at cfg 6,
+or apart where part of the GPU was held and ComfyUI's rule runs them so: the run decided from its own free memory,
+tiersim from the GPU's memory less what was held) and Qwen-Image (images; at cfg 2.5 the empty negative prompt, 5
+tokens against the prompt's 100, runs as a second forward, as ComfyUI runs it).
 
 Each measured row ran ComfyUI's model structure (random bf16 weights) resident, or with the leaf modules
 ComfyUI-MultiGPU's own DisTorch allocation put on the cpu (its device map is beside the results) cast to
@@ -55,7 +57,10 @@ SOURCES = [("FLUX.1-dev, 1024x1024 and 512x512, batch 1", "dit_iteration.jsonl",
            ("Wan2.2-TI2V-5B (48-channel latent, the VAE's 16x), 1280x704, 49 and 121 frames, cfg 5 (batch 2)",
             "wan22_5b_iteration.jsonl", "traces/models/wan2.2-ti2v-5b.json", "wan22_"),
            ("Wan2.2-TI2V-5B image-to-video (a start image: a timestep per latent frame), 1280x704, 49 and 121 "
-            "frames, cfg 5 (batch 2)", "wan22_5b_i2v_iteration.jsonl", "traces/models/wan2.2-ti2v-5b.json", "wan22i2v_")]
+            "frames, cfg 5 (batch 2)", "wan22_5b_i2v_iteration.jsonl", "traces/models/wan2.2-ti2v-5b.json", "wan22i2v_"),
+           ("Wan2.1-T2V-14B, 832x480, cfg 6, about 6 GB left free (part of the H100 held): the two prompts in one batch or "
+            "apart as ComfyUI's _calc_cond_batch decides, in the run and in tiersim", "wan_cond_batch_iteration.jsonl",
+            "traces/models/wan2.1-t2v-14b.json", "wancb_")]
 
 
 def workload(row, model):
@@ -77,6 +82,8 @@ def workload(row, model):
 
 def command(row, model, prefix):
     args = workload(row, model) + ["--hw", "h100-measured", "--runtime", "pytorch-hf-h100"]
+    if row.get("occupied_bytes"):  # the run held part of the GPU: tiersim gets the rest (and decides the batch from it)
+        args += ["--set", f"gpu.memory={row['totals']['cuda:0'] - row['occupied_bytes']} B"]
     if row["device_map_file"] is None:
         return args + ["--policy", "resident"]
     map_file = os.path.relpath(os.path.join(HERE, prefix + row["device_map_file"]), ROOT)
@@ -111,9 +118,9 @@ def main():
     for title, results, model, prefix in SOURCES:
         rows = [json.loads(line) for line in open(os.path.join(HERE, results))]
         lines += [f"## {title}", "", f"Measured: `{results}`.", "",
-                  "| resolution | frames | offload (DisTorch) | host memory | measured | predicted | error | "
-                  "cuda:0 peak allocated: run / tiersim | offloaded bytes: run / tiersim (map) / tiersim's distorch.bytes |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "| resolution | frames | offload (DisTorch) | host memory | forwards: run / tiersim | measured | predicted | "
+                  "error | cuda:0 peak allocated: run / tiersim | offloaded bytes: run / tiersim (map) / tiersim's distorch.bytes |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         errors, mem_errors = [], []
         for r in rows:
             out = run(command(r, model, prefix))
@@ -124,11 +131,13 @@ def main():
             allocated = out["memory_per_tier"]["cuda:0"]["peak_bytes"] - reserve
             err = (predicted - r["median_s"]) / r["median_s"]
             errors.append(err)
-            mem_errors.append((allocated - r["peak_bytes"]) / r["peak_bytes"])
+            peak = r["peak_bytes"] - r.get("occupied_bytes", 0)  # the held memory is in the run's count
+            mem_errors.append((allocated - peak) / peak)
+            forwards = f"{r.get('forwards', 1)} / {out['trace'].get('cfg_forwards', 1)}"
             alloc = "none" if r["allocation"] == "none" else f"`{r['allocation']}`"
-            lines.append(f"| {r['resolution']} | {r.get('frames') or '-'} | {alloc} | {r['host_memory']} | "
+            lines.append(f"| {r['resolution']} | {r.get('frames') or '-'} | {alloc} | {r['host_memory']} | {forwards} | "
                          f"{r['median_s']:.3f} s | {predicted:.3f} s | {100 * err:+.1f}% | "
-                         f"{r['peak_bytes'] / 1e9:.2f} / {allocated / 1e9:.2f} GB | "
+                         f"{peak / 1e9:.2f} / {allocated / 1e9:.2f} GB | "
                          f"{r['offloaded_bytes']} / {cpu_bytes} / {own_distorch_bytes(r, model)} |")
         lines += ["", summary(errors, mem_errors), "",
                   "Each row: `sim " + " ".join(command(rows[-1], model, prefix)) + "` (that row's settings and map).", ""]

@@ -89,14 +89,16 @@ namespace {
 // for the two, x 1.5, is below the GPU's free memory (comfy/samplers.py _calc_cond_batch at a125cd84:
 // model.memory_required(input_shape) * 1.5 < model_management.get_free_memory()); else one after the other. Free
 // memory is the GPU's less the profile's reserve and the weights the placement keeps on it: get_free_memory counts
-// the caching allocator's free blocks as free, so an earlier iteration's activations do not take any. Returns the
-// estimate and the free memory when the two must run apart, nothing when the trace is not such a run.
+// the caching allocator's free blocks as free, so an earlier iteration's activations do not take any.
+bool may_share_batch(const trace::Header& header) {
+  const auto& m = header.meta;
+  return m.count("cfg") && m.count("comfy_memory_per_cond") && !m.count("cfg_separate") && !m.count("negative_tokens");
+}
+
+// The estimate and the free memory when the two prompts must run apart; nothing when they share the batch.
 std::optional<std::pair<double, double>> comfy_cond_batch_refused(const trace::Header& header, const hw::HardwareProfile& hw,
                                                                   const placement::Placement& placement) {
-  const auto& m = header.meta;
-  if (!m.count("cfg") || !m.count("comfy_memory_per_cond") || m.count("cfg_separate") || m.count("negative_tokens"))
-    return std::nullopt;
-  const double estimate = 2 * std::stod(m.at("comfy_memory_per_cond"));
+  const double estimate = 2 * std::stod(header.meta.at("comfy_memory_per_cond"));
   const double free = hw.gpu.memory - hw.gpu.reserved - (placement::weight_bytes(header) -
                                                          placement::offloaded_weight_bytes(header, placement));
   if (estimate * 1.5 < free) return std::nullopt;
@@ -111,20 +113,26 @@ Simulation simulate(const replay::RunSetup& setup, const strategy::StrategySpec&
   auto source = open_trace(trace);
   Simulation sim;
   sim.header = source->header();
-  sim.placement = strategy::compose(sim.header, setup.hw, strategy);
-  if (!trace.model_path.empty()) {
-    if (const auto refused = comfy_cond_batch_refused(sim.header, setup.hw, sim.placement)) {
-      // The same model generated again with the two prompts as two forwards, and placed again (its weights are the
-      // same; a placement by ComfyUI's own estimates takes them per prompt, as before).
-      TraceSpec apart = trace;
-      apart.loaded = nullptr;
-      apart.generation.image.cfg_separate = true;
-      source = open_trace(apart);
-      sim.header = source->header();
+  if (!trace.model_path.empty() && may_share_batch(sim.header)) {
+    // Placed first with the two prompts apart (their weights are the batched trace's; only the activations differ,
+    // so a batch that would not fit does not refuse the run before the rule is asked); batched again if it fits.
+    TraceSpec apart = trace;
+    apart.loaded = nullptr;
+    apart.generation.image.cfg_separate = true;
+    auto apart_source = open_trace(apart);
+    trace::Header apart_header = apart_source->header();
+    placement::Placement placed = strategy::compose(apart_header, setup.hw, strategy);
+    if (const auto refused = comfy_cond_batch_refused(apart_header, setup.hw, placed)) {
+      source = std::move(apart_source);
+      sim.header = std::move(apart_header);
       sim.header.meta["cfg_batch_estimate"] = std::to_string(static_cast<long long>(refused->first));
       sim.header.meta["cfg_batch_free"] = std::to_string(static_cast<long long>(refused->second));
+      sim.placement = std::move(placed);
+    } else {
       sim.placement = strategy::compose(sim.header, setup.hw, strategy);
     }
+  } else {
+    sim.placement = strategy::compose(sim.header, setup.hw, strategy);
   }
   sim.result = engine == EngineKind::Event ? replay::run_event_engine(setup, sim.placement, *source, timeline)
                                            : analytic::run_analytic(setup, sim.placement, *source);
