@@ -7,6 +7,9 @@ tiersim's sim/pipeline/comfy_model_management (the rules in experiments/framewor
       mkdir -p COMFYUI_DIR && git -C /work/.mirror/Comfy-Org+ComfyUI/repo archive a125cd84 \\
           comfy/{cli_args,options,model_management,model_patcher,patcher_extension,ops,utils}.py | tar -x -C COMFYUI_DIR
   (ComfyUI is not a dependency and its files are not committed; TIERSIM_SIM defaults to build/bin/sim.)
+  ... comfyui_job_fixtures.py --wan-experts tests/fixtures/comfyui_expert_job.jsonl COMFYUI_DIR: Wan 2.2 A14B's two
+  fp8 experts through two videos' KSamplerAdvanced nodes (high, low, high, low) at 832x480 x 81 frames, free VRAM
+  80e9, 40e9, 24.5e9, 16e9, 12e9 (tiersim's sim/pipeline/expert_job).
 
 What runs unchanged: ComfyUI's comfy/model_management.py (load_models_gpu, free_memory, LoadedModel.model_load /
 model_unload, minimum_inference_memory, get_free_memory, ...) and comfy/model_patcher.py (ModelPatcher.load,
@@ -224,13 +227,17 @@ def estimates():
 
 
 # ---------------------------------------------------------------------------------------------- one case
-def run_case(src, weights, sizes, est, free, sequence):
+FLUX_JOB = {"names": NAMES, "sequences": SEQUENCES, "node_model": NODE_MODEL}
+
+
+def run_case(src, weights, sizes, est, free, sequence, job=FLUX_JOB):
+    names, node_model = job["names"], job["node_model"]
     hw = {"platform": "linux", "vendor": "nvidia", "vram_total": int(free) + 512 * MIB, "vram_free": int(free),
           "ram_total": 128 * GIB, "args": {}}
     torch, mm, mp, cast_op = load_comfy(src, hw)
     params = {}
     patchers = {}
-    for name in NAMES:
+    for name in names:
         root, leaves = build_model(weights[name], torch, cast_op)
         params[name] = [leaf.weight for _, leaf in leaves]
         patchers[name] = mp.ModelPatcher(root, load_device=torch.device(torch.cuda.current_device()),
@@ -240,7 +247,7 @@ def run_case(src, weights, sizes, est, free, sequence):
     def on_gpu(name):
         return sum(p.nbytes for p in params[name] if p.device.type == "cuda")
 
-    torch.cuda.mem_get_info = lambda dev=None: (int(free) - sum(on_gpu(n) for n in NAMES), hw["vram_total"])
+    torch.cuda.mem_get_info = lambda dev=None: (int(free) - sum(on_gpu(n) for n in names), hw["vram_total"])
     seen = {}
     real_model_load = mm.LoadedModel.model_load
 
@@ -250,31 +257,71 @@ def run_case(src, weights, sizes, est, free, sequence):
 
     mm.LoadedModel.model_load = model_load
     gpu = torch.device(torch.cuda.current_device())
-    requests = {"text": (0, None), "sampler": (est["sampler_memory_required"], est["sampler_minimum_memory_required"]),
+    requests = job.get("requests") or {"text": (0, None), "sampler": (est["sampler_memory_required"], est["sampler_minimum_memory_required"]),
                 "vae": (est["vae_memory_required"], None)}
     calls = []
-    for node in SEQUENCES[sequence]:
-        model = NODE_MODEL[node]
+    for node in job["sequences"][sequence]:
+        model = node_model[node]
         mem, minimum = requests[node]
-        before = {n: on_gpu(n) for n in NAMES}
+        before = {n: on_gpu(n) for n in names}
         free_before = mm.get_free_memory(gpu)
         seen.clear()
         mm.load_models_gpu([patchers[model]], memory_required=mem, minimum_memory_required=minimum)
-        after = {n: on_gpu(n) for n in NAMES}
+        after = {n: on_gpu(n) for n in names}
         calls.append({
             "node": node, "model": model, "memory_required": mem, "minimum_memory_required": minimum,
             "free_before": free_before, "lowvram_model_memory": seen.get("lowvram_model_memory"),
             "free_after": mm.get_free_memory(gpu), "loaded": after,
-            "patcher_loaded": {n: patchers[n].model.model_loaded_weight_memory for n in NAMES},
-            "h2d": {n: max(0, after[n] - before[n]) for n in NAMES},
-            "d2h": {n: max(0, before[n] - after[n]) for n in NAMES}})
+            "patcher_loaded": {n: patchers[n].model.model_loaded_weight_memory for n in names},
+            "h2d": {n: max(0, after[n] - before[n]) for n in names},
+            "d2h": {n: max(0, before[n] - after[n]) for n in names}})
     return {
         "comfyui": COMMIT, "free": free, "sequence": sequence, "total": hw["vram_total"], "models": sizes,
-        "leaves": {n: len(weights[n]) for n in NAMES},
+        "leaves": {n: len(weights[n]) for n in names},
         "constants": {"extra_reserved_vram": mm.extra_reserved_memory(),
                       "minimum_inference_memory": mm.minimum_inference_memory(),
                       "min_weight_memory_ratio": mm.MIN_WEIGHT_MEMORY_RATIO, "vram_state": mm.vram_state.name},
         "estimates": est, "calls": calls}
+
+
+# ---------------------------------------------------------------------------------------------- Wan 2.2 A14B
+# Its two experts, each its own UNETLoader's model (fp8: the template's fp8_scaled files' bytes less their scales), and
+# the two KSamplerAdvanced nodes of a video, then the next video's (sampler_helpers._prepare_sampling: load_models_gpu
+# of the node's expert with estimate_memory's pair: model_base.memory_required at the batch doubled and at the batch).
+WAN_FREES = [80e9, 40e9, 24.5e9, 16e9, 12e9]
+WAN_JOB = {"names": ["high", "low"], "sequences": {"two videos": ["high", "low", "high", "low"]},
+           "node_model": {"high": "high", "low": "low"}}
+
+
+def wan_experts(shape="832x480", frames=81):
+    """The expert's weight tensors and its trace's sampler estimate, from `sim gen` of wan2.2-t2v-a14b.json."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "wan.trace")
+        model = os.path.join(ROOT, "traces", "models", "wan2.2-t2v-a14b.json")
+        subprocess.run([SIM, "gen", "--model", model, "--dtype", "fp8", "--resolution", shape, "--frames", str(frames),
+                        "--cfg", "3.5", "--steps", "2", "-o", path], check=True, capture_output=True)
+        weights, per_cond = [], None
+        for line in open(path):
+            parts = line.split()
+            if parts[:1] == ["tensor"] and parts[2] == "weight":
+                weights.append((parts[5], int(parts[3])))
+            if parts[:2] == ["meta", "comfy_memory_per_cond"]:
+                per_cond = float(parts[2])
+        return weights, per_cond
+
+
+def main_wan(out_path, src):
+    logging.disable(logging.CRITICAL)
+    expert, per_cond = wan_experts()
+    weights = {"high": expert, "low": list(expert)}
+    sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
+    est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond}
+    job = dict(WAN_JOB, requests={n: (2 * per_cond, per_cond) for n in ("high", "low")})
+    rows = [run_case(src, weights, sizes, est, free, seq, job) for free in WAN_FREES for seq in WAN_JOB["sequences"]]
+    with open(out_path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
+    print("%d cases" % len(rows))
 
 
 def main(out_path, src):
@@ -289,6 +336,9 @@ def main(out_path, src):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) == 4 and sys.argv[1] == "--wan-experts":
+        main_wan(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 3:
+        main(sys.argv[1], sys.argv[2])
+    else:
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])

@@ -2,6 +2,9 @@
 // unloads ComfyUI's model management makes between the nodes, and the command.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -72,6 +75,53 @@ TEST(ExpertJob, IterationsArePricedOncePerLoadBudget) {
   EXPECT_EQ(calls, 1);  // every node loads its expert from the same free memory: one engine run
   EXPECT_NEAR(j.first.high.compute_seconds, 10 * j.first.high.budget_free / GB, 1e-9);
   EXPECT_DOUBLE_EQ(j.first.low.compute_seconds, j.next.low.compute_seconds);
+}
+
+// ComfyUI a125cd84's own load_models_gpu and ModelPatcher, run unchanged on stand-ins of Wan 2.2 A14B's two fp8 experts
+// (tiersim's own tensors) through two videos' KSamplerAdvanced nodes at five free-VRAM sizes
+// (experiments/frameworks/comfyui_job_fixtures.py --wan-experts -> tests/fixtures/comfyui_expert_job.jsonl): after every
+// node each expert's bytes on the GPU agree with tiersim's job within one leaf (ComfyUI moves whole leaves), with the
+// same decisions (none, part, whole).
+TEST(ExpertJob, AgreesWithComfyUIsOwnCodeNodeByNode) {
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/comfyui_expert_job.jsonl");
+  ASSERT_TRUE(in.good());
+  const double leaf = 5120.0 * 13824 + 2 * 13824;  // the largest: a block's ffn.0 in fp8 with its bf16 bias
+  std::string line;
+  std::size_t cases = 0, calls = 0;
+  while (std::getline(in, line)) {
+    const auto c = nlohmann::json::parse(line);
+    const double expert = c["models"]["high"].get<double>();
+    ASSERT_EQ(expert, c["models"]["low"].get<double>());
+    const auto& nodes = c["calls"];
+    ASSERT_EQ(nodes.size(), 4u);
+    ExpertJobSpec s;
+    s.free_bytes = c["free"].get<double>();
+    s.expert_bytes = expert;
+    s.high_steps = s.low_steps = 1;
+    s.sampling_memory = nodes[0]["memory_required"].get<double>();
+    s.sampling_minimum = nodes[0]["minimum_memory_required"].get<double>();
+    s.iteration_seconds = [](double) { return 1.0; };
+    const ExpertJob j = comfy_expert_job(s, flat_link(20 * GB));
+    // What each node leaves on the GPU: the job's moves, replayed.
+    std::map<std::string, double> loaded{{"high-noise expert", 0}, {"low-noise expert", 0}};
+    const StageCost* stages[] = {&j.first.high, &j.first.low, &j.next.high, &j.next.low};
+    for (std::size_t k = 0; k < 4; ++k) {
+      for (const ModelMove& m : stages[k]->moves) loaded[m.model] += m.h2d - m.d2h;
+      for (const auto& [name, key] : {std::pair<std::string, const char*>{"high-noise expert", "high"}, {"low-noise expert", "low"}}) {
+        const double comfy = nodes[k]["loaded"][key].get<double>();
+        const std::string where = std::to_string(s.free_bytes) + " free, node " + std::to_string(k) + ", " + key;
+        EXPECT_LE(std::abs(loaded[name] - comfy), leaf + 1) << where;
+        EXPECT_EQ(loaded[name] == 0, comfy == 0) << where;
+        EXPECT_EQ(loaded[name] == expert, comfy == expert) << where;
+      }
+      ++calls;
+    }
+    EXPECT_NEAR(j.high_loaded, nodes[0]["loaded"]["high"].get<double>(), leaf + 1);
+    EXPECT_NEAR(j.low_loaded, nodes[1]["loaded"]["low"].get<double>(), leaf + 1);
+    ++cases;
+  }
+  EXPECT_EQ(cases, 5u);
+  EXPECT_EQ(calls, 20u);
 }
 
 TEST(ExpertJob, TheCommandReportsSecondsPerVideoForTwoExpertModelsOnly) {
