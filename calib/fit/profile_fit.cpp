@@ -183,6 +183,16 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
   if (best_bf16 <= 0) throw InputError(raw.file, 0, "gemm,bf16_", "no bf16 GEMM measured");
   for (double& v : big_gemm_bf16) v /= best_bf16;
   const double compute_eff = std::max(0.01, median_of(big_gemm_bf16));
+  // Attention without a mask (experiments/calibrate/sdpa_rate.py --csv, an --extra file): its rate over the best bf16
+  // GEMM, by the op's FLOPs; shapes of equal FLOPs averaged. Causal rows (sdpa_causal_) are kept, not fitted.
+  std::vector<std::pair<double, double>> attention;
+  for (const RawRow* r : raw.find("attention", "sdpa_bf16_")) {
+    const double eff = std::clamp(r->rate() / best_bf16, 0.01, 1.0);
+    auto same = std::find_if(attention.begin(), attention.end(), [&](const auto& p) { return p.first == r->work; });
+    if (same == attention.end()) attention.emplace_back(r->work, eff);
+    else same->second = (same->second + eff) / 2;
+  }
+  std::sort(attention.begin(), attention.end());
   const RawRow* launch = need("launch", "device_empty");
   const double kernel_min = launch->median / launch->work;
   const RawRow* issue = need("launch", "issue_and_run_empty");
@@ -258,6 +268,9 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                                        "memory_bandwidth = streaming read of 4 GiB, memory_efficiency = median cuBLAS bf16 GEMV / streaming read, "
                                        "bf16/fp16 = best cuBLAS GEMM at LLM shapes, compute_efficiency = median M>=512 bf16 GEMM / best, "
                                        "kernel_min_time = back-to-back empty kernels; " +
+                                       (attention.empty() ? std::string()
+                                                          : "attention_efficiency = torch SDPA without a mask (sdpa_rate.py, ComfyUI's "
+                                                            "cuDNN-first priority) over the best bf16 GEMM, by the op's FLOPs; ") +
                                        (best_fp32 > 0 ? "fp32 = best cuBLAS fp32 GEMM without TF32; tf32/fp8"
                                                       : std::string("fp32/tf32/fp8")) +
                                        " rates from base preset '" + base.name + "' (datasheet)") << "\n"
@@ -277,6 +290,15 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
   }
   y << "  compute_efficiency: " << num(compute_eff) << "\n"
     << "  kernel_min_time: \"" << us(kernel_min) << "\"\n";
+  if (!attention.empty()) {
+    y << "  attention_efficiency: [";
+    for (std::size_t i = 0; i < attention.size(); ++i) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%s[%.0f, %.4f]", i ? ", " : "", attention[i].first, attention[i].second);
+      y << b;
+    }
+    y << "]\n";
+  }
 
   y << "host:\n"
     << "  source: " << yaml_quote("memory from /proc/meminfo (" + raw.fact("host_memory") + "), CPU '" + raw.fact("host_cpu") +

@@ -6,6 +6,11 @@ import torch
 
 def median_seconds(fn, warmup=5, reps=20):
     """Runs fn `warmup` times, then times `reps` runs one by one (an event before and after each); the median."""
+    return statistics.median(all_seconds(fn, warmup, reps))
+
+
+def all_seconds(fn, warmup=5, reps=20):
+    """As median_seconds, every timed run's seconds."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -17,4 +22,4 @@ def median_seconds(fn, warmup=5, reps=20):
         b.record()
         b.synchronize()
         times.append(a.elapsed_time(b) / 1e3)
-    return statistics.median(times)
+    return times

@@ -50,6 +50,9 @@ class Section {
   // A list of [rows, times] pairs with ascending whole row counts (1 to 16M) and times from 1 to 1e6: how many times
   // a matrix product of that many rows reads its weight.
   std::vector<std::pair<double, double>> row_count_points(const std::string& key);
+  // A list of [FLOPs, efficiency] pairs with ascending FLOPs (1 to 1e18) and efficiencies from 0.01 to 1: what share of
+  // the dtype's rate a kind of kernel reaches at an op's size.
+  std::vector<std::pair<double, double>> flop_efficiency_points(const std::string& key);
 
   // A mapping of ggml weight types (lower case: q4_k, q8_0, f16; ggml.c type_traits' names) to
   // bandwidths or FLOP rates; an unknown type is an error naming it.

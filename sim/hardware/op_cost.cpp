@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/rate_curve.hpp"
+
 namespace tiersim::hw {
 
 double GpuOpCost::seconds(double remote_bytes, double remote_rate, double reread_bytes) const {
@@ -19,7 +21,11 @@ GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std:
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates) {
   GpuOpCost c;
   const double rate = op.dtype.empty() ? rates.gpu : hw.gpu_rate(op.dtype);
-  c.compute_seconds = static_cast<double>(op.flops) / (rate * hw.gpu.compute_efficiency);
+  // Attention over every key has its own measured rate by size; everything else the GEMM's efficiency.
+  const bool own_rate = op.unmasked && op.kind == trace::OpKind::Attention && !hw.gpu.attention_efficiency.empty();
+  const double efficiency = own_rate ? log_interpolated_rate(hw.gpu.attention_efficiency, static_cast<double>(op.flops))
+                                     : hw.gpu.compute_efficiency;
+  c.compute_seconds = static_cast<double>(op.flops) / (rate * efficiency);
   c.memory_bytes = static_cast<double>(trace::op_bytes(op));
   c.local_rate = hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency;
   c.floor_seconds = hw.gpu.kernel_min_time * op.launches;

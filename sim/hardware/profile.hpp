@@ -34,6 +34,10 @@ struct GpuSpec {
   double memory_efficiency = 1.0;    // share of memory_bandwidth that decode kernels reach
   std::map<std::string, double> compute;  // dtype -> dense FLOP/s
   double compute_efficiency = 1.0;
+  // Attention without a mask (a diffusion transformer's SDPA: cuDNN's or flash's kernel) by the op's FLOPs, (FLOPs,
+  // share of the dtype's rate), measured: it takes compute_efficiency's place for such an op (log-log interpolated,
+  // held beyond the ends). Empty: compute_efficiency.
+  std::vector<std::pair<double, double>> attention_efficiency;
   double kernel_min_time = 0.0;      // shortest kernel, s (launch-to-completion on the device)
 };
 

@@ -63,6 +63,7 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     p.gpu.compute = g.rates("compute");
     p.gpu.compute_efficiency = g.number("compute_efficiency", 0.01, 1.0);
     p.gpu.kernel_min_time = g.duration("kernel_min_time");
+    if (g.has("attention_efficiency")) p.gpu.attention_efficiency = g.flop_efficiency_points("attention_efficiency");
     g.finish();
   }
   {

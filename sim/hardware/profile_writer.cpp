@@ -72,6 +72,11 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
               {"compute", rates(p.gpu.compute)},
               {"compute_efficiency", p.gpu.compute_efficiency},
               {"kernel_min_time", quantity(p.gpu.kernel_min_time, "s")}};
+  if (!p.gpu.attention_efficiency.empty()) {
+    ordered_json pts = ordered_json::array();
+    for (const auto& [flops, eff] : p.gpu.attention_efficiency) pts.push_back({flops, eff});
+    j["gpu"]["attention_efficiency"] = pts;
+  }
   j["host"] = {{"source", source(p, "host")},
                {"name", p.host.name},
                {"memory", quantity(p.host.memory, "B")},

@@ -60,6 +60,9 @@ struct Op {
   // The token rows the op runs on where fewer than its step's (llama.cpp's last layer after attention: only the rows
   // whose logits are output, inp_out_ids). 0: the step's. Frameworks decide per op by it (ggml's op offload).
   std::uint32_t tokens = 0;
+  // An attention op over every key, no mask (a diffusion transformer's SDPA): priced at the profile's measured rate for
+  // such kernels (gpu.attention_efficiency) where it has one. Format: `mask=none`.
+  bool unmasked = false;
 };
 
 struct Step {

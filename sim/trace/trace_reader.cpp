@@ -188,6 +188,7 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
   op.dtype.clear();
   op.syncs = 0;
   op.blocks = 0;
+  op.unmasked = false;
   op.rows = 0;
   op.tokens = 0;
   bool have_layer = false;
@@ -218,6 +219,10 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
       op.dtype = std::string(value);
     } else if (key == "syncs") {
       if (!parse_int(value, op.syncs) || op.syncs > kMaxSyncs) fail("syncs", "must be an integer from 0 to 1,000");
+    } else if (key == "mask") {
+      if (value != "none") fail("mask", "only 'none' (an attention op over every key) is a mask, got '" + std::string(value) + "'");
+      if (op.kind != trace::OpKind::Attention) fail("mask", "is for an attention op");
+      op.unmasked = true;
     } else if (key == "blocks") {
       if (!parse_int(value, op.blocks) || op.blocks == 0 || op.blocks > kMaxBlocks)
         fail("blocks", "must be an integer from 1 to 2^31-1, got '" + std::string(value) + "'");
@@ -228,7 +233,7 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
       if (!parse_int(value, op.rows) || op.rows == 0 || op.rows > kMaxBlocks)
         fail("rows", "must be an integer from 1 to 2^31-1, got '" + std::string(value) + "'");
     } else {
-      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks, rows, tokens)");
+      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks, rows, tokens, mask)");
     }
   }
   if (!have_layer) fail("layer", "every op needs layer=N");

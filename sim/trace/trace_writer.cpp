@@ -56,6 +56,7 @@ void write_step(std::ostream& out, const Header& header, const Step& step) {
     if (!op.dtype.empty()) out << " dtype=" << op.dtype;
     if (op.syncs) out << " syncs=" << op.syncs;
     if (op.blocks) out << " blocks=" << op.blocks;
+    if (op.unmasked) out << " mask=none";
     if (op.rows) out << " rows=" << op.rows;
     if (op.tokens) out << " tokens=" << op.tokens;
     out << '\n';

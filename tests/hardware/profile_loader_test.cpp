@@ -184,6 +184,51 @@ TEST(TransferCurve, MeasuredPointsInterpolateInLogSize) {
   EXPECT_NEAR(c.seconds(4294967296.0), 4294967296.0 / 9e9, 1e-12);
 }
 
+TEST(ProfileLoader, AttentionEfficiencyIsAnOptionalFlopsCurve) {
+  const std::string yaml = testing::toy_profile_yaml("1 GiB", true);
+  EXPECT_TRUE(parse_profile(yaml, "toy.yaml").gpu.attention_efficiency.empty());
+  auto with = [&](const std::string& value) {
+    std::string y = yaml;
+    y.insert(y.find("  kernel_min_time:"), "  attention_efficiency: " + value + "\n");
+    return y;
+  };
+  const auto p = parse_profile(with("[[1e9, 0.4], [1e12, 0.8]]"), "toy.yaml");
+  ASSERT_EQ(p.gpu.attention_efficiency.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.gpu.attention_efficiency[1].first, 1e12);
+  for (const char* bad : {"[[1e12, 0.8], [1e9, 0.4]]", "[[1e9, 0]]", "[[1e9, 1.5]]", "[[0, 0.5]]", "[[1e9]]", "[]",
+                          "[[1e9, fast]]", "{a: 1}"}) {
+    try {
+      parse_profile(with(bad), "bad.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "gpu.attention_efficiency") << bad << ": " << e.what();
+      EXPECT_EQ(e.file(), "bad.yaml");
+    }
+  }
+}
+
+// Attention over every key (a DiT's SDPA, `mask=none`) runs at the profile's measured efficiency for its FLOPs,
+// log-log between points and held beyond them; other ops, and every op of a profile without the curve, at
+// compute_efficiency.
+TEST(OpCost, UnmaskedAttentionRunsAtItsOwnMeasuredRate) {
+  auto hw = testing::toy_profile().hw;
+  trace::Op op;
+  op.kind = trace::OpKind::Attention;
+  op.flops = 1'000'000'000'000'000ull;  // 1 PFLOP at 1 PFLOP/s x compute_efficiency
+  const double gemm_rate = gpu_op_seconds(hw, op, "bf16");
+  op.unmasked = true;
+  EXPECT_DOUBLE_EQ(gpu_op_seconds(hw, op, "bf16"), gemm_rate);  // no curve: as before
+  hw.gpu.attention_efficiency = {{1e9, 0.25}, {1e15, 0.5}};
+  EXPECT_NEAR(gpu_op_seconds(hw, op, "bf16"), 1.0 / (hw.gpu.compute["bf16"] / 1e15 * 0.5), 1e-12);
+  op.flops = 1'000'000'000'000ull;  // 1e12: half way in log between the points
+  EXPECT_NEAR(gpu_op_seconds(hw, op, "bf16"), 1e12 / (hw.gpu.compute["bf16"] * std::sqrt(0.25 * 0.5)), 1e-15);
+  op.flops = 1000;  // below the first point: held (the launch floor aside)
+  EXPECT_DOUBLE_EQ(gpu_op_cost(hw, op, std::string("bf16")).compute_seconds, 1000 / (hw.gpu.compute["bf16"] * 0.25));
+  op.unmasked = false;  // a causal prefill's attention keeps the GEMM's efficiency
+  EXPECT_DOUBLE_EQ(gpu_op_cost(hw, op, std::string("bf16")).compute_seconds,
+                   1000 / (hw.gpu.compute["bf16"] * hw.gpu.compute_efficiency));
+}
+
 TEST(OpCost, RooflineWithAFloorPerLaunch) {
   const auto hw = testing::toy_profile().hw;
   trace::Op op;

@@ -25,7 +25,7 @@ const char* kGood =
     "step prefill tokens=8\n"
     "op gemm layer=0 flops=16000 read=0 write=1:100 launches=2 rows=50 tokens=4\n"
     "step decode tokens=2\n"
-    "op attention layer=0 read=1:250 gpu_us=12.5 host_us=3 dtype=fp16\n"
+    "op attention layer=0 read=1:250 gpu_us=12.5 host_us=3 dtype=fp16 mask=none\n"
     "op elementwise layer=0 read=0 write=1:20 launches=20 dtype=q4_k syncs=1\n"
     "op norm layer=0 read=1:64 blocks=32 launches=0\n"
     "end\n";
@@ -51,6 +51,8 @@ TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
   EXPECT_DOUBLE_EQ(s.ops[0].host_seconds, 3e-6);
   EXPECT_EQ(s.ops[0].dtype, "fp16");
   EXPECT_EQ(s.ops[0].syncs, 0u);
+  EXPECT_TRUE(s.ops[0].unmasked);   // attention over every key
+  EXPECT_FALSE(s.ops[1].unmasked);
   EXPECT_EQ(s.ops[1].syncs, 1u);  // ComfyUI-GGUF's dequantize waits for the GPU once
   EXPECT_EQ(s.ops[1].dtype, "q4_k");
   EXPECT_EQ(s.ops[1].blocks, 0u);
@@ -94,6 +96,8 @@ TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
   expect_error(head + "step decode tokens=1\nop gemv layer=0 syncs=1001\nend\n", 4, "syncs");
   expect_error(head + "step decode tokens=1\nop gemv layer=0 syncs=-1\nend\n", 4, "syncs");
   expect_error(head + "step decode tokens=1\nop norm layer=0 blocks=0\nend\n", 4, "blocks");
+  expect_error(head + "step decode tokens=1\nop attention layer=0 mask=causal\nend\n", 4, "mask");
+  expect_error(head + "step decode tokens=1\nop gemm layer=0 mask=none\nend\n", 4, "mask");
   expect_error(head + "step decode tokens=1\nop gemv layer=0 launches=-1\nend\n", 4, "launches");
   expect_error(head + "step decode tokens=1\nop gemv layer=0 launches=1000001\nend\n", 4, "launches");
   expect_error(head + "step decode tokens=1\nop norm layer=0 blocks=2147483648\nend\n", 4, "blocks");

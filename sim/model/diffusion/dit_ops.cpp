@@ -82,6 +82,7 @@ void DitOps::attention(std::int32_t group, std::uint64_t batch, std::uint64_t he
   const std::uint64_t width = heads * head_dim;
   add(OpKind::Attention, group, 4 * batch * heads * queries * keys * head_dim,
       {act(batch * (queries + 2 * keys) * width)}, {act(2 * batch * queries * width)}, DitLaunches::attention);
+  out_.ops.back().unmasked = true;  // optimized_attention without a mask: every query attends to every key
 }
 
 std::uint64_t linear_bytes(std::uint64_t in, std::uint64_t out, WeightDtype dtype) {
