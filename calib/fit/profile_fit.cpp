@@ -322,14 +322,21 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
 
   y << "host_link:\n"
     << "  source: " << yaml_quote(by + ": copies 4 KiB..1 GiB, latency + bytes/bandwidth fitted by least squares on relative error (tiersim_fit), measured points kept; "
-                                       "bidirectional = both directions at once from pinned memory; generation/width from nvidia-smi") << "\n"
+                                       "bidirectional = both directions at once from pinned memory; generation/width from nvidia-smi" +
+                                       (raw.find("d2h", "fresh_pageable_").empty()
+                                            ? std::string()
+                                            : "; d2h_fresh_pageable = torch .to(\"cpu\") into freshly allocated pageable memory "
+                                              "(experiments/calibrate/fresh_d2h.py)")) << "\n"
     << "  type: pcie\n"
     << "  generation: " << gen << "\n"
     << "  width: " << width << "\n"
     << "  h2d_pinned: " << curve_yaml(h2d_pinned) << "\n"
     << "  d2h_pinned: " << curve_yaml(d2h_pinned) << "\n"
     << "  h2d_pageable: " << curve_yaml(h2d_pageable) << "\n"
-    << "  d2h_pageable: " << curve_yaml(d2h_pageable) << "\n"
+    << "  d2h_pageable: " << curve_yaml(d2h_pageable) << "\n";
+  if (raw.find("d2h", "fresh_pageable_").size() >= 2)
+    y << "  d2h_fresh_pageable: " << curve_yaml(fit_curve(raw, "d2h", "fresh_pageable_")) << "\n";
+  y
     << "  bidirectional: \"" << gbs(bidir) << "\"\n";
   Curve peer;
   if (have_peer) {

@@ -75,7 +75,12 @@ struct HostLinkSpec {
   int generation = 0;
   int width = 0;
   TransferCurve h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable;
+  // A device-to-host copy into freshly allocated pageable memory (PyTorch's tensor.to("cpu"): the host pages are
+  // first touched by the copy), measured (experiments/calibrate/fresh_d2h.py): what a framework's unload of a model
+  // costs. Absent: d2h_pageable.
+  std::optional<TransferCurve> d2h_fresh_pageable;
   double bidirectional = 0.0;        // both directions together, B/s
+  const TransferCurve& unload_curve() const { return d2h_fresh_pageable ? *d2h_fresh_pageable : d2h_pageable; }
 };
 
 struct PeerLinkSpec {

@@ -110,6 +110,7 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     p.host_link.d2h_pinned = read_curve(l, "d2h_pinned");
     p.host_link.h2d_pageable = read_curve(l, "h2d_pageable");
     p.host_link.d2h_pageable = read_curve(l, "d2h_pageable");
+    if (l.has("d2h_fresh_pageable")) p.host_link.d2h_fresh_pageable = read_curve(l, "d2h_fresh_pageable");
     p.host_link.bidirectional = l.bandwidth("bidirectional");
     l.finish();
   }

@@ -112,6 +112,7 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
                     {"h2d_pageable", curve(p.host_link.h2d_pageable)},
                     {"d2h_pageable", curve(p.host_link.d2h_pageable)},
                     {"bidirectional", quantity(p.host_link.bidirectional, "B/s")}};
+  if (p.host_link.d2h_fresh_pageable) j["host_link"]["d2h_fresh_pageable"] = curve(*p.host_link.d2h_fresh_pageable);
   if (p.peer_link)
     j["peer_link"] = {{"source", source(p, "peer_link")},
                       {"type", p.peer_link->type},

@@ -12,7 +12,8 @@ StageCost comfy_stage(ComfyModelManager& manager, std::size_t model, double memo
     c.h2d_bytes += m.h2d;
     c.d2h_bytes += m.d2h;
     if (m.h2d > 0) c.transfer_seconds += link.h2d_pageable.seconds(m.h2d);
-    if (m.d2h > 0) c.transfer_seconds += link.d2h_pageable.seconds(m.d2h);
+    // An unload copies into fresh host memory (the model's .to(offload_device) allocates it): its own rate where measured.
+    if (m.d2h > 0) c.transfer_seconds += link.unload_curve().seconds(m.d2h);
   }
   return c;
 }

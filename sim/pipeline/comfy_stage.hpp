@@ -18,7 +18,8 @@ struct StageCost {
 };
 
 // load_models_gpu for `model` with the node's memory estimates, then `compute` seconds of its own work. Each
-// model's copy is one synchronous stream of its leaves, one after another (`link`'s pageable curves).
+// model's copy is one synchronous stream of its leaves, one after another (`link`'s pageable curves; an unload at its
+// d2h_fresh_pageable curve where the profile has one: the host memory is allocated by the move).
 StageCost comfy_stage(ComfyModelManager& manager, std::size_t model, double memory_required,
                       double minimum_memory_required, double compute, const hw::HostLinkSpec& link);
 

@@ -58,11 +58,12 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     int cores;
     std::vector<std::string> cpu_experts;  // MUL_MAT_ID runs (--cpu-experts)
   };
-  for (const Case& c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {"results/calib/h200-remote-fresh/h200_remote_fresh.csv", "results/calib/h200-attention/attention.csv"}, "", 0, {}},
+  for (const Case& c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {"results/calib/h200-remote-fresh/h200_remote_fresh.csv", "results/calib/h200-attention/attention.csv",
+                        "results/calib/h200-fresh-d2h/fresh_d2h.csv"}, "", 0, {}},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
                             {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv",
                              "results/calib/h100-remote-gemm/remote_gemm.csv", "results/calib/h100-fresh-touch/fresh_touch.csv",
-                             "results/calib/h100-attention/attention.csv"},
+                             "results/calib/h100-attention/attention.csv", "results/calib/h100-fresh-d2h/fresh_d2h.csv"},
                             "results/validation/llamacpp/raw/cpu.csv", 16,
                             {"results/validation/llamacpp/raw/cpu_moe.csv",
                              "results/validation/llamacpp/raw/cpu_dense_same_host.csv"}}}) {

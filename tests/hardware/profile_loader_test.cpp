@@ -184,6 +184,26 @@ TEST(TransferCurve, MeasuredPointsInterpolateInLogSize) {
   EXPECT_NEAR(c.seconds(4294967296.0), 4294967296.0 / 9e9, 1e-12);
 }
 
+TEST(ProfileLoader, AFreshPageableUnloadCurveIsOptional) {
+  const std::string yaml = testing::toy_profile_yaml("1 GiB", true);
+  const auto plain = parse_profile(yaml, "toy.yaml");
+  EXPECT_FALSE(plain.host_link.d2h_fresh_pageable);
+  EXPECT_EQ(&plain.host_link.unload_curve(), &plain.host_link.d2h_pageable);
+  std::string y = yaml;
+  y.insert(y.find("  bidirectional:"), "  d2h_fresh_pageable: {bandwidth: \"1.4 GB/s\", latency: \"20 us\"}\n");
+  const auto fresh = parse_profile(y, "toy.yaml");
+  ASSERT_TRUE(fresh.host_link.d2h_fresh_pageable);
+  EXPECT_DOUBLE_EQ(fresh.host_link.unload_curve().bandwidth, 1.4e9);
+  std::string bad = yaml;
+  bad.insert(bad.find("  bidirectional:"), "  d2h_fresh_pageable: {bandwidth: \"fast\", latency: \"20 us\"}\n");
+  try {
+    parse_profile(bad, "bad.yaml");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.key()).find("host_link.d2h_fresh_pageable"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ProfileLoader, AttentionEfficiencyIsAnOptionalFlopsCurve) {
   const std::string yaml = testing::toy_profile_yaml("1 GiB", true);
   EXPECT_TRUE(parse_profile(yaml, "toy.yaml").gpu.attention_efficiency.empty());

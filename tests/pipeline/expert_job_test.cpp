@@ -62,6 +62,18 @@ TEST(ExpertJob, OnA24GbCardEachNodeEvictsTheOtherExpert) {
   EXPECT_NEAR(j.next.transfer_seconds(), 4 * 14.3 / 20, 1e-9);
 }
 
+// An unload is a copy into fresh host memory (the move allocates it): at the profile's d2h_fresh_pageable where it has
+// one, at d2h_pageable otherwise.
+TEST(ExpertJob, UnloadsRunAtTheFreshPageableRateWhereMeasured) {
+  hw::HostLinkSpec link = flat_link(20 * GB);
+  const double plain = comfy_expert_job(a14b(23.4 * GB), link).next.transfer_seconds();
+  link.d2h_fresh_pageable = hw::TransferCurve{};
+  link.d2h_fresh_pageable->bandwidth = 1.4 * GB;
+  const ExpertJob j = comfy_expert_job(a14b(23.4 * GB), link);
+  EXPECT_NEAR(j.next.transfer_seconds(), 2 * 14.3 / 20 + 2 * 14.3 / 1.4, 1e-9);  // loads at 20 GB/s, unloads at 1.4
+  EXPECT_GT(j.next.transfer_seconds(), 5 * plain);
+}
+
 TEST(ExpertJob, IterationsArePricedOncePerLoadBudget) {
   ExpertJobSpec s = a14b(23.4 * GB, 28.6 * GB);  // bf16: each expert loads partly
   int calls = 0;
