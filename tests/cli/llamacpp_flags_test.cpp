@@ -98,7 +98,9 @@ SchedRoundTrip read_sched_log(const std::string& fixture) {
 
 // The same, as tiersim runs it: the GPU track's copies before each layer's attention kernel in the first step.
 SchedRoundTrip timeline_round_trip(const std::string& args) {
-  const std::string path = ::testing::TempDir() + "tiersim_kv_round_trip.json";
+  // One file per test: ctest runs the tests that call this in parallel processes.
+  const std::string path = ::testing::TempDir() + "tiersim_kv_round_trip_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json";
   const auto run = run_sim(args + " --timeline " + path + " --timeline-steps 1", false);
   EXPECT_EQ(run.code, 0) << run.out;
   std::ifstream in(path);
