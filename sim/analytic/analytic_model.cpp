@@ -112,9 +112,12 @@ class StepModel {
         copy_stream_(header.tensors.size(), 0) {}
 
   const SteadyStateManaged* managed() const { return managed_.get(); }
+  // The most transient activation bytes alive at once in any step so far (counted on cuda:0).
+  double transient_peak() const { return transient_peak_; }
 
   result::StepResult evaluate(const trace::Step& step) {
     planner_.plan(step, plan_);
+    transient_peak_ = std::max(transient_peak_, plan_.transient_peak);
     if (managed_) managed_->set_step(steps_done_++);
     result::StepResult r;
     r.kind = plan_.kind;
@@ -267,6 +270,7 @@ class StepModel {
   replay::StepPlanner planner_;
   std::unique_ptr<SteadyStateManaged> managed_;
   std::size_t steps_done_ = 0;
+  double transient_peak_ = 0;
   replay::StepPlan plan_;
   std::vector<double> copy_done_;  // by tensor: completion time of its prefetch within the segment
   std::vector<int> copy_stream_;   // by tensor: 1 host copy stream, 2 peer copy stream, 0 none
@@ -283,7 +287,8 @@ result::RunResult run_analytic(const replay::RunSetup& setup, const placement::P
   StepModel model(setup, placement, source.header());
   trace::Step step;
   while (source.next(step)) result.steps.push_back(model.evaluate(step));
-  // Peak memory: the static placement plus the staging of prefetch + 1 copied layers.
+  // Peak memory: the static placement plus the staging of prefetch + 1 copied layers and the most transient
+  // activations alive at once (their sum: the closed form does not interleave them).
   const auto& header = source.header();
   double managed_peak = 0;
   if (const SteadyStateManaged* um = model.managed()) {
@@ -301,7 +306,7 @@ result::RunResult run_analytic(const replay::RunSetup& setup, const placement::P
     }
   }
   result.peak_bytes["cuda:0"] = placement::static_bytes_on_compute_gpu(header, hw, placement) + managed_peak +
-                                placement::staging_bound(header, placement);
+                                placement::staging_bound(header, placement) + model.transient_peak();
   placement::add_static_peaks(header, hw, placement, result.peak_bytes);
   return result;
 }

@@ -43,6 +43,7 @@ DeviceUsage usage_on(const trace::Header& header, const Placement& p, DeviceId d
     // A sysmem-fallback tensor's VRAM-resident prefix is on the compute GPU.
     const double prefix = d == kComputeGpu ? vram_prefix_of(p, t.id) : 0.0;
     if ((p.device[t.id] != d || p.path[t.id] == Path::Managed) && prefix <= 0) continue;
+    if (t.kind == trace::TensorKind::Transient) continue;  // allocated and released by the run's ops, not static
     const double b = prefix > 0 ? prefix : static_cast<double>(t.bytes);
     if (t.kind == trace::TensorKind::Weight) u.weights += b;
     else if (t.kind == trace::TensorKind::KvCache) u.kv += b * p.kv_allocation_scale;
@@ -176,7 +177,7 @@ void place_kv_and_activations(const trace::Header& header, Placement& p) {
       const auto it = layer_device.find(t.layer);
       p.device[t.id] = home != p.kv_home.end() ? home->second : it == layer_device.end() ? kComputeGpu : it->second;
       p.path[t.id] = p.device[t.id] == kComputeGpu ? Path::Local : Path::Execute;
-    } else if (t.kind == trace::TensorKind::Activation) {
+    } else if (trace::is_activation(t.kind)) {
       p.device[t.id] = kComputeGpu;
       p.path[t.id] = Path::Local;
     }

@@ -142,6 +142,12 @@ class Replay final : public engine::EventHandler,
                         um_->peak_resident_bytes()};
     }
     placement::add_static_peaks(source_.header(), hw_, placement_, result.peak_bytes);
+    // Transient activations of ops on other GPUs come on top of their static contents (with the reserve, once used).
+    for (const auto& [device, peak] : transient_peak_) {
+      if (peak <= 0) continue;
+      double& bytes = result.peak_bytes[placement::device_name(device)];
+      bytes += peak + (bytes > 0 ? 0.0 : hw_.gpu.reserved);
+    }
     result.events = sim_.events_processed();
     // The placement was checked before the run with its staging bound; the run's own peak (copies staged
     // ahead of use) must fit too, or the real run would fail where this one reports a speed. Managed
@@ -299,6 +305,26 @@ class Replay final : public engine::EventHandler,
     timeline_->span(kStepsTrack, kind + " " + std::to_string(index), step_start_, sim_.now(), args);
   }
 
+  // Transient values an op starts, allocated on its GPU as the host issues it, and those whose last use it is,
+  // released after (PyTorch's caching allocator counts in the host's order). cuda:0's share with the staged copies.
+  void allocate_transients(const Action& a) {
+    if (a.transient_bytes <= 0) return;
+    if (a.device == placement::kComputeGpu) {
+      staging_.allocate(a.transient_bytes);
+      return;
+    }
+    double& now = transient_now_[a.device];
+    now += a.transient_bytes;
+    transient_peak_[a.device] = std::max(transient_peak_[a.device], now);
+  }
+  void release_transients(const Action& a) {
+    for (std::uint32_t i = 0; i < a.releases_count; ++i) {
+      const TransientRelease& r = plan_.transient_releases[a.releases_begin + i];
+      if (r.device == placement::kComputeGpu) staging_.release_now(r.bytes);
+      else transient_now_[r.device] -= r.bytes;
+    }
+  }
+
   // Memory in use on the compute GPU: what is always there, the staged copies and the managed blocks
   // the driver has resident.
   void show_memory() {
@@ -450,6 +476,7 @@ class Replay final : public engine::EventHandler,
         const JobId job = compute_job(a.device);
         engine::InOrderStream& stream = *compute_[static_cast<std::size_t>(a.device)];
         label_job(job, a);
+        allocate_transients(a);
         for (std::uint32_t i = 0; i < a.deps_count; ++i) jobs_.add_dependency(job, tensor_job_[plan_.deps[a.deps_begin + i]]);
         if (a.managed_count > 0) stream.enqueue_dynamic(job, *this, pc_);
         else stream.enqueue_compute(job, to_sim_time(a.work_seconds));
@@ -464,6 +491,7 @@ class Replay final : public engine::EventHandler,
           else staging_.release_now(bytes);
         }
         if (freed_at_completion > 0) staging_.release_when_done(jobs_, job, freed_at_completion);
+        release_transients(a);
         return std::nullopt;
       }
       case ActionKind::AwaitSlot: {
@@ -533,6 +561,8 @@ class Replay final : public engine::EventHandler,
         return job;
       }
       case ActionKind::CpuOp:
+        release_transients(a);
+        return std::nullopt;
       case ActionKind::StepOverhead: return std::nullopt;
     }
     return std::nullopt;
@@ -623,6 +653,7 @@ class Replay final : public engine::EventHandler,
   const trace::Step* current_ = nullptr;  // the step being replayed: step_, or the source's own
   StepPlan plan_;
   std::vector<JobId> tensor_job_;
+  std::map<placement::DeviceId, double> transient_now_, transient_peak_;  // other GPUs' transient values
   std::vector<JobId> release_job_;   // by tensor: the kernel whose completion frees its staging
   std::vector<std::size_t> release_step_;  // by tensor: 1 + the step release_job_ was set in (0: never)
   std::vector<bool> prefetched_;     // by tensor: staged by a prefetch (vs on demand) this step

@@ -36,6 +36,8 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
   next_run_.assign(n, kNoRun);
   released_.assign(n, false);
   issued_.assign(n, false);
+  value_device_.assign(n, kNoDevice);
+  for (const auto& t : header.tensors) has_transients_ |= t.kind == trace::TensorKind::Transient;
   for (const auto& t : header.tensors) {
     const DeviceId d = placement.device[t.id];
     const placement::Path path = placement.path[t.id];
@@ -171,7 +173,7 @@ bool StepPlanner::reads_weight_range(const trace::Op& op) const {
 double StepPlanner::activation_bytes(const trace::Op& op) const {
   double bytes = 0;
   for (const auto& a : op.writes)
-    if (header_.tensors[a.tensor].kind == trace::TensorKind::Activation) bytes += static_cast<double>(a.bytes);
+    if (trace::is_activation(header_.tensors[a.tensor].kind)) bytes += static_cast<double>(a.bytes);
   return bytes;
 }
 
@@ -300,7 +302,28 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   out.frees.clear();
   out.slot_waits.clear();
   out.managed.clear();
+  out.transient_releases.clear();
   stream_copies_.clear();
+  // Transient values (trace/transient_lifetimes.hpp; the reader checked every use has one). A managed transient
+  // (managed memory over everything) is a managed range the whole run instead, like the activation workspace.
+  const bool transients = has_transients_ && !derive_transient_lifetimes(header_, step, lifetimes_).has_value();
+  out.transient_peak = transients ? lifetimes_.peak : 0.0;
+  std::size_t next_start = 0, next_end = 0;
+  auto transient_effects = [&](Action& a, std::size_t i, DeviceId device) {
+    if (!transients) return;
+    for (; next_start < lifetimes_.starts.size() && lifetimes_.starts[next_start].op == i; ++next_start) {
+      const std::uint32_t t = lifetimes_.starts[next_start].tensor;
+      value_device_[t] = managed_[t] ? kNoDevice : device;
+      if (device >= placement::kComputeGpu && !managed_[t]) a.transient_bytes += static_cast<double>(header_.tensors[t].bytes);
+    }
+    a.releases_begin = static_cast<std::uint32_t>(out.transient_releases.size());
+    for (; next_end < lifetimes_.ends.size() && lifetimes_.ends[next_end].op == i; ++next_end) {
+      const std::uint32_t t = lifetimes_.ends[next_end].tensor;
+      if (value_device_[t] >= placement::kComputeGpu)
+        out.transient_releases.push_back({value_device_[t], static_cast<double>(header_.tensors[t].bytes)});
+    }
+    a.releases_count = static_cast<std::uint32_t>(out.transient_releases.size()) - a.releases_begin;
+  };
   for (std::uint32_t t : touched_) {
     issued_[t] = false;
     released_[t] = false;
@@ -415,6 +438,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       run.weight_bytes = weight_read_bytes(op);
       run.expert_slice = reads_weight_range(op);
       a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_, run);
+      transient_effects(a, i, kCpu);
       out.actions.push_back(a);
     } else {
       // A weight that lives on another GPU than the one running this op (a tied embedding read by an
@@ -539,7 +563,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       for (const auto& r : op.reads) {
         if (managed_[r.tensor]) {
           std::uint64_t reread = 0;
-          if (op.kind == trace::OpKind::Gemv && header_.tensors[r.tensor].kind == trace::TensorKind::Activation)
+          if (op.kind == trace::OpKind::Gemv && trace::is_activation(header_.tensors[r.tensor].kind))
             for (const auto& w : op.reads)
               if (header_.tensors[w.tensor].kind == trace::TensorKind::Weight) reread += w.bytes;
           const bool weight = header_.tensors[r.tensor].kind == trace::TensorKind::Weight;
@@ -567,11 +591,12 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       for (const auto& w : op.writes)
         if (managed_[w.tensor])
           out.managed.push_back({w.tensor, w.bytes, true, 0, w.offset, 1.0,
-                                 per_tensor_allocator && header_.tensors[w.tensor].kind == trace::TensorKind::Activation});
+                                 per_tensor_allocator && trace::is_activation(header_.tensors[w.tensor].kind)});
       a.deps_count = static_cast<std::uint32_t>(out.deps.size()) - a.deps_begin;
       a.frees_count = static_cast<std::uint32_t>(out.frees.size()) - a.frees_begin;
       a.managed_count = static_cast<std::uint32_t>(out.managed.size()) - a.managed_begin;
       if (per_tensor_allocator && hw_.managed_memory) a.host_seconds += hw_.managed_memory->alloc_call;
+      transient_effects(a, i, device);
       out.actions.push_back(a);
       for (std::uint32_t s = 0; s < op.syncs; ++s) {
         // A blocking host-to-device copy of a few bytes the op makes after its kernels are issued (its host call

@@ -12,6 +12,7 @@
 #include "replay/run_setup.hpp"
 #include "placement/placement.hpp"
 #include "trace/trace.hpp"
+#include "trace/transient_lifetimes.hpp"
 
 namespace tiersim::replay {
 
@@ -65,6 +66,16 @@ struct Action {
   std::uint32_t frees_begin = 0, frees_count = 0;
   std::uint32_t managed_begin = 0, managed_count = 0;  // Kernel: its managed accesses (StepPlan::managed)
   hw::GpuOpCost cost;                                   // Kernel: the parts of work_seconds
+  // Kernel: bytes of transient values the op starts, allocated on its GPU before it is issued. Kernel and CpuOp:
+  // the values whose last use it is, released after it is issued (StepPlan::transient_releases).
+  double transient_bytes = 0;
+  std::uint32_t releases_begin = 0, releases_count = 0;
+};
+
+// A transient value released after an op: on the GPU whose op allocated it.
+struct TransientRelease {
+  placement::DeviceId device = placement::kComputeGpu;
+  double bytes = 0;
 };
 
 struct StepPlan {
@@ -75,6 +86,8 @@ struct StepPlan {
   std::vector<std::uint32_t> frees;  // flat storage for Action::frees_*
   std::vector<std::uint32_t> slot_waits;  // flat storage for AwaitSlot's tensors (frees_* indexes it)
   std::vector<ManagedAccess> managed;     // flat storage for Action::managed_*
+  std::vector<TransientRelease> transient_releases;  // flat storage for Action::releases_*
+  double transient_peak = 0;              // the most transient bytes alive at once in the step (any device)
 };
 
 class StepPlanner {
@@ -153,6 +166,9 @@ class StepPlanner {
   std::vector<std::uint32_t> read_begin_;   // by op: index of its first read in group_last_
   std::vector<std::uint8_t> group_last_;    // by read: the layer's last read of a copied weight (it is released)
   std::vector<std::uint32_t> touched_;
+  bool has_transients_ = false;             // some tensor is `tmp`
+  trace::TransientLifetimes lifetimes_;     // the step's transient values (scratch)
+  std::vector<placement::DeviceId> value_device_;  // by tensor: where its current transient value was allocated
   std::vector<std::uint32_t> stream_copies_;  // copy:stream copies issued this step, in order
   // Per step: the byte range of the last op-offload copy (ggml copies a run of consecutive used experts of one
   // fused tensor as one copy).

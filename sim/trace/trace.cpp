@@ -5,7 +5,7 @@
 
 namespace tiersim::trace {
 namespace {
-constexpr std::array<const char*, 3> kTensorKinds{"weight", "kv", "act"};
+constexpr std::array<const char*, 4> kTensorKinds{"weight", "kv", "act", "tmp"};
 constexpr std::array<const char*, 10> kOpKinds{"gemm",      "gemv", "attention", "norm",  "elementwise",
                                                "embedding", "rope", "sample",    "other", "router"};
 constexpr std::array<const char*, 3> kStepKinds{"prefill", "decode", "iteration"};

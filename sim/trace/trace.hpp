@@ -13,7 +13,10 @@ namespace tiersim::trace {
 // uses none is written as version 1, which every earlier build reads.
 inline constexpr int kFormatVersion = 2;
 
-enum class TensorKind { Weight, KvCache, Activation };
+// Transient: an activation allocated when an op of a step first writes it and released after the last op that uses it
+// (format `tmp`; trace/transient_lifetimes.hpp derives when); Activation (`act`): a workspace alive the whole run.
+enum class TensorKind { Weight, KvCache, Activation, Transient };
+inline bool is_activation(TensorKind k) { return k == TensorKind::Activation || k == TensorKind::Transient; }
 // Router: a mixture of experts' routing decision (the router's probabilities and their top-k), whose output says which
 // experts the layer's next ops read.
 enum class OpKind { Gemm, Gemv, Attention, Norm, Elementwise, Embedding, Rope, Sample, Other, Router };
@@ -63,6 +66,9 @@ struct Op {
   // An attention op over every key, no mask (a diffusion transformer's SDPA): priced at the profile's measured rate for
   // such kernels (gpu.attention_efficiency) where it has one. Format: `mask=none`.
   bool unmasked = false;
+  // Transient tensors the op does not access that stay allocated through it: a value the framework still holds a
+  // reference to (a Python local until its function returns). Format: `keep=ID,ID`.
+  std::vector<std::uint32_t> keeps;
 };
 
 struct Step {

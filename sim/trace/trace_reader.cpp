@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "trace/transient_lifetimes.hpp"
 
 namespace tiersim::trace {
 namespace {
@@ -112,7 +113,7 @@ void TraceReader::read_header() {
       if (t.id != header_.tensors.size())
         fail("tensor", "tensor ids must be 0,1,2,... in order; expected " + std::to_string(header_.tensors.size()) +
                            ", got " + std::string(id));
-      if (!parse_tensor_kind(kind, t.kind)) fail("tensor", "unknown tensor kind '" + std::string(kind) + "' (weight, kv, act)");
+      if (!parse_tensor_kind(kind, t.kind)) fail("tensor", "unknown tensor kind '" + std::string(kind) + "' (weight, kv, act, tmp)");
       if (!parse_int(bytes, t.bytes)) fail("tensor", "bad byte count '" + std::string(bytes) + "'");
       if (t.bytes > kMaxTensorBytes)
         fail("tensor", "byte count " + std::string(bytes) + " is out of range (0 to 1 PiB, 1125899906842624 bytes)");
@@ -122,6 +123,7 @@ void TraceReader::read_header() {
       if (!parse_int(layer, t.layer)) fail("tensor", "bad layer '" + std::string(layer) + "'");
       t.name = std::string(rest_trimmed(s));
       if (t.name.empty()) fail("tensor", "tensor " + std::to_string(t.id) + " has no name");
+      has_transients_ |= t.kind == TensorKind::Transient;
       header_.tensors.push_back(std::move(t));
     } else if (word == "step") {
       pending_step_ = true;
@@ -175,6 +177,23 @@ void TraceReader::parse_accesses(std::string_view key, std::string_view list, st
   }
 }
 
+void TraceReader::parse_keeps(std::string_view list, std::vector<std::uint32_t>& out) const {
+  out.clear();
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    std::uint32_t id = 0;
+    if (!parse_int(item, id)) fail("keep", "bad tensor id in '" + std::string(item) + "'");
+    if (id >= header_.tensors.size()) fail("keep", "tensor " + std::to_string(id) + " is not declared in the header");
+    if (header_.tensors[id].kind != TensorKind::Transient)
+      fail("keep", "tensor " + std::to_string(id) + " is " + to_string(header_.tensors[id].kind) +
+                       ": only a transient (tmp) tensor is kept alive");
+    out.push_back(id);
+  }
+  if (out.empty()) fail("keep", "expected a list of tensor ids");
+}
+
 void TraceReader::parse_op(std::string_view s, Op& op) const {
   std::string_view kind = next_token(s);
   if (!parse_op_kind(kind, op.kind)) fail("op", "unknown op kind '" + std::string(kind) + "'");
@@ -191,6 +210,7 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
   op.unmasked = false;
   op.rows = 0;
   op.tokens = 0;
+  op.keeps.clear();
   bool have_layer = false;
   for (std::string_view tok = next_token(s); !tok.empty(); tok = next_token(s)) {
     std::size_t eq = tok.find('=');
@@ -232,8 +252,10 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
     } else if (key == "rows") {
       if (!parse_int(value, op.rows) || op.rows == 0 || op.rows > kMaxBlocks)
         fail("rows", "must be an integer from 1 to 2^31-1, got '" + std::string(value) + "'");
+    } else if (key == "keep") {
+      parse_keeps(value, op.keeps);
     } else {
-      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks, rows, tokens, mask)");
+      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks, rows, tokens, mask, keep)");
     }
   }
   if (!have_layer) fail("layer", "every op needs layer=N");
@@ -263,6 +285,7 @@ bool TraceReader::next(Step& out) {
   }
 
   std::size_t used = 0;
+  op_lines_.clear();
   while (true) {
     if (!read_line()) fail("end", "unexpected end of file: the trace is truncated (missing 'end')");
     std::string_view s = line_;
@@ -270,6 +293,7 @@ bool TraceReader::next(Step& out) {
     if (word == "op") {
       if (used == out.ops.size()) out.ops.emplace_back();
       parse_op(s, out.ops[used++]);
+      op_lines_.push_back(line_no_);
     } else if (word == "step") {
       pending_step_ = true;
       break;
@@ -282,6 +306,13 @@ bool TraceReader::next(Step& out) {
   }
   out.ops.resize(used);
   if (used == 0) fail("step", "a step needs at least one op");
+  if (has_transients_) {
+    TransientLifetimes lifetimes;
+    if (const auto bad = derive_transient_lifetimes(header_, out, lifetimes)) {
+      line_no_ = op_lines_[*bad];
+      fail("read", "the op reads or keeps a transient (tmp) tensor that no earlier op of its step wrote");
+    }
+  }
   return true;
 }
 

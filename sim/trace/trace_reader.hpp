@@ -26,6 +26,7 @@ class TraceReader final : public StepSource {
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
   void parse_op(std::string_view rest, Op& op) const;
   void parse_accesses(std::string_view key, std::string_view list, std::vector<TensorAccess>& out) const;
+  void parse_keeps(std::string_view list, std::vector<std::uint32_t>& out) const;
 
   std::unique_ptr<std::istream> in_;
   std::string name_;
@@ -34,6 +35,8 @@ class TraceReader final : public StepSource {
   bool pending_step_ = false;  // line_ holds a "step" line not yet consumed
   bool ended_ = false;
   std::uint64_t total_bytes_ = 0;  // over the declared tensors, bounded
+  bool has_transients_ = false;    // some tensor is `tmp`: each step's uses are checked against their values
+  std::vector<std::size_t> op_lines_;  // the current step's op lines, for the transients' check
   Header header_;
 };
 

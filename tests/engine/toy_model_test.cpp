@@ -200,6 +200,31 @@ TEST(ToyModel, FreshSequenceLengthsChargeOneAttentionPlanPerStep) {
   EXPECT_NEAR(step_with_attention(true, "", true), 5.1e-3, kTol);
 }
 
+TEST(ToyModel, TransientValuesCountWhileAliveBesideTheStagedCopies) {
+  // Two resident layers, then layer 1 copied on demand: op 0 starts a (3e5), op 1 reads it and starts b (2e5), op 2
+  // reads b. Alive at once: a and b before op 1, with layer 1's staged copy when it is offloaded.
+  const std::string text =
+      "tiersim-trace 1\nmeta model toy\ntensor 0 weight 1000000 0 w0\ntensor 1 weight 1000000 1 w1\n"
+      "tensor 2 act 100000 -1 activations\ntensor 3 tmp 300000 0 a\ntensor 4 tmp 200000 1 b\n"
+      "step decode tokens=1\nop gemv layer=0 read=0,2 write=3\nop gemv layer=1 read=1,3 write=4\n"
+      "op elementwise layer=1 read=4 write=2\nend\n";
+  for (const bool offload : {false, true}) {
+    auto run = [&](bool analytic) {
+      trace::TraceReader src(std::make_unique<std::istringstream>(text), "tmp.trace");
+      auto p = testing::toy_placement(src.header(), {}, kCpu);
+      if (offload) {
+        p.device[1] = kCpu;
+        p.path[1] = placement::Path::Copy;
+      }
+      return analytic ? analytic::run_analytic(testing::toy_profile(), p, src)
+                      : replay::run_event_engine(testing::toy_profile(), p, src);
+    };
+    const double expected = 2e6 + 1e5 + 5e5;  // resident weights or one staged, the workspace, a and b
+    EXPECT_DOUBLE_EQ(run(false).peak_bytes.at("cuda:0"), expected) << offload;
+    EXPECT_DOUBLE_EQ(run(true).peak_bytes.at("cuda:0"), expected) << offload;
+  }
+}
+
 TEST(ToyModel, StagingPeakIsBoundedBySlots) {
   // Prefetch 1 keeps at most two 1e6-byte layers staged besides the resident activations.
   ExecutionOptions exec;

@@ -116,6 +116,30 @@ TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
   expect_error(head2 + "step decode tokens=1\nop gemv layer=0 read=0@18446744073709551615:2\nend\n", 4, "read");
 }
 
+// Transient tensors (kind tmp): each use needs a value an earlier op (or the op itself, writing it) started in the
+// same step; `keep=` names transients only, and is written back as read.
+TEST(TraceReader, TransientUsesNeedAValueAndKeepsNameTransients) {
+  const std::string head = "tiersim-trace 1\ntensor 0 weight 1000 0 w\ntensor 1 tmp 400 0 y\ntensor 2 tmp 100 0 z\n";
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0 write=1\nop gemv layer=0 read=2 write=1\nend\n", 7, "read");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0 write=1 keep=2\nend\n", 6, "read");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0 write=1 keep=0\nend\n", 6, "keep");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0 write=1 keep=7\nend\n", 6, "keep");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0 write=1 keep=\nend\n", 6, "keep");
+  // A value does not outlive its step: the second step's read has none.
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0 write=1\nstep decode tokens=1\nop gemv layer=0 read=1 write=2\nend\n",
+               8, "read");
+  const std::string good = head + "step decode tokens=1\nop gemv layer=0 read=0 write=1\nop gemv layer=0 read=1 write=2 keep=1\nend\n";
+  auto r = reader(good);
+  EXPECT_EQ(r->header().tensors[1].kind, TensorKind::Transient);
+  Step s;
+  ASSERT_TRUE(r->next(s));
+  EXPECT_EQ(s.ops[1].keeps, std::vector<std::uint32_t>{1});
+  TraceReader in(std::make_unique<std::istringstream>(good), "tmp");
+  std::ostringstream out;
+  write_trace(out, in);
+  EXPECT_EQ(out.str(), good);
+}
+
 TEST(TraceReader, ReadsByteRangesInVersionTwo) {
   auto r = reader("tiersim-trace 2\ntensor 0 weight 1000 0 experts\nstep decode tokens=1\n"
                   "op gemv layer=0 read=0@600:400,0:10,0 write=0@0:5\nend\n");
