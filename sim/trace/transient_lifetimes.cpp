@@ -6,8 +6,8 @@
 namespace tiersim::trace {
 namespace {
 
-bool accesses(const std::vector<TensorAccess>& list, std::uint32_t tensor) {
-  return std::any_of(list.begin(), list.end(), [&](const TensorAccess& a) { return a.tensor == tensor; });
+bool writes(const Op& op, std::uint32_t tensor) {
+  return std::any_of(op.writes.begin(), op.writes.end(), [&](const TensorAccess& a) { return a.tensor == tensor; });
 }
 
 }  // namespace
@@ -25,8 +25,10 @@ std::optional<std::size_t> derive_transient_lifetimes(const Header& header, cons
   auto release = [&](std::uint32_t t) { out.ends.push_back({last_use[t], t}); };
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = step.ops[i];
+    // A read or keep needs a value, unless the op makes the value itself (it writes the tensor: its first kernel
+    // writes what a later one reads).
     auto use = [&](std::uint32_t t) {
-      if (last_use[t] == kNone) return false;
+      if (last_use[t] == kNone) return writes(op, t);
       last_use[t] = i;
       return true;
     };
@@ -36,10 +38,8 @@ std::optional<std::size_t> derive_transient_lifetimes(const Header& header, cons
       if (!use(t)) return i;
     for (const auto& w : op.writes) {
       const std::uint32_t t = w.tensor;
-      if (!is_transient(t)) continue;
-      if (accesses(op.reads, t) || std::find(op.keeps.begin(), op.keeps.end(), t) != op.keeps.end()) continue;  // in place
-      if (last_use[t] == i) continue;  // written twice by one op: one value
-      if (last_use[t] != kNone) release(t);
+      if (!is_transient(t) || last_use[t] == i) continue;  // in place (read or kept by this op), or written twice
+      if (last_use[t] != kNone) release(t);  // a new value: the old one ended at its last use
       else touched.push_back(t);
       last_use[t] = i;
       out.starts.push_back({i, t});
