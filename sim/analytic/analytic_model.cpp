@@ -112,12 +112,14 @@ class StepModel {
         copy_stream_(header.tensors.size(), 0) {}
 
   const SteadyStateManaged* managed() const { return managed_.get(); }
-  // The most transient activation bytes alive at once in any step so far (counted on cuda:0).
-  double transient_peak() const { return transient_peak_; }
+  // By GPU: the most transient activation bytes alive at once in any step so far.
+  const std::vector<double>& transient_peak() const { return transient_peak_; }
 
   result::StepResult evaluate(const trace::Step& step) {
     planner_.plan(step, plan_);
-    transient_peak_ = std::max(transient_peak_, plan_.transient_peak);
+    if (transient_peak_.size() < plan_.transient_peak.size()) transient_peak_.resize(plan_.transient_peak.size(), 0.0);
+    for (std::size_t d = 0; d < plan_.transient_peak.size(); ++d)
+      transient_peak_[d] = std::max(transient_peak_[d], plan_.transient_peak[d]);
     if (managed_) managed_->set_step(steps_done_++);
     result::StepResult r;
     r.kind = plan_.kind;
@@ -270,7 +272,7 @@ class StepModel {
   replay::StepPlanner planner_;
   std::unique_ptr<SteadyStateManaged> managed_;
   std::size_t steps_done_ = 0;
-  double transient_peak_ = 0;
+  std::vector<double> transient_peak_;
   replay::StepPlan plan_;
   std::vector<double> copy_done_;  // by tensor: completion time of its prefetch within the segment
   std::vector<int> copy_stream_;   // by tensor: 1 host copy stream, 2 peer copy stream, 0 none
@@ -306,8 +308,9 @@ result::RunResult run_analytic(const replay::RunSetup& setup, const placement::P
     }
   }
   result.peak_bytes["cuda:0"] = placement::static_bytes_on_compute_gpu(header, hw, placement) + managed_peak +
-                                placement::staging_bound(header, placement) + model.transient_peak();
+                                placement::staging_bound(header, placement);
   placement::add_static_peaks(header, hw, placement, result.peak_bytes);
+  replay::add_transient_peaks(model.transient_peak(), hw, true, result);
   return result;
 }
 

@@ -142,12 +142,7 @@ class Replay final : public engine::EventHandler,
                         um_->peak_resident_bytes()};
     }
     placement::add_static_peaks(source_.header(), hw_, placement_, result.peak_bytes);
-    // Transient activations of ops on other GPUs come on top of their static contents (with the reserve, once used).
-    for (const auto& [device, peak] : transient_peak_) {
-      if (peak <= 0) continue;
-      double& bytes = result.peak_bytes[placement::device_name(device)];
-      bytes += peak + (bytes > 0 ? 0.0 : hw_.gpu.reserved);
-    }
+    add_transient_peaks(transient_peak_, hw_, false, result);
     result.events = sim_.events_processed();
     // The placement was checked before the run with its staging bound; the run's own peak (copies staged
     // ahead of use) must fit too, or the real run would fail where this one reports a speed. Managed
@@ -305,23 +300,16 @@ class Replay final : public engine::EventHandler,
     timeline_->span(kStepsTrack, kind + " " + std::to_string(index), step_start_, sim_.now(), args);
   }
 
-  // Transient values an op starts, allocated on its GPU as the host issues it, and those whose last use it is,
-  // released after (PyTorch's caching allocator counts in the host's order). cuda:0's share with the staged copies.
+  // Transient values an op starts, allocated as the host issues it, and those whose last use it is, released after
+  // (PyTorch's caching allocator counts in the host's order): on cuda:0 beside the staged copies. Other GPUs' come
+  // from the plans' peaks (nothing is staged there).
   void allocate_transients(const Action& a) {
-    if (a.transient_bytes <= 0) return;
-    if (a.device == placement::kComputeGpu) {
-      staging_.allocate(a.transient_bytes);
-      return;
-    }
-    double& now = transient_now_[a.device];
-    now += a.transient_bytes;
-    transient_peak_[a.device] = std::max(transient_peak_[a.device], now);
+    if (a.transient_bytes > 0 && a.device == placement::kComputeGpu) staging_.allocate(a.transient_bytes);
   }
   void release_transients(const Action& a) {
     for (std::uint32_t i = 0; i < a.releases_count; ++i) {
       const TransientRelease& r = plan_.transient_releases[a.releases_begin + i];
       if (r.device == placement::kComputeGpu) staging_.release_now(r.bytes);
-      else transient_now_[r.device] -= r.bytes;
     }
   }
 
@@ -373,6 +361,9 @@ class Replay final : public engine::EventHandler,
     current_ = source_.next_view(step_);
     if (!current_) return false;
     planner_.plan(*current_, plan_);
+    if (transient_peak_.size() < plan_.transient_peak.size()) transient_peak_.resize(plan_.transient_peak.size(), 0.0);
+    for (std::size_t d = 0; d < plan_.transient_peak.size(); ++d)
+      transient_peak_[d] = std::max(transient_peak_[d], plan_.transient_peak[d]);
     jobs_.clear();
     job_view_.clear();
     waits_on_.clear();
@@ -653,7 +644,7 @@ class Replay final : public engine::EventHandler,
   const trace::Step* current_ = nullptr;  // the step being replayed: step_, or the source's own
   StepPlan plan_;
   std::vector<JobId> tensor_job_;
-  std::map<placement::DeviceId, double> transient_now_, transient_peak_;  // other GPUs' transient values
+  std::vector<double> transient_peak_;  // by GPU: the most transient bytes alive at once in any step so far
   std::vector<JobId> release_job_;   // by tensor: the kernel whose completion frees its staging
   std::vector<std::size_t> release_step_;  // by tensor: 1 + the step release_job_ was set in (0: never)
   std::vector<bool> prefetched_;     // by tensor: staged by a prefetch (vs on demand) this step

@@ -24,6 +24,18 @@ std::uint64_t written_bytes(const trace::Op& op) {
 }
 }  // namespace
 
+void add_transient_peaks(const std::vector<double>& by_gpu, const hw::HardwareProfile& hw, bool add_to_compute_gpu,
+                         result::RunResult& result) {
+  for (std::size_t d = 0; d < by_gpu.size(); ++d) {
+    if (by_gpu[d] <= 0) continue;
+    const std::string name = placement::device_name(static_cast<DeviceId>(d));
+    result.transient_peak_bytes[name] = by_gpu[d];
+    if (d == 0 && !add_to_compute_gpu) continue;
+    double& peak = result.peak_bytes[name];
+    peak += by_gpu[d] + (peak > 0 ? 0.0 : hw.gpu.reserved);
+  }
+}
+
 StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, const placement::Placement& placement)
     : hw_(setup.hw), runtime_(setup.runtime), fresh_lengths_(setup.fresh_lengths), header_(header), placement_(placement), default_dtype_(header.default_dtype()),
       rates_(hw::OpRates::of(setup.hw, default_dtype_)) {
@@ -37,6 +49,7 @@ StepPlanner::StepPlanner(const RunSetup& setup, const trace::Header& header, con
   released_.assign(n, false);
   issued_.assign(n, false);
   value_device_.assign(n, kNoDevice);
+  transient_live_.assign(static_cast<std::size_t>(std::max(1, setup.hw.gpu.count)), 0.0);
   for (const auto& t : header.tensors) has_transients_ |= t.kind == trace::TensorKind::Transient;
   for (const auto& t : header.tensors) {
     const DeviceId d = placement.device[t.id];
@@ -307,20 +320,30 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   // Transient values (trace/transient_lifetimes.hpp; the reader checked every use has one). A managed transient
   // (managed memory over everything) is a managed range the whole run instead, like the activation workspace.
   const bool transients = has_transients_ && !derive_transient_lifetimes(header_, step, lifetimes_).has_value();
-  out.transient_peak = transients ? lifetimes_.peak : 0.0;
+  out.transient_peak.assign(transients ? transient_live_.size() : 0, 0.0);
+  std::fill(transient_live_.begin(), transient_live_.end(), 0.0);
   std::size_t next_start = 0, next_end = 0;
   auto transient_effects = [&](Action& a, std::size_t i, DeviceId device) {
     if (!transients) return;
     for (; next_start < lifetimes_.starts.size() && lifetimes_.starts[next_start].op == i; ++next_start) {
       const std::uint32_t t = lifetimes_.starts[next_start].tensor;
-      value_device_[t] = managed_[t] ? kNoDevice : device;
-      if (device >= placement::kComputeGpu && !managed_[t]) a.transient_bytes += static_cast<double>(header_.tensors[t].bytes);
+      const bool counted = device >= placement::kComputeGpu && !managed_[t];
+      value_device_[t] = counted ? device : kNoDevice;
+      if (!counted) continue;
+      const double bytes = static_cast<double>(header_.tensors[t].bytes);
+      a.transient_bytes += bytes;
+      double& live = transient_live_[static_cast<std::size_t>(device)];
+      live += bytes;
+      out.transient_peak[static_cast<std::size_t>(device)] = std::max(out.transient_peak[static_cast<std::size_t>(device)], live);
     }
     a.releases_begin = static_cast<std::uint32_t>(out.transient_releases.size());
     for (; next_end < lifetimes_.ends.size() && lifetimes_.ends[next_end].op == i; ++next_end) {
       const std::uint32_t t = lifetimes_.ends[next_end].tensor;
-      if (value_device_[t] >= placement::kComputeGpu)
-        out.transient_releases.push_back({value_device_[t], static_cast<double>(header_.tensors[t].bytes)});
+      const DeviceId d = value_device_[t];
+      if (d < placement::kComputeGpu) continue;
+      const double bytes = static_cast<double>(header_.tensors[t].bytes);
+      out.transient_releases.push_back({d, bytes});
+      transient_live_[static_cast<std::size_t>(d)] -= bytes;
     }
     a.releases_count = static_cast<std::uint32_t>(out.transient_releases.size()) - a.releases_begin;
   };

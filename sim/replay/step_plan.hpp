@@ -11,6 +11,7 @@
 #include "hardware/profile.hpp"
 #include "replay/run_setup.hpp"
 #include "placement/placement.hpp"
+#include "result/run_result.hpp"
 #include "trace/trace.hpp"
 #include "trace/transient_lifetimes.hpp"
 
@@ -87,8 +88,15 @@ struct StepPlan {
   std::vector<std::uint32_t> slot_waits;  // flat storage for AwaitSlot's tensors (frees_* indexes it)
   std::vector<ManagedAccess> managed;     // flat storage for Action::managed_*
   std::vector<TransientRelease> transient_releases;  // flat storage for Action::releases_*
-  double transient_peak = 0;              // the most transient bytes alive at once in the step (any device)
+  // By GPU (index = device id): the most transient bytes alive at once on it in the step.
+  std::vector<double> transient_peak;
 };
+
+// Reports the run's transient peaks by GPU (RunResult::transient_peak_bytes) and adds them to the peaks of the GPUs
+// other than cuda:0 (whose contents are otherwise static), with the reserve once a GPU holds anything; to cuda:0's too
+// when `add_to_compute_gpu` (the analytic engine's sum; the event engine's cuda:0 peak has them already, interleaved).
+void add_transient_peaks(const std::vector<double>& by_gpu, const hw::HardwareProfile& hw, bool add_to_compute_gpu,
+                         result::RunResult& result);
 
 class StepPlanner {
  public:
@@ -169,6 +177,7 @@ class StepPlanner {
   bool has_transients_ = false;             // some tensor is `tmp`
   trace::TransientLifetimes lifetimes_;     // the step's transient values (scratch)
   std::vector<placement::DeviceId> value_device_;  // by tensor: where its current transient value was allocated
+  std::vector<double> transient_live_;            // by GPU: transient bytes alive while planning a step
   std::vector<std::uint32_t> stream_copies_;  // copy:stream copies issued this step, in order
   // Per step: the byte range of the last op-offload copy (ggml copies a run of consecutive used experts of one
   // fused tensor as one copy).

@@ -215,6 +215,7 @@ void write_console(std::ostream& out, const Context& c) {
     const placement::DeviceId d = placement::parse_device(dev, true);
     auto u = placement::usage_on(h, *c.placement, d);
     u.activations += placement::workspace_on(h, *c.placement, d);
+    if (const auto t = c.result->transient_peak_bytes.find(dev); t != c.result->transient_peak_bytes.end()) u.activations += t->second;
     char buf[256];
     std::snprintf(buf, sizeof buf, "  %-22s %-12s %-10s %-13s %s\n", dev.c_str(), units::format_bytes(u.weights).c_str(),
                   units::format_bytes(u.kv).c_str(), units::format_bytes(u.activations).c_str(),

@@ -109,6 +109,7 @@ void write_json(std::ostream& out, const Context& c) {
     const placement::DeviceId d = placement::parse_device(dev, true);
     auto u = placement::usage_on(h, *c.placement, d);
     u.activations += placement::workspace_on(h, *c.placement, d);
+    if (const auto t = c.result->transient_peak_bytes.find(dev); t != c.result->transient_peak_bytes.end()) u.activations += t->second;
     tiers[dev] = {{"weights_bytes", whole(u.weights)},
                   {"kv_bytes", whole(u.kv)},
                   {"activation_bytes", whole(u.activations)},

@@ -34,6 +34,9 @@ struct RunResult {
   std::string engine;        // "event" or "analytic"
   std::vector<StepResult> steps;
   std::map<std::string, double> peak_bytes;   // device name -> peak bytes resident (cuda:0 incl. reserve)
+  // GPU name -> the most transient activation bytes (trace kind tmp) alive at once on it in any step (in peak_bytes
+  // too; reported with the activations). Absent where none.
+  std::map<std::string, double> transient_peak_bytes;
   std::uint64_t events = 0;  // events processed (event engine)
   ManagedTotals managed;
 };

@@ -43,7 +43,7 @@ std::uint64_t op_bytes(const Op& op) {
   std::uint64_t total = 0;
   for (const auto& a : op.reads) total += a.bytes;
   for (const auto& a : op.writes) total += a.bytes;
-  return total + op.broadcast_bytes;
+  return total + op.reread_bytes;
 }
 
 Op& append_op(Step& step, OpKind kind, std::int32_t layer, std::uint64_t flops, std::vector<TensorAccess> reads,

@@ -69,10 +69,11 @@ struct Op {
   // Transient tensors the op does not access that stay allocated through it: a value the framework still holds a
   // reference to (a Python local until its function returns). Format: `keep=ID,ID`.
   std::vector<std::uint32_t> keeps;
-  // Bytes the op's kernels read from operands broadcast across its rows, again for every row or head (a DiT's
-  // modulation gate read per token, the rotary table per head), beyond what its reads list: part of its memory
-  // traffic, not of any tensor's size. Format: `broadcast=BYTES`.
-  std::uint64_t broadcast_bytes = 0;
+  // Bytes the op's kernels read beyond the accesses it lists: what its own earlier kernels wrote (an op of several
+  // kernels: a modulated norm's addcmul reads its LayerNorm's output), and operands broadcast across its rows, read
+  // again for every row or head (a DiT's modulation gate per token, the rotary table per head). Memory traffic, not
+  // part of any tensor's size or lifetime. Format: `reread=BYTES`.
+  std::uint64_t reread_bytes = 0;
 };
 
 struct Step {

@@ -211,7 +211,7 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
   op.rows = 0;
   op.tokens = 0;
   op.keeps.clear();
-  op.broadcast_bytes = 0;
+  op.reread_bytes = 0;
   bool have_layer = false;
   for (std::string_view tok = next_token(s); !tok.empty(); tok = next_token(s)) {
     std::size_t eq = tok.find('=');
@@ -253,13 +253,13 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
     } else if (key == "rows") {
       if (!parse_int(value, op.rows) || op.rows == 0 || op.rows > kMaxBlocks)
         fail("rows", "must be an integer from 1 to 2^31-1, got '" + std::string(value) + "'");
-    } else if (key == "broadcast") {
-      if (!parse_int(value, op.broadcast_bytes) || op.broadcast_bytes > kMaxTensorBytes)
-        fail("broadcast", "must be a byte count from 0 to 1 PiB (1125899906842624), got '" + std::string(value) + "'");
+    } else if (key == "reread") {
+      if (!parse_int(value, op.reread_bytes) || op.reread_bytes > kMaxTensorBytes)
+        fail("reread", "must be a byte count from 0 to 1 PiB (1125899906842624), got '" + std::string(value) + "'");
     } else if (key == "keep") {
       parse_keeps(value, op.keeps);
     } else {
-      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks, rows, tokens, mask, broadcast, keep)");
+      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks, rows, tokens, mask, reread, keep)");
     }
   }
   if (!have_layer) fail("layer", "every op needs layer=N");

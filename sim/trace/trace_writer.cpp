@@ -59,7 +59,7 @@ void write_step(std::ostream& out, const Header& header, const Step& step) {
     if (op.unmasked) out << " mask=none";
     if (op.rows) out << " rows=" << op.rows;
     if (op.tokens) out << " tokens=" << op.tokens;
-    if (op.broadcast_bytes) out << " broadcast=" << op.broadcast_bytes;
+    if (op.reread_bytes) out << " reread=" << op.reread_bytes;
     for (std::size_t i = 0; i < op.keeps.size(); ++i) out << (i ? "," : " keep=") << op.keeps[i];
     out << '\n';
   }

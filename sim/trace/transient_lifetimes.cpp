@@ -6,10 +6,6 @@
 namespace tiersim::trace {
 namespace {
 
-bool writes(const Op& op, std::uint32_t tensor) {
-  return std::any_of(op.writes.begin(), op.writes.end(), [&](const TensorAccess& a) { return a.tensor == tensor; });
-}
-
 }  // namespace
 
 std::optional<std::size_t> derive_transient_lifetimes(const Header& header, const Step& step, TransientLifetimes& out) {
@@ -25,10 +21,8 @@ std::optional<std::size_t> derive_transient_lifetimes(const Header& header, cons
   auto release = [&](std::uint32_t t) { out.ends.push_back({last_use[t], t}); };
   for (std::size_t i = 0; i < n; ++i) {
     const Op& op = step.ops[i];
-    // A read or keep needs a value, unless the op makes the value itself (it writes the tensor: its first kernel
-    // writes what a later one reads).
     auto use = [&](std::uint32_t t) {
-      if (last_use[t] == kNone) return writes(op, t);
+      if (last_use[t] == kNone) return false;  // a read or keep needs a value
       last_use[t] = i;
       return true;
     };

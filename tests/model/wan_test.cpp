@@ -9,6 +9,7 @@
 #include "model/model_family.hpp"
 #include "model/wan/wan_trace_generator.hpp"
 #include "support/run_sim.hpp"
+#include "trace/transient_lifetimes.hpp"
 
 namespace tiersim::model {
 namespace {
@@ -105,6 +106,29 @@ TEST(Wan, TensorsAreComfyUIsLoadListPlusTheModulations) {
     ++models;
   }
   EXPECT_EQ(models, 3);
+}
+
+// The activations as ComfyUI's WanModel holds them (comfy/ldm/wan/model.py at a125cd84), each a transient value: the
+// most alive at once is at k's rotary embedding in the self-attention, where the block's input (held by
+// forward_orig's call), the modulated norm (self_attn's argument), q, k's normed value, apply_rope1's two fp32
+// intermediates and its bf16 result are: 9 token-wide values in bf16 terms, beside what lives through the forward
+// (the text context, the rotary table, e0, e and the block's e). fp8 weights' bf16 copies live only around their
+// Linear and do not add to it.
+TEST(Wan, TheActivationPeakIsAtKsRotaryEmbeddingAndFp8CastsDoNotRaiseIt) {
+  auto peak = [](WeightDtype dtype) {
+    GenerationOptions o = video(832, 480, 17);
+    o.dtype = dtype;
+    WanTraceGenerator g(load_wan_config(model_path("wan2.1-t2v-14b")), o);
+    trace::Step step;
+    EXPECT_TRUE(g.next(step));
+    trace::TransientLifetimes l;
+    EXPECT_FALSE(trace::derive_transient_lifetimes(g.header(), step, l).has_value());
+    return l.peak;
+  };
+  const double B = 2, T = 5 * 30 * 52, h = 5120, a = 2;  // cfg 6: cond and uncond; 17 frames: 5 latent frames
+  const double forward = B * 512 * h * a + T * 128 * 8 + B * 6 * h * a * 2 + B * h * a;
+  EXPECT_DOUBLE_EQ(peak(WeightDtype::Bf16), 9 * B * T * h * a + forward);
+  EXPECT_DOUBLE_EQ(peak(WeightDtype::Fp8), peak(WeightDtype::Bf16));
 }
 
 TEST(Wan, Wan22TI2V5BHasTheSixteenFoldVaeLatentComfyUIGivesIt) {

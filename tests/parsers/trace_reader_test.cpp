@@ -128,15 +128,15 @@ TEST(TraceReader, TransientUsesNeedAValueAndKeepsNameTransients) {
   // A value does not outlive its step: the second step's read has none.
   expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0 write=1\nstep decode tokens=1\nop gemv layer=0 read=1 write=2\nend\n",
                8, "read");
-  expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0 write=1 broadcast=x\nend\n", 6, "broadcast");
+  expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0 write=1 reread=x\nend\n", 6, "reread");
   const std::string good =
-      head + "step decode tokens=1\nop gemv layer=0 read=0 write=1\nop gemv layer=0 read=1 write=2 broadcast=64 keep=1\nend\n";
+      head + "step decode tokens=1\nop gemv layer=0 read=0 write=1\nop gemv layer=0 read=1 write=2 reread=64 keep=1\nend\n";
   auto r = reader(good);
   EXPECT_EQ(r->header().tensors[1].kind, TensorKind::Transient);
   Step s;
   ASSERT_TRUE(r->next(s));
   EXPECT_EQ(s.ops[1].keeps, std::vector<std::uint32_t>{1});
-  EXPECT_EQ(s.ops[1].broadcast_bytes, 64u);
+  EXPECT_EQ(s.ops[1].reread_bytes, 64u);
   EXPECT_EQ(op_bytes(s.ops[1]), 400u + 100u + 64u);
   TraceReader in(std::make_unique<std::istringstream>(good), "tmp");
   std::ostringstream out;

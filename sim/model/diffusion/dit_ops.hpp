@@ -3,7 +3,9 @@
 // comfy/ldm/wan at Comfy-Org/ComfyUI a125cd84), appended to one step: the building blocks the FLUX and Wan
 // generators share. Kernel launches per op are read from the source, not measured.
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/gguf_quant.hpp"
@@ -23,6 +25,21 @@ struct DitLaunches {
                                  rope = 4, attention = 2, gelu = 1, concat = 1;
 };
 
+// The transient values (trace kind `tmp`) a generator's forward names: declared into its header while the forward
+// is first built (in the generator's constructor, declare_into), found by name on every later build. A value's bytes
+// are what PyTorch allocates for it; the planner derives when it is alive from the ops that use it.
+class DitValues {
+ public:
+  void declare_into(trace::Header* header) { header_ = header; }  // nullptr: declaring is over
+  // The tmp tensor `name` of `bytes`: a new name is declared (a logic_error once declaring is over), a known name must
+  // come with its bytes.
+  std::uint32_t operator()(const std::string& name, std::uint64_t bytes);
+
+ private:
+  trace::Header* header_ = nullptr;
+  std::map<std::string, std::pair<std::uint32_t, std::uint64_t>> ids_;
+};
+
 class DitOps {
  public:
   // `act`: the trace's activation workspace tensor; `dtype`: the weights' format (fp8 weights are cast to
@@ -31,15 +48,36 @@ class DitOps {
   // `scaled`: fp8 weights of a scaled checkpoint (comfy/ops.py scaled_fp8_ops: after the cast, the product's
   // smaller operand, the weight or the input, is multiplied by the weight's scale).
   DitOps(trace::Step& out, const trace::Header& header, std::uint32_t act, WeightDtype dtype,
-         const std::vector<const gguf::QuantType*>* gguf_types = nullptr, bool scaled = false);
+         const std::vector<const gguf::QuantType*>* gguf_types = nullptr, bool scaled = false,
+         DitValues* values = nullptr);
 
   std::uint64_t act_bytes() const { return a_; }  // bytes per activation element
   trace::TensorAccess act(std::uint64_t elems) const { return {act_, elems * a_}; }
   trace::TensorAccess raw(std::uint64_t bytes) const { return {act_, bytes}; }
   trace::TensorAccess whole(std::uint32_t tensor) const;
 
-  void add(trace::OpKind kind, std::int32_t group, std::uint64_t flops, std::vector<trace::TensorAccess> reads,
-           std::vector<trace::TensorAccess> writes, std::uint32_t launches, const char* dtype = nullptr);
+  trace::Op& add(trace::OpKind kind, std::int32_t group, std::uint64_t flops, std::vector<trace::TensorAccess> reads,
+                 std::vector<trace::TensorAccess> writes, std::uint32_t launches, const char* dtype = nullptr);
+
+  // The same ops over named values (tensor ids: transients, or a workspace), each access its value's real bytes. A
+  // generator that names its values (Wan) uses these; the others still write into the one workspace (`act`).
+  // A Linear reading x and writing y; with fp8 weights the bf16 copy of the weight and bias is a value of its own
+  // ("cast <in>x<out>", needs `values`), alive from its cast to the product. Returns the product's op (to keep more).
+  trace::Op& linear(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t in, std::uint64_t out,
+                    std::uint32_t x, std::uint32_t y);
+  void rms_norm(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t width, std::uint32_t x,
+                std::uint32_t y);
+  // LayerNorm of x into `normed`, then addcmul(shift, normed, 1 + scale) into `out` (one op of `launches` kernels).
+  trace::Op& modulated_norm(std::int32_t group, std::uint64_t rows, std::uint64_t width, std::uint32_t launches,
+                            std::uint32_t x, std::uint32_t normed, std::uint32_t out);
+  // apply_rope1 over `elems` elements of x: x.to(fp32) into `f32`, freqs[..., 0] * it into `rotated`, addcmul_ in
+  // place, type_as into `out`; the rotary table `freqs` read once per (batch x head): `freq_rereads` times.
+  void rope(std::int32_t group, std::uint64_t elems, std::uint32_t launches, std::uint32_t x, std::uint32_t f32,
+            std::uint32_t rotated, std::uint32_t out, std::uint32_t freqs, std::uint64_t freq_rereads);
+  // SDPA over q, k, v into `sdpa`, its transpose-reshape into `out`.
+  void attention(std::int32_t group, std::uint64_t batch, std::uint64_t heads, std::uint64_t queries,
+                 std::uint64_t keys, std::uint64_t head_dim, std::uint32_t q, std::uint32_t k, std::uint32_t v,
+                 std::uint32_t sdpa, std::uint32_t out);
   // A Linear with its bias over `rows` rows (a matrix-vector product up to 8 rows).
   void linear(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t in, std::uint64_t out);
   // An elementwise pass: `read` and `written` elements, `flops_per` per element written.
@@ -61,6 +99,7 @@ class DitOps {
   WeightDtype dtype_;
   const std::vector<const gguf::QuantType*>* gguf_types_;
   bool scaled_;
+  DitValues* values_;
   std::uint64_t a_;
 };
 

@@ -125,22 +125,21 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   head_modulation_ = add_tensor(TensorKind::Weight, 2 * h * norm, last, "head.modulation");
   head_ = add_linear(last, "head.head", h, model_.patch_volume() * model_.out_channels);
 
-  // Live activations at the widest point of the forward, per token row: in the self-attention x, its
-  // modulated norm, q, k, v, q or k in fp32 for the rotary embedding (one at a time) and the output:
-  // (6a + 8) bytes per element of the width; in the FFN x, the modulated norm, the hidden and GELU's output;
-  // at the start the fp32 patch embedding's input and output. The widest of the three, not their sum (a
-  // first version summed them and read 2.3x the measured peak: results/validation/diffusion); plus the text
-  // context through its projections and, for fp8 weights, the bf16 copy of the largest Linear.
-  const std::uint64_t a = activation_bytes(d);
-  const std::uint64_t rows = checked_product(B, T, "--resolution", "the activation workspace");
-  const std::uint64_t per_row = std::max({h * (6 * a + 8), 2 * a * (h + model_.ffn_dim),
-                                          4 * (16 * model_.patch_volume() + h) + a * h});
-  std::uint64_t widest = 0;
-  for (const auto& t : header_.tensors) widest = std::max(widest, t.bytes);
-  act_ = add_tensor(TensorKind::Activation,
-                    checked_product(rows, per_row, "--resolution", "the activation workspace") +
-                        B * im.text_tokens * h * a * 4 + (d == WeightDtype::Fp8 ? 2 * widest : 0),
-                    -1, "activations");
+  // Activations as ComfyUI's forward makes them: each a transient value (trace kind tmp) named by the forward below
+  // and declared by building it once; the planner derives when each is alive. Only the sampler's state stays for the
+  // whole run: the noisy latent and the model's outputs it combines (its two reads and writes of latents a forward)
+  // and the encoded prompt (umT5's output, text_dim wide), per forward.
+  const std::uint64_t a = activation_bytes(d), fw = im.forwards();
+  const std::uint64_t latent = checked_product(B * T, model_.patch_volume() * model_.in_channels, "--resolution", "the latent");
+  sampler_ = add_tensor(TensorKind::Activation,
+                        checked_product(fw, (2 * latent + B * im.text_tokens * model_.text_dim) * a, "--resolution",
+                                        "the sampler's latents"),
+                        -1, "sampler (latents and the encoded prompt)");
+  checked_product(B * T, model_.ffn_dim * a, "--resolution", "an activation");
+  values_.declare_into(&header_);
+  trace::Step first;
+  build_iteration(first);
+  values_.declare_into(nullptr);
 }
 
 std::uint32_t WanTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name) {
@@ -159,7 +158,7 @@ bool WanTraceGenerator::next(trace::Step& out) {
   return true;
 }
 
-void WanTraceGenerator::build_iteration(trace::Step& out) const {
+void WanTraceGenerator::build_iteration(trace::Step& out) {
   const auto& im = options_.image;
   const std::uint64_t B = im.guided_batch(options_.batch), T = wan_video_tokens(model_, im), L = im.text_tokens;
   const std::uint64_t h = model_.dim(), heads = model_.heads, hd = model_.head_dim, ffn = model_.ffn_dim;
@@ -168,80 +167,158 @@ void WanTraceGenerator::build_iteration(trace::Step& out) const {
   out.kind = StepKind::Iteration;
   out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0xffffffffu));
   out.ops.clear();
-  DitOps ops(out, header_, act_, options_.dtype, nullptr, options_.fp8_scaled);
+  DitOps ops(out, header_, sampler_, options_.dtype, nullptr, options_.fp8_scaled, &values_);
+  const std::uint64_t a = ops.act_bytes();
+  auto value = [&](const char* name, std::uint64_t elems, std::uint64_t bytes_per = 0) {
+    return values_(name, elems * (bytes_per ? bytes_per : a));
+  };
+  auto at = [&](std::uint32_t id, std::uint64_t elems, std::uint64_t bytes_per = 0) {
+    return trace::TensorAccess{id, elems * (bytes_per ? bytes_per : a)};
+  };
+  // With a start image the timestep is one per latent frame (model_base.WAN22.process_timestep): the time MLPs and
+  // the modulations run on B x F rows, and every modulation a block (or the head) applies is expanded to its tokens
+  // (comfy/ldm/wan/model.py repeat_e: torch.repeat_interleave) where it is used, read in full by its addcmul.
+  const std::uint64_t F = im.start_image ? (im.frames - 1) / 4 + 1 : 1, BF = B * F;
+  const std::uint64_t R = rows * h;  // elements of one token-wide activation
+  // The residual stream: a block's input stays alive until the block returns (forward_orig's `x = block(x, ...)`
+  // holds it), so its output is another value: the blocks alternate between two.
+  const std::uint32_t stream[2] = {value("x", R), value("x'", R)};
+  const std::uint32_t x_attn = value("x + self_attn", R), x_cross = value("x + cross_attn", R);
+  const std::uint32_t normed = value("norm(x)", R), modulated = value("modulated norm(x)", R);
+  const std::uint32_t q0 = value("q(x)", R), q1 = value("norm_q(q(x))", R), k0 = value("k(x)", R),
+                      k1 = value("norm_k(k(x))", R), f32 = value("rope: x.to(fp32)", R, 4),
+                      rotated = value("rope: x_out (fp32)", R, 4), q = value("q", R), k = value("k", R), v = value("v(x)", R),
+                      sdpa = value("sdpa", R), attn = value("attention", R), y = value("y", R);
+  const std::uint32_t ctx = value("context", text_rows * h), cq0 = value("cross q(x)", R), cq = value("cross q", R),
+                      ck0 = value("cross k(context)", text_rows * h), ck = value("cross k", text_rows * h),
+                      cv = value("cross v", text_rows * h), csdpa = value("cross sdpa", R), cattn = value("cross attention", R),
+                      cy = value("cross_attn(x)", R);
+  const std::uint32_t hidden = value("ffn.0(x)", rows * ffn), gelu = value("gelu", rows * ffn);
+  const std::uint32_t e0 = value("e0 (time_projection)", BF * 6 * h), e = value("e (time_embedding)", BF * h),
+                      e6 = value("block e", BF * 6 * h);
+  const std::uint32_t freqs = value("rope table", T * hd * 8, 1);
+  // Per-frame modulations expanded to the tokens (start image only): a shift, a scale and its 1 + scale at a norm,
+  // a gate at a residual.
+  const std::uint32_t shift = F > 1 ? value("repeat_e(shift)", R) : 0, scale = F > 1 ? value("repeat_e(scale)", R) : 0,
+                      scale1 = F > 1 ? value("1 + repeat_e(scale)", R) : 0, gate = F > 1 ? value("repeat_e(gate)", R) : 0;
+  // repeat_e at a modulated norm (two chunks of `chunks` read: shift and scale, then 1 + scale) and at a gated residual.
+  auto expand_norm = [&](std::int32_t g, std::uint32_t chunks) {
+    // 1 + scale reads the expanded scale; the norm's addcmul reads the shift and 1 + scale (counted here).
+    ops.add(OpKind::Elementwise, g, R, {{chunks, 2 * BF * h * a}}, {at(shift, R), at(scale, R), at(scale1, R)}, 3)
+        .reread_bytes = 3 * R * a;
+  };
+  // repeat_e of a gate; its addcmul reads the expanded gate again, counted here as well as in the residual (the
+  // one-workspace form's count, kept so that its iterations' times stay as validated).
+  auto expand_gate = [&](std::int32_t g) {
+    ops.add(OpKind::Elementwise, g, 0, {at(e6, BF * h)}, {at(gate, R)}, 1).reread_bytes = R * a;
+  };
+  // The gated residual addcmul(x, y, gate): the gate read per token, from the block's e (one row per video) or its
+  // expanded value.
+  auto gated_residual = [&](std::int32_t g, std::uint32_t x, std::uint32_t in, std::uint32_t to) -> trace::Op& {
+    trace::Op& op = ops.add(OpKind::Elementwise, g, 2 * R, {at(x, R), at(in, R)}, {at(to, R)}, 1);
+    if (F > 1) {
+      op.reads.push_back(at(gate, R));
+    } else {
+      op.reads.push_back(at(e6, BF * h));
+      op.reread_bytes = R * a - BF * h * a;
+    }
+    return op;
+  };
 
   // One forward, or two (the positive and the negative prompt one after the other when ComfyUI does not batch them).
   for (std::uint32_t forward = 0; forward < im.forwards(); ++forward) {
     // Embeddings (forward_orig): the latent cast to fp32 and the Conv3d patch embedding (cuDNN, TF32 allowed
     // by PyTorch's default), cast back; the timestep's sinusoid, time_embedding, time_projection; the text
     // through text_embedding; the rotary table over (t, h, w) ids (rope_encode, EmbedND: about 30 kernels).
-    ops.add(OpKind::Elementwise, -1, latent, {ops.act(latent)}, {ops.raw(4 * latent)}, 1);
-    ops.add(OpKind::Gemm, -1, 2 * rows * pv * model_.in_channels * h, {ops.whole(patch_embedding_), ops.raw(4 * latent)},
-            {ops.raw(4 * rows * h)}, 1, "tf32");
-    ops.add(OpKind::Elementwise, -1, rows * h, {ops.raw(4 * rows * h)}, {ops.act(rows * h)}, 2);  // .to(dtype), flatten
-    // With a start image the timestep is one per latent frame (model_base.WAN22.process_timestep): the time MLPs and
-    // the modulations run on B x F rows, and every modulation a block (or the head) applies is expanded to its tokens
-    // (comfy/ldm/wan/model.py repeat_e: torch.repeat_interleave), read in full by the addcmul that uses it.
-    const std::uint64_t F = im.start_image ? (im.frames - 1) / 4 + 1 : 1, BF = B * F;
-    ops.elementwise(-1, BF, BF * model_.freq_dim, 8, 6);
-    ops.linear(-1, time_embedding_[0], BF, model_.freq_dim, h);
-    ops.elementwise(-1, BF * h, BF * h, 4, DitLaunches::silu);
-    ops.linear(-1, time_embedding_[1], BF, h, h);
-    ops.elementwise(-1, BF * h, BF * h, 4, DitLaunches::silu);
-    ops.linear(-1, time_projection_, BF, h, 6 * h);
-    ops.linear(-1, text_embedding_[0], text_rows, model_.text_dim, h);
-    ops.elementwise(-1, text_rows * h, text_rows * h, 8, DitLaunches::gelu);
-    ops.linear(-1, text_embedding_[1], text_rows, h, h);
-    ops.add(OpKind::Other, -1, 8 * T * hd, {ops.act(T * 3)}, {ops.raw(T * hd * 8)}, 30);
+    const std::uint32_t lat32 = value("x.float()", latent, 4), patch32 = value("patch_embedding(x)", R, 4);
+    ops.add(OpKind::Elementwise, -1, latent, {at(sampler_, latent)}, {at(lat32, latent, 4)}, 1);
+    ops.add(OpKind::Gemm, -1, 2 * rows * pv * model_.in_channels * h, {ops.whole(patch_embedding_), at(lat32, latent, 4)},
+            {at(patch32, R, 4)}, 1, "tf32");
+    ops.add(OpKind::Elementwise, -1, R, {at(patch32, R, 4)}, {at(stream[0], R)}, 2);  // .to(dtype), flatten
+    const std::uint32_t sinusoid = value("sinusoid", BF * model_.freq_dim), t1 = value("time_embedding.0", BF * h),
+                        t2 = value("time_embedding.1", BF * h), t3 = value("time_projection.0", BF * h);
+    ops.add(OpKind::Elementwise, -1, 8 * BF * model_.freq_dim, {at(sampler_, BF)}, {at(sinusoid, BF * model_.freq_dim)}, 6);
+    ops.linear(-1, time_embedding_[0], BF, model_.freq_dim, h, sinusoid, t1);
+    ops.add(OpKind::Elementwise, -1, 4 * BF * h, {at(t1, BF * h)}, {at(t2, BF * h)}, DitLaunches::silu);
+    ops.linear(-1, time_embedding_[1], BF, h, h, t2, e);
+    ops.add(OpKind::Elementwise, -1, 4 * BF * h, {at(e, BF * h)}, {at(t3, BF * h)}, DitLaunches::silu);
+    ops.linear(-1, time_projection_, BF, h, 6 * h, t3, e0);
+    const std::uint32_t c0 = value("text_embedding.0", text_rows * h), c1 = value("text_embedding.1", text_rows * h);
+    ops.linear(-1, text_embedding_[0], text_rows, model_.text_dim, h, sampler_, c0);  // the encoded prompt
+    ops.add(OpKind::Elementwise, -1, 8 * text_rows * h, {at(c0, text_rows * h)}, {at(c1, text_rows * h)}, DitLaunches::gelu);
+    ops.linear(-1, text_embedding_[1], text_rows, h, h, c1, ctx);
+    ops.add(OpKind::Other, -1, 8 * T * hd, {at(sampler_, T * 3)}, {at(freqs, T * hd * 8, 1)}, 30);
 
     for (std::size_t i = 0; i < blocks_.size(); ++i) {
       const Block& blk = blocks_[i];
       const auto g = static_cast<std::int32_t>(i);
+      const std::uint32_t x = stream[i % 2], next = stream[(i + 1) % 2];
       // e = (modulation + e0).chunk(6): the parameter cast to the activations' dtype and added.
-      ops.add(OpKind::Elementwise, g, BF * 6 * h, {ops.whole(blk.modulation), ops.act(BF * 6 * h)}, {ops.act(BF * 6 * h)}, 2);
-      // Per-frame modulations: six repeat_interleave to the tokens and the two `1 + e`, then read by the four addcmul.
-      if (F > 1) ops.add(OpKind::Elementwise, g, 2 * rows * h, {ops.act(BF * 6 * h + 2 * rows * h + 6 * rows * h)},
-                         {ops.act(8 * rows * h)}, 8);
-      ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
-      // Self-attention: q and k through their Linear, RMSNorm over the whole width and the rotary embedding.
-      for (const std::uint32_t w : {blk.self.q, blk.self.k}) {
-        ops.linear(g, w, rows, h, h);
-        ops.rms_norm(g, w == blk.self.q ? blk.self.norm_q : blk.self.norm_k, rows, h);
-        ops.rope(g, rows * h, DitLaunches::rope);
+      ops.add(OpKind::Elementwise, g, BF * 6 * h, {ops.whole(blk.modulation), at(e0, BF * 6 * h)}, {at(e6, BF * 6 * h)}, 2);
+      // Self-attention on the modulated norm, which stays alive (the call's argument) until self_attn returns.
+      if (F > 1) expand_norm(g, e6);
+      {
+        trace::Op& op = ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm, x, normed, modulated);
+        if (F > 1) op.keeps = {shift, scale1};
       }
-      ops.linear(g, blk.self.v, rows, h, h);
-      ops.attention(g, B, heads, T, T, hd);
-      ops.linear(g, blk.self.o, rows, h, h);
-      ops.elementwise(g, 3 * rows * h, rows * h, 2, 1);  // x = addcmul(x, y, e2)
+      // q first, then k (qkv_fn_q, qkv_fn_k): each through its Linear, RMSNorm over the width and apply_rope1, whose
+      // fp32 intermediates are freed when the sub-function returns.
+      ops.linear(g, blk.self.q, rows, h, h, modulated, q0);
+      ops.rms_norm(g, blk.self.norm_q, rows, h, q0, q1);
+      ops.rope(g, R, DitLaunches::rope, q1, f32, rotated, q, freqs, B * heads);
+      ops.linear(g, blk.self.k, rows, h, h, modulated, k0);
+      ops.rms_norm(g, blk.self.norm_k, rows, h, k0, k1);
+      ops.rope(g, R, DitLaunches::rope, k1, f32, rotated, k, freqs, B * heads);
+      ops.linear(g, blk.self.v, rows, h, h, modulated, v);
+      ops.attention(g, B, heads, T, T, hd, q, k, v, sdpa, attn);
+      ops.linear(g, blk.self.o, rows, h, h, attn, y).keeps = {q, k, modulated};  // self_attn's locals and argument
+      if (F > 1) expand_gate(g);
+      gated_residual(g, x, y, x_attn);  // x = addcmul(x, y, e2); del y
       // Cross-attention to the text: norm3 (LayerNorm with weights), q over the video, k and v over the text.
-      if (model_.cross_attn_norm)
-        ops.add(OpKind::Norm, g, 8 * rows * h, {ops.whole(blk.norm3), ops.act(rows * h)}, {ops.act(rows * h)}, 1);
-      ops.linear(g, blk.cross.q, rows, h, h);
-      ops.rms_norm(g, blk.cross.norm_q, rows, h);
-      ops.linear(g, blk.cross.k, text_rows, h, h);
-      ops.rms_norm(g, blk.cross.norm_k, text_rows, h);
-      ops.linear(g, blk.cross.v, text_rows, h, h);
-      ops.attention(g, B, heads, T, L, hd);
-      ops.linear(g, blk.cross.o, rows, h, h);
-      ops.elementwise(g, 2 * rows * h, rows * h, 1, 1);  // x = x + cross
-      // FFN on the modulated norm, gated back: addcmul(x, y, e5).
-      ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
-      ops.linear(g, blk.ffn_in, rows, h, ffn);
-      ops.elementwise(g, rows * ffn, rows * ffn, 8, DitLaunches::gelu);
-      ops.linear(g, blk.ffn_out, rows, ffn, h);
-      ops.elementwise(g, 3 * rows * h, rows * h, 2, 1);
+      std::uint32_t cross_in = x_attn;
+      if (model_.cross_attn_norm) {
+        ops.add(OpKind::Norm, g, 8 * R, {ops.whole(blk.norm3), at(x_attn, R)}, {at(normed, R)}, 1);
+        cross_in = normed;
+      }
+      ops.linear(g, blk.cross.q, rows, h, h, cross_in, cq0);
+      ops.rms_norm(g, blk.cross.norm_q, rows, h, cq0, cq);
+      ops.linear(g, blk.cross.k, text_rows, h, h, ctx, ck0);
+      ops.rms_norm(g, blk.cross.norm_k, text_rows, h, ck0, ck);
+      ops.linear(g, blk.cross.v, text_rows, h, h, ctx, cv);
+      ops.attention(g, B, heads, T, L, hd, cq, ck, cv, csdpa, cattn);
+      ops.linear(g, blk.cross.o, rows, h, h, cattn, cy).keeps = {cross_in};
+      ops.add(OpKind::Elementwise, g, R, {at(x_attn, R), at(cy, R)}, {at(x_cross, R)}, 1);  // x = x + cross
+      // FFN on the modulated norm (alive until ffn returns), gated back: addcmul(x, y, e5).
+      if (F > 1) expand_norm(g, e6);
+      {
+        trace::Op& op = ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm, x_cross, normed, modulated);
+        if (F > 1) op.keeps = {shift, scale1};
+      }
+      ops.linear(g, blk.ffn_in, rows, h, ffn, modulated, hidden);
+      ops.add(OpKind::Elementwise, g, 8 * rows * ffn, {at(hidden, rows * ffn)}, {at(gelu, rows * ffn)}, DitLaunches::gelu);
+      ops.linear(g, blk.ffn_out, rows, ffn, h, gelu, y).keeps = {modulated};
+      if (F > 1) expand_gate(g);
+      gated_residual(g, x_cross, y, next).keeps = {x, e6};  // the block's input and its e, until it returns
     }
     // Head: (modulation + e).chunk(2), the modulated norm, the Linear to patch x out_channels.
     const auto last = static_cast<std::int32_t>(blocks_.size());
-    ops.add(OpKind::Elementwise, last, BF * 2 * h, {ops.whole(head_modulation_), ops.act(BF * h)}, {ops.act(BF * 2 * h)}, 2);
-    if (F > 1) ops.add(OpKind::Elementwise, last, rows * h, {ops.act(BF * 2 * h + rows * h + 2 * rows * h)},
-                       {ops.act(3 * rows * h)}, 3);
-    ops.modulated_norm(last, rows, h, DitLaunches::modulated_norm);
-    ops.linear(last, head_, rows, h, pv * model_.out_channels);
+    const std::uint32_t x = stream[blocks_.size() % 2], eh = value("head e", BF * 2 * h);
+    const std::uint32_t out_f = values_("out " + std::to_string(forward), rows * pv * model_.out_channels * a);
+    ops.add(OpKind::Elementwise, last, BF * 2 * h, {ops.whole(head_modulation_), at(e, BF * h)}, {at(eh, BF * 2 * h)}, 2);
+    if (F > 1) expand_norm(last, eh);
+    {
+      trace::Op& op = ops.modulated_norm(last, rows, h, DitLaunches::modulated_norm, x, normed, modulated);
+      if (F > 1) op.keeps = {shift, scale1};
+    }
+    ops.linear(last, head_, rows, h, pv * model_.out_channels, modulated, out_f);
   }
-  // Unpatchify and the sampler's guidance and Euler step over every forward's latent (about ten small kernels).
+  // Unpatchify and the sampler's guidance and Euler step over every forward's output (about ten small kernels).
   const auto last = static_cast<std::int32_t>(blocks_.size());
-  ops.elementwise(last, 3 * latent * im.forwards(), 2 * latent * im.forwards(), 5, 10);
+  const std::uint64_t fw = im.forwards(), out_elems = rows * pv * model_.out_channels;
+  std::vector<trace::TensorAccess> reads{at(sampler_, 2 * latent * fw)};
+  for (std::uint32_t forward = 0; forward < fw; ++forward)
+    reads.push_back(at(values_("out " + std::to_string(forward), out_elems * a), out_elems));
+  ops.add(OpKind::Elementwise, last, 5 * 2 * latent * fw, std::move(reads), {at(sampler_, 2 * latent * fw)}, 10);
 }
 
 }  // namespace tiersim::model

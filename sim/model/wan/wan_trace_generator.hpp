@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/diffusion/dit_ops.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
 #include "model/wan/wan_config.hpp"
@@ -36,7 +37,7 @@ class WanTraceGenerator final : public trace::StepSource {
   };
   std::uint32_t add_tensor(trace::TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name);
   std::uint32_t add_linear(std::int32_t group, const std::string& name, std::uint64_t in, std::uint64_t out);
-  void build_iteration(trace::Step& out) const;
+  void build_iteration(trace::Step& out);  // the first build declares the values (values_)
 
   WanConfig model_;
   GenerationOptions options_;
@@ -44,7 +45,8 @@ class WanTraceGenerator final : public trace::StepSource {
   trace::Header header_;
   std::uint32_t patch_embedding_ = 0, text_embedding_[2] = {}, time_embedding_[2] = {}, time_projection_ = 0;
   std::vector<Block> blocks_;
-  std::uint32_t head_ = 0, head_modulation_ = 0, act_ = 0;
+  std::uint32_t head_ = 0, head_modulation_ = 0, sampler_ = 0;
+  DitValues values_;
   std::uint32_t steps_done_ = 0;
 };
 
