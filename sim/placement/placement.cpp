@@ -133,6 +133,14 @@ double staging_bound(const trace::Header& header, const Placement& p) {
   return largest_copied_layer(header, p) * (p.copy.prefetch + 1);
 }
 
+double transient_bound(const trace::Header& header, const Placement& p) {
+  const auto it = header.meta.find("transient_peak");
+  if (it == header.meta.end()) return 0;
+  for (const auto& t : header.tensors)
+    if (t.kind == trace::TensorKind::Transient && p.path[t.id] != Path::Managed) return std::stod(it->second);
+  return 0;
+}
+
 double static_bytes_on_compute_gpu(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p) {
   return usage_on(header, p, kComputeGpu).total() + hw.gpu.reserved;
 }
@@ -149,7 +157,7 @@ void add_static_peaks(const trace::Header& header, const hw::HardwareProfile& hw
 }
 
 double managed_gpu_capacity(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p) {
-  return hw.gpu.memory - static_bytes_on_compute_gpu(header, hw, p) - staging_bound(header, p);
+  return hw.gpu.memory - static_bytes_on_compute_gpu(header, hw, p) - staging_bound(header, p) - transient_bound(header, p);
 }
 
 namespace {
@@ -198,7 +206,8 @@ void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placem
                      "'" + policy + "' reads weights from disk, but the profile '" + hw.name +
                          "' has no disk section (read_bandwidth, read_latency: calib/profiles/SCHEMA.md)");
   // The compute GPU also holds the staging buffers of copied layers: prefetch + 1 layers at most.
-  const DeviceUsage gpu = usage_on(header, p, kComputeGpu);
+  DeviceUsage gpu = usage_on(header, p, kComputeGpu);
+  gpu.activations += transient_bound(header, p);
   const double staging = staging_bound(header, p);
   const double need = gpu.total() + hw.gpu.reserved + staging;
   if (need > hw.gpu.memory) {

@@ -155,6 +155,10 @@ double largest_copied_layer(const trace::Header& header, const Placement& p);
 // The staging the compute GPU must have room for: prefetch + 1 copied layers (the one definition the
 // capacity check, managed memory's share and the analytic peak use).
 double staging_bound(const trace::Header& header, const Placement& p);
+// The most transient activation bytes (trace kind tmp) the compute GPU holds at once, as the trace's generator derived
+// them from its own forward (header meta `transient_peak`; 0 without it, or when the transients are managed ranges):
+// what the capacity checks made before a run add (the run itself counts the values as its ops make them).
+double transient_bound(const trace::Header& header, const Placement& p);
 // Bytes on cuda:0 that do not change during a run: the placement's tensors outside managed memory and
 // the reserve (staging and managed blocks come and go on top).
 double static_bytes_on_compute_gpu(const trace::Header& header, const hw::HardwareProfile& hw, const Placement& p);

@@ -103,6 +103,10 @@ void TraceReader::read_header() {
         std::uint32_t b = 0;
         if (!parse_int(std::string_view(value), b) || b == 0) fail(key, "batch must be a positive integer");
       }
+      if (key == "transient_peak") {
+        std::uint64_t b = 0;
+        if (!parse_int(std::string_view(value), b) || b > kMaxTotalBytes) fail(key, "must be a byte count, got '" + value + "'");
+      }
       if (key == "weight_copy" && value != "sync")
         fail(key, "must be 'sync' (the model's layers copy with a blocking .to()), not '" + value + "'");
       header_.meta.emplace(std::move(key), std::move(value));

@@ -391,7 +391,12 @@ TEST(FluxGguf, TheTraceHoldsStoredBytesAndADequantizationPerLinear) {
         EXPECT_EQ(op.dtype, "q5_k");
         EXPECT_EQ(op.launches, 23u + 1);  // the dequantization and the bias's cast
         EXPECT_EQ(op.syncs, 2u);
-        EXPECT_EQ(op.writes[0].bytes, 2 * (3072ull * 9216 + 9216));  // the bf16 copies the product reads
+        // The bf16 copies the product reads (weight and bias), and the dequantizer's intermediates (Q5_K: ql, qh, q,
+        // the product and the result at `d * q - dm`, 5 bytes an element beyond the copy), a value of 0 bytes' traffic.
+        ASSERT_EQ(op.writes.size(), 3u);
+        EXPECT_EQ(op.writes[0].bytes + op.writes[1].bytes, 2 * (3072ull * 9216 + 9216));
+        EXPECT_EQ(h.tensors[op.writes[2].tensor].bytes, 5 * 3072ull * 9216);
+        EXPECT_EQ(op.writes[2].bytes, 0u);
       }
       if (name == "txt_in") EXPECT_EQ(op.dtype, "gguf_bf16");
     }

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "model/diffusion/gguf_dit.hpp"
+#include "trace/transient_lifetimes.hpp"
 
 namespace tiersim::model {
 
@@ -26,15 +27,14 @@ std::uint32_t DitValues::operator()(const std::string& name, std::uint64_t bytes
   return id;
 }
 
-DitOps::DitOps(trace::Step& out, const trace::Header& header, std::uint32_t act, WeightDtype dtype,
-               const std::vector<const gguf::QuantType*>* gguf_types, bool scaled, DitValues* values)
+DitOps::DitOps(trace::Step& out, const trace::Header& header, WeightDtype dtype, DitValues& values,
+               const std::vector<const gguf::QuantType*>* gguf_types, bool scaled)
     : out_(out),
       header_(header),
-      act_(act),
       dtype_(dtype),
+      values_(values),
       gguf_types_(gguf_types),
       scaled_(scaled && dtype == WeightDtype::Fp8),
-      values_(values),
       a_(activation_bytes(dtype)) {}
 
 TensorAccess DitOps::whole(std::uint32_t tensor) const { return {tensor, header_.tensors[tensor].bytes}; }
@@ -52,21 +52,32 @@ trace::Op& DitOps::linear(std::int32_t group, std::uint32_t weight, std::uint64_
   const TensorAccess input{x, rows * in * a_}, output{y, rows * out * a_};
   if (dtype_ == WeightDtype::Bf16 || dtype_ == WeightDtype::Fp16 || dtype_ == WeightDtype::Fp32)
     return add(kind, group, 2 * rows * in * out, {whole(weight), input}, {output}, DitLaunches::linear);
-  if (dtype_ != WeightDtype::Fp8 || !values_)
-    throw std::logic_error("DitOps::linear over named values: bf16, fp16, fp32 or fp8 weights (with values), not " +
-                           header_.tensors[weight].name + "'s");
-  // comfy/ops.py cast_bias_weight: the weight and the bias cast to bf16 copies, freed when the Linear's forward returns.
+  if (dtype_ != WeightDtype::Fp8 && dtype_ != WeightDtype::Gguf)
+    throw std::logic_error("DitOps::linear: bf16, fp16, fp32, fp8 or GGUF weights, not " + header_.tensors[weight].name + "'s");
+  // comfy/ops.py cast_bias_weight (ComfyUI-GGUF's ops.py GGMLLayer.cast_bias_weight: the weight dequantized, the F32
+  // bias cast): the weight and the bias as bf16 copies, freed when the Linear's forward returns.
   const std::string shape = std::to_string(out) + "x" + std::to_string(in);
-  const std::uint32_t cast = (*values_)("cast weight " + shape, 2 * in * out);
-  const std::uint32_t bias = (*values_)("cast bias " + std::to_string(out), 2 * out);
-  add(OpKind::Elementwise, group, in * out, {whole(weight)}, {{cast, 2 * in * out}, {bias, 2 * out}}, 1, "fp8");
+  const std::uint32_t cast = values_("cast weight " + shape, 2 * in * out);
+  const std::uint32_t bias = values_("cast bias " + std::to_string(out), 2 * out);
+  if (dtype_ == WeightDtype::Gguf) {
+    const gguf::QuantType* type = gguf_types_ && weight < gguf_types_->size() ? (*gguf_types_)[weight] : nullptr;
+    if (!type) throw std::logic_error("a GGUF Linear without its stored type: " + header_.tensors[weight].name);
+    const GgufDequant dq = gguf_dequant(*type);
+    // The dequantizer's intermediates: a value of the cast alone, its traffic in the cast's measured rate (0 bytes).
+    std::vector<TensorAccess> writes{{cast, 2 * in * out}, {bias, 2 * out}};
+    if (dq.scratch > 0) writes.push_back({values_(std::string("dequantize ") + type->name + " " + shape, dq.scratch * in * out), 0});
+    add(OpKind::Elementwise, group, in * out, {whole(weight)}, std::move(writes), dq.launches + 1, dq.cast_tag).syncs =
+        dq.syncs;
+  } else {
+    add(OpKind::Elementwise, group, in * out, {whole(weight)}, {{cast, 2 * in * out}, {bias, 2 * out}}, 1, "fp8");
+  }
   TensorAccess weights{cast, 2 * in * out}, operand = input;
   if (scaled_) {
     // scaled_fp8_ops' forward_comfy_cast_weights: `weight = weight * scale` (a weight-sized value; the cast is freed)
     // when the weight has fewer elements than the input, else `input * scale` (an input-sized one).
     const std::uint64_t n = std::min(in * out, rows * in);
     const bool weight_side = in * out < rows * in;
-    const std::uint32_t scaled = (*values_)(weight_side ? "scaled weight " + shape
+    const std::uint32_t scaled = values_(weight_side ? "scaled weight " + shape
                                                         : "scaled input " + std::to_string(rows) + "x" + std::to_string(in),
                                             2 * n);
     add(OpKind::Elementwise, group, n, {weight_side ? TensorAccess{cast, 2 * n} : TensorAccess{x, 2 * n}},
@@ -94,8 +105,7 @@ void DitOps::rope(std::int32_t group, std::uint64_t elems, std::uint32_t launche
                   std::uint32_t rotated, std::uint32_t out, std::uint32_t freqs, std::uint64_t freq_rereads) {
   // Reads: x and the table; then, inside the op, the fp32 copy by the product and by addcmul_, the rotated values by
   // addcmul_ and type_as, and the table's two halves once per (batch x head) (4 bytes an element each). Writes: the
-  // fp32 copy, the product, addcmul_ in place, the cast back. The same a + 24 read and a + 12 written bytes an element
-  // as the workspace form above.
+  // fp32 copy, the product, addcmul_ in place, the cast back: a + 24 bytes an element read, a + 12 written.
   const std::uint64_t f = 4 * elems, table = header_.tensors[freqs].bytes;
   trace::Op& op = add(OpKind::Rope, group, 6 * elems, {{x, elems * a_}, {freqs, table}},
                       {{f32, f}, {rotated, f}, {rotated, f}, {out, elems * a_}}, launches);
@@ -108,61 +118,6 @@ void DitOps::attention(std::int32_t group, std::uint64_t batch, std::uint64_t he
   const std::uint64_t width = heads * head_dim, qb = batch * queries * width * a_, kb = batch * keys * width * a_;
   add(OpKind::Attention, group, 4 * batch * heads * queries * keys * head_dim, {{q, qb}, {k, kb}, {v, kb}},
       {{sdpa, qb}, {out, qb}}, DitLaunches::attention);
-  out_.ops.back().unmasked = true;
-}
-
-void DitOps::linear(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t in, std::uint64_t out) {
-  const OpKind kind = rows <= 8 ? OpKind::Gemv : OpKind::Gemm;
-  if (dtype_ == WeightDtype::Fp8) {
-    // The whole weight and bias cast to a bf16 copy per forward; the product reads the copy.
-    const std::uint64_t copy = 2 * (in * out + out);
-    add(OpKind::Elementwise, group, in * out, {whole(weight)}, {raw(copy)}, 1, "fp8");
-    if (scaled_) {
-      // forward_comfy_cast_weights: weight * scale when the weight has fewer elements than the input, else
-      // input * scale; each after scale_weight.to(dtype) (a kernel of its own).
-      const std::uint64_t n = std::min(in * out, rows * in);
-      add(OpKind::Elementwise, group, n, {raw(2 * n)}, {raw(2 * n)}, 2);
-    }
-    add(kind, group, 2 * rows * in * out, {raw(copy), act(rows * in)}, {act(rows * out)}, DitLaunches::linear);
-  } else if (dtype_ == WeightDtype::Gguf) {
-    // ComfyUI-GGUF (ops.py GGMLLayer.cast_bias_weight): the weight dequantized and the F32 bias cast into bf16
-    // copies per forward (one more kernel), with the dequantizer's blocking copies; the product reads the copies.
-    const gguf::QuantType* type = gguf_types_ && weight < gguf_types_->size() ? (*gguf_types_)[weight] : nullptr;
-    if (!type) throw std::logic_error("a GGUF Linear without its stored type: " + header_.tensors[weight].name);
-    const GgufDequant dq = gguf_dequant(*type);
-    const std::uint64_t copy = 2 * (in * out + out);
-    add(OpKind::Elementwise, group, in * out, {whole(weight)}, {raw(copy)}, dq.launches + 1, dq.cast_tag);
-    out_.ops.back().syncs = dq.syncs;
-    add(kind, group, 2 * rows * in * out, {raw(copy), act(rows * in)}, {act(rows * out)}, DitLaunches::linear);
-  } else {
-    add(kind, group, 2 * rows * in * out, {whole(weight), act(rows * in)}, {act(rows * out)}, DitLaunches::linear);
-  }
-}
-
-void DitOps::elementwise(std::int32_t group, std::uint64_t read, std::uint64_t written, std::uint64_t flops_per,
-                         std::uint32_t launches) {
-  add(OpKind::Elementwise, group, flops_per * written, {act(read)}, {act(written)}, launches);
-}
-
-void DitOps::modulated_norm(std::int32_t group, std::uint64_t rows, std::uint64_t width, std::uint32_t launches) {
-  add(OpKind::Norm, group, 10 * rows * width, {act(2 * rows * width)}, {act(2 * rows * width)}, launches);
-}
-
-void DitOps::rms_norm(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t width) {
-  add(OpKind::Norm, group, 4 * rows * width, {whole(weight), act(rows * width)}, {act(rows * width)},
-      DitLaunches::rms_norm);
-}
-
-void DitOps::rope(std::int32_t group, std::uint64_t elems, std::uint32_t launches) {
-  // x.to(fp32), freqs[0] * x0, addcmul_(freqs[1], x1), type_as(x): reads a + 24, writes a + 12 bytes per element.
-  add(OpKind::Rope, group, 6 * elems, {raw(elems * (a_ + 24))}, {raw(elems * (a_ + 12))}, launches);
-}
-
-void DitOps::attention(std::int32_t group, std::uint64_t batch, std::uint64_t heads, std::uint64_t queries,
-                       std::uint64_t keys, std::uint64_t head_dim) {
-  const std::uint64_t width = heads * head_dim;
-  add(OpKind::Attention, group, 4 * batch * heads * queries * keys * head_dim,
-      {act(batch * (queries + 2 * keys) * width)}, {act(2 * batch * queries * width)}, DitLaunches::attention);
   out_.ops.back().unmasked = true;  // optimized_attention without a mask: every query attends to every key
 }
 
@@ -211,6 +166,15 @@ void set_comfy_memory_per_cond(trace::Header& header, double bytes) {
   char b[32];
   std::snprintf(b, sizeof b, "%.0f", bytes);
   header.meta["comfy_memory_per_cond"] = b;
+}
+
+void set_transient_peak(trace::Header& header, const trace::Step& step) {
+  trace::TransientLifetimes lifetimes;
+  if (trace::derive_transient_lifetimes(header, step, lifetimes))
+    throw std::logic_error("a generated forward uses a transient value before making it");
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f", lifetimes.peak);
+  header.meta["transient_peak"] = b;
 }
 
 }  // namespace tiersim::model

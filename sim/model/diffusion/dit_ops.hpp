@@ -42,27 +42,25 @@ class DitValues {
 
 class DitOps {
  public:
-  // `act`: the trace's activation workspace tensor; `dtype`: the weights' format (fp8 weights are cast to
-  // bf16 before each Linear, comfy/ops.py cast_bias_weight; GGUF ones dequantized, gguf_dit.hpp).
+  // `dtype`: the weights' format (fp8 weights are cast to bf16 before each Linear, comfy/ops.py cast_bias_weight; GGUF
+  // ones dequantized, gguf_dit.hpp); `values`: the generator's transient values, where the casts' copies go.
   // `gguf_types`: with GGUF weights, each tensor's stored type by id (nullptr for tensors that are not Linears).
   // `scaled`: fp8 weights of a scaled checkpoint (comfy/ops.py scaled_fp8_ops: after the cast, the product's
   // smaller operand, the weight or the input, is multiplied by the weight's scale).
-  DitOps(trace::Step& out, const trace::Header& header, std::uint32_t act, WeightDtype dtype,
-         const std::vector<const gguf::QuantType*>* gguf_types = nullptr, bool scaled = false,
-         DitValues* values = nullptr);
+  DitOps(trace::Step& out, const trace::Header& header, WeightDtype dtype, DitValues& values,
+         const std::vector<const gguf::QuantType*>* gguf_types = nullptr, bool scaled = false);
 
   std::uint64_t act_bytes() const { return a_; }  // bytes per activation element
-  trace::TensorAccess act(std::uint64_t elems) const { return {act_, elems * a_}; }
-  trace::TensorAccess raw(std::uint64_t bytes) const { return {act_, bytes}; }
   trace::TensorAccess whole(std::uint32_t tensor) const;
 
   trace::Op& add(trace::OpKind kind, std::int32_t group, std::uint64_t flops, std::vector<trace::TensorAccess> reads,
                  std::vector<trace::TensorAccess> writes, std::uint32_t launches, const char* dtype = nullptr);
 
-  // The same ops over named values (tensor ids: transients, or a workspace), each access its value's real bytes. A
-  // generator that names its values (Wan) uses these; the others still write into the one workspace (`act`).
-  // A Linear reading x and writing y; with fp8 weights the bf16 copy of the weight and bias is a value of its own
-  // ("cast <in>x<out>", needs `values`), alive from its cast to the product. Returns the product's op (to keep more).
+  // The ops over named values (tensor ids: transients, or the sampler's workspace), each access its value's real
+  // bytes; an op's re-reads of what it wrote itself are its reread bytes.
+  // A Linear reading x and writing y (a matrix-vector product up to 8 rows); with fp8 or GGUF weights the bf16 copies
+  // of the weight and bias are values of their own, alive from their cast to the product (and a GGUF dequantizer's
+  // intermediates, alive in the cast). Returns the product's op (to keep more).
   trace::Op& linear(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t in, std::uint64_t out,
                     std::uint32_t x, std::uint32_t y);
   void rms_norm(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t width, std::uint32_t x,
@@ -74,32 +72,19 @@ class DitOps {
   // place, type_as into `out`; the rotary table `freqs` read once per (batch x head): `freq_rereads` times.
   void rope(std::int32_t group, std::uint64_t elems, std::uint32_t launches, std::uint32_t x, std::uint32_t f32,
             std::uint32_t rotated, std::uint32_t out, std::uint32_t freqs, std::uint64_t freq_rereads);
-  // SDPA over q, k, v into `sdpa`, its transpose-reshape into `out`.
+  // SDPA without a mask over q, k, v (`batch` x `heads` x `queries` x `keys`, head_dim wide) into `sdpa`, its
+  // transpose-reshape into `out`.
   void attention(std::int32_t group, std::uint64_t batch, std::uint64_t heads, std::uint64_t queries,
                  std::uint64_t keys, std::uint64_t head_dim, std::uint32_t q, std::uint32_t k, std::uint32_t v,
                  std::uint32_t sdpa, std::uint32_t out);
-  // A Linear with its bias over `rows` rows (a matrix-vector product up to 8 rows).
-  void linear(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t in, std::uint64_t out);
-  // An elementwise pass: `read` and `written` elements, `flops_per` per element written.
-  void elementwise(std::int32_t group, std::uint64_t read, std::uint64_t written, std::uint64_t flops_per,
-                   std::uint32_t launches);
-  // LayerNorm (weights `norm` when it has some, else none) then x * (1 + scale) + shift.
-  void modulated_norm(std::int32_t group, std::uint64_t rows, std::uint64_t width, std::uint32_t launches);
-  void rms_norm(std::int32_t group, std::uint32_t weight, std::uint64_t rows, std::uint64_t width);
-  // The rotary embedding of `elems` elements (of q, k or both: `launches` = DitLaunches::rope each) in fp32.
-  void rope(std::int32_t group, std::uint64_t elems, std::uint32_t launches);
-  // SDPA without a mask: `batch` x `heads` x `queries` x `keys`, head_dim wide; q, k, v and the output.
-  void attention(std::int32_t group, std::uint64_t batch, std::uint64_t heads, std::uint64_t queries,
-                 std::uint64_t keys, std::uint64_t head_dim);
 
  private:
   trace::Step& out_;
   const trace::Header& header_;
-  std::uint32_t act_;
   WeightDtype dtype_;
+  DitValues& values_;
   const std::vector<const gguf::QuantType*>* gguf_types_;
   bool scaled_;
-  DitValues* values_;
   std::uint64_t a_;
 };
 
@@ -124,6 +109,9 @@ void check_image_options(const GenerationOptions& options, const std::string& mo
 double comfy_memory_required(double area, WeightDtype dtype, double memory_usage_factor);
 // Writes it into a diffusion trace's header.
 void set_comfy_memory_per_cond(trace::Header& header, double bytes);
+// Writes the most transient bytes `step`'s values hold at once (trace/transient_lifetimes.hpp) into the header's meta
+// `transient_peak`, which capacity checks made before a run read: a generator's every iteration is the same forward.
+void set_transient_peak(trace::Header& header, const trace::Step& step);
 
 // a * b, or an InputError under `key` saying `what` is too large, beyond 2^62.
 std::uint64_t checked_product(std::uint64_t a, std::uint64_t b, const char* key, const char* what);

@@ -39,21 +39,26 @@ const gguf::QuantType& flux_weight_type(const std::string& module, std::uint64_t
 GgufDequant gguf_dequant(const gguf::QuantType& type) {
   const std::string n = type.name;
   // F16 (the K-quant fallback) is torch-compatible: dequantize_tensor's .to(bf16) alone.
-  if (n == "F16") return {"gguf_f16", 1, 0};
-  // dequantize_blocks_BF16: .to(int32), << 16 (viewed as fp32), then .to(bf16).
-  if (n == "BF16") return {"gguf_bf16", 3, 0};
-  // Q8_0: d * x (fp16), .to(bf16).
-  if (n == "Q8_0") return {"q8_0", 2, 0};
+  if (n == "F16") return {"gguf_f16", 1, 0, 0};
+  // dequantize_blocks_BF16: .to(int32), << 16 (viewed as fp32), then .to(bf16). At the shift: the int32 copy and
+  // its shift, 8 bytes an element.
+  if (n == "BF16") return {"gguf_bf16", 3, 0, 6};
+  // Q8_0: d * x (fp16), .to(bf16): the fp16 product beside the copy.
+  if (n == "Q8_0") return {"q8_0", 2, 0, 2};
   // Q4_0: >> table, & 0x0F, .to(int8), - 8, d * qs, .to(bf16); one table.
-  if (n == "Q4_0") return {"q4_0", 6, 1};
+  // At the copy: the fp16 product beside it (before: the int8 nibbles and the product, 3 bytes).
+  if (n == "Q4_0") return {"q4_0", 6, 1, 2};
   // Q4_K: get_scale_min (12: six bit ops and a cat for each of scales and mins), d * sc, dmin * m, >> table,
   // & 0x0F, d * qs, - dm, .to(bf16); one table.
-  if (n == "Q4_K") return {"q4_k", 19, 1};
+  // At `d * qs - dm`: the nibbles (qs, a local), the product and the result, 5 bytes an element.
+  if (n == "Q4_K") return {"q4_k", 19, 1, 3};
   // Q5_K: get_scale_min (12), d * sc, dmin * m, ql >> table, qh >> table, & 0x0F, & 0x01, qh << 4, |, d * q, - dm,
   // .to(bf16); two tables.
-  if (n == "Q5_K") return {"q5_k", 23, 2};
+  // At `d * q - dm`: ql, qh and q (locals), the product and the result, 7 bytes an element.
+  if (n == "Q5_K") return {"q5_k", 23, 2, 5};
   // Q6_K: d * scales, ql >> table, & 0x0F, qh >> table, & 0x03, qh << 4, |, .to(int8), - 32, d * q, .to(bf16); two.
-  if (n == "Q6_K") return {"q6_k", 11, 2};
+  // At `d * q`: ql, qh and q (locals) and the product, 5 bytes an element.
+  if (n == "Q6_K") return {"q6_k", 11, 2, 3};
   throw std::logic_error(std::string("no ComfyUI-GGUF dequantization modelled for ") + type.name);
 }
 

@@ -33,6 +33,9 @@ struct GgufDequant {
   const char* cast_tag;     // the cast op's dtype tag, priced by the runtime's gpu_cast share
   std::uint32_t launches;   // kernels, the final .to(bf16) included
   std::uint32_t syncs;      // blocking torch.tensor(..., device=) copies
+  // Bytes per weight element of the dequantizer's intermediates at their most besides the bf16 copy it returns (the
+  // uint8 nibbles, the fp16 products; dequant.py's locals live until dequantize_blocks returns): alive in the cast only.
+  std::uint32_t scratch;
 };
 GgufDequant gguf_dequant(const gguf::QuantType& type);
 

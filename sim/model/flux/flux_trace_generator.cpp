@@ -109,18 +109,24 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   final_linear_ = add_linear(D + Sg, "final_layer.linear", h, model_.out_channels);
   final_modulation_ = add_linear(D + Sg, "final_layer.adaLN_modulation.1", h, 2 * h);
 
-  // Live activations of a single block, the widest point of the forward: the stream x, its modulated norm,
-  // linear1's output (3d + 4d), q and k in fp32 for the rotary embedding, the attention output, GELU's
-  // output, their concatenation (5d) and linear2's output; plus the rotary table and, for fp8 weights, the
-  // bf16 copy of the largest Linear (GGUF weights: its dequantized result and bf16 copy). An estimate of PyTorch's working set, not its allocator's peak.
-  const std::uint64_t a = activation_bytes(d);
-  const std::uint64_t rows = checked_product(im.guided_batch(options_.batch), S, "--resolution", "the activation workspace");
-  std::uint64_t widest_linear = 0;
-  for (const auto& t : header_.tensors) widest_linear = std::max(widest_linear, t.bytes);
-  const std::uint64_t cast_copy = d == WeightDtype::Fp8 ? 2 * widest_linear : widest_dequant_;
-  act_ = add_tensor(TensorKind::Activation,
-                    checked_product(rows, h * (20 * a + 16) + hd * 8, "--resolution", "the activation workspace") + cast_copy,
-                    -1, "activations");
+  // Activations as ComfyUI's Flux makes them: each a transient value (trace kind tmp) named by the forward below and
+  // declared by building it once; the planner derives when each is alive. Only the sampler's state stays for the whole
+  // run: the latents (with a reference's), the model's outputs it combines, the encoded prompts (T5's output and
+  // CLIP's pooled vector) and the position ids, per forward.
+  const std::uint64_t a = activation_bytes(d), B = im.guided_batch(options_.batch), fw = im.forwards();
+  const std::uint64_t Si = B * (flux_image_tokens(im) + im.reference_tokens()), St = B * im.text_tokens;
+  sampler_ = add_tensor(TensorKind::Activation,
+                        checked_product(fw * a, 2 * Si * model_.in_channels + St * model_.context_dim + B * model_.pooled_dim +
+                                                    3 * (Si + St) + B,
+                                        "--resolution", "the sampler's latents") +
+                            2 * fw * a * B * flux_image_tokens(im) * model_.out_channels,
+                        -1, "sampler (latents and the encoded prompt)");
+  checked_product(B * S, (3 * h + m) * 4, "--resolution", "an activation");
+  values_.declare_into(&header_);
+  trace::Step first;
+  build_iteration(first);
+  values_.declare_into(nullptr);
+  set_transient_peak(header_, first);
 }
 
 std::uint32_t FluxTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name) {
@@ -135,8 +141,6 @@ std::uint32_t FluxTraceGenerator::add_linear(std::int32_t group, const std::stri
   const std::uint32_t id = add_tensor(TensorKind::Weight, gguf::tensor_bytes(type, in * out) + 4 * out, group, name);
   gguf_types_.resize(id + 1, nullptr);
   gguf_types_[id] = &type;
-  const std::uint64_t result_bytes = std::string(type.name) == "BF16" ? 4 : 2;  // dequantize_blocks_BF16 gives fp32
-  widest_dequant_ = std::max(widest_dequant_, (in * out + out) * (result_bytes + 2));
   return id;
 }
 
@@ -147,7 +151,7 @@ bool FluxTraceGenerator::next(trace::Step& out) {
   return true;
 }
 
-void FluxTraceGenerator::build_iteration(trace::Step& out) const {
+void FluxTraceGenerator::build_iteration(trace::Step& out) {
   const WeightDtype d = options_.dtype;
   // Under classifier-free guidance (cfg above 1) the negative prompt's pass runs in the same batch, or after it.
   const std::uint64_t B = options_.image.guided_batch(options_.batch);
@@ -164,38 +168,72 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
   out.kind = StepKind::Iteration;
   out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(S, 0xffffffffu));
   out.ops.clear();
-  DitOps ops(out, header_, act_, d, &gguf_types_, options_.fp8_scaled);
-  auto act = [&](std::uint64_t elems) { return ops.act(elems); };
-  auto raw = [&](std::uint64_t bytes) { return ops.raw(bytes); };
+  DitOps ops(out, header_, d, values_, &gguf_types_, options_.fp8_scaled);
+  const std::uint64_t a = ops.act_bytes();
+  auto value = [&](const char* name, std::uint64_t elems, std::uint64_t bytes_per = 0) {
+    return values_(name, elems * (bytes_per ? bytes_per : a));
+  };
+  auto at = [&](std::uint32_t id, std::uint64_t elems, std::uint64_t bytes_per = 0) {
+    return TensorAccess{id, elems * (bytes_per ? bytes_per : a)};
+  };
   auto add = [&](OpKind k, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,
-                 std::vector<TensorAccess> writes, std::uint32_t launches) {
-    ops.add(k, group, flops, std::move(reads), std::move(writes), launches);
+                 std::vector<TensorAccess> writes, std::uint32_t launches) -> trace::Op& {
+    return ops.add(k, group, flops, std::move(reads), std::move(writes), launches);
   };
-  auto linear = [&](std::int32_t g, std::uint32_t w, std::uint64_t rows, std::uint64_t in, std::uint64_t outd) {
-    ops.linear(g, w, rows, in, outd);
+  // Values (ComfyUI's layers.py and math.py at a125cd84). The double blocks' streams: a block's img and txt inputs
+  // stay alive until it returns (forward_orig's `img, txt = block(img=img, txt=txt, ...)` holds them); img's
+  // residuals make new values, txt's (`txt += ...`) work in place. The single blocks' x is updated in place too.
+  const std::uint32_t vec = value("vec", B * h), silu_vec = value("silu(vec)", B * h), pe = value("pe", S * hd * 8, 1);
+  const std::uint32_t txt = value("txt", St * h), img[2] = {value("img", Si * h), value("img'", Si * h)},
+                      x = value("x (joint)", S * h);
+  const std::uint32_t mods[2] = {value("img_mod", B * 6 * h), value("txt_mod", B * 6 * h)};
+  const std::uint32_t normed = value("norm(x)", S * h), gated = value("apply_mod(y, gate)", S * h);
+  struct StreamValues {
+    std::uint32_t modulated, qkv, q, k, proj, mlp_in, hidden, gelu, mlp_out;
   };
-  auto modulation = [&](std::int32_t g, std::uint32_t w, std::uint64_t outd) {
-    add(OpKind::Elementwise, g, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
-    linear(g, w, B, h, outd);
+  auto stream_values = [&](const std::string& p, std::uint64_t rows) {
+    auto v = [&](const char* n, std::uint64_t elems) { return values_(p + n, elems * a); };
+    return StreamValues{v("_modulated", rows * h), v("_qkv", 3 * rows * h), v("_q", rows * h), v("_k", rows * h),
+                        v("_attn.proj", rows * h),  v("_mlp: modulated norm", rows * h), v("_mlp.0", rows * m),
+                        v("_mlp.1", rows * m),      v("_mlp.2", rows * h)};
   };
-  // LayerNorm without weights, then x * (1 + scale) + shift.
-  auto modulated_norm = [&](std::int32_t g, std::uint64_t rows) {
-    ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
+  const StreamValues iv = stream_values("img", Si), tv = stream_values("txt", St);
+  const std::uint32_t cq = value("cat(q)", S * h), ck = value("cat(k)", S * h), cv = value("cat(v)", S * h);
+  const std::uint32_t q_f32 = value("rope: q.to(fp32)", S * h, 4), pe0 = value("rope: pe[0] * q[0]", S * h, 4),
+                      pe1 = value("rope: pe[1] * q[1]", S * h, 4), sum = value("rope: sum", S * h, 4),
+                      q_r = value("q", S * h), k_r = value("k", S * h), sdpa = value("sdpa", S * h),
+                      attn = value("attn", S * h);
+  const std::uint32_t single_mod = value("single mod", B * 3 * h), final_mod = value("final mod", B * 2 * h);
+  const std::uint32_t lin1 = value("linear1(x)", S * (3 * h + m)), sq = value("single q", S * h),
+                      sk = value("single k", S * h), sgelu = value("mlp_act(mlp)", S * m), cat = value("cat(attn, mlp)", S * (h + m)),
+                      lin2 = value("linear2", S * h);
+
+  auto modulation = [&](std::int32_t g, std::uint32_t w, std::uint64_t outd, std::uint32_t to) {
+    add(OpKind::Elementwise, g, 4 * B * h, {at(vec, B * h)}, {at(silu_vec, B * h)}, DitLaunches::silu);
+    ops.linear(g, w, B, h, outd, silu_vec, to);
   };
-  auto gated_residual = [&](std::int32_t g, std::uint64_t rows) {
-    add(OpKind::Elementwise, g, 2 * rows * h, {act(3 * rows * h)}, {act(2 * rows * h)}, DitLaunches::gated_residual);
+  // apply_mod(y, gate) then the residual add: reads y, x and the gated value (written here), writes both; `to` == x
+  // works in place.
+  auto gated_residual = [&](std::int32_t g, std::uint64_t rows, std::uint32_t y, std::uint32_t from,
+                            std::uint32_t to) -> trace::Op& {
+    trace::Op& op = add(OpKind::Elementwise, g, 2 * rows * h, {at(y, rows * h), at(from, rows * h)},
+                        {at(gated, rows * h), at(to, rows * h)}, DitLaunches::gated_residual);
+    op.reread_bytes = rows * h * a;
+    return op;
   };
-  auto qk_norm = [&](std::int32_t g, std::uint32_t q_norm, std::uint32_t k_norm, std::uint64_t rows) {
-    for (const std::uint32_t w : {q_norm, k_norm}) ops.rms_norm(g, w, rows, h);
-  };
-  // Rotary embedding of q and k in fp32 as flux/math.py attention() writes it inline: q.to(fp32), two
-  // multiplies by the table, their sum, type_as(v): five kernels each, reading a + 28 and writing a + 16
-  // bytes per element; then SDPA over each image's joint sequence (no mask: every token attends to all),
-  // and its output made [rows, heads x head_dim] again.
-  auto attention = [&](std::int32_t g) {
-    const std::uint64_t a = ops.act_bytes(), qk = 2 * S * h;
-    add(OpKind::Rope, g, 6 * qk, {raw(qk * (a + 28))}, {raw(qk * (a + 16))}, 2 * 5);
-    ops.attention(g, B, heads, per_image, per_image, hd);
+  // Rotary embedding of q and k in fp32 as flux/math.py attention() writes it inline: q.to(fp32), two multiplies by
+  // the table, their sum, type_as(v): five kernels each, reading a + 28 and writing a + 16 bytes per element (one op
+  // for both: k's fp32 values are q's again); then SDPA over each image's joint sequence, its output made
+  // [rows, heads x head_dim] again. The concatenated q, k and v are attention()'s arguments until it returns.
+  auto attention = [&](std::int32_t g, std::uint32_t q, std::uint32_t k, std::uint32_t v) {
+    const std::uint64_t n = S * h, table = header_.tensors[pe].bytes;
+    trace::Op& rope = add(OpKind::Rope, g, 6 * 2 * n, {at(q, n), at(k, n), {pe, table}},
+                          {at(q_f32, n, 4), at(pe0, n, 4), at(pe1, n, 4), at(sum, n, 4), at(q_r, n),
+                           at(q_f32, n, 4), at(pe0, n, 4), at(pe1, n, 4), at(sum, n, 4), at(k_r, n)},
+                          2 * 5);
+    rope.reread_bytes = 2 * n * 28 - table;
+    ops.attention(g, B, heads, per_image, per_image, hd, q_r, k_r, v, sdpa, attn);
+    out.ops.back().keeps = {q, k};
   };
 
   // One forward, or two (the positive and the negative prompt one after the other when ComfyUI does not batch them).
@@ -203,74 +241,109 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) const {
     // Inputs (forward_orig): img_in, the timestep (and guidance) embedders, vector_in, txt_in, the rotary
     // table over the position ids (EmbedND: per axis linspace, pow, einsum, cos/sin, stack; about 30 kernels).
     // A reference latent patchified (process_img's rearrange) and appended to the image's (torch.cat): two copies.
-    if (Si > So) add(OpKind::Elementwise, -1, 0, {act((2 * Si - So) * model_.in_channels)}, {act((2 * Si - So) * model_.in_channels)}, 2);
-    linear(-1, img_in_, Si, model_.in_channels, h);
-    add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {act(B)}, {act(B * FluxConfig::kTimestepChannels)}, 6);
-    linear(-1, time_in_[0], B, FluxConfig::kTimestepChannels, h);
-    add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
-    linear(-1, time_in_[1], B, h, h);
-    if (model_.guidance_embeds) {
-      add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {act(B)}, {act(B * FluxConfig::kTimestepChannels)}, 6);
-      linear(-1, guidance_in_[0], B, FluxConfig::kTimestepChannels, h);
-      add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
-      linear(-1, guidance_in_[1], B, h, h);
+    std::uint32_t img_input = sampler_;
+    if (Si > So) {
+      const std::uint32_t ref = value("reference patches", (Si - So) * model_.in_channels);
+      img_input = value("cat(img, reference)", Si * model_.in_channels);
+      add(OpKind::Elementwise, -1, 0, {at(sampler_, Si * model_.in_channels)},
+          {at(ref, (Si - So) * model_.in_channels), at(img_input, Si * model_.in_channels)}, 2)
+          .reread_bytes = (Si - So) * model_.in_channels * a;
     }
-    linear(-1, vector_in_[0], B, model_.pooled_dim, h);
-    add(OpKind::Elementwise, -1, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu);
-    linear(-1, vector_in_[1], B, h, h);
-    add(OpKind::Elementwise, -1, 2 * B * h, {act(3 * B * h)}, {act(B * h)}, 2);  // vec sums
-    linear(-1, txt_in_, St, model_.context_dim, h);
-    add(OpKind::Other, -1, 8 * S * hd, {act(S * 3)}, {raw(S * hd * 8)}, 30);
+    ops.linear(-1, img_in_, Si, model_.in_channels, h, img_input, img[0]);
+    const std::uint32_t ts = value("timestep_embedding", B * FluxConfig::kTimestepChannels), t1 = value("time_in.in_layer", B * h),
+                        t2 = value("time_in.silu", B * h), time_vec = value("time_in", B * h),
+                        guidance_vec = value("guidance_in", B * h), v3 = value("vector_in", B * h);
+    add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {at(sampler_, B)}, {at(ts, B * FluxConfig::kTimestepChannels)}, 6);
+    ops.linear(-1, time_in_[0], B, FluxConfig::kTimestepChannels, h, ts, t1);
+    add(OpKind::Elementwise, -1, 4 * B * h, {at(t1, B * h)}, {at(t2, B * h)}, DitLaunches::silu);
+    ops.linear(-1, time_in_[1], B, h, h, t2, time_vec);
+    if (model_.guidance_embeds) {
+      add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {at(sampler_, B)}, {at(ts, B * FluxConfig::kTimestepChannels)}, 6);
+      ops.linear(-1, guidance_in_[0], B, FluxConfig::kTimestepChannels, h, ts, t1);
+      add(OpKind::Elementwise, -1, 4 * B * h, {at(t1, B * h)}, {at(t2, B * h)}, DitLaunches::silu);
+      ops.linear(-1, guidance_in_[1], B, h, h, t2, guidance_vec);
+    }
+    ops.linear(-1, vector_in_[0], B, model_.pooled_dim, h, sampler_, t1);
+    add(OpKind::Elementwise, -1, 4 * B * h, {at(t1, B * h)}, {at(t2, B * h)}, DitLaunches::silu);
+    ops.linear(-1, vector_in_[1], B, h, h, t2, v3);
+    {  // vec = vec + guidance_in(...) + vector_in(...): two adds
+      std::vector<TensorAccess> reads{at(time_vec, B * h), at(v3, B * h)};
+      if (model_.guidance_embeds) reads.push_back(at(guidance_vec, B * h));
+      add(OpKind::Elementwise, -1, 2 * B * h, std::move(reads), {at(vec, B * h)}, 2).reread_bytes =
+          model_.guidance_embeds ? 0 : B * h * a;
+    }
+    ops.linear(-1, txt_in_, St, model_.context_dim, h, sampler_, txt);
+    add(OpKind::Other, -1, 8 * S * hd, {at(sampler_, S * 3)}, {at(pe, S * hd * 8, 1)}, 30);
 
     for (std::int32_t b = 0; b < D; ++b) {
       const DoubleBlock& blk = double_[static_cast<std::size_t>(b)];
-      modulation(b, blk.img.mod, 6 * h);
-      modulation(b, blk.txt.mod, 6 * h);
-      modulated_norm(b, Si);
-      linear(b, blk.img.qkv, Si, h, 3 * h);
-      qk_norm(b, blk.img.q_norm, blk.img.k_norm, Si);
-      modulated_norm(b, St);
-      linear(b, blk.txt.qkv, St, h, 3 * h);
-      qk_norm(b, blk.txt.q_norm, blk.txt.k_norm, St);
-      add(OpKind::Elementwise, b, 0, {act(3 * S * h)}, {act(3 * S * h)}, 3 * DitLaunches::concat);  // cat(txt, img) q, k, v
-      attention(b);
-      for (const auto& [s, rows] : {std::pair<const Stream&, std::uint64_t>{blk.img, Si}, {blk.txt, St}}) {
-        linear(b, s.proj, rows, h, h);
-        gated_residual(b, rows);
-        modulated_norm(b, rows);
-        linear(b, s.mlp_in, rows, h, m);
-        add(OpKind::Elementwise, b, 8 * rows * m, {act(rows * m)}, {act(rows * m)}, DitLaunches::gelu);
-        linear(b, s.mlp_out, rows, m, h);
-        gated_residual(b, rows);
+      const std::uint32_t img_in = img[b % 2], img_out = img[(b + 1) % 2];
+      modulation(b, blk.img.mod, 6 * h, mods[0]);
+      modulation(b, blk.txt.mod, 6 * h, mods[1]);
+      // img_modulated, img_qkv, img_q, img_k (and txt's): the block's locals, alive until it returns.
+      ops.modulated_norm(b, Si, h, DitLaunches::modulated_norm, img_in, normed, iv.modulated);
+      ops.linear(b, blk.img.qkv, Si, h, 3 * h, iv.modulated, iv.qkv);
+      ops.rms_norm(b, blk.img.q_norm, Si, h, iv.qkv, iv.q);
+      ops.rms_norm(b, blk.img.k_norm, Si, h, iv.qkv, iv.k);
+      ops.modulated_norm(b, St, h, DitLaunches::modulated_norm, txt, normed, tv.modulated);
+      ops.linear(b, blk.txt.qkv, St, h, 3 * h, tv.modulated, tv.qkv);
+      ops.rms_norm(b, blk.txt.q_norm, St, h, tv.qkv, tv.q);
+      ops.rms_norm(b, blk.txt.k_norm, St, h, tv.qkv, tv.k);
+      add(OpKind::Elementwise, b, 0,
+          {at(iv.q, Si * h), at(tv.q, St * h), at(iv.k, Si * h), at(tv.k, St * h), at(iv.qkv, Si * h), at(tv.qkv, St * h)},
+          {at(cq, S * h), at(ck, S * h), at(cv, S * h)}, 3 * DitLaunches::concat);  // cat(txt, img) q, k, v
+      attention(b, cq, ck, cv);
+      for (const auto& [sv, rows, from, to] :
+           {std::tuple<const StreamValues&, std::uint64_t, std::uint32_t, std::uint32_t>{iv, Si, img_in, img_out},
+            {tv, St, txt, txt}}) {
+        ops.linear(b, sv.qkv == iv.qkv ? blk.img.proj : blk.txt.proj, rows, h, h, attn, sv.proj);
+        // img = img + apply_mod(proj(img_attn), gate): a new img (the block's input stays); txt += ...: in place.
+        const std::uint32_t mid = to == txt ? txt : img_out;
+        gated_residual(b, rows, sv.proj, from, mid);
+        const Stream& weights = sv.qkv == iv.qkv ? blk.img : blk.txt;
+        ops.modulated_norm(b, rows, h, DitLaunches::modulated_norm, mid, normed, sv.mlp_in);
+        ops.linear(b, weights.mlp_in, rows, h, m, sv.mlp_in, sv.hidden);
+        add(OpKind::Elementwise, b, 8 * rows * m, {at(sv.hidden, rows * m)}, {at(sv.gelu, rows * m)}, DitLaunches::gelu);
+        ops.linear(b, weights.mlp_out, rows, m, h, sv.gelu, sv.mlp_out).keeps = {sv.mlp_in};
+        // img's second residual makes the block's output from the first's (which it frees); txt's is in place again.
+        gated_residual(b, rows, sv.mlp_out, mid, to == txt ? txt : img_out);
       }
-      if (d == WeightDtype::Fp16)  // layers.py: txt = nan_to_num(txt) in fp16
-        add(OpKind::Elementwise, b, St * h, {act(St * h)}, {act(St * h)}, 1);
+      trace::Op* last_op = &out.ops.back();
+      if (d == WeightDtype::Fp16)  // layers.py: txt = nan_to_num(txt) in fp16 (into a new tensor: a new value)
+        last_op = &add(OpKind::Elementwise, b, St * h, {at(txt, St * h)}, {at(txt, St * h)}, 1);
+      last_op->keeps = {img_in, mods[0], mods[1], iv.modulated, iv.qkv, iv.q, iv.k, tv.modulated, tv.qkv, tv.q, tv.k, attn};
     }
-    // img = cat(txt, img), then the single blocks over the joint sequence.
-    add(OpKind::Elementwise, D, 0, {act(S * h)}, {act(S * h)}, DitLaunches::concat);
+    // img = cat(txt, img), then the single blocks over the joint sequence (x += ...: in place).
+    add(OpKind::Elementwise, D, 0, {at(txt, St * h), at(img[D % 2], Si * h)}, {at(x, S * h)}, DitLaunches::concat);
     for (std::int32_t b = 0; b < Sg; ++b) {
       const SingleBlock& blk = single_[static_cast<std::size_t>(b)];
       const std::int32_t g = D + b;
-      modulation(g, blk.modulation, 3 * h);
-      modulated_norm(g, S);
-      linear(g, blk.linear1, S, h, 3 * h + m);
-      qk_norm(g, blk.q_norm, blk.k_norm, S);
-      attention(g);
-      add(OpKind::Elementwise, g, 8 * S * m, {act(S * m)}, {act(S * m)}, DitLaunches::gelu);
-      add(OpKind::Elementwise, g, 0, {act(S * (h + m))}, {act(S * (h + m))}, DitLaunches::concat);
-      linear(g, blk.linear2, S, h + m, h);
-      gated_residual(g, S);
-      if (d == WeightDtype::Fp16) add(OpKind::Elementwise, g, S * h, {act(S * h)}, {act(S * h)}, 1);
+      modulation(g, blk.modulation, 3 * h, single_mod);
+      ops.modulated_norm(g, S, h, DitLaunches::modulated_norm, x, normed, gated);
+      ops.linear(g, blk.linear1, S, h, 3 * h + m, gated, lin1);
+      ops.rms_norm(g, blk.q_norm, S, h, lin1, sq);
+      ops.rms_norm(g, blk.k_norm, S, h, lin1, sk);
+      attention(g, sq, sk, lin1);
+      add(OpKind::Elementwise, g, 8 * S * m, {at(lin1, S * m)}, {at(sgelu, S * m)}, DitLaunches::gelu);
+      add(OpKind::Elementwise, g, 0, {at(attn, S * h), at(sgelu, S * m)}, {at(cat, S * (h + m))}, DitLaunches::concat);
+      ops.linear(g, blk.linear2, S, h + m, h, cat, lin2);
+      trace::Op* last_op = &gated_residual(g, S, lin2, x, x);
+      if (d == WeightDtype::Fp16) last_op = &add(OpKind::Elementwise, g, S * h, {at(x, S * h)}, {at(x, S * h)}, 1);
+      last_op->keeps = {single_mod, lin1, sq, sk, attn};  // the block's locals
     }
-    // Final layer on the image rows.
+    // Final layer on the image rows (the joint sequence's image part, a view).
     const std::int32_t last = D + Sg;
-    modulation(last, final_modulation_, 2 * h);
-    modulated_norm(last, Si);
-    linear(last, final_linear_, Si, h, model_.out_channels);
+    const std::uint32_t out_f = values_("out " + std::to_string(forward), Si * model_.out_channels * a);
+    modulation(last, final_modulation_, 2 * h, final_mod);
+    ops.modulated_norm(last, Si, h, DitLaunches::modulated_norm, x, normed, gated);
+    ops.linear(last, final_linear_, Si, h, model_.out_channels, gated, out_f).keeps = {txt};  // forward_orig's local
   }
   // The sampler's update of every forward's latent (ComfyUI's model wrapper and an Euler step: about ten small kernels).
-  const std::uint64_t latent = So * model_.out_channels * options_.image.forwards();
-  add(OpKind::Elementwise, D + Sg, 10 * latent, {act(3 * latent)}, {act(2 * latent)}, 10);
+  const std::uint64_t fw = options_.image.forwards(), latent = So * model_.out_channels;
+  std::vector<TensorAccess> reads{at(sampler_, 2 * latent * fw)};
+  for (std::uint32_t forward = 0; forward < fw; ++forward)
+    reads.push_back(at(values_("out " + std::to_string(forward), Si * model_.out_channels * a), latent));
+  add(OpKind::Elementwise, D + Sg, 10 * latent * fw, std::move(reads), {at(sampler_, 2 * latent * fw)}, 10);
 }
 
 }  // namespace tiersim::model

@@ -10,6 +10,7 @@
 
 #include "model/flux/flux_config.hpp"
 #include "model/gguf_quant.hpp"
+#include "model/diffusion/dit_ops.hpp"
 #include "model/model_config.hpp"
 #include "model/trace_generator.hpp"
 #include "trace/trace.hpp"
@@ -38,7 +39,7 @@ class FluxTraceGenerator final : public trace::StepSource {
   };
   std::uint32_t add_tensor(trace::TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name);
   std::uint32_t add_linear(std::int32_t group, const std::string& name, std::uint64_t in, std::uint64_t out);
-  void build_iteration(trace::Step& out) const;
+  void build_iteration(trace::Step& out);  // the first build declares the values (values_)
 
   FluxConfig model_;
   GenerationOptions options_;
@@ -46,11 +47,11 @@ class FluxTraceGenerator final : public trace::StepSource {
   std::uint32_t img_in_ = 0, time_in_[2] = {}, vector_in_[2] = {}, guidance_in_[2] = {}, txt_in_ = 0;
   std::vector<DoubleBlock> double_;
   std::vector<SingleBlock> single_;
-  std::uint32_t final_linear_ = 0, final_modulation_ = 0, act_ = 0;
+  std::uint32_t final_linear_ = 0, final_modulation_ = 0, sampler_ = 0;
+  DitValues values_;
   // GGUF weights: each tensor's stored type (nullptr for all but Linears), and the most bytes one Linear's
   // dequantization holds at once (its fp16 or fp32 result and the bf16 copy).
   std::vector<const gguf::QuantType*> gguf_types_;
-  std::uint64_t widest_dequant_ = 0;
   std::uint32_t steps_done_ = 0;
 };
 

@@ -118,19 +118,23 @@ QwenImageTraceGenerator::QwenImageTraceGenerator(const QwenImageConfig& model, c
   final_modulation_ = add_linear(last, "norm_out.linear", h, 2 * h);
   proj_out_ = add_linear(last, "proj_out", h, model_.out_features());
 
-  // Live activations at the widest point of a block, per token row (image and text alike): the stream's x, its
-  // modulated norm, q, k and v, their joint concatenations, the rotary embedding's two products and its output,
-  // the attention output: 16 elements of the width; the MLP's (x, the modulated norm, the 4d hidden and GELU's
-  // output: 10) is narrower. Plus the rotary table (2 x head_dim elements per row) and, for fp8 weights, the bf16
-  // copy of the largest Linear. The widest pass, as the passes run one after the other. An estimate of PyTorch's
-  // working set, not its allocator's peak.
-  const std::uint64_t act = activation_bytes(d);
-  std::uint64_t widest_linear = 0;
-  for (const auto& t : header_.tensors) widest_linear = std::max(widest_linear, t.bytes);
-  act_ = add_tensor(TensorKind::Activation,
-                    checked_product(widest_rows, h * 16 * act + 2 * hd * act, "--resolution", "the activation workspace") +
-                        (d == WeightDtype::Fp8 ? 2 * widest_linear : 0),
-                    -1, "activations");
+  // Activations as ComfyUI's QwenImageTransformer2DModel makes them: each a transient value (trace kind tmp) named by
+  // the forward below and declared by building one iteration; the planner derives when each is alive. Only the
+  // sampler's state stays for the whole run: the latents (with a reference's), the encoded prompts (Qwen2.5-VL's
+  // hidden states, context_dim wide), the position ids and the model's outputs it combines.
+  const std::uint64_t a = activation_bytes(d), lat = model_.in_channels, o = model_.out_features();
+  std::uint64_t sampler = 0;
+  for (const Pass& p : passes(options_))
+    sampler += p.batch * (I * lat + p.text_tokens * model_.context_dim + 3 * (I + p.text_tokens) + 1 +
+                          2 * qwen_image_tokens(im) * o);
+  sampler_ = add_tensor(TensorKind::Activation, checked_product(sampler, a, "--resolution", "the sampler's latents"), -1,
+                        "sampler (latents and the encoded prompts)");
+  checked_product(widest_rows, 4 * h * 4, "--resolution", "an activation");
+  values_.declare_into(&header_);
+  trace::Step first;
+  build_iteration(first);
+  values_.declare_into(nullptr);
+  set_transient_peak(header_, first);
 }
 
 std::uint32_t QwenImageTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group,
@@ -145,26 +149,37 @@ std::uint32_t QwenImageTraceGenerator::add_linear(std::int32_t group, const std:
 
 bool QwenImageTraceGenerator::next(trace::Step& out) {
   if (steps_done_ >= options_.image.steps) return false;
-  out.kind = StepKind::Iteration;
-  out.ops.clear();
-  std::uint64_t rows = 0, latent_rows = 0;
-  for (const Pass& p : passes(options_)) {
-    build_pass(out, p);
-    rows += p.batch * (qwen_image_tokens(options_.image) + options_.image.reference_tokens() + p.text_tokens);
-    latent_rows += p.batch * qwen_image_tokens(options_.image);
-  }
-  // Once per iteration, over every pass's output: the guidance's combination and the sampler's update of the latent
-  // (ComfyUI's model wrapper and an Euler step: about ten small kernels).
-  const std::uint64_t o = model_.out_features();
-  DitOps ops(out, header_, act_, options_.dtype, nullptr, options_.fp8_scaled);
-  ops.add(OpKind::Elementwise, static_cast<std::int32_t>(blocks_.size()), 10 * latent_rows * o,
-          {ops.act(3 * latent_rows * o)}, {ops.act(2 * latent_rows * o)}, 10);
-  out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0xffffffffu));
+  build_iteration(out);
   ++steps_done_;
   return true;
 }
 
-void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass) const {
+void QwenImageTraceGenerator::build_iteration(trace::Step& out) {
+  out.kind = StepKind::Iteration;
+  out.ops.clear();
+  std::uint64_t rows = 0, latent_rows = 0;
+  const std::vector<Pass> all = passes(options_);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    build_pass(out, all[i], i);
+    rows += all[i].batch * (qwen_image_tokens(options_.image) + options_.image.reference_tokens() + all[i].text_tokens);
+    latent_rows += all[i].batch * qwen_image_tokens(options_.image);
+  }
+  // Once per iteration, over every pass's output: the guidance's combination and the sampler's update of the latent
+  // (ComfyUI's model wrapper and an Euler step: about ten small kernels).
+  const std::uint64_t o = model_.out_features();
+  DitOps ops(out, header_, options_.dtype, values_, nullptr, options_.fp8_scaled);
+  const std::uint64_t a = ops.act_bytes();
+  std::vector<TensorAccess> reads{{sampler_, 2 * latent_rows * o * a}};
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const std::uint64_t b = all[i].batch * qwen_image_tokens(options_.image) * o * a;
+    reads.push_back({values_("pass " + std::to_string(i) + ": out", b), b});
+  }
+  ops.add(OpKind::Elementwise, static_cast<std::int32_t>(blocks_.size()), 10 * latent_rows * o, std::move(reads),
+          {{sampler_, 2 * latent_rows * o * a}}, 10);
+  out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0xffffffffu));
+}
+
+void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass, std::size_t index) {
   // The image stream's rows: the latent's and a reference image's (Qwen-Image-Edit: ComfyUI's ReferenceLatent), which
   // run through every block, norm_out and proj_out and are cut off after them (out[:, :num_embeds]).
   const std::uint64_t image = qwen_image_tokens(options_.image), ref = options_.image.reference_tokens();
@@ -172,76 +187,140 @@ void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass) con
   const std::uint64_t Si = B * (image + ref), St = B * pass.text_tokens, S = Si + St;
   const std::uint64_t h = model_.hidden(), m = model_.mlp_hidden(), hd = model_.head_dim, T = QwenImageConfig::kTimestepChannels;
   const std::uint64_t lat = model_.in_channels;  // packed latent elements per image token
-  DitOps ops(out, header_, act_, options_.dtype, nullptr, options_.fp8_scaled);
-  auto act = [&](std::uint64_t elems) { return ops.act(elems); };
-  auto raw = [&](std::uint64_t bytes) { return ops.raw(bytes); };
-  auto add = [&](OpKind k, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,
-                 std::vector<TensorAccess> writes, std::uint32_t launches) {
-    ops.add(k, group, flops, std::move(reads), std::move(writes), launches);
+  DitOps ops(out, header_, options_.dtype, values_, nullptr, options_.fp8_scaled);
+  const std::uint64_t a = ops.act_bytes();
+  // A pass's values (its rows differ from another pass's: the negative prompt's length).
+  const std::string pre = "pass " + std::to_string(index) + ": ";
+  auto value = [&](const std::string& name, std::uint64_t elems, std::uint64_t bytes_per = 0) {
+    return values_(pre + name, elems * (bytes_per ? bytes_per : a));
   };
-  auto silu = [&](std::int32_t g) { add(OpKind::Elementwise, g, 4 * B * h, {act(B * h)}, {act(B * h)}, DitLaunches::silu); };
+  auto at = [&](std::uint32_t id, std::uint64_t elems, std::uint64_t bytes_per = 0) {
+    return TensorAccess{id, elems * (bytes_per ? bytes_per : a)};
+  };
+  auto add = [&](OpKind k, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,
+                 std::vector<TensorAccess> writes, std::uint32_t launches) -> trace::Op& {
+    return ops.add(k, group, flops, std::move(reads), std::move(writes), launches);
+  };
+  const std::uint32_t temb = value("temb", B * h), silu_temb = value("silu(temb)", B * h),
+                      pe = value("rotary table", S * hd * 12, 1);
+  auto silu = [&](std::int32_t g) {
+    add(OpKind::Elementwise, g, 4 * B * h, {at(temb, B * h)}, {at(silu_temb, B * h)}, DitLaunches::silu);
+  };
+  // Per stream (image, text): the block's input (held by the caller until the block returns), then two new values
+  // (each residual makes one): three in rotation. The block's locals: both norms and modulated norms, the attention's
+  // output projection, the modulation parameters.
+  struct StreamValues {
+    std::uint64_t rows;
+    std::uint32_t x[3], mod, normed, modulated, q0, k0, q, k, v, attn_out, gated, normed2, modulated2, hidden, gelu, mlp;
+  };
+  auto stream_values = [&](const std::string& p, std::uint64_t r) {
+    auto v = [&](const char* n, std::uint64_t elems) { return value(p + n, elems); };
+    return StreamValues{r, {v(" x", r * h), v(" x'", r * h), v(" x''", r * h)}, v(" mod_params", B * 6 * h),
+                        v(" normed", r * h), v(" modulated", r * h), v(" to_q", r * h), v(" to_k", r * h),
+                        v(" query", r * h), v(" key", r * h), v(" value", r * h), v(" attn_output", r * h), v(" gate1 * attn_output", r * h),
+                        v(" normed2", r * h), v(" modulated2", r * h), v(" mlp.proj", r * m), v(" mlp.gelu", r * m),
+                        v(" mlp", r * h)};
+  };
+  StreamValues sv[2] = {stream_values("img", Si), stream_values("txt", St)};
+  const std::uint32_t jq = value("joint_query", S * h), jk = value("joint_key", S * h), jv = value("joint_value", S * h),
+                      p1 = value("rope: f0 * t0", S * h), p2 = value("rope: f1 * t1", S * h),
+                      rq = value("joint_query (rotated)", S * h), rk = value("joint_key (rotated)", S * h),
+                      sdpa = value("sdpa", S * h), joint = value("joint_hidden_states", S * h);
 
   // Inputs (_forward): process_img's patch packing (one copy of the latent), the position ids and EmbedND's rotary
   // table (per axis arange/linspace, pow, einsum, cos/sin, stack, the cast to the model's dtype: about 38 kernels),
   // img_in, txt_norm and txt_in on the text, the timestep's sinusoid (6 kernels) through linear_1, SiLU, linear_2.
-  add(OpKind::Elementwise, -1, 0, {act(Si * lat)}, {act(Si * lat)}, 1);
+  std::uint32_t packed = value("packed latent", Si * lat);
+  add(OpKind::Elementwise, -1, 0, {at(sampler_, Si * lat)}, {at(packed, Si * lat)}, 1);
   // A reference latent: packed as the image's (above) and appended to it (torch.cat, one copy of both).
-  if (ref > 0) add(OpKind::Elementwise, -1, 0, {act(Si * lat)}, {act(Si * lat)}, 1);
-  add(OpKind::Other, -1, 8 * S * hd, {act(S * 3)}, {raw(S * hd * 12)}, 38);
-  ops.linear(-1, img_in_, Si, lat, h);
-  ops.rms_norm(-1, txt_norm_, St, model_.context_dim);
-  ops.linear(-1, txt_in_, St, model_.context_dim, h);
-  add(OpKind::Elementwise, -1, 8 * B * T, {act(B)}, {act(B * T)}, 6);
-  ops.linear(-1, time_[0], B, T, h);
-  silu(-1);
-  ops.linear(-1, time_[1], B, h, h);
+  if (ref > 0) {
+    const std::uint32_t joined = value("cat(latent, reference)", Si * lat);
+    add(OpKind::Elementwise, -1, 0, {at(packed, Si * lat)}, {at(joined, Si * lat)}, 1);
+    packed = joined;
+  }
+  add(OpKind::Other, -1, 8 * S * hd, {at(sampler_, S * 3)}, {at(pe, S * hd * 12, 1)}, 38);
+  ops.linear(-1, img_in_, Si, lat, h, packed, sv[0].x[0]);
+  const std::uint32_t txt_normed = value("txt_norm", St * model_.context_dim);
+  ops.rms_norm(-1, txt_norm_, St, model_.context_dim, sampler_, txt_normed);
+  ops.linear(-1, txt_in_, St, model_.context_dim, h, txt_normed, sv[1].x[0]);
+  const std::uint32_t ts = value("timestep sinusoid", B * T), t1 = value("timestep linear_1", B * h);
+  add(OpKind::Elementwise, -1, 8 * B * T, {at(sampler_, B)}, {at(ts, B * T)}, 6);
+  ops.linear(-1, time_[0], B, T, h, ts, t1);
+  add(OpKind::Elementwise, -1, 4 * B * h, {at(t1, B * h)}, {at(silu_temb, B * h)}, DitLaunches::silu);
+  ops.linear(-1, time_[1], B, h, h, silu_temb, temb);
 
   for (std::size_t bi = 0; bi < blocks_.size(); ++bi) {
     const Block& blk = blocks_[bi];
     const auto g = static_cast<std::int32_t>(bi);
+    const std::size_t in = bi % 3, mid = (bi + 1) % 3, next = (bi + 2) % 3;
+    const Stream* w[2] = {&blk.img, &blk.txt};
     // QwenImageTransformerBlock.forward: both modulations (SiLU, Linear(d, 6d)), the first modulated norms, the
     // attention's projections and q/k norms per stream, q, k, v concatenated (text first), the rotary embedding of q
     // and k (apply_rotary_emb in the model's dtype: two products and their sum, three kernels each), SDPA over each
     // image's joint sequence (the text mask is dropped when it is all ones), the output projections.
-    for (const Stream* s : {&blk.img, &blk.txt}) {
+    for (int s = 0; s < 2; ++s) {
       silu(g);
-      ops.linear(g, s->mod, B, h, 6 * h);
+      ops.linear(g, w[s]->mod, B, h, 6 * h, silu_temb, sv[s].mod);
     }
-    for (const auto& [s, rows] : {std::pair<const Stream&, std::uint64_t>{blk.img, Si}, {blk.txt, St}}) {
-      ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
+    for (auto& v : sv) ops.modulated_norm(g, v.rows, h, DitLaunches::modulated_norm, v.x[in], v.normed, v.modulated);
+    for (int s = 0; s < 2; ++s) {
+      ops.linear(g, w[s]->q, sv[s].rows, h, h, sv[s].modulated, sv[s].q0);
+      ops.linear(g, w[s]->k, sv[s].rows, h, h, sv[s].modulated, sv[s].k0);
+      ops.linear(g, w[s]->v, sv[s].rows, h, h, sv[s].modulated, sv[s].v);
     }
-    for (const auto& [s, rows] : {std::pair<const Stream&, std::uint64_t>{blk.img, Si}, {blk.txt, St}}) {
-      for (const std::uint32_t w : {s.q, s.k, s.v}) ops.linear(g, w, rows, h, h);
+    for (int s = 0; s < 2; ++s) {
+      ops.rms_norm(g, w[s]->q_norm, sv[s].rows, h, sv[s].q0, sv[s].q);
+      ops.rms_norm(g, w[s]->k_norm, sv[s].rows, h, sv[s].k0, sv[s].k);
     }
-    for (const auto& [s, rows] : {std::pair<const Stream&, std::uint64_t>{blk.img, Si}, {blk.txt, St}}) {
-      for (const std::uint32_t w : {s.q_norm, s.k_norm}) ops.rms_norm(g, w, rows, h);
+    add(OpKind::Elementwise, g, 0,
+        {at(sv[1].q, St * h), at(sv[0].q, Si * h), at(sv[1].k, St * h), at(sv[0].k, Si * h), at(sv[1].v, St * h),
+         at(sv[0].v, Si * h)},
+        {at(jq, S * h), at(jk, S * h), at(jv, S * h)}, 3 * DitLaunches::concat);
+    {
+      const std::uint64_t n = S * h, table = header_.tensors[pe].bytes;
+      trace::Op& rope = add(OpKind::Rope, g, 3 * 2 * n, {at(jq, n), at(jk, n), {pe, table}},
+                            {at(p1, n), at(p2, n), at(rq, n), at(p1, n), at(p2, n), at(rk, n)}, 2 * 3);
+      rope.reread_bytes = 4 * n * a - table;
     }
-    add(OpKind::Elementwise, g, 0, {act(3 * S * h)}, {act(3 * S * h)}, 3 * DitLaunches::concat);
-    const std::uint64_t qk = 2 * S * h;
-    add(OpKind::Rope, g, 3 * qk, {act(3 * qk)}, {act(3 * qk)}, 2 * 3);
-    ops.attention(g, B, model_.heads, per_image, per_image, hd);
+    ops.attention(g, B, model_.heads, per_image, per_image, hd, rq, rk, jv, sdpa, joint);
     // Then per stream (image, then text): the output projection and its gated residual (multiply, add), the second
-    // modulated norm, the MLP (Linear, GELU tanh, Linear) and its gated residual in one addcmul.
-    for (const auto& [s, rows] : {std::pair<const Stream&, std::uint64_t>{blk.img, Si}, {blk.txt, St}}) {
-      ops.linear(g, s.out, rows, h, h);
-      add(OpKind::Elementwise, g, 2 * rows * h, {act(3 * rows * h)}, {act(2 * rows * h)}, DitLaunches::gated_residual);
+    // modulated norm, the MLP (Linear, GELU tanh, Linear) and its gated residual in one addcmul. The attention's locals
+    // (each stream's q, k, v, the joint ones and its output) live until its text projection returns.
+    for (int s = 0; s < 2; ++s) {
+      trace::Op& proj = ops.linear(g, w[s]->out, sv[s].rows, h, h, joint, sv[s].attn_out);
+      if (s == 1) proj.keeps = {sv[0].q, sv[0].k, sv[0].v, sv[1].q, sv[1].k, sv[1].v, rq, rk, jv};
+      const std::uint64_t r = sv[s].rows;
+      add(OpKind::Elementwise, g, 2 * r * h, {at(sv[s].attn_out, r * h), at(sv[s].x[in], r * h)},
+          {at(sv[s].gated, r * h), at(sv[s].x[mid], r * h)}, DitLaunches::gated_residual)
+          .reread_bytes = r * h * a;  // gate * output (a temporary), then the add reads it
     }
-    for (const auto& [s, rows] : {std::pair<const Stream&, std::uint64_t>{blk.img, Si}, {blk.txt, St}}) {
-      ops.modulated_norm(g, rows, h, DitLaunches::modulated_norm);
-      ops.linear(g, s.mlp_in, rows, h, m);
-      add(OpKind::Elementwise, g, 8 * rows * m, {act(rows * m)}, {act(rows * m)}, DitLaunches::gelu);
-      ops.linear(g, s.mlp_out, rows, m, h);
-      add(OpKind::Elementwise, g, 2 * rows * h, {act(3 * rows * h)}, {act(rows * h)}, 1);
+    for (int s = 0; s < 2; ++s) {
+      const std::uint64_t r = sv[s].rows;
+      ops.modulated_norm(g, r, h, DitLaunches::modulated_norm, sv[s].x[mid], sv[s].normed2, sv[s].modulated2);
+      ops.linear(g, w[s]->mlp_in, r, h, m, sv[s].modulated2, sv[s].hidden);
+      add(OpKind::Elementwise, g, 8 * r * m, {at(sv[s].hidden, r * m)}, {at(sv[s].gelu, r * m)}, DitLaunches::gelu);
+      ops.linear(g, w[s]->mlp_out, r, m, h, sv[s].gelu, sv[s].mlp);
+      trace::Op& last_op = add(OpKind::Elementwise, g, 2 * r * h, {at(sv[s].x[mid], r * h), at(sv[s].mlp, r * h)},
+                               {at(sv[s].x[next], r * h)}, 1);
+      last_op.reread_bytes = r * h * a;  // the gate, read per token
+      if (s == 1)
+        last_op.keeps = {sv[0].x[in], sv[1].x[in], sv[0].mod, sv[1].mod, sv[0].normed, sv[0].modulated, sv[1].normed,
+                         sv[1].modulated, sv[0].attn_out, sv[1].attn_out, sv[0].normed2, sv[0].modulated2,
+                         sv[1].normed2, sv[1].modulated2};
     }
   }
   // norm_out (LastLayer: SiLU, Linear(d, 2d), LayerNorm, addcmul) and proj_out on the image rows, then the unpacking.
   const auto last = static_cast<std::int32_t>(blocks_.size());
+  const std::size_t final_x = (blocks_.size() * 2) % 3;
+  const std::uint32_t final_mod = value("norm_out mod", B * 2 * h), proj = value("proj_out", Si * model_.out_features()),
+                      out_pass = value("out", B * image * model_.out_features());
   silu(last);
-  ops.linear(last, final_modulation_, B, h, 2 * h);
-  ops.modulated_norm(last, Si, h, DitLaunches::modulated_norm);
+  ops.linear(last, final_modulation_, B, h, 2 * h, silu_temb, final_mod);
+  ops.modulated_norm(last, Si, h, DitLaunches::modulated_norm, sv[0].x[final_x], sv[0].normed, sv[0].modulated);
   const std::uint64_t o = model_.out_features();
-  ops.linear(last, proj_out_, Si, h, o);
-  add(OpKind::Elementwise, last, 0, {act(B * image * o)}, {act(B * image * o)}, 1);  // the image's rows, unpacked
+  ops.linear(last, proj_out_, Si, h, o, sv[0].modulated, proj);
+  add(OpKind::Elementwise, last, 0, {at(proj, B * image * o)}, {at(out_pass, B * image * o)}, 1)  // the image's rows, unpacked
+      .keeps = {sv[1].x[final_x]};  // the text stream: _forward's local
 }
 
 }  // namespace tiersim::model

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/diffusion/dit_ops.hpp"
 #include "model/model_config.hpp"
 #include "model/qwen_image/qwen_image_config.hpp"
 #include "model/trace_generator.hpp"
@@ -46,14 +47,16 @@ class QwenImageTraceGenerator final : public trace::StepSource {
   };
   std::uint32_t add_tensor(trace::TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name);
   std::uint32_t add_linear(std::int32_t group, const std::string& name, std::uint64_t in, std::uint64_t out);
-  void build_pass(trace::Step& out, const Pass& pass) const;
+  void build_iteration(trace::Step& out);  // the first build declares the values (values_)
+  void build_pass(trace::Step& out, const Pass& pass, std::size_t index);
 
   QwenImageConfig model_;
   GenerationOptions options_;
   trace::Header header_;
   std::uint32_t time_[2] = {}, txt_norm_ = 0, img_in_ = 0, txt_in_ = 0;
   std::vector<Block> blocks_;
-  std::uint32_t final_modulation_ = 0, proj_out_ = 0, act_ = 0;
+  std::uint32_t final_modulation_ = 0, proj_out_ = 0, sampler_ = 0;
+  DitValues values_;
   std::uint32_t steps_done_ = 0;
 };
 

@@ -140,6 +140,7 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   trace::Step first;
   build_iteration(first);
   values_.declare_into(nullptr);
+  set_transient_peak(header_, first);
 }
 
 std::uint32_t WanTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name) {
@@ -167,7 +168,7 @@ void WanTraceGenerator::build_iteration(trace::Step& out) {
   out.kind = StepKind::Iteration;
   out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, 0xffffffffu));
   out.ops.clear();
-  DitOps ops(out, header_, sampler_, options_.dtype, nullptr, options_.fp8_scaled, &values_);
+  DitOps ops(out, header_, options_.dtype, values_, nullptr, options_.fp8_scaled);
   const std::uint64_t a = ops.act_bytes();
   auto value = [&](const char* name, std::uint64_t elems, std::uint64_t bytes_per = 0) {
     return values_(name, elems * (bytes_per ? bytes_per : a));
@@ -207,8 +208,8 @@ void WanTraceGenerator::build_iteration(trace::Step& out) {
     ops.add(OpKind::Elementwise, g, R, {{chunks, 2 * BF * h * a}}, {at(shift, R), at(scale, R), at(scale1, R)}, 3)
         .reread_bytes = 3 * R * a;
   };
-  // repeat_e of a gate; its addcmul reads the expanded gate again, counted here as well as in the residual (the
-  // one-workspace form's count, kept so that its iterations' times stay as validated).
+  // repeat_e of a gate; its addcmul reads the expanded gate again, counted here as well as in the residual (a double
+  // count from before the generator named its values, kept so that the validated iterations' times stay as they were).
   auto expand_gate = [&](std::int32_t g) {
     ops.add(OpKind::Elementwise, g, 0, {at(e6, BF * h)}, {at(gate, R)}, 1).reread_bytes = R * a;
   };
