@@ -152,9 +152,14 @@ class Replay final : public engine::EventHandler,
       if (peak > hw_.gpu.memory) {
         const auto& h = source_.header();
         const std::string model = h.meta.count("model") ? h.meta.at("model") : std::string("the model");
+        std::string where;
+        if (first_over_)
+          where = "; it first runs out in step " + std::to_string(first_over_->step) + " at '" + first_over_->action +
+                  "', allocating " + units::format_bytes(first_over_->bytes) + " with " +
+                  units::format_bytes(first_over_->in_use) + " in use";
         throw CapacityError(model + ": the run's peak on cuda:0 reaches " + units::format_bytes(peak) +
                                 " (weights, activations, the driver's reserve and the copies staged ahead of use), "
-                                "but cuda:0 has " + units::format_bytes(hw_.gpu.memory) + " on '" + hw_.name + "'",
+                                "but cuda:0 has " + units::format_bytes(hw_.gpu.memory) + " on '" + hw_.name + "'" + where,
                             "cuda:0", peak, hw_.gpu.memory);
       }
     }
@@ -304,7 +309,15 @@ class Replay final : public engine::EventHandler,
   // (PyTorch's caching allocator counts in the host's order): on cuda:0 beside the staged copies. Other GPUs' come
   // from the plans' peaks (nothing is staged there).
   void allocate_transients(const Action& a) {
-    if (a.transient_bytes > 0 && a.device == placement::kComputeGpu) staging_.allocate(a.transient_bytes);
+    if (a.transient_bytes <= 0 || a.device != placement::kComputeGpu) return;
+    staging_.allocate(a.transient_bytes);
+    note_allocation(a, a.transient_bytes);
+  }
+  // The first allocation that takes cuda:0 past its memory (outside managed memory, whose driver evicts): where the
+  // run would fail, named in the run's capacity error.
+  void note_allocation(const Action& a, double bytes) {
+    if (um_ || first_over_ || staging_.in_use() <= hw_.gpu.memory) return;
+    first_over_ = Overflow{steps_.size() + 1, label(a), bytes, staging_.in_use() - bytes};
   }
   void release_transients(const Action& a) {
     for (std::uint32_t i = 0; i < a.releases_count; ++i) {
@@ -504,6 +517,7 @@ class Replay final : public engine::EventHandler,
                                         : a.source > placement::kComputeGpu ? copy_from_peer_
                                                                             : copy_from_host_;
         staging_.allocate(a.bytes);
+        note_allocation(a, a.bytes);
         staged_bytes_[a.tensor] = a.bytes;
         prefetched_[a.tensor] = a.kind == ActionKind::Prefetch;
         const JobId job = enqueue_copy(stream, a, on_compute ? compute_job(placement::kComputeGpu) : jobs_.create(&stream));
@@ -645,6 +659,12 @@ class Replay final : public engine::EventHandler,
   StepPlan plan_;
   std::vector<JobId> tensor_job_;
   std::vector<double> transient_peak_;  // by GPU: the most transient bytes alive at once in any step so far
+  struct Overflow {
+    std::size_t step;
+    std::string action;
+    double bytes, in_use;  // the allocation, and what was in use before it
+  };
+  std::optional<Overflow> first_over_;
   std::vector<JobId> release_job_;   // by tensor: the kernel whose completion frees its staging
   std::vector<std::size_t> release_step_;  // by tensor: 1 + the step release_job_ was set in (0: never)
   std::vector<bool> prefetched_;     // by tensor: staged by a prefetch (vs on demand) this step

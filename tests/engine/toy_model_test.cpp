@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "analytic/analytic_model.hpp"
+#include "core/error.hpp"
 #include "replay/event_replay.hpp"
 #include "support/toy.hpp"
 
@@ -222,6 +223,25 @@ TEST(ToyModel, TransientValuesCountWhileAliveBesideTheStagedCopies) {
     const double expected = 2e6 + 1e5 + 5e5;  // resident weights or one staged, the workspace, a and b
     EXPECT_DOUBLE_EQ(run(false).peak_bytes.at("cuda:0"), expected) << offload;
     EXPECT_DOUBLE_EQ(run(true).peak_bytes.at("cuda:0"), expected) << offload;
+  }
+}
+
+TEST(ToyModel, ARunWhoseTransientValuesOverfillTheGpuNamesTheStepAndOpWhereItRunsOut) {
+  // 1 GiB of GPU: 2e6 of weights, then op 1 of each step starts a value of 6e8 beside op 0's 5e8.
+  const std::string text =
+      "tiersim-trace 1\nmeta model toy\ntensor 0 weight 1000000 0 w0\ntensor 1 weight 1000000 1 w1\n"
+      "tensor 2 tmp 500000000 0 a\ntensor 3 tmp 600000000 1 b\n"
+      "step decode tokens=1\nop gemv layer=0 read=0 write=2\nop gemv layer=1 read=1,2 write=3\n"
+      "op elementwise layer=1 read=3 write=3\nend\n";
+  trace::TraceReader src(std::make_unique<std::istringstream>(text), "big.trace");
+  const auto p = testing::toy_placement(src.header(), {}, kCpu);
+  try {
+    replay::run_event_engine(testing::toy_profile(), p, src);
+    FAIL() << "no capacity error";
+  } catch (const CapacityError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("it first runs out in step 1 at 'gemv L1', allocating 572.2 MiB with 478.7 MiB in use"),
+              std::string::npos) << what;
   }
 }
 
