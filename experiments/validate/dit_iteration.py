@@ -78,7 +78,8 @@ unlisted_modules (of those, the leaves outside ComfyUI's load list), model_bytes
 peak_bytes), comfy_estimate_bytes and comfy_free_bytes (--cond-batch comfy:
 the two numbers of its decision; null otherwise), iteration_s
 (every timed iteration: all its forwards), median_s, warmup_s, iterations, warmup, setup_s (moving the cpu leaves to host
-memory), peak_bytes (torch.cuda.max_memory_allocated), torch, gpu, totals, depth (Wan: num_layers),
+memory), peak_bytes (torch.cuda.max_memory_allocated), reserved_bytes (torch.cuda.max_memory_reserved; rows from
+2026-11-25 on, each shape measured after torch.cuda.empty_cache()), torch, gpu, totals, depth (Wan: num_layers),
 depth_single_blocks (null for Wan), weight_dtype (bf16 | fp8 | fp8_scaled | the GGUF file type as given, e.g. Q8_0), tiny,
 sdpa_priority (whether ComfyUI's cuDNN-first backend priority was applied); GGUF rows also gguf_tensor_types
 ({GGML type: Linear weights of it}).
@@ -392,6 +393,11 @@ def main():
             passes = inputs[(r, fr)] if together else apart[(r, fr)]
             decision = dict(comfy_estimate_bytes=estimate, comfy_free_bytes=free, batch=2 if together else 1,
                             forwards=1 if together else 2)
+        # The caching allocator's free blocks back to the driver first (the cpu leaves' GPU copies, freed when the
+        # streamer moved them, and an earlier shape's activations): ComfyUI never had the offloaded leaves on the GPU,
+        # and each shape's reserved peak is then its own.
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
         warm = forwards(model, passes, a.warmup)
         times = forwards(model, passes, a.iterations)
@@ -402,7 +408,8 @@ def main():
                    offloaded_bytes=sum(leaves[k][3] for k in offloaded), offloaded_modules=len(offloaded),
                    unlisted_bytes=sum(leaves[k][3] for k in off_unlisted), unlisted_modules=len(off_unlisted),
                    iteration_s=times, median_s=statistics.median(times), warmup_s=warm, setup_s=setup_s,
-                   peak_bytes=torch.cuda.max_memory_allocated(), **decision)
+                   peak_bytes=torch.cuda.max_memory_allocated(), reserved_bytes=torch.cuda.max_memory_reserved(),
+                   **decision)
         with open(results, "a") as f:
             f.write(json.dumps(row) + "\n")
         video = (f" {fr:3d}f" if fr is not None else "") + (f" b{row['batch']}x{row['forwards']}" if fam.video or batch != 1 else "")

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/allocator_replay.hpp"
+#include "cli/diffusion_memory.hpp"
 #include "model/inference/inference_allocations.hpp"
 #include "model/model_config.hpp"
 #include "model/model_family.hpp"
@@ -21,8 +22,8 @@ std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, con
                 (in.alloc_conf.empty() ? std::string() : ", PYTORCH_CUDA_ALLOC_CONF=" + in.alloc_conf);
   const auto& g = trace.generation;
   if (trace.model_path.empty()) a.not_modelled = "a recorded trace (the allocations come from a model's config)";
+  else if (model::model_family(trace.model_path) != model::ModelFamily::Decoder) return diffusion_memory(in, trace, sim);
   else if (g.gguf_file || g.dtype == model::WeightDtype::Gguf) a.not_modelled = "a GGUF model";
-  else if (model::model_family(trace.model_path) != model::ModelFamily::Decoder) a.not_modelled = "a diffusion model";
   else if (g.dtype != model::WeightDtype::Bf16 && g.dtype != model::WeightDtype::Fp16 && g.dtype != model::WeightDtype::Fp32)
     a.not_modelled = "weights that are neither bf16, fp16 nor fp32";
   if (!a.not_modelled.empty()) return a;

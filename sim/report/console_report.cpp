@@ -232,6 +232,9 @@ void write_console(std::ostream& out, const Context& c) {
                                     units::format_bytes(f.reserved) + " reserved, " +
                                     units::format_bytes(f.allocated) + " allocated, of " +
                                     units::format_bytes(a.capacity));
+    } else if (a.iterations) {
+      line("PyTorch allocator", "iteration peak " + units::format_bytes(a.iteration_allocated) + " allocated, " +
+                                    units::format_bytes(a.iteration_reserved) + " reserved (" + a.framework + ")");
     } else {
       line("PyTorch allocator", "prefill peak " + units::format_bytes(a.prefill_allocated) + " allocated, " +
                                     units::format_bytes(a.prefill_reserved) + " reserved; decode peak " +

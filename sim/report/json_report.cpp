@@ -129,6 +129,9 @@ void write_json(std::ostream& out, const Context& c) {
         m["out_of_memory"] = {{"step", f.step}, {"phase", f.phase}, {"tensor", f.tensor},
                               {"device", "cuda:0"}, {"requested_bytes", whole(f.requested)},
                               {"reserved_bytes", whole(f.reserved)}, {"allocated_bytes", whole(f.allocated)}};
+      } else if (a.iterations) {
+        m["iteration_peak_allocated_bytes"] = whole(a.iteration_allocated);
+        m["iteration_peak_reserved_bytes"] = whole(a.iteration_reserved);
       } else {
         m["prefill_peak_allocated_bytes"] = whole(a.prefill_allocated);
         m["prefill_peak_reserved_bytes"] = whole(a.prefill_reserved);

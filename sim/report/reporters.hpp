@@ -35,6 +35,8 @@ struct AllocatorMemory {
   std::string not_modelled;
   double capacity = 0;    // bytes the allocator may reserve (the GPU's memory less its reserve)
   double prefill_allocated = 0, prefill_reserved = 0, decode_allocated = 0, decode_reserved = 0;
+  bool iterations = false;  // a diffusion model's: its iterations' peaks instead of prefill's and decode's
+  double iteration_allocated = 0, iteration_reserved = 0;
   std::optional<AllocationFailure> oom;
 };
 

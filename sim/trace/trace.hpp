@@ -100,6 +100,9 @@ class StepSource {
   // The next step without a copy where the source holds it (a trace kept in memory), else filled into `scratch`;
   // nullptr at the end. Valid until the next call.
   virtual const Step* next_view(Step& scratch) { return next(scratch) ? &scratch : nullptr; }
+  // The allocations a framework makes for a tensor when it loads the model: a module's parameters apart (a Linear's
+  // matrix and its bias), where the source knows them (a generator); else the tensor whole (a trace file).
+  virtual std::vector<std::uint64_t> parameter_bytes(std::uint32_t tensor) const { return {header().tensors[tensor].bytes}; }
 };
 
 const char* to_string(TensorKind k);

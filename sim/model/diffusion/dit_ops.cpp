@@ -125,6 +125,10 @@ std::uint64_t linear_bytes(std::uint64_t in, std::uint64_t out, WeightDtype dtyp
   return matrix_bytes(in * out, dtype) + out * norm_bytes_per_param(dtype);
 }
 
+std::vector<std::uint64_t> linear_parameter_bytes(std::uint64_t in, std::uint64_t out, WeightDtype dtype) {
+  return {matrix_bytes(in * out, dtype), out * norm_bytes_per_param(dtype)};
+}
+
 std::string format_scale(double scale) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", scale);

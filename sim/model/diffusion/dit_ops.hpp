@@ -40,6 +40,23 @@ class DitValues {
   std::map<std::string, std::pair<std::uint32_t, std::uint64_t>> ids_;
 };
 
+// A generator's modules as PyTorch allocates them: each tensor's parameters (a Linear's matrix and its bias).
+class DitParameters {
+ public:
+  void set(std::uint32_t tensor, std::vector<std::uint64_t> bytes) {
+    if (by_tensor_.size() <= tensor) by_tensor_.resize(tensor + 1);
+    by_tensor_[tensor] = std::move(bytes);
+  }
+  // Empty for a tensor of one parameter (the caller takes the tensor whole).
+  const std::vector<std::uint64_t>& of(std::uint32_t tensor) const {
+    static const std::vector<std::uint64_t> none;
+    return tensor < by_tensor_.size() ? by_tensor_[tensor] : none;
+  }
+
+ private:
+  std::vector<std::vector<std::uint64_t>> by_tensor_;
+};
+
 class DitOps {
  public:
   // `dtype`: the weights' format (fp8 weights are cast to bf16 before each Linear, comfy/ops.py cast_bias_weight; GGUF
@@ -89,8 +106,9 @@ class DitOps {
 };
 
 // A Linear(in, out)'s bytes: the weight in the model's format, the bias in 16 bits (fp8 checkpoints keep
-// biases in bf16), 32 for fp32.
+// biases in bf16), 32 for fp32; and the two apart, as PyTorch allocates them.
 std::uint64_t linear_bytes(std::uint64_t in, std::uint64_t out, WeightDtype dtype);
+std::vector<std::uint64_t> linear_parameter_bytes(std::uint64_t in, std::uint64_t out, WeightDtype dtype);
 
 // A guidance scale as people write it (6, 3.5).
 std::string format_scale(double scale);

@@ -135,13 +135,23 @@ std::uint32_t FluxTraceGenerator::add_tensor(TensorKind kind, std::uint64_t byte
 
 std::uint32_t FluxTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in,
                                             std::uint64_t out) {
-  if (options_.dtype != WeightDtype::Gguf) return add_tensor(TensorKind::Weight, linear_bytes(in, out, options_.dtype), group, name);
+  if (options_.dtype != WeightDtype::Gguf) {
+    const std::uint32_t id = add_tensor(TensorKind::Weight, linear_bytes(in, out, options_.dtype), group, name);
+    parameters_.set(id, linear_parameter_bytes(in, out, options_.dtype));
+    return id;
+  }
   // The weight in its stored type, the bias in F32.
   const gguf::QuantType& type = flux_weight_type(name, in, options_.gguf);
   const std::uint32_t id = add_tensor(TensorKind::Weight, gguf::tensor_bytes(type, in * out) + 4 * out, group, name);
+  parameters_.set(id, {gguf::tensor_bytes(type, in * out), 4 * out});
   gguf_types_.resize(id + 1, nullptr);
   gguf_types_[id] = &type;
   return id;
+}
+
+std::vector<std::uint64_t> FluxTraceGenerator::parameter_bytes(std::uint32_t tensor) const {
+  const std::vector<std::uint64_t>& parts = parameters_.of(tensor);
+  return parts.empty() ? StepSource::parameter_bytes(tensor) : parts;
 }
 
 bool FluxTraceGenerator::next(trace::Step& out) {

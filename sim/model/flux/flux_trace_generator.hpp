@@ -26,6 +26,7 @@ class FluxTraceGenerator final : public trace::StepSource {
   FluxTraceGenerator(const FluxConfig& model, const GenerationOptions& options);
   const trace::Header& header() const override { return header_; }
   bool next(trace::Step& out) override;
+  std::vector<std::uint64_t> parameter_bytes(std::uint32_t tensor) const override;
 
  private:
   struct Stream {  // one stream of a double block: image or text
@@ -49,6 +50,7 @@ class FluxTraceGenerator final : public trace::StepSource {
   std::vector<SingleBlock> single_;
   std::uint32_t final_linear_ = 0, final_modulation_ = 0, sampler_ = 0;
   DitValues values_;
+  DitParameters parameters_;  // each Linear's matrix and bias
   // GGUF weights: each tensor's stored type (nullptr for all but Linears), and the most bytes one Linear's
   // dequantization holds at once (its fp16 or fp32 result and the bf16 copy).
   std::vector<const gguf::QuantType*> gguf_types_;

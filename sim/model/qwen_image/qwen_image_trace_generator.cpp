@@ -142,9 +142,15 @@ std::uint32_t QwenImageTraceGenerator::add_tensor(TensorKind kind, std::uint64_t
   return trace::append_tensor(header_, kind, bytes, group, std::move(name));
 }
 
-std::uint32_t QwenImageTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in,
-                                                  std::uint64_t out) {
-  return add_tensor(TensorKind::Weight, linear_bytes(in, out, options_.dtype), group, name);
+std::uint32_t QwenImageTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in, std::uint64_t out) {
+  const std::uint32_t id = add_tensor(TensorKind::Weight, linear_bytes(in, out, options_.dtype), group, name);
+  parameters_.set(id, linear_parameter_bytes(in, out, options_.dtype));
+  return id;
+}
+
+std::vector<std::uint64_t> QwenImageTraceGenerator::parameter_bytes(std::uint32_t tensor) const {
+  const std::vector<std::uint64_t>& parts = parameters_.of(tensor);
+  return parts.empty() ? StepSource::parameter_bytes(tensor) : parts;
 }
 
 bool QwenImageTraceGenerator::next(trace::Step& out) {

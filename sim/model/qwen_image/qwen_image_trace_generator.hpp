@@ -30,6 +30,7 @@ class QwenImageTraceGenerator final : public trace::StepSource {
   QwenImageTraceGenerator(const QwenImageConfig& model, const GenerationOptions& options);
   const trace::Header& header() const override { return header_; }
   bool next(trace::Step& out) override;
+  std::vector<std::uint64_t> parameter_bytes(std::uint32_t tensor) const override;
 
   struct Pass {  // one forward of the transformer
     std::uint64_t batch = 0;        // images in it
@@ -57,6 +58,7 @@ class QwenImageTraceGenerator final : public trace::StepSource {
   std::vector<Block> blocks_;
   std::uint32_t final_modulation_ = 0, proj_out_ = 0, sampler_ = 0;
   DitValues values_;
+  DitParameters parameters_;  // each Linear's matrix and bias
   std::uint32_t steps_done_ = 0;
 };
 

@@ -26,6 +26,7 @@ class WanTraceGenerator final : public trace::StepSource {
   WanTraceGenerator(const WanConfig& model, const GenerationOptions& options);
   const trace::Header& header() const override { return header_; }
   bool next(trace::Step& out) override;
+  std::vector<std::uint64_t> parameter_bytes(std::uint32_t tensor) const override;
 
  private:
   struct Attention {
@@ -47,6 +48,7 @@ class WanTraceGenerator final : public trace::StepSource {
   std::vector<Block> blocks_;
   std::uint32_t head_ = 0, head_modulation_ = 0, sampler_ = 0;
   DitValues values_;
+  DitParameters parameters_;  // each Linear's matrix and bias
   std::uint32_t steps_done_ = 0;
 };
 
