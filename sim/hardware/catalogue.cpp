@@ -47,6 +47,7 @@ struct Catalogue {
   std::map<std::string, HostEntry> hosts;
   std::map<std::string, HostLinkEntry> host_links;
   double pinned_latency = 0, pageable_latency = 0;
+  YAML::Node fresh_pageable_d2h;  // the curve every composed link gets as d2h_fresh_pageable (absent: none)
   std::map<std::string, PeerEntry> peers;
   ManagedRules managed;
   std::vector<std::pair<std::string, std::string>> presets;
@@ -154,6 +155,14 @@ void read_host_links(Catalogue& c, const std::string& text) {
   c.pinned_latency = lat.duration("pinned");
   c.pageable_latency = lat.duration("pageable");
   lat.finish();
+  if (top.has("fresh_pageable_d2h")) {
+    Section f = top.child("fresh_pageable_d2h");
+    c.fresh_pageable_d2h = YAML::Clone(f.node());
+    f.bandwidth("bandwidth");
+    f.duration("latency");
+    if (f.has("points")) f.size_rate_points("points");
+    f.finish();
+  }
   top.finish();
 }
 
@@ -454,7 +463,9 @@ Composed compose(const std::string& spec) {
   YAML::Node hl;
   hl["source"] = "PCIe " + std::to_string(generation) + ".0 x" + std::to_string(width) + ": " + gb_s(link.raw) +
                  " raw per direction; the catalogue's link (calib/catalogue/host_links.yaml: pinned 83% of raw, "
-                 "pageable rate, latency and bidirectional limit assumed)";
+                 "pageable rate, latency and bidirectional limit assumed" +
+                 (c.fresh_pageable_d2h ? std::string("; d2h_fresh_pageable carried as the H100 validation host measured it)")
+                                       : std::string(")"));
   hl["type"] = "pcie";
   hl["generation"] = generation;
   hl["width"] = width;
@@ -462,6 +473,7 @@ Composed compose(const std::string& spec) {
   hl["d2h_pinned"] = curve(link.pinned, c.pinned_latency);
   hl["h2d_pageable"] = curve(link.pageable, c.pageable_latency);
   hl["d2h_pageable"] = curve(link.pageable, c.pageable_latency);
+  if (c.fresh_pageable_d2h) hl["d2h_fresh_pageable"] = YAML::Clone(c.fresh_pageable_d2h);
   hl["bidirectional"] = quantity(link.bidirectional, "B/s");
   t["host_link"] = hl;
 

@@ -47,10 +47,10 @@ class DitParameters {
     if (by_tensor_.size() <= tensor) by_tensor_.resize(tensor + 1);
     by_tensor_[tensor] = std::move(bytes);
   }
-  // Empty for a tensor of one parameter (the caller takes the tensor whole).
-  const std::vector<std::uint64_t>& of(std::uint32_t tensor) const {
-    static const std::vector<std::uint64_t> none;
-    return tensor < by_tensor_.size() ? by_tensor_[tensor] : none;
+  // A tensor set here as its parameters; any other as one (a norm's weight, a modulation).
+  std::vector<std::uint64_t> of(std::uint32_t tensor, const trace::Header& header) const {
+    if (tensor < by_tensor_.size() && !by_tensor_[tensor].empty()) return by_tensor_[tensor];
+    return {header.tensors[tensor].bytes};
   }
 
  private:

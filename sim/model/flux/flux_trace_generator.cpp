@@ -149,11 +149,6 @@ std::uint32_t FluxTraceGenerator::add_linear(std::int32_t group, const std::stri
   return id;
 }
 
-std::vector<std::uint64_t> FluxTraceGenerator::parameter_bytes(std::uint32_t tensor) const {
-  const std::vector<std::uint64_t>& parts = parameters_.of(tensor);
-  return parts.empty() ? StepSource::parameter_bytes(tensor) : parts;
-}
-
 bool FluxTraceGenerator::next(trace::Step& out) {
   if (steps_done_ >= options_.image.steps) return false;
   build_iteration(out);

@@ -26,7 +26,9 @@ class FluxTraceGenerator final : public trace::StepSource {
   FluxTraceGenerator(const FluxConfig& model, const GenerationOptions& options);
   const trace::Header& header() const override { return header_; }
   bool next(trace::Step& out) override;
-  std::vector<std::uint64_t> parameter_bytes(std::uint32_t tensor) const override;
+  std::vector<std::uint64_t> parameter_bytes(std::uint32_t tensor) const override {
+    return parameters_.of(tensor, header_);
+  }
 
  private:
   struct Stream {  // one stream of a double block: image or text

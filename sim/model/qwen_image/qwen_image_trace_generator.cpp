@@ -148,11 +148,6 @@ std::uint32_t QwenImageTraceGenerator::add_linear(std::int32_t group, const std:
   return id;
 }
 
-std::vector<std::uint64_t> QwenImageTraceGenerator::parameter_bytes(std::uint32_t tensor) const {
-  const std::vector<std::uint64_t>& parts = parameters_.of(tensor);
-  return parts.empty() ? StepSource::parameter_bytes(tensor) : parts;
-}
-
 bool QwenImageTraceGenerator::next(trace::Step& out) {
   if (steps_done_ >= options_.image.steps) return false;
   build_iteration(out);

@@ -30,7 +30,9 @@ class QwenImageTraceGenerator final : public trace::StepSource {
   QwenImageTraceGenerator(const QwenImageConfig& model, const GenerationOptions& options);
   const trace::Header& header() const override { return header_; }
   bool next(trace::Step& out) override;
-  std::vector<std::uint64_t> parameter_bytes(std::uint32_t tensor) const override;
+  std::vector<std::uint64_t> parameter_bytes(std::uint32_t tensor) const override {
+    return parameters_.of(tensor, header_);
+  }
 
   struct Pass {  // one forward of the transformer
     std::uint64_t batch = 0;        // images in it

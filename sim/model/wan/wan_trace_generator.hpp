@@ -26,7 +26,9 @@ class WanTraceGenerator final : public trace::StepSource {
   WanTraceGenerator(const WanConfig& model, const GenerationOptions& options);
   const trace::Header& header() const override { return header_; }
   bool next(trace::Step& out) override;
-  std::vector<std::uint64_t> parameter_bytes(std::uint32_t tensor) const override;
+  std::vector<std::uint64_t> parameter_bytes(std::uint32_t tensor) const override {
+    return parameters_.of(tensor, header_);
+  }
 
  private:
   struct Attention {
