@@ -1,7 +1,8 @@
 """tiersim's PyTorch caching allocator replay of diffusion iterations against torch.cuda.max_memory_allocated and
 max_memory_reserved, measured on a lent H100 by experiments/validate/dit_reserved_lease.sh (dit_iteration.py, each
 shape after torch.cuda.empty_cache()): FLUX.1-dev bf16 and fp8, Qwen-Image bf16 (cfg 2.5, two forwards), Wan2.1-T2V-14B
-bf16 (17 and 33 frames, cfg 6), resident and with DisTorch's 8 GB on the CPU. tiersim: the same command as
+bf16 (17 and 33 frames, cfg 6), resident and with DisTorch's 8 GB on the CPU; then (PART=2) FLUX.1-dev from GGUF Q8_0 and
+Q4_K_S files (resident and 8 GB) and Wan at 81 frames resident. tiersim: the same command as
 experiments/validate/dit_compare.py, its JSON's pytorch_memory (sim/cli/diffusion_memory.hpp: the weights on the
 GPU, then op by op the copies of offloaded weights and the transient values, through memory/caching_allocator).
 Nothing calibrated on these rows. Writes results/validation/diffusion/reserved.md.
@@ -26,14 +27,18 @@ def map_prefix(row):
     (wan_iteration.jsonl), DisTorch's allocation on the same machine: that map is used."""
     if row["class_name"] == "WanTransformer3DModel":
         return ""
+    if row["weight_dtype"] in ("Q8_0", "Q4_K_S"):
+        return f"reserved_gguf_{row['weight_dtype']}_"
     short = {"FluxTransformer2DModel": "flux", "QwenImageTransformer2DModel": "qwen"}[row["class_name"]]
     return f"reserved_{short}{'_fp8' if row['weight_dtype'] == 'fp8' else ''}_"
 
 
 def main():
-    rows = [json.loads(line) for line in open(os.path.join(HERE, "dit_reserved.jsonl"))]
+    rows = [json.loads(line) for name in ("dit_reserved.jsonl", "dit_reserved2.jsonl")
+            for line in open(os.path.join(HERE, name))]
     lines = ["# PyTorch's caching allocator over diffusion iterations on an H100: tiersim against torch.cuda's peaks", "",
-             "Measured: `dit_reserved.jsonl` (`experiments/validate/dit_reserved_lease.sh`, one call). Predicted: "
+             "Measured: `dit_reserved.jsonl` and `dit_reserved2.jsonl` (`experiments/validate/dit_reserved_lease.sh`, two calls: the "
+             "second with PART=2). Predicted: "
              "`/usr/bin/python3 experiments/validate/dit_reserved_compare.py` (the JSON's `pytorch_memory`).", "",
              "| model | weights | resolution | frames | offload (DisTorch) | allocated: run / tiersim | error | "
              "reserved: run / tiersim | error | reserved - allocated: run / tiersim |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -45,7 +50,8 @@ def main():
         pa, pr = mem["iteration_peak_allocated_bytes"], mem["iteration_peak_reserved_bytes"]
         ma, mr = row["peak_bytes"], row["reserved_bytes"]
         ea, er = (pa - ma) / ma, (pr - mr) / mr
-        key = "fp8 (weights converted in the harness)" if row["weight_dtype"] == "fp8" else "bf16"
+        key = {"fp8": "fp8 (weights converted in the harness)", "bf16": "bf16"}.get(row["weight_dtype"],
+                                                                                   "GGUF (weights quantized in the harness)")
         err_a.setdefault(key, []).append(ea)
         err_r.setdefault(key, []).append(er)
         lines.append(f"| {row['model']} | {row['weight_dtype']} | {row['resolution']} | {row.get('frames') or '-'} | "

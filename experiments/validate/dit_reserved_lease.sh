@@ -6,6 +6,10 @@
 # each resident and with DisTorch's 8 GB on the CPU (pinned: host memory kind does not change GPU memory).
 # Needs .ext/distorch_2.py carried. Writes under $OUT.
 #   bash experiments/validate/dit_reserved_lease.sh
+# PART=2 (a second call): FLUX.1-dev from GGUF Q8_0 and Q4_K_S files as ComfyUI-GGUF runs them (1024x1024, resident and
+# DisTorch's 8 GB; needs .ext/ComfyUI-GGUF/dequant.py carried: `git --git-dir=<ComfyUI-GGUF mirror> show
+# 795e451:dequant.py`) and Wan2.1-T2V-14B at 81 frames resident; everything packed into $OUT/reserved2.tar (the tool
+# brings back a few files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/dit_reserved_out}
@@ -17,6 +21,21 @@ run() {  # name, then dit_iteration.py arguments
   python3 experiments/validate/dit_iteration.py --distorch .ext/distorch_2.py --iterations 2 --warmup 1 \
       --host-memory pinned --out "$OUT/$name" "$@" 2>&1 | grep -v -E "[Ww]arn" | tee "$OUT/$name.log"
 }
+if [ "${PART:-1}" = 2 ]; then
+  export PYTHONPATH="$PWD/experiments/validate/gguf_shim${PYTHONPATH:+:$PYTHONPATH}"
+  final=$OUT
+  OUT=/tmp/reserved2
+  mkdir -p "$OUT"
+  for ft in Q8_0 Q4_K_S; do
+    run "gguf_$ft" --model traces/models/flux.1-dev.json --weight-dtype $ft --gguf-dequant .ext/ComfyUI-GGUF/dequant.py \
+        --resolutions 1024x1024 --allocations none "#cuda:0;8.0;cpu"
+  done
+  run wan81 --model traces/models/wan2.1-t2v-14b.json --resolutions 832x480 --frames 81 --cfg 6 --allocations none
+  for n in gguf_Q8_0 gguf_Q4_K_S wan81; do cat "$OUT/$n/dit_iteration.jsonl"; done > "$OUT/dit_reserved2.jsonl"
+  tar -C "$OUT" -cf "$final/reserved2.tar" .
+  ls -la "$OUT"
+  exit 0
+fi
 run flux --model traces/models/flux.1-dev.json --resolutions 1024x1024 512x512 --allocations none "#cuda:0;8.0;cpu"
 run flux_fp8 --model traces/models/flux.1-dev.json --weight-dtype fp8 --resolutions 1024x1024 512x512 \
     --allocations none "#cuda:0;8.0;cpu"
