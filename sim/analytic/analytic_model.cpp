@@ -117,9 +117,7 @@ class StepModel {
 
   result::StepResult evaluate(const trace::Step& step) {
     planner_.plan(step, plan_);
-    if (transient_peak_.size() < plan_.transient_peak.size()) transient_peak_.resize(plan_.transient_peak.size(), 0.0);
-    for (std::size_t d = 0; d < plan_.transient_peak.size(); ++d)
-      transient_peak_[d] = std::max(transient_peak_[d], plan_.transient_peak[d]);
+    replay::fold_transient_peaks(plan_, transient_peak_);
     if (managed_) managed_->set_step(steps_done_++);
     result::StepResult r;
     r.kind = plan_.kind;

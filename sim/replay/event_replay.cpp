@@ -374,9 +374,7 @@ class Replay final : public engine::EventHandler,
     current_ = source_.next_view(step_);
     if (!current_) return false;
     planner_.plan(*current_, plan_);
-    if (transient_peak_.size() < plan_.transient_peak.size()) transient_peak_.resize(plan_.transient_peak.size(), 0.0);
-    for (std::size_t d = 0; d < plan_.transient_peak.size(); ++d)
-      transient_peak_[d] = std::max(transient_peak_[d], plan_.transient_peak[d]);
+    fold_transient_peaks(plan_, transient_peak_);
     jobs_.clear();
     job_view_.clear();
     waits_on_.clear();

@@ -24,6 +24,11 @@ std::uint64_t written_bytes(const trace::Op& op) {
 }
 }  // namespace
 
+void fold_transient_peaks(const StepPlan& plan, std::vector<double>& by_gpu) {
+  if (by_gpu.size() < plan.transient_peak.size()) by_gpu.resize(plan.transient_peak.size(), 0.0);
+  for (std::size_t d = 0; d < plan.transient_peak.size(); ++d) by_gpu[d] = std::max(by_gpu[d], plan.transient_peak[d]);
+}
+
 void add_transient_peaks(const std::vector<double>& by_gpu, const hw::HardwareProfile& hw, bool add_to_compute_gpu,
                          result::RunResult& result) {
   for (std::size_t d = 0; d < by_gpu.size(); ++d) {

@@ -95,6 +95,8 @@ struct StepPlan {
 // Reports the run's transient peaks by GPU (RunResult::transient_peak_bytes) and adds them to the peaks of the GPUs
 // other than cuda:0 (whose contents are otherwise static), with the reserve once a GPU holds anything; to cuda:0's too
 // when `add_to_compute_gpu` (the analytic engine's sum; the event engine's cuda:0 peak has them already, interleaved).
+// Keeps in `by_gpu` the most transient bytes alive at once on each GPU in any step planned so far (`plan`'s too).
+void fold_transient_peaks(const StepPlan& plan, std::vector<double>& by_gpu);
 void add_transient_peaks(const std::vector<double>& by_gpu, const hw::HardwareProfile& hw, bool add_to_compute_gpu,
                          result::RunResult& result);
 
