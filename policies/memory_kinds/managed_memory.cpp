@@ -73,6 +73,9 @@ class ManagedMemory final : public MemoryKind {
     p.managed.prefetch = prefetch_;
     p.managed.weights_mapped = filled_ != "cpu";
     for (const auto& t : header.tensors) {
+      // A transient activation stays device memory, allocated and freed by its ops (the caching allocator reuses its
+      // blocks): a managed range of its own for the whole run would count every value at once.
+      if (t.kind == trace::TensorKind::Transient) continue;
       const bool weight = t.kind == trace::TensorKind::Weight;
       const bool on_gpu = p.device[t.id] == placement::kComputeGpu;
       const bool take = scope_ == Scope::All         ? on_gpu

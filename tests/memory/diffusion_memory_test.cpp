@@ -32,6 +32,8 @@ TEST(DiffusionMemory, IterationsReplayTheTracesOwnAllocationsThroughTheCachingAl
   // Weights in managed memory: not modelled, and the JSON says why.
   const auto managed = run_json(flux + "--policy um");
   EXPECT_NE(managed["pytorch_memory"]["not_modelled"].get<std::string>().find("managed memory"), std::string::npos);
+  // The activations stay device memory under managed memory (transient values, not managed ranges): on cuda:0.
+  EXPECT_GT(managed["memory_per_tier"]["cuda:0"]["activation_bytes"].get<double>(), 100e6);
   // Out of memory is an outcome: a GPU too small for an iteration's values once the weights are in.
   const auto small = testing::run_sim(flux + "--policy resident --set 'gpu.memory=23.3 GiB'");
   EXPECT_EQ(small.code, 3) << small.out;
