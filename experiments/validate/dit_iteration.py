@@ -220,6 +220,21 @@ def fp8_scaled_weights(model):
     return model
 
 
+def reload_weights(model):
+    """ComfyUI's load for --reload-weights: every parameter to host memory, the allocator's cache emptied, then each back
+    to the GPU in registration order, so the GPU holds the weights as a load from host memory leaves them (fp8 weights
+    made by converting bf16 ones on the GPU leave the freed bf16 blocks in the weights' segments otherwise)."""
+    params = list(model.parameters())
+    for p in params:
+        p.data = p.data.to("cpu")
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    for p in params:
+        p.data = p.data.to("cuda")
+    torch.cuda.synchronize()
+    return model
+
+
 def parse_resolution(s):
     w, h = (int(x) for x in s.lower().split("x"))
     return w, h
@@ -292,6 +307,9 @@ def main():
                     help="allocate and hold this many GB on cuda:0 before anything else (a smaller card's free memory)")
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--reload-weights", action="store_true",
+                    help="move the built weights to host memory and back (ComfyUI's load from host memory: no "
+                         "conversion leftovers in the weights' segments); rows record reload_weights")
     ap.add_argument("--tiny", action="store_true", help="2 double + 2 single blocks (FLUX), 2 blocks (Wan): smoke run")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
@@ -339,6 +357,10 @@ def main():
     elif gguf:
         model = gguf_weights.gguf_weights(model, a.weight_dtype, dequant)
         print(f"{a.weight_dtype}: Linear weights {model.gguf_tensor_types}", file=sys.stderr, flush=True)
+    if a.reload_weights:
+        if gguf:
+            sys.exit("--reload-weights: bf16 and fp8 weights (GGUF blocks are not parameters to move)")
+        model = reload_weights(model)
     leaves = fam.module.leaf_modules(model)
     names = [n for n, _, _, _ in leaves]
     model_bytes = sum(b for _, _, _, b in leaves)
@@ -367,7 +389,7 @@ def main():
                   negative_tokens=a.negative_tokens, forwards=2 if separate else 1, weight_dtype=a.weight_dtype,
                   iterations=a.iterations, warmup=a.warmup, model_bytes=model_bytes, leaf_modules=len(leaves),
                   torch=torch.__version__, gpu=torch.cuda.get_device_name(0), totals=totals, depth=fam.depth,
-                  depth_single_blocks=fam.depth_single, tiny=a.tiny,
+                  depth_single_blocks=fam.depth_single, tiny=a.tiny, reload_weights=a.reload_weights,
                   sdpa_priority=flux_dit.SDPA_PRIORITY is not None, cond_batch=a.cond_batch,
                   occupied_bytes=occupied_bytes, comfy_estimate_bytes=None, comfy_free_bytes=None)
     if gguf:

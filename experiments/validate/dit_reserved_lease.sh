@@ -9,7 +9,7 @@
 # PART=2 (a second call): FLUX.1-dev from GGUF Q8_0 and Q4_K_S files as ComfyUI-GGUF runs them (1024x1024, resident and
 # DisTorch's 8 GB; needs .ext/ComfyUI-GGUF/dequant.py carried: `git --git-dir=<ComfyUI-GGUF mirror> show
 # 795e451:dequant.py`) and Wan2.1-T2V-14B at 81 frames resident; everything packed into $OUT/reserved2.tar (the tool
-# brings back a few files).
+# brings back a few files). PART=3 (a third call): FLUX.1-dev fp8 again with --reload-weights.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/dit_reserved_out}
@@ -21,6 +21,15 @@ run() {  # name, then dit_iteration.py arguments
   python3 experiments/validate/dit_iteration.py --distorch .ext/distorch_2.py --iterations 2 --warmup 1 \
       --host-memory pinned --out "$OUT/$name" "$@" 2>&1 | grep -v -E "[Ww]arn" | tee "$OUT/$name.log"
 }
+if [ "${PART:-1}" = 3 ]; then
+  # FLUX.1-dev fp8 with its weights moved to host memory and back after the conversion (--reload-weights: the GPU
+  # holds them as ComfyUI's load from host memory leaves them).
+  run flux_fp8_reload --model traces/models/flux.1-dev.json --weight-dtype fp8 --reload-weights \
+      --resolutions 1024x1024 512x512 --allocations none "#cuda:0;8.0;cpu"
+  cp "$OUT/flux_fp8_reload/dit_iteration.jsonl" "$OUT/dit_reserved3.jsonl"
+  cp "$OUT/flux_fp8_reload/flux_device_map_1.json" "$OUT/reserved_flux_fp8_reload_flux_device_map_1.json"
+  exit 0
+fi
 if [ "${PART:-1}" = 2 ]; then
   export PYTHONPATH="$PWD/experiments/validate/gguf_shim${PYTHONPATH:+:$PYTHONPATH}"
   final=$OUT
