@@ -79,7 +79,8 @@ peak_bytes), comfy_estimate_bytes and comfy_free_bytes (--cond-batch comfy:
 the two numbers of its decision; null otherwise), iteration_s
 (every timed iteration: all its forwards), median_s, warmup_s, iterations, warmup, setup_s (moving the cpu leaves to host
 memory), peak_bytes (torch.cuda.max_memory_allocated), reserved_bytes (torch.cuda.max_memory_reserved; rows from
-2026-11-25 on, each shape measured after torch.cuda.empty_cache()), torch, gpu, totals, depth (Wan: num_layers),
+2026-11-25 on, each shape measured after torch.cuda.empty_cache()), reload_weights (--reload-weights: the weights
+moved to host memory and back once built), torch, gpu, totals, depth (Wan: num_layers),
 depth_single_blocks (null for Wan), weight_dtype (bf16 | fp8 | fp8_scaled | the GGUF file type as given, e.g. Q8_0), tiny,
 sdpa_priority (whether ComfyUI's cuDNN-first backend priority was applied); GGUF rows also gguf_tensor_types
 ({GGML type: Linear weights of it}).
