@@ -4,9 +4,6 @@
 #include <cstdint>
 
 namespace tiersim::trace {
-namespace {
-
-}  // namespace
 
 std::optional<std::size_t> derive_transient_lifetimes(const Header& header, const Step& step, TransientLifetimes& out) {
   const std::size_t n = step.ops.size();

@@ -121,13 +121,10 @@ void DitOps::attention(std::int32_t group, std::uint64_t batch, std::uint64_t he
   out_.ops.back().unmasked = true;  // optimized_attention without a mask: every query attends to every key
 }
 
-std::uint64_t linear_bytes(std::uint64_t in, std::uint64_t out, WeightDtype dtype) {
-  return matrix_bytes(in * out, dtype) + out * norm_bytes_per_param(dtype);
-}
-
 std::vector<std::uint64_t> linear_parameter_bytes(std::uint64_t in, std::uint64_t out, WeightDtype dtype) {
   return {matrix_bytes(in * out, dtype), out * norm_bytes_per_param(dtype)};
 }
+
 
 std::string format_scale(double scale) {
   char buf[32];

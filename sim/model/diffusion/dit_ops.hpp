@@ -43,9 +43,14 @@ class DitValues {
 // A generator's modules as PyTorch allocates them: each tensor's parameters (a Linear's matrix and its bias).
 class DitParameters {
  public:
-  void set(std::uint32_t tensor, std::vector<std::uint64_t> bytes) {
-    if (by_tensor_.size() <= tensor) by_tensor_.resize(tensor + 1);
-    by_tensor_[tensor] = std::move(bytes);
+  // Appends a weight tensor (a module) holding `parts` (its parameters' bytes) to `header`; returns its id.
+  std::uint32_t add(trace::Header& header, std::int32_t group, std::string name, std::vector<std::uint64_t> parts) {
+    std::uint64_t bytes = 0;
+    for (const std::uint64_t b : parts) bytes += b;
+    const std::uint32_t id = trace::append_tensor(header, trace::TensorKind::Weight, bytes, group, std::move(name));
+    if (by_tensor_.size() <= id) by_tensor_.resize(id + 1);
+    by_tensor_[id] = std::move(parts);
+    return id;
   }
   // A tensor set here as its parameters; any other as one (a norm's weight, a modulation).
   std::vector<std::uint64_t> of(std::uint32_t tensor, const trace::Header& header) const {
@@ -69,6 +74,14 @@ class DitOps {
 
   std::uint64_t act_bytes() const { return a_; }  // bytes per activation element
   trace::TensorAccess whole(std::uint32_t tensor) const;
+  // The value `name` of `elems` elements in the activations' dtype (or `bytes_per` bytes each, when given), and an
+  // access to `elems` such elements of tensor `id`.
+  std::uint32_t value(const std::string& name, std::uint64_t elems, std::uint64_t bytes_per = 0) {
+    return values_(name, elems * (bytes_per ? bytes_per : a_));
+  }
+  trace::TensorAccess at(std::uint32_t id, std::uint64_t elems, std::uint64_t bytes_per = 0) const {
+    return {id, elems * (bytes_per ? bytes_per : a_)};
+  }
 
   trace::Op& add(trace::OpKind kind, std::int32_t group, std::uint64_t flops, std::vector<trace::TensorAccess> reads,
                  std::vector<trace::TensorAccess> writes, std::uint32_t launches, const char* dtype = nullptr);
@@ -105,9 +118,8 @@ class DitOps {
   std::uint64_t a_;
 };
 
-// A Linear(in, out)'s bytes: the weight in the model's format, the bias in 16 bits (fp8 checkpoints keep
-// biases in bf16), 32 for fp32; and the two apart, as PyTorch allocates them.
-std::uint64_t linear_bytes(std::uint64_t in, std::uint64_t out, WeightDtype dtype);
+// A Linear(in, out)'s parameters' bytes: the weight in the model's format, the bias in 16 bits (fp8 checkpoints keep
+// biases in bf16), 32 for fp32.
 std::vector<std::uint64_t> linear_parameter_bytes(std::uint64_t in, std::uint64_t out, WeightDtype dtype);
 
 // A guidance scale as people write it (6, 3.5).

@@ -135,15 +135,11 @@ std::uint32_t FluxTraceGenerator::add_tensor(TensorKind kind, std::uint64_t byte
 
 std::uint32_t FluxTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in,
                                             std::uint64_t out) {
-  if (options_.dtype != WeightDtype::Gguf) {
-    const std::uint32_t id = add_tensor(TensorKind::Weight, linear_bytes(in, out, options_.dtype), group, name);
-    parameters_.set(id, linear_parameter_bytes(in, out, options_.dtype));
-    return id;
-  }
+  if (options_.dtype != WeightDtype::Gguf)
+    return parameters_.add(header_, group, name, linear_parameter_bytes(in, out, options_.dtype));
   // The weight in its stored type, the bias in F32.
   const gguf::QuantType& type = flux_weight_type(name, in, options_.gguf);
-  const std::uint32_t id = add_tensor(TensorKind::Weight, gguf::tensor_bytes(type, in * out) + 4 * out, group, name);
-  parameters_.set(id, {gguf::tensor_bytes(type, in * out), 4 * out});
+  const std::uint32_t id = parameters_.add(header_, group, name, {gguf::tensor_bytes(type, in * out), 4 * out});
   gguf_types_.resize(id + 1, nullptr);
   gguf_types_[id] = &type;
   return id;
@@ -175,12 +171,6 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) {
   out.ops.clear();
   DitOps ops(out, header_, d, values_, &gguf_types_, options_.fp8_scaled);
   const std::uint64_t a = ops.act_bytes();
-  auto value = [&](const char* name, std::uint64_t elems, std::uint64_t bytes_per = 0) {
-    return values_(name, elems * (bytes_per ? bytes_per : a));
-  };
-  auto at = [&](std::uint32_t id, std::uint64_t elems, std::uint64_t bytes_per = 0) {
-    return TensorAccess{id, elems * (bytes_per ? bytes_per : a)};
-  };
   auto add = [&](OpKind k, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,
                  std::vector<TensorAccess> writes, std::uint32_t launches) -> trace::Op& {
     return ops.add(k, group, flops, std::move(reads), std::move(writes), launches);
@@ -188,11 +178,11 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) {
   // Values (ComfyUI's layers.py and math.py at a125cd84). The double blocks' streams: a block's img and txt inputs
   // stay alive until it returns (forward_orig's `img, txt = block(img=img, txt=txt, ...)` holds them); img's
   // residuals make new values, txt's (`txt += ...`) work in place. The single blocks' x is updated in place too.
-  const std::uint32_t vec = value("vec", B * h), silu_vec = value("silu(vec)", B * h), pe = value("pe", S * hd * 8, 1);
-  const std::uint32_t txt = value("txt", St * h), img[2] = {value("img", Si * h), value("img'", Si * h)},
-                      x = value("x (joint)", S * h);
-  const std::uint32_t mods[2] = {value("img_mod", B * 6 * h), value("txt_mod", B * 6 * h)};
-  const std::uint32_t normed = value("norm(x)", S * h), gated = value("apply_mod(y, gate)", S * h);
+  const std::uint32_t vec = ops.value("vec", B * h), silu_vec = ops.value("silu(vec)", B * h), pe = ops.value("pe", S * hd * 8, 1);
+  const std::uint32_t txt = ops.value("txt", St * h), img[2] = {ops.value("img", Si * h), ops.value("img'", Si * h)},
+                      x = ops.value("x (joint)", S * h);
+  const std::uint32_t mods[2] = {ops.value("img_mod", B * 6 * h), ops.value("txt_mod", B * 6 * h)};
+  const std::uint32_t normed = ops.value("norm(x)", S * h), gated = ops.value("apply_mod(y, gate)", S * h);
   struct StreamValues {
     std::uint32_t modulated, qkv, q, k, proj, mlp_in, hidden, gelu, mlp_out;
   };
@@ -203,26 +193,26 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) {
                         v("_mlp.1", rows * m),      v("_mlp.2", rows * h)};
   };
   const StreamValues iv = stream_values("img", Si), tv = stream_values("txt", St);
-  const std::uint32_t cq = value("cat(q)", S * h), ck = value("cat(k)", S * h), cv = value("cat(v)", S * h);
-  const std::uint32_t q_f32 = value("rope: q.to(fp32)", S * h, 4), pe0 = value("rope: pe[0] * q[0]", S * h, 4),
-                      pe1 = value("rope: pe[1] * q[1]", S * h, 4), sum = value("rope: sum", S * h, 4),
-                      q_r = value("q", S * h), k_r = value("k", S * h), sdpa = value("sdpa", S * h),
-                      attn = value("attn", S * h);
-  const std::uint32_t single_mod = value("single mod", B * 3 * h), final_mod = value("final mod", B * 2 * h);
-  const std::uint32_t lin1 = value("linear1(x)", S * (3 * h + m)), sq = value("single q", S * h),
-                      sk = value("single k", S * h), sgelu = value("mlp_act(mlp)", S * m), cat = value("cat(attn, mlp)", S * (h + m)),
-                      lin2 = value("linear2", S * h);
+  const std::uint32_t cq = ops.value("cat(q)", S * h), ck = ops.value("cat(k)", S * h), cv = ops.value("cat(v)", S * h);
+  const std::uint32_t q_f32 = ops.value("rope: q.to(fp32)", S * h, 4), pe0 = ops.value("rope: pe[0] * q[0]", S * h, 4),
+                      pe1 = ops.value("rope: pe[1] * q[1]", S * h, 4), sum = ops.value("rope: sum", S * h, 4),
+                      q_r = ops.value("q", S * h), k_r = ops.value("k", S * h), sdpa = ops.value("sdpa", S * h),
+                      attn = ops.value("attn", S * h);
+  const std::uint32_t single_mod = ops.value("single mod", B * 3 * h), final_mod = ops.value("final mod", B * 2 * h);
+  const std::uint32_t lin1 = ops.value("linear1(x)", S * (3 * h + m)), sq = ops.value("single q", S * h),
+                      sk = ops.value("single k", S * h), sgelu = ops.value("mlp_act(mlp)", S * m), cat = ops.value("cat(attn, mlp)", S * (h + m)),
+                      lin2 = ops.value("linear2", S * h);
 
   auto modulation = [&](std::int32_t g, std::uint32_t w, std::uint64_t outd, std::uint32_t to) {
-    add(OpKind::Elementwise, g, 4 * B * h, {at(vec, B * h)}, {at(silu_vec, B * h)}, DitLaunches::silu);
+    add(OpKind::Elementwise, g, 4 * B * h, {ops.at(vec, B * h)}, {ops.at(silu_vec, B * h)}, DitLaunches::silu);
     ops.linear(g, w, B, h, outd, silu_vec, to);
   };
   // apply_mod(y, gate) then the residual add: reads y, x and the gated value (written here), writes both; `to` == x
   // works in place.
   auto gated_residual = [&](std::int32_t g, std::uint64_t rows, std::uint32_t y, std::uint32_t from,
                             std::uint32_t to) -> trace::Op& {
-    trace::Op& op = add(OpKind::Elementwise, g, 2 * rows * h, {at(y, rows * h), at(from, rows * h)},
-                        {at(gated, rows * h), at(to, rows * h)}, DitLaunches::gated_residual);
+    trace::Op& op = add(OpKind::Elementwise, g, 2 * rows * h, {ops.at(y, rows * h), ops.at(from, rows * h)},
+                        {ops.at(gated, rows * h), ops.at(to, rows * h)}, DitLaunches::gated_residual);
     op.reread_bytes = rows * h * a;
     return op;
   };
@@ -232,9 +222,9 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) {
   // [rows, heads x head_dim] again. The concatenated q, k and v are attention()'s arguments until it returns.
   auto attention = [&](std::int32_t g, std::uint32_t q, std::uint32_t k, std::uint32_t v) {
     const std::uint64_t n = S * h, table = header_.tensors[pe].bytes;
-    trace::Op& rope = add(OpKind::Rope, g, 6 * 2 * n, {at(q, n), at(k, n), {pe, table}},
-                          {at(q_f32, n, 4), at(pe0, n, 4), at(pe1, n, 4), at(sum, n, 4), at(q_r, n),
-                           at(q_f32, n, 4), at(pe0, n, 4), at(pe1, n, 4), at(sum, n, 4), at(k_r, n)},
+    trace::Op& rope = add(OpKind::Rope, g, 6 * 2 * n, {ops.at(q, n), ops.at(k, n), {pe, table}},
+                          {ops.at(q_f32, n, 4), ops.at(pe0, n, 4), ops.at(pe1, n, 4), ops.at(sum, n, 4), ops.at(q_r, n),
+                           ops.at(q_f32, n, 4), ops.at(pe0, n, 4), ops.at(pe1, n, 4), ops.at(sum, n, 4), ops.at(k_r, n)},
                           2 * 5);
     rope.reread_bytes = 2 * n * 28 - table;
     ops.attention(g, B, heads, per_image, per_image, hd, q_r, k_r, v, sdpa, attn);
@@ -248,37 +238,37 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) {
     // A reference latent patchified (process_img's rearrange) and appended to the image's (torch.cat): two copies.
     std::uint32_t img_input = sampler_;
     if (Si > So) {
-      const std::uint32_t ref = value("reference patches", (Si - So) * model_.in_channels);
-      img_input = value("cat(img, reference)", Si * model_.in_channels);
-      add(OpKind::Elementwise, -1, 0, {at(sampler_, Si * model_.in_channels)},
-          {at(ref, (Si - So) * model_.in_channels), at(img_input, Si * model_.in_channels)}, 2)
+      const std::uint32_t ref = ops.value("reference patches", (Si - So) * model_.in_channels);
+      img_input = ops.value("cat(img, reference)", Si * model_.in_channels);
+      add(OpKind::Elementwise, -1, 0, {ops.at(sampler_, Si * model_.in_channels)},
+          {ops.at(ref, (Si - So) * model_.in_channels), ops.at(img_input, Si * model_.in_channels)}, 2)
           .reread_bytes = (Si - So) * model_.in_channels * a;
     }
     ops.linear(-1, img_in_, Si, model_.in_channels, h, img_input, img[0]);
-    const std::uint32_t ts = value("timestep_embedding", B * FluxConfig::kTimestepChannels), t1 = value("time_in.in_layer", B * h),
-                        t2 = value("time_in.silu", B * h), time_vec = value("time_in", B * h),
-                        guidance_vec = value("guidance_in", B * h), v3 = value("vector_in", B * h);
-    add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {at(sampler_, B)}, {at(ts, B * FluxConfig::kTimestepChannels)}, 6);
+    const std::uint32_t ts = ops.value("timestep_embedding", B * FluxConfig::kTimestepChannels), t1 = ops.value("time_in.in_layer", B * h),
+                        t2 = ops.value("time_in.silu", B * h), time_vec = ops.value("time_in", B * h),
+                        guidance_vec = ops.value("guidance_in", B * h), v3 = ops.value("vector_in", B * h);
+    add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {ops.at(sampler_, B)}, {ops.at(ts, B * FluxConfig::kTimestepChannels)}, 6);
     ops.linear(-1, time_in_[0], B, FluxConfig::kTimestepChannels, h, ts, t1);
-    add(OpKind::Elementwise, -1, 4 * B * h, {at(t1, B * h)}, {at(t2, B * h)}, DitLaunches::silu);
+    add(OpKind::Elementwise, -1, 4 * B * h, {ops.at(t1, B * h)}, {ops.at(t2, B * h)}, DitLaunches::silu);
     ops.linear(-1, time_in_[1], B, h, h, t2, time_vec);
     if (model_.guidance_embeds) {
-      add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {at(sampler_, B)}, {at(ts, B * FluxConfig::kTimestepChannels)}, 6);
+      add(OpKind::Elementwise, -1, 8 * B * FluxConfig::kTimestepChannels, {ops.at(sampler_, B)}, {ops.at(ts, B * FluxConfig::kTimestepChannels)}, 6);
       ops.linear(-1, guidance_in_[0], B, FluxConfig::kTimestepChannels, h, ts, t1);
-      add(OpKind::Elementwise, -1, 4 * B * h, {at(t1, B * h)}, {at(t2, B * h)}, DitLaunches::silu);
+      add(OpKind::Elementwise, -1, 4 * B * h, {ops.at(t1, B * h)}, {ops.at(t2, B * h)}, DitLaunches::silu);
       ops.linear(-1, guidance_in_[1], B, h, h, t2, guidance_vec);
     }
     ops.linear(-1, vector_in_[0], B, model_.pooled_dim, h, sampler_, t1);
-    add(OpKind::Elementwise, -1, 4 * B * h, {at(t1, B * h)}, {at(t2, B * h)}, DitLaunches::silu);
+    add(OpKind::Elementwise, -1, 4 * B * h, {ops.at(t1, B * h)}, {ops.at(t2, B * h)}, DitLaunches::silu);
     ops.linear(-1, vector_in_[1], B, h, h, t2, v3);
     {  // vec = vec + guidance_in(...) + vector_in(...): two adds
-      std::vector<TensorAccess> reads{at(time_vec, B * h), at(v3, B * h)};
-      if (model_.guidance_embeds) reads.push_back(at(guidance_vec, B * h));
-      add(OpKind::Elementwise, -1, 2 * B * h, std::move(reads), {at(vec, B * h)}, 2).reread_bytes =
+      std::vector<TensorAccess> reads{ops.at(time_vec, B * h), ops.at(v3, B * h)};
+      if (model_.guidance_embeds) reads.push_back(ops.at(guidance_vec, B * h));
+      add(OpKind::Elementwise, -1, 2 * B * h, std::move(reads), {ops.at(vec, B * h)}, 2).reread_bytes =
           model_.guidance_embeds ? 0 : B * h * a;
     }
     ops.linear(-1, txt_in_, St, model_.context_dim, h, sampler_, txt);
-    add(OpKind::Other, -1, 8 * S * hd, {at(sampler_, S * 3)}, {at(pe, S * hd * 8, 1)}, 30);
+    add(OpKind::Other, -1, 8 * S * hd, {ops.at(sampler_, S * 3)}, {ops.at(pe, S * hd * 8, 1)}, 30);
 
     for (std::int32_t b = 0; b < D; ++b) {
       const DoubleBlock& blk = double_[static_cast<std::size_t>(b)];
@@ -295,8 +285,8 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) {
       ops.rms_norm(b, blk.txt.q_norm, St, h, tv.qkv, tv.q);
       ops.rms_norm(b, blk.txt.k_norm, St, h, tv.qkv, tv.k);
       add(OpKind::Elementwise, b, 0,
-          {at(iv.q, Si * h), at(tv.q, St * h), at(iv.k, Si * h), at(tv.k, St * h), at(iv.qkv, Si * h), at(tv.qkv, St * h)},
-          {at(cq, S * h), at(ck, S * h), at(cv, S * h)}, 3 * DitLaunches::concat);  // cat(txt, img) q, k, v
+          {ops.at(iv.q, Si * h), ops.at(tv.q, St * h), ops.at(iv.k, Si * h), ops.at(tv.k, St * h), ops.at(iv.qkv, Si * h), ops.at(tv.qkv, St * h)},
+          {ops.at(cq, S * h), ops.at(ck, S * h), ops.at(cv, S * h)}, 3 * DitLaunches::concat);  // cat(txt, img) q, k, v
       attention(b, cq, ck, cv);
       for (const auto& [sv, rows, from, to] :
            {std::tuple<const StreamValues&, std::uint64_t, std::uint32_t, std::uint32_t>{iv, Si, img_in, img_out},
@@ -308,18 +298,18 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) {
         const Stream& weights = sv.qkv == iv.qkv ? blk.img : blk.txt;
         ops.modulated_norm(b, rows, h, DitLaunches::modulated_norm, mid, normed, sv.mlp_in);
         ops.linear(b, weights.mlp_in, rows, h, m, sv.mlp_in, sv.hidden);
-        add(OpKind::Elementwise, b, 8 * rows * m, {at(sv.hidden, rows * m)}, {at(sv.gelu, rows * m)}, DitLaunches::gelu);
+        add(OpKind::Elementwise, b, 8 * rows * m, {ops.at(sv.hidden, rows * m)}, {ops.at(sv.gelu, rows * m)}, DitLaunches::gelu);
         ops.linear(b, weights.mlp_out, rows, m, h, sv.gelu, sv.mlp_out).keeps = {sv.mlp_in};
         // img's second residual makes the block's output from the first's (which it frees); txt's is in place again.
         gated_residual(b, rows, sv.mlp_out, mid, to == txt ? txt : img_out);
       }
       trace::Op* last_op = &out.ops.back();
       if (d == WeightDtype::Fp16)  // layers.py: txt = nan_to_num(txt) in fp16 (into a new tensor: a new value)
-        last_op = &add(OpKind::Elementwise, b, St * h, {at(txt, St * h)}, {at(txt, St * h)}, 1);
+        last_op = &add(OpKind::Elementwise, b, St * h, {ops.at(txt, St * h)}, {ops.at(txt, St * h)}, 1);
       last_op->keeps = {img_in, mods[0], mods[1], iv.modulated, iv.qkv, iv.q, iv.k, tv.modulated, tv.qkv, tv.q, tv.k, attn};
     }
     // img = cat(txt, img), then the single blocks over the joint sequence (x += ...: in place).
-    add(OpKind::Elementwise, D, 0, {at(txt, St * h), at(img[D % 2], Si * h)}, {at(x, S * h)}, DitLaunches::concat);
+    add(OpKind::Elementwise, D, 0, {ops.at(txt, St * h), ops.at(img[D % 2], Si * h)}, {ops.at(x, S * h)}, DitLaunches::concat);
     for (std::int32_t b = 0; b < Sg; ++b) {
       const SingleBlock& blk = single_[static_cast<std::size_t>(b)];
       const std::int32_t g = D + b;
@@ -329,11 +319,11 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) {
       ops.rms_norm(g, blk.q_norm, S, h, lin1, sq);
       ops.rms_norm(g, blk.k_norm, S, h, lin1, sk);
       attention(g, sq, sk, lin1);
-      add(OpKind::Elementwise, g, 8 * S * m, {at(lin1, S * m)}, {at(sgelu, S * m)}, DitLaunches::gelu);
-      add(OpKind::Elementwise, g, 0, {at(attn, S * h), at(sgelu, S * m)}, {at(cat, S * (h + m))}, DitLaunches::concat);
+      add(OpKind::Elementwise, g, 8 * S * m, {ops.at(lin1, S * m)}, {ops.at(sgelu, S * m)}, DitLaunches::gelu);
+      add(OpKind::Elementwise, g, 0, {ops.at(attn, S * h), ops.at(sgelu, S * m)}, {ops.at(cat, S * (h + m))}, DitLaunches::concat);
       ops.linear(g, blk.linear2, S, h + m, h, cat, lin2);
       trace::Op* last_op = &gated_residual(g, S, lin2, x, x);
-      if (d == WeightDtype::Fp16) last_op = &add(OpKind::Elementwise, g, S * h, {at(x, S * h)}, {at(x, S * h)}, 1);
+      if (d == WeightDtype::Fp16) last_op = &add(OpKind::Elementwise, g, S * h, {ops.at(x, S * h)}, {ops.at(x, S * h)}, 1);
       last_op->keeps = {single_mod, lin1, sq, sk, attn};  // the block's locals
     }
     // Final layer on the image rows (the joint sequence's image part, a view).
@@ -345,10 +335,10 @@ void FluxTraceGenerator::build_iteration(trace::Step& out) {
   }
   // The sampler's update of every forward's latent (ComfyUI's model wrapper and an Euler step: about ten small kernels).
   const std::uint64_t fw = options_.image.forwards(), latent = So * model_.out_channels;
-  std::vector<TensorAccess> reads{at(sampler_, 2 * latent * fw)};
+  std::vector<TensorAccess> reads{ops.at(sampler_, 2 * latent * fw)};
   for (std::uint32_t forward = 0; forward < fw; ++forward)
-    reads.push_back(at(values_("out " + std::to_string(forward), Si * model_.out_channels * a), latent));
-  add(OpKind::Elementwise, D + Sg, 10 * latent * fw, std::move(reads), {at(sampler_, 2 * latent * fw)}, 10);
+    reads.push_back(ops.at(values_("out " + std::to_string(forward), Si * model_.out_channels * a), latent));
+  add(OpKind::Elementwise, D + Sg, 10 * latent * fw, std::move(reads), {ops.at(sampler_, 2 * latent * fw)}, 10);
 }
 
 }  // namespace tiersim::model

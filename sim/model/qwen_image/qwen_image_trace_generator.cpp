@@ -143,9 +143,7 @@ std::uint32_t QwenImageTraceGenerator::add_tensor(TensorKind kind, std::uint64_t
 }
 
 std::uint32_t QwenImageTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in, std::uint64_t out) {
-  const std::uint32_t id = add_tensor(TensorKind::Weight, linear_bytes(in, out, options_.dtype), group, name);
-  parameters_.set(id, linear_parameter_bytes(in, out, options_.dtype));
-  return id;
+  return parameters_.add(header_, group, name, linear_parameter_bytes(in, out, options_.dtype));
 }
 
 bool QwenImageTraceGenerator::next(trace::Step& out) {
@@ -193,10 +191,7 @@ void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass, std
   // A pass's values (its rows differ from another pass's: the negative prompt's length).
   const std::string pre = "pass " + std::to_string(index) + ": ";
   auto value = [&](const std::string& name, std::uint64_t elems, std::uint64_t bytes_per = 0) {
-    return values_(pre + name, elems * (bytes_per ? bytes_per : a));
-  };
-  auto at = [&](std::uint32_t id, std::uint64_t elems, std::uint64_t bytes_per = 0) {
-    return TensorAccess{id, elems * (bytes_per ? bytes_per : a)};
+    return ops.value(pre + name, elems, bytes_per);
   };
   auto add = [&](OpKind k, std::int32_t group, std::uint64_t flops, std::vector<TensorAccess> reads,
                  std::vector<TensorAccess> writes, std::uint32_t launches) -> trace::Op& {
@@ -205,7 +200,7 @@ void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass, std
   const std::uint32_t temb = value("temb", B * h), silu_temb = value("silu(temb)", B * h),
                       pe = value("rotary table", S * hd * 12, 1);
   auto silu = [&](std::int32_t g) {
-    add(OpKind::Elementwise, g, 4 * B * h, {at(temb, B * h)}, {at(silu_temb, B * h)}, DitLaunches::silu);
+    add(OpKind::Elementwise, g, 4 * B * h, {ops.at(temb, B * h)}, {ops.at(silu_temb, B * h)}, DitLaunches::silu);
   };
   // Per stream (image, text): the block's input (held by the caller until the block returns), then two new values
   // (each residual makes one): three in rotation. The block's locals: both norms and modulated norms, the attention's
@@ -232,22 +227,22 @@ void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass, std
   // table (per axis arange/linspace, pow, einsum, cos/sin, stack, the cast to the model's dtype: about 38 kernels),
   // img_in, txt_norm and txt_in on the text, the timestep's sinusoid (6 kernels) through linear_1, SiLU, linear_2.
   std::uint32_t packed = value("packed latent", Si * lat);
-  add(OpKind::Elementwise, -1, 0, {at(sampler_, Si * lat)}, {at(packed, Si * lat)}, 1);
+  add(OpKind::Elementwise, -1, 0, {ops.at(sampler_, Si * lat)}, {ops.at(packed, Si * lat)}, 1);
   // A reference latent: packed as the image's (above) and appended to it (torch.cat, one copy of both).
   if (ref > 0) {
     const std::uint32_t joined = value("cat(latent, reference)", Si * lat);
-    add(OpKind::Elementwise, -1, 0, {at(packed, Si * lat)}, {at(joined, Si * lat)}, 1);
+    add(OpKind::Elementwise, -1, 0, {ops.at(packed, Si * lat)}, {ops.at(joined, Si * lat)}, 1);
     packed = joined;
   }
-  add(OpKind::Other, -1, 8 * S * hd, {at(sampler_, S * 3)}, {at(pe, S * hd * 12, 1)}, 38);
+  add(OpKind::Other, -1, 8 * S * hd, {ops.at(sampler_, S * 3)}, {ops.at(pe, S * hd * 12, 1)}, 38);
   ops.linear(-1, img_in_, Si, lat, h, packed, sv[0].x[0]);
   const std::uint32_t txt_normed = value("txt_norm", St * model_.context_dim);
   ops.rms_norm(-1, txt_norm_, St, model_.context_dim, sampler_, txt_normed);
   ops.linear(-1, txt_in_, St, model_.context_dim, h, txt_normed, sv[1].x[0]);
   const std::uint32_t ts = value("timestep sinusoid", B * T), t1 = value("timestep linear_1", B * h);
-  add(OpKind::Elementwise, -1, 8 * B * T, {at(sampler_, B)}, {at(ts, B * T)}, 6);
+  add(OpKind::Elementwise, -1, 8 * B * T, {ops.at(sampler_, B)}, {ops.at(ts, B * T)}, 6);
   ops.linear(-1, time_[0], B, T, h, ts, t1);
-  add(OpKind::Elementwise, -1, 4 * B * h, {at(t1, B * h)}, {at(silu_temb, B * h)}, DitLaunches::silu);
+  add(OpKind::Elementwise, -1, 4 * B * h, {ops.at(t1, B * h)}, {ops.at(silu_temb, B * h)}, DitLaunches::silu);
   ops.linear(-1, time_[1], B, h, h, silu_temb, temb);
 
   for (std::size_t bi = 0; bi < blocks_.size(); ++bi) {
@@ -274,13 +269,13 @@ void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass, std
       ops.rms_norm(g, w[s]->k_norm, sv[s].rows, h, sv[s].k0, sv[s].k);
     }
     add(OpKind::Elementwise, g, 0,
-        {at(sv[1].q, St * h), at(sv[0].q, Si * h), at(sv[1].k, St * h), at(sv[0].k, Si * h), at(sv[1].v, St * h),
-         at(sv[0].v, Si * h)},
-        {at(jq, S * h), at(jk, S * h), at(jv, S * h)}, 3 * DitLaunches::concat);
+        {ops.at(sv[1].q, St * h), ops.at(sv[0].q, Si * h), ops.at(sv[1].k, St * h), ops.at(sv[0].k, Si * h), ops.at(sv[1].v, St * h),
+         ops.at(sv[0].v, Si * h)},
+        {ops.at(jq, S * h), ops.at(jk, S * h), ops.at(jv, S * h)}, 3 * DitLaunches::concat);
     {
       const std::uint64_t n = S * h, table = header_.tensors[pe].bytes;
-      trace::Op& rope = add(OpKind::Rope, g, 3 * 2 * n, {at(jq, n), at(jk, n), {pe, table}},
-                            {at(p1, n), at(p2, n), at(rq, n), at(p1, n), at(p2, n), at(rk, n)}, 2 * 3);
+      trace::Op& rope = add(OpKind::Rope, g, 3 * 2 * n, {ops.at(jq, n), ops.at(jk, n), {pe, table}},
+                            {ops.at(p1, n), ops.at(p2, n), ops.at(rq, n), ops.at(p1, n), ops.at(p2, n), ops.at(rk, n)}, 2 * 3);
       rope.reread_bytes = 4 * n * a - table;
     }
     ops.attention(g, B, model_.heads, per_image, per_image, hd, rq, rk, jv, sdpa, joint);
@@ -291,18 +286,18 @@ void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass, std
       trace::Op& proj = ops.linear(g, w[s]->out, sv[s].rows, h, h, joint, sv[s].attn_out);
       if (s == 1) proj.keeps = {sv[0].q, sv[0].k, sv[0].v, sv[1].q, sv[1].k, sv[1].v, rq, rk, jv};
       const std::uint64_t r = sv[s].rows;
-      add(OpKind::Elementwise, g, 2 * r * h, {at(sv[s].attn_out, r * h), at(sv[s].x[in], r * h)},
-          {at(sv[s].gated, r * h), at(sv[s].x[mid], r * h)}, DitLaunches::gated_residual)
+      add(OpKind::Elementwise, g, 2 * r * h, {ops.at(sv[s].attn_out, r * h), ops.at(sv[s].x[in], r * h)},
+          {ops.at(sv[s].gated, r * h), ops.at(sv[s].x[mid], r * h)}, DitLaunches::gated_residual)
           .reread_bytes = r * h * a;  // gate * output (a temporary), then the add reads it
     }
     for (int s = 0; s < 2; ++s) {
       const std::uint64_t r = sv[s].rows;
       ops.modulated_norm(g, r, h, DitLaunches::modulated_norm, sv[s].x[mid], sv[s].normed2, sv[s].modulated2);
       ops.linear(g, w[s]->mlp_in, r, h, m, sv[s].modulated2, sv[s].hidden);
-      add(OpKind::Elementwise, g, 8 * r * m, {at(sv[s].hidden, r * m)}, {at(sv[s].gelu, r * m)}, DitLaunches::gelu);
+      add(OpKind::Elementwise, g, 8 * r * m, {ops.at(sv[s].hidden, r * m)}, {ops.at(sv[s].gelu, r * m)}, DitLaunches::gelu);
       ops.linear(g, w[s]->mlp_out, r, m, h, sv[s].gelu, sv[s].mlp);
-      trace::Op& last_op = add(OpKind::Elementwise, g, 2 * r * h, {at(sv[s].x[mid], r * h), at(sv[s].mlp, r * h)},
-                               {at(sv[s].x[next], r * h)}, 1);
+      trace::Op& last_op = add(OpKind::Elementwise, g, 2 * r * h, {ops.at(sv[s].x[mid], r * h), ops.at(sv[s].mlp, r * h)},
+                               {ops.at(sv[s].x[next], r * h)}, 1);
       last_op.reread_bytes = r * h * a;  // the gate, read per token
       if (s == 1)
         last_op.keeps = {sv[0].x[in], sv[1].x[in], sv[0].mod, sv[1].mod, sv[0].normed, sv[0].modulated, sv[1].normed,
@@ -320,7 +315,7 @@ void QwenImageTraceGenerator::build_pass(trace::Step& out, const Pass& pass, std
   ops.modulated_norm(last, Si, h, DitLaunches::modulated_norm, sv[0].x[final_x], sv[0].normed, sv[0].modulated);
   const std::uint64_t o = model_.out_features();
   ops.linear(last, proj_out_, Si, h, o, sv[0].modulated, proj);
-  add(OpKind::Elementwise, last, 0, {at(proj, B * image * o)}, {at(out_pass, B * image * o)}, 1)  // the image's rows, unpacked
+  add(OpKind::Elementwise, last, 0, {ops.at(proj, B * image * o)}, {ops.at(out_pass, B * image * o)}, 1)  // the image's rows, unpacked
       .keeps = {sv[1].x[final_x]};  // the text stream: _forward's local
 }
 

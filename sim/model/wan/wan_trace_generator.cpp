@@ -148,9 +148,7 @@ std::uint32_t WanTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes
 }
 
 std::uint32_t WanTraceGenerator::add_linear(std::int32_t group, const std::string& name, std::uint64_t in, std::uint64_t out) {
-  const std::uint32_t id = add_tensor(TensorKind::Weight, linear_bytes(in, out, options_.dtype), group, name);
-  parameters_.set(id, linear_parameter_bytes(in, out, options_.dtype));
-  return id;
+  return parameters_.add(header_, group, name, linear_parameter_bytes(in, out, options_.dtype));
 }
 
 bool WanTraceGenerator::next(trace::Step& out) {
@@ -171,12 +169,6 @@ void WanTraceGenerator::build_iteration(trace::Step& out) {
   out.ops.clear();
   DitOps ops(out, header_, options_.dtype, values_, nullptr, options_.fp8_scaled);
   const std::uint64_t a = ops.act_bytes();
-  auto value = [&](const char* name, std::uint64_t elems, std::uint64_t bytes_per = 0) {
-    return values_(name, elems * (bytes_per ? bytes_per : a));
-  };
-  auto at = [&](std::uint32_t id, std::uint64_t elems, std::uint64_t bytes_per = 0) {
-    return trace::TensorAccess{id, elems * (bytes_per ? bytes_per : a)};
-  };
   // With a start image the timestep is one per latent frame (model_base.WAN22.process_timestep): the time MLPs and
   // the modulations run on B x F rows, and every modulation a block (or the head) applies is expanded to its tokens
   // (comfy/ldm/wan/model.py repeat_e: torch.repeat_interleave) where it is used, read in full by its addcmul.
@@ -184,44 +176,44 @@ void WanTraceGenerator::build_iteration(trace::Step& out) {
   const std::uint64_t R = rows * h;  // elements of one token-wide activation
   // The residual stream: a block's input stays alive until the block returns (forward_orig's `x = block(x, ...)`
   // holds it), so its output is another value: the blocks alternate between two.
-  const std::uint32_t stream[2] = {value("x", R), value("x'", R)};
-  const std::uint32_t x_attn = value("x + self_attn", R), x_cross = value("x + cross_attn", R);
-  const std::uint32_t normed = value("norm(x)", R), modulated = value("modulated norm(x)", R);
-  const std::uint32_t q0 = value("q(x)", R), q1 = value("norm_q(q(x))", R), k0 = value("k(x)", R),
-                      k1 = value("norm_k(k(x))", R), f32 = value("rope: x.to(fp32)", R, 4),
-                      rotated = value("rope: x_out (fp32)", R, 4), q = value("q", R), k = value("k", R), v = value("v(x)", R),
-                      sdpa = value("sdpa", R), attn = value("attention", R), y = value("y", R);
-  const std::uint32_t ctx = value("context", text_rows * h), cq0 = value("cross q(x)", R), cq = value("cross q", R),
-                      ck0 = value("cross k(context)", text_rows * h), ck = value("cross k", text_rows * h),
-                      cv = value("cross v", text_rows * h), csdpa = value("cross sdpa", R), cattn = value("cross attention", R),
-                      cy = value("cross_attn(x)", R);
-  const std::uint32_t hidden = value("ffn.0(x)", rows * ffn), gelu = value("gelu", rows * ffn);
-  const std::uint32_t e0 = value("e0 (time_projection)", BF * 6 * h), e = value("e (time_embedding)", BF * h),
-                      e6 = value("block e", BF * 6 * h);
-  const std::uint32_t freqs = value("rope table", T * hd * 8, 1);
+  const std::uint32_t stream[2] = {ops.value("x", R), ops.value("x'", R)};
+  const std::uint32_t x_attn = ops.value("x + self_attn", R), x_cross = ops.value("x + cross_attn", R);
+  const std::uint32_t normed = ops.value("norm(x)", R), modulated = ops.value("modulated norm(x)", R);
+  const std::uint32_t q0 = ops.value("q(x)", R), q1 = ops.value("norm_q(q(x))", R), k0 = ops.value("k(x)", R),
+                      k1 = ops.value("norm_k(k(x))", R), f32 = ops.value("rope: x.to(fp32)", R, 4),
+                      rotated = ops.value("rope: x_out (fp32)", R, 4), q = ops.value("q", R), k = ops.value("k", R), v = ops.value("v(x)", R),
+                      sdpa = ops.value("sdpa", R), attn = ops.value("attention", R), y = ops.value("y", R);
+  const std::uint32_t ctx = ops.value("context", text_rows * h), cq0 = ops.value("cross q(x)", R), cq = ops.value("cross q", R),
+                      ck0 = ops.value("cross k(context)", text_rows * h), ck = ops.value("cross k", text_rows * h),
+                      cv = ops.value("cross v", text_rows * h), csdpa = ops.value("cross sdpa", R), cattn = ops.value("cross attention", R),
+                      cy = ops.value("cross_attn(x)", R);
+  const std::uint32_t hidden = ops.value("ffn.0(x)", rows * ffn), gelu = ops.value("gelu", rows * ffn);
+  const std::uint32_t e0 = ops.value("e0 (time_projection)", BF * 6 * h), e = ops.value("e (time_embedding)", BF * h),
+                      e6 = ops.value("block e", BF * 6 * h);
+  const std::uint32_t freqs = ops.value("rope table", T * hd * 8, 1);
   // Per-frame modulations expanded to the tokens (start image only): a shift, a scale and its 1 + scale at a norm,
   // a gate at a residual.
-  const std::uint32_t shift = F > 1 ? value("repeat_e(shift)", R) : 0, scale = F > 1 ? value("repeat_e(scale)", R) : 0,
-                      scale1 = F > 1 ? value("1 + repeat_e(scale)", R) : 0, gate = F > 1 ? value("repeat_e(gate)", R) : 0;
+  const std::uint32_t shift = F > 1 ? ops.value("repeat_e(shift)", R) : 0, scale = F > 1 ? ops.value("repeat_e(scale)", R) : 0,
+                      scale1 = F > 1 ? ops.value("1 + repeat_e(scale)", R) : 0, gate = F > 1 ? ops.value("repeat_e(gate)", R) : 0;
   // repeat_e at a modulated norm (two chunks of `chunks` read: shift and scale, then 1 + scale) and at a gated residual.
   auto expand_norm = [&](std::int32_t g, std::uint32_t chunks) {
     // 1 + scale reads the expanded scale; the norm's addcmul reads the shift and 1 + scale (counted here).
-    ops.add(OpKind::Elementwise, g, R, {{chunks, 2 * BF * h * a}}, {at(shift, R), at(scale, R), at(scale1, R)}, 3)
+    ops.add(OpKind::Elementwise, g, R, {{chunks, 2 * BF * h * a}}, {ops.at(shift, R), ops.at(scale, R), ops.at(scale1, R)}, 3)
         .reread_bytes = 3 * R * a;
   };
   // repeat_e of a gate; its addcmul reads the expanded gate again, counted here as well as in the residual (a double
   // count from before the generator named its values, kept so that the validated iterations' times stay as they were).
   auto expand_gate = [&](std::int32_t g) {
-    ops.add(OpKind::Elementwise, g, 0, {at(e6, BF * h)}, {at(gate, R)}, 1).reread_bytes = R * a;
+    ops.add(OpKind::Elementwise, g, 0, {ops.at(e6, BF * h)}, {ops.at(gate, R)}, 1).reread_bytes = R * a;
   };
   // The gated residual addcmul(x, y, gate): the gate read per token, from the block's e (one row per video) or its
   // expanded value.
   auto gated_residual = [&](std::int32_t g, std::uint32_t x, std::uint32_t in, std::uint32_t to) -> trace::Op& {
-    trace::Op& op = ops.add(OpKind::Elementwise, g, 2 * R, {at(x, R), at(in, R)}, {at(to, R)}, 1);
+    trace::Op& op = ops.add(OpKind::Elementwise, g, 2 * R, {ops.at(x, R), ops.at(in, R)}, {ops.at(to, R)}, 1);
     if (F > 1) {
-      op.reads.push_back(at(gate, R));
+      op.reads.push_back(ops.at(gate, R));
     } else {
-      op.reads.push_back(at(e6, BF * h));
+      op.reads.push_back(ops.at(e6, BF * h));
       op.reread_bytes = R * a - BF * h * a;
     }
     return op;
@@ -232,31 +224,31 @@ void WanTraceGenerator::build_iteration(trace::Step& out) {
     // Embeddings (forward_orig): the latent cast to fp32 and the Conv3d patch embedding (cuDNN, TF32 allowed
     // by PyTorch's default), cast back; the timestep's sinusoid, time_embedding, time_projection; the text
     // through text_embedding; the rotary table over (t, h, w) ids (rope_encode, EmbedND: about 30 kernels).
-    const std::uint32_t lat32 = value("x.float()", latent, 4), patch32 = value("patch_embedding(x)", R, 4);
-    ops.add(OpKind::Elementwise, -1, latent, {at(sampler_, latent)}, {at(lat32, latent, 4)}, 1);
-    ops.add(OpKind::Gemm, -1, 2 * rows * pv * model_.in_channels * h, {ops.whole(patch_embedding_), at(lat32, latent, 4)},
-            {at(patch32, R, 4)}, 1, "tf32");
-    ops.add(OpKind::Elementwise, -1, R, {at(patch32, R, 4)}, {at(stream[0], R)}, 2);  // .to(dtype), flatten
-    const std::uint32_t sinusoid = value("sinusoid", BF * model_.freq_dim), t1 = value("time_embedding.0", BF * h),
-                        t2 = value("time_embedding.1", BF * h), t3 = value("time_projection.0", BF * h);
-    ops.add(OpKind::Elementwise, -1, 8 * BF * model_.freq_dim, {at(sampler_, BF)}, {at(sinusoid, BF * model_.freq_dim)}, 6);
+    const std::uint32_t lat32 = ops.value("x.float()", latent, 4), patch32 = ops.value("patch_embedding(x)", R, 4);
+    ops.add(OpKind::Elementwise, -1, latent, {ops.at(sampler_, latent)}, {ops.at(lat32, latent, 4)}, 1);
+    ops.add(OpKind::Gemm, -1, 2 * rows * pv * model_.in_channels * h, {ops.whole(patch_embedding_), ops.at(lat32, latent, 4)},
+            {ops.at(patch32, R, 4)}, 1, "tf32");
+    ops.add(OpKind::Elementwise, -1, R, {ops.at(patch32, R, 4)}, {ops.at(stream[0], R)}, 2);  // .to(dtype), flatten
+    const std::uint32_t sinusoid = ops.value("sinusoid", BF * model_.freq_dim), t1 = ops.value("time_embedding.0", BF * h),
+                        t2 = ops.value("time_embedding.1", BF * h), t3 = ops.value("time_projection.0", BF * h);
+    ops.add(OpKind::Elementwise, -1, 8 * BF * model_.freq_dim, {ops.at(sampler_, BF)}, {ops.at(sinusoid, BF * model_.freq_dim)}, 6);
     ops.linear(-1, time_embedding_[0], BF, model_.freq_dim, h, sinusoid, t1);
-    ops.add(OpKind::Elementwise, -1, 4 * BF * h, {at(t1, BF * h)}, {at(t2, BF * h)}, DitLaunches::silu);
+    ops.add(OpKind::Elementwise, -1, 4 * BF * h, {ops.at(t1, BF * h)}, {ops.at(t2, BF * h)}, DitLaunches::silu);
     ops.linear(-1, time_embedding_[1], BF, h, h, t2, e);
-    ops.add(OpKind::Elementwise, -1, 4 * BF * h, {at(e, BF * h)}, {at(t3, BF * h)}, DitLaunches::silu);
+    ops.add(OpKind::Elementwise, -1, 4 * BF * h, {ops.at(e, BF * h)}, {ops.at(t3, BF * h)}, DitLaunches::silu);
     ops.linear(-1, time_projection_, BF, h, 6 * h, t3, e0);
-    const std::uint32_t c0 = value("text_embedding.0", text_rows * h), c1 = value("text_embedding.1", text_rows * h);
+    const std::uint32_t c0 = ops.value("text_embedding.0", text_rows * h), c1 = ops.value("text_embedding.1", text_rows * h);
     ops.linear(-1, text_embedding_[0], text_rows, model_.text_dim, h, sampler_, c0);  // the encoded prompt
-    ops.add(OpKind::Elementwise, -1, 8 * text_rows * h, {at(c0, text_rows * h)}, {at(c1, text_rows * h)}, DitLaunches::gelu);
+    ops.add(OpKind::Elementwise, -1, 8 * text_rows * h, {ops.at(c0, text_rows * h)}, {ops.at(c1, text_rows * h)}, DitLaunches::gelu);
     ops.linear(-1, text_embedding_[1], text_rows, h, h, c1, ctx);
-    ops.add(OpKind::Other, -1, 8 * T * hd, {at(sampler_, T * 3)}, {at(freqs, T * hd * 8, 1)}, 30);
+    ops.add(OpKind::Other, -1, 8 * T * hd, {ops.at(sampler_, T * 3)}, {ops.at(freqs, T * hd * 8, 1)}, 30);
 
     for (std::size_t i = 0; i < blocks_.size(); ++i) {
       const Block& blk = blocks_[i];
       const auto g = static_cast<std::int32_t>(i);
       const std::uint32_t x = stream[i % 2], next = stream[(i + 1) % 2];
       // e = (modulation + e0).chunk(6): the parameter cast to the activations' dtype and added.
-      ops.add(OpKind::Elementwise, g, BF * 6 * h, {ops.whole(blk.modulation), at(e0, BF * 6 * h)}, {at(e6, BF * 6 * h)}, 2);
+      ops.add(OpKind::Elementwise, g, BF * 6 * h, {ops.whole(blk.modulation), ops.at(e0, BF * 6 * h)}, {ops.at(e6, BF * 6 * h)}, 2);
       // Self-attention on the modulated norm, which stays alive (the call's argument) until self_attn returns.
       if (F > 1) expand_norm(g, e6);
       {
@@ -279,7 +271,7 @@ void WanTraceGenerator::build_iteration(trace::Step& out) {
       // Cross-attention to the text: norm3 (LayerNorm with weights), q over the video, k and v over the text.
       std::uint32_t cross_in = x_attn;
       if (model_.cross_attn_norm) {
-        ops.add(OpKind::Norm, g, 8 * R, {ops.whole(blk.norm3), at(x_attn, R)}, {at(normed, R)}, 1);
+        ops.add(OpKind::Norm, g, 8 * R, {ops.whole(blk.norm3), ops.at(x_attn, R)}, {ops.at(normed, R)}, 1);
         cross_in = normed;
       }
       ops.linear(g, blk.cross.q, rows, h, h, cross_in, cq0);
@@ -289,7 +281,7 @@ void WanTraceGenerator::build_iteration(trace::Step& out) {
       ops.linear(g, blk.cross.v, text_rows, h, h, ctx, cv);
       ops.attention(g, B, heads, T, L, hd, cq, ck, cv, csdpa, cattn);
       ops.linear(g, blk.cross.o, rows, h, h, cattn, cy).keeps = {cross_in};
-      ops.add(OpKind::Elementwise, g, R, {at(x_attn, R), at(cy, R)}, {at(x_cross, R)}, 1);  // x = x + cross
+      ops.add(OpKind::Elementwise, g, R, {ops.at(x_attn, R), ops.at(cy, R)}, {ops.at(x_cross, R)}, 1);  // x = x + cross
       // FFN on the modulated norm (alive until ffn returns), gated back: addcmul(x, y, e5).
       if (F > 1) expand_norm(g, e6);
       {
@@ -297,16 +289,16 @@ void WanTraceGenerator::build_iteration(trace::Step& out) {
         if (F > 1) op.keeps = {shift, scale1};
       }
       ops.linear(g, blk.ffn_in, rows, h, ffn, modulated, hidden);
-      ops.add(OpKind::Elementwise, g, 8 * rows * ffn, {at(hidden, rows * ffn)}, {at(gelu, rows * ffn)}, DitLaunches::gelu);
+      ops.add(OpKind::Elementwise, g, 8 * rows * ffn, {ops.at(hidden, rows * ffn)}, {ops.at(gelu, rows * ffn)}, DitLaunches::gelu);
       ops.linear(g, blk.ffn_out, rows, ffn, h, gelu, y).keeps = {modulated};
       if (F > 1) expand_gate(g);
       gated_residual(g, x_cross, y, next).keeps = {x, e6};  // the block's input and its e, until it returns
     }
     // Head: (modulation + e).chunk(2), the modulated norm, the Linear to patch x out_channels.
     const auto last = static_cast<std::int32_t>(blocks_.size());
-    const std::uint32_t x = stream[blocks_.size() % 2], eh = value("head e", BF * 2 * h);
+    const std::uint32_t x = stream[blocks_.size() % 2], eh = ops.value("head e", BF * 2 * h);
     const std::uint32_t out_f = values_("out " + std::to_string(forward), rows * pv * model_.out_channels * a);
-    ops.add(OpKind::Elementwise, last, BF * 2 * h, {ops.whole(head_modulation_), at(e, BF * h)}, {at(eh, BF * 2 * h)}, 2);
+    ops.add(OpKind::Elementwise, last, BF * 2 * h, {ops.whole(head_modulation_), ops.at(e, BF * h)}, {ops.at(eh, BF * 2 * h)}, 2);
     if (F > 1) expand_norm(last, eh);
     {
       trace::Op& op = ops.modulated_norm(last, rows, h, DitLaunches::modulated_norm, x, normed, modulated);
@@ -317,10 +309,10 @@ void WanTraceGenerator::build_iteration(trace::Step& out) {
   // Unpatchify and the sampler's guidance and Euler step over every forward's output (about ten small kernels).
   const auto last = static_cast<std::int32_t>(blocks_.size());
   const std::uint64_t fw = im.forwards(), out_elems = rows * pv * model_.out_channels;
-  std::vector<trace::TensorAccess> reads{at(sampler_, 2 * latent * fw)};
+  std::vector<trace::TensorAccess> reads{ops.at(sampler_, 2 * latent * fw)};
   for (std::uint32_t forward = 0; forward < fw; ++forward)
-    reads.push_back(at(values_("out " + std::to_string(forward), out_elems * a), out_elems));
-  ops.add(OpKind::Elementwise, last, 5 * 2 * latent * fw, std::move(reads), {at(sampler_, 2 * latent * fw)}, 10);
+    reads.push_back(ops.at(values_("out " + std::to_string(forward), out_elems * a), out_elems));
+  ops.add(OpKind::Elementwise, last, 5 * 2 * latent * fw, std::move(reads), {ops.at(sampler_, 2 * latent * fw)}, 10);
 }
 
 }  // namespace tiersim::model
