@@ -9,15 +9,9 @@
 namespace tiersim {
 namespace {
 
-nlohmann::json run_json(const std::string& args) {
-  const auto r = testing::run_sim(args + " --json", false);
-  EXPECT_EQ(r.code, 0) << r.out;
-  return nlohmann::json::parse(r.out);
-}
-
 TEST(DiffusionMemory, IterationsReplayTheTracesOwnAllocationsThroughTheCachingAllocator) {
   const std::string flux = "--model traces/models/flux.1-dev.json --steps 3 --hw h100-measured --runtime pytorch-hf-h100 ";
-  const auto resident = run_json(flux + "--policy resident");
+  const auto resident = testing::run_sim_json(flux + "--policy resident");
   const auto& m = resident["pytorch_memory"];
   ASSERT_TRUE(m.contains("iteration_peak_allocated_bytes")) << m.dump();
   const double allocated = m["iteration_peak_allocated_bytes"], reserved = m["iteration_peak_reserved_bytes"];
@@ -27,10 +21,10 @@ TEST(DiffusionMemory, IterationsReplayTheTracesOwnAllocationsThroughTheCachingAl
   EXPECT_NEAR(allocated, resident["memory_per_tier"]["cuda:0"]["peak_bytes"].get<double>() - reserve, 1e-3 * allocated);
   EXPECT_GT(reserved, allocated);
   // Offloaded weights copied in per op: less allocated than resident, by about what stays off the GPU.
-  const auto offloaded = run_json(flux + "--policy bytes --offload-gb 8");
+  const auto offloaded = testing::run_sim_json(flux + "--policy bytes --offload-gb 8");
   EXPECT_LT(offloaded["pytorch_memory"]["iteration_peak_allocated_bytes"].get<double>(), allocated - 7e9);
   // Weights in managed memory: not modelled, and the JSON says why.
-  const auto managed = run_json(flux + "--policy um");
+  const auto managed = testing::run_sim_json(flux + "--policy um");
   EXPECT_NE(managed["pytorch_memory"]["not_modelled"].get<std::string>().find("managed memory"), std::string::npos);
   // The activations stay device memory under managed memory (transient values, not managed ranges): on cuda:0.
   EXPECT_GT(managed["memory_per_tier"]["cuda:0"]["activation_bytes"].get<double>(), 100e6);

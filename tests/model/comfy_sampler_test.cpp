@@ -13,12 +13,6 @@
 namespace tiersim::model {
 namespace {
 
-nlohmann::json run_json(const std::string& args) {
-  const auto r = testing::run_sim(args + " --json", false);
-  EXPECT_EQ(r.code, 0) << r.out;
-  return nlohmann::json::parse(r.out);
-}
-
 TEST(ComfySampler, TheEstimateIsComfyUIsMemoryRequiredPerPrompt) {
   // Wan 14B at 832x480 x 81 frames: latent 1 x 16 x 21 x 60 x 104 -> area 131,040; bf16; memory_usage_factor
   // 5120 / 2222: 131040 x 2 x 0.01 x 2.3042 x 2^20 bytes.
@@ -63,25 +57,25 @@ TEST(ComfySampler, APromptApartIsASecondForwardOfTheSameArithmetic) {
 TEST(ComfySampler, ThePromptsShareABatchOnlyWhenComfyUIsEstimateFits) {
   const std::string wan = "--model traces/models/wan2.1-t2v-14b.json --dtype fp8 --steps 1 --policy resident ";
   // On an 80 GB H100 the two prompts share one forward.
-  const auto big = run_json(wan + "--hw h100-measured");
+  const auto big = testing::run_sim_json(wan + "--hw h100-measured");
   EXPECT_EQ(big["trace"]["cfg_forwards"], 1);
   EXPECT_FALSE(big["trace"].contains("comfy_cond_batch"));
   // On a 24 GB card 14.3 GB of fp8 weights leave about 10 GB free, less than 1.5 x the 12.66 GB ComfyUI estimates for
   // the two: one forward after the other, each with half the activations.
-  const auto small = run_json(wan + "--hw rtx4090");
+  const auto small = testing::run_sim_json(wan + "--hw rtx4090");
   EXPECT_EQ(small["trace"]["cfg_forwards"], 2);
   const double estimate = small["trace"]["comfy_cond_batch"]["estimate_bytes"].get<double>();
   const double free = small["trace"]["comfy_cond_batch"]["free_bytes"].get<double>();
   EXPECT_GE(1.5 * estimate, free);
   EXPECT_NEAR(estimate, 2 * 131040.0 * 2 * 0.01 * (5120.0 / 2222) * 1048576, 2);
   // The same card told it has 48 GB: the rule flips at 1.5 x the estimate.
-  const auto roomy = run_json(wan + "--hw rtx4090 --set 'gpu.memory=48 GiB'");
+  const auto roomy = testing::run_sim_json(wan + "--hw rtx4090 --set 'gpu.memory=48 GiB'");
   EXPECT_EQ(roomy["trace"]["cfg_forwards"], 1);
   // Apart, the iteration does the same arithmetic in two forwards; its activations peak lower.
-  const auto batched_peak = run_json(wan + "--hw rtx4090 --set 'gpu.memory=48 GiB'")["vram_peak_bytes"].get<double>();
+  const auto batched_peak = testing::run_sim_json(wan + "--hw rtx4090 --set 'gpu.memory=48 GiB'")["vram_peak_bytes"].get<double>();
   EXPECT_LT(small["vram_peak_bytes"].get<double>(), batched_peak);
   // cfg 1 runs one prompt: nothing to batch.
-  const auto unguided = run_json(wan + "--hw rtx4090 --cfg 1");
+  const auto unguided = testing::run_sim_json(wan + "--hw rtx4090 --cfg 1");
   EXPECT_FALSE(unguided["trace"].contains("cfg_forwards"));
   // The console says why.
   const auto text = testing::run_sim(wan + "--hw rtx4090", false);
@@ -95,12 +89,12 @@ TEST(ComfySampler, ThePromptsShareABatchOnlyWhenComfyUIsEstimateFits) {
 
 TEST(ComfySampler, QwenImagesEqualLengthPromptsFollowTheSameRule) {
   const std::string q = "--model traces/models/qwen-image.json --dtype fp8 --steps 1 --negative-tokens 100 --policy resident ";
-  EXPECT_EQ(run_json(q + "--hw h100-measured")["trace"]["cfg_forwards"], 1);
-  const auto small = run_json(q + "--hw rtx4090 --resolution 2048x2048");
+  EXPECT_EQ(testing::run_sim_json(q + "--hw h100-measured")["trace"]["cfg_forwards"], 1);
+  const auto small = testing::run_sim_json(q + "--hw rtx4090 --resolution 2048x2048");
   EXPECT_EQ(small["trace"]["cfg_forwards"], 2);
   EXPECT_TRUE(small["trace"].contains("comfy_cond_batch"));
   // Unequal lengths never share a batch (CONDRegular), whatever the memory.
-  const auto apart = run_json("--model traces/models/qwen-image.json --dtype fp8 --steps 1 --policy resident --hw h100-measured");
+  const auto apart = testing::run_sim_json("--model traces/models/qwen-image.json --dtype fp8 --steps 1 --policy resident --hw h100-measured");
   EXPECT_EQ(apart["trace"]["cfg_forwards"], 2);
   EXPECT_FALSE(apart["trace"].contains("comfy_cond_batch"));
 }

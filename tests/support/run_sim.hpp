@@ -1,11 +1,13 @@
 #pragma once
 // Runs the `sim` binary as a user would, for the command-line and robustness tests: bad input must end
 // in a message and an exit code, never a signal.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace tiersim::testing {
@@ -34,6 +36,13 @@ inline std::string scratch_file(const std::string& name, const std::string& text
   const std::string path = std::string(TIERSIM_BINARY_DIR) + "/robustness_" + name;
   std::ofstream(path, std::ios::binary) << text;
   return path;
+}
+
+// A run expected to succeed (checked), its standard output parsed as the JSON of `args --json`.
+inline nlohmann::json run_sim_json(const std::string& args) {
+  const SimRun r = run_sim(args + " --json", false);
+  EXPECT_EQ(r.code, 0) << r.out;
+  return nlohmann::json::parse(r.out);
 }
 
 }  // namespace tiersim::testing
