@@ -129,6 +129,9 @@ TEST(TraceReader, TransientUsesNeedAValueAndKeepsNameTransients) {
   expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0 write=1\nstep decode tokens=1\nop gemv layer=0 read=1 write=2\nend\n",
                8, "read");
   expect_error(head + "step decode tokens=1\nop gemv layer=0 read=0 write=1 reread=x\nend\n", 6, "reread");
+  // The generator's transient peak, read by capacity checks: a byte count.
+  expect_error("tiersim-trace 1\nmeta transient_peak -5\ntensor 0 weight 1000 0 w\nstep decode tokens=1\nop gemv layer=0 read=0\nend\n",
+               2, "transient_peak");
   const std::string good =
       head + "step decode tokens=1\nop gemv layer=0 read=0 write=1\nop gemv layer=0 read=1 write=2 reread=64 keep=1\nend\n";
   auto r = reader(good);
