@@ -193,6 +193,33 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     else same->second = (same->second + eff) / 2;
   }
   std::sort(attention.begin(), attention.end());
+  // cuDNN convolutions (experiments/calibrate/conv_rate.py --csv, an --extra file: conv3d_bf16_c96x96_k3x3x3_t6_384x512,
+  // conv2d_bf16_c384x192_k3x3_t4_192x256): the rate over the best bf16 GEMM by kernel and channels, each at its output
+  // positions (the FLOPs over 2 x kernel volume x in x out); rows of equal positions averaged.
+  std::map<std::string, std::vector<std::pair<double, double>>> convolution;
+  for (const RawRow* r : raw.find("convolution", "conv")) {
+    const std::string& v = r->variant;
+    const std::size_t c = v.find("_c"), x = v.find('x', c), k = v.find("_k", x), t = v.find("_t", k);
+    trace::ConvShape shape;
+    bool ok = c != std::string::npos && x != std::string::npos && k != std::string::npos && t != std::string::npos;
+    try {
+      if (ok) {
+        shape.in = static_cast<std::uint32_t>(std::stoul(v.substr(c + 2, x - c - 2)));
+        shape.out = static_cast<std::uint32_t>(std::stoul(v.substr(x + 1, k - x - 1)));
+        ok = trace::parse_conv_kernel(std::string_view(v).substr(k + 2, t - k - 2), shape) && shape.in > 0 && shape.out > 0;
+      }
+    } catch (const std::exception&) {
+      ok = false;
+    }
+    if (!ok) throw InputError(raw.file, 0, "convolution," + v, "expected a variant conv3d_bf16_cINxOUT_kKERNEL_t...");
+    const double eff = std::clamp(r->rate() / best_bf16, 0.01, 1.0);
+    const double positions = shape.positions(static_cast<std::uint64_t>(r->work));
+    auto& pts = convolution[shape.kernel_name() + ":" + std::to_string(shape.in) + ":" + std::to_string(shape.out)];
+    auto same = std::find_if(pts.begin(), pts.end(), [&](const auto& p) { return p.first == positions; });
+    if (same == pts.end()) pts.emplace_back(positions, eff);
+    else same->second = (same->second + eff) / 2;
+  }
+  for (auto& [key, pts] : convolution) std::sort(pts.begin(), pts.end());
   const RawRow* launch = need("launch", "device_empty");
   const double kernel_min = launch->median / launch->work;
   const RawRow* issue = need("launch", "issue_and_run_empty");
@@ -271,6 +298,10 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                                        (attention.empty() ? std::string()
                                                           : "attention_efficiency = torch SDPA without a mask (sdpa_rate.py, ComfyUI's "
                                                             "cuDNN-first priority) over the best bf16 GEMM, by the op's FLOPs; ") +
+                                       (convolution.empty() ? std::string()
+                                                            : "convolution_efficiency = torch conv2d/conv3d bf16 on cuDNN "
+                                                              "(conv_rate.py, layout transposes included) over the best "
+                                                              "bf16 GEMM, by kernel and channels, by output positions; ") +
                                        (best_fp32 > 0 ? "fp32 = best cuBLAS fp32 GEMM without TF32; tf32/fp8"
                                                       : std::string("fp32/tf32/fp8")) +
                                        " rates from base preset '" + base.name + "' (datasheet)") << "\n"
@@ -298,6 +329,18 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       y << b;
     }
     y << "]\n";
+  }
+  if (!convolution.empty()) {
+    y << "  convolution_efficiency:\n";
+    for (const auto& [key, pts] : convolution) {
+      y << "    \"" << key << "\": [";
+      for (std::size_t i = 0; i < pts.size(); ++i) {
+        char b[64];
+        std::snprintf(b, sizeof b, "%s[%.0f, %.4f]", i ? ", " : "", pts[i].first, pts[i].second);
+        y << b;
+      }
+      y << "]\n";
+    }
   }
 
   y << "host:\n"

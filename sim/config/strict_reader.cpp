@@ -273,27 +273,31 @@ std::vector<std::pair<double, double>> Section::row_count_points(const std::stri
 }
 
 std::vector<std::pair<double, double>> Section::flop_efficiency_points(const std::string& key) {
+  return efficiency_points(key, "an op's FLOPs");
+}
+
+std::vector<std::pair<double, double>> Section::efficiency_points(const std::string& key, const std::string& size) {
   YAML::Node pts = require(key);
-  if (!pts.IsSequence() || pts.size() == 0) fail_at(pts, full(key), "expected a list of [FLOPs, efficiency] pairs");
+  if (!pts.IsSequence() || pts.size() == 0) fail_at(pts, full(key), "expected a list of [size, efficiency] pairs (" + size + ")");
   std::vector<std::pair<double, double>> out;
   for (const auto& p : pts) {
     if (!p.IsSequence() || p.size() != 2 || !p[0].IsScalar() || !p[1].IsScalar())
-      fail_at(p, full(key), "each point is [2.9e10, 0.46]: an op's FLOPs and the share of the dtype's rate it reaches");
+      fail_at(p, full(key), "each point is [2.9e10, 0.46]: " + size + " and the share of the dtype's rate it reaches");
     try {
       std::size_t used = 0, used_eff = 0;
-      const double flops = std::stod(p[0].Scalar(), &used);
-      if (used != p[0].Scalar().size() || !(flops >= 1 && flops <= 1e18))
-        throw std::invalid_argument("the FLOPs must be a number from 1 to 1e18");
+      const double at = std::stod(p[0].Scalar(), &used);
+      if (used != p[0].Scalar().size() || !(at >= 1 && at <= 1e18))
+        throw std::invalid_argument("the size (" + size + ") must be a number from 1 to 1e18");
       const double eff = std::stod(p[1].Scalar(), &used_eff);
       if (used_eff != p[1].Scalar().size() || !(eff >= 0.01 && eff <= 1))
         throw std::invalid_argument("the efficiency must be a number from 0.01 to 1");
-      if (!out.empty() && flops <= out.back().first) throw std::invalid_argument("FLOPs must ascend");
-      out.emplace_back(flops, eff);
+      if (!out.empty() && at <= out.back().first) throw std::invalid_argument("the sizes (" + size + ") must ascend");
+      out.emplace_back(at, eff);
     } catch (const std::out_of_range&) {
       fail_at(p, full(key), "a number out of range");
     } catch (const std::invalid_argument& e) {
       const std::string what = e.what();
-      fail_at(p, full(key), what == "stod" ? "expected [FLOPs, efficiency]: two numbers" : what);
+      fail_at(p, full(key), what == "stod" ? "expected [size, efficiency]: two numbers" : what);
     }
   }
   return out;

@@ -53,6 +53,8 @@ class Section {
   // A list of [FLOPs, efficiency] pairs with ascending FLOPs (1 to 1e18) and efficiencies from 0.01 to 1: what share of
   // the dtype's rate a kind of kernel reaches at an op's size.
   std::vector<std::pair<double, double>> flop_efficiency_points(const std::string& key);
+  // The same with another size than FLOPs (`size`, as the messages name it: "a convolution's output positions").
+  std::vector<std::pair<double, double>> efficiency_points(const std::string& key, const std::string& size);
 
   // A mapping of ggml weight types (lower case: q4_k, q8_0, f16; ggml.c type_traits' names) to
   // bandwidths or FLOP rates; an unknown type is an error naming it.

@@ -21,10 +21,15 @@ GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std:
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates) {
   GpuOpCost c;
   const double rate = op.dtype.empty() ? rates.gpu : hw.gpu_rate(op.dtype);
-  // Attention over every key has its own measured rate by size; everything else the GEMM's efficiency.
+  // Attention over every key and convolutions have their own measured rates by size; everything else the GEMM's
+  // efficiency.
   const bool own_rate = op.unmasked && op.kind == trace::OpKind::Attention && !hw.gpu.attention_efficiency.empty();
-  const double efficiency = own_rate ? log_interpolated_rate(hw.gpu.attention_efficiency, static_cast<double>(op.flops))
-                                     : hw.gpu.compute_efficiency;
+  double efficiency = own_rate ? log_interpolated_rate(hw.gpu.attention_efficiency, static_cast<double>(op.flops))
+                               : hw.gpu.compute_efficiency;
+  if (!op.conv.empty()) {
+    const double share = hw.gpu.convolution_share(op.conv, op.conv.positions(op.flops));
+    if (share > 0) efficiency = share;
+  }
   c.compute_seconds = static_cast<double>(op.flops) / (rate * efficiency);
   c.memory_bytes = static_cast<double>(trace::op_bytes(op));
   c.local_rate = hw.gpu.memory_bandwidth * hw.gpu.memory_efficiency;

@@ -45,6 +45,20 @@ double ManagedMemorySpec::fresh_touch_seconds(double bytes) const {
   return bytes / log_interpolated_rate(fresh_touch, bytes);
 }
 
+double GpuSpec::convolution_share(const trace::ConvShape& shape, double positions) const {
+  const ConvolutionRate* best = nullptr;
+  double best_distance = 0;
+  for (const ConvolutionRate& c : convolution_efficiency) {
+    if (c.shape.two_d() != shape.two_d() || c.shape.kernel[0] != shape.kernel[0] || c.shape.kernel[1] != shape.kernel[1] ||
+        c.shape.kernel[2] != shape.kernel[2])
+      continue;
+    const double d = std::abs(std::log(static_cast<double>(c.shape.in) / shape.in)) +
+                     std::abs(std::log(static_cast<double>(c.shape.out) / shape.out));
+    if (!best || d < best_distance) best = &c, best_distance = d;  // the first of equals: the profile's order
+  }
+  return best ? log_interpolated_rate(best->points, positions) : -1.0;
+}
+
 namespace {
 double pick_rate(const std::map<std::string, double>& rates, const std::string& dtype) {
   auto it = rates.find(dtype);

@@ -38,6 +38,19 @@ struct GpuSpec {
   // share of the dtype's rate), measured: it takes compute_efficiency's place for such an op (log-log interpolated,
   // held beyond the ends). Empty: compute_efficiency.
   std::vector<std::pair<double, double>> attention_efficiency;
+  // cuDNN convolutions as PyTorch calls them (conv2d/conv3d on NCHW/NCDHW bf16: the layout transposes included), by
+  // kernel and channels, each (output positions, share of the dtype's rate), measured (experiments/calibrate/
+  // conv_rate.py): a trace op with `conv=` takes its kernel and channels' curve (log-log interpolated, held beyond the
+  // ends), or the nearest channel pair's of the same kernel, in compute_efficiency's place. Empty: compute_efficiency.
+  struct ConvolutionRate {
+    trace::ConvShape shape;
+    std::vector<std::pair<double, double>> points;
+  };
+  std::vector<ConvolutionRate> convolution_efficiency;
+  // The share of the dtype's rate a convolution of `positions` output positions reaches: its kernel and channels'
+  // curve, else the nearest channel pair's (in log of each channel count) of its kernel; -1 where the profile has
+  // none of its kernel.
+  double convolution_share(const trace::ConvShape& shape, double positions) const;
   double kernel_min_time = 0.0;      // shortest kernel, s (launch-to-completion on the device)
 };
 

@@ -64,6 +64,31 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     p.gpu.compute_efficiency = g.number("compute_efficiency", 0.01, 1.0);
     p.gpu.kernel_min_time = g.duration("kernel_min_time");
     if (g.has("attention_efficiency")) p.gpu.attention_efficiency = g.flop_efficiency_points("attention_efficiency");
+    if (g.has("convolution_efficiency")) {
+      // "KERNEL:IN:OUT": [[positions, efficiency], ...] (3x3x3:96:96, 3x3:384:192)
+      Section c = g.child("convolution_efficiency");
+      for (const std::string& key : c.keys()) {
+        trace::ConvShape shape;
+        const std::size_t a = key.find(':'), b = a == std::string::npos ? a : key.find(':', a + 1);
+        bool ok = b != std::string::npos && trace::parse_conv_kernel(std::string_view(key).substr(0, a), shape);
+        try {
+          std::size_t used_in = 0, used_out = 0;
+          const std::string in = ok ? key.substr(a + 1, b - a - 1) : "", out = ok ? key.substr(b + 1) : "";
+          const unsigned long ci = ok ? std::stoul(in, &used_in) : 0, co = ok ? std::stoul(out, &used_out) : 0;
+          ok = ok && used_in == in.size() && used_out == out.size() && ci >= 1 && co >= 1 && ci <= (1u << 20) &&
+               co <= (1u << 20);
+          shape.in = static_cast<std::uint32_t>(ci);
+          shape.out = static_cast<std::uint32_t>(co);
+        } catch (const std::exception&) {
+          ok = false;
+        }
+        if (!ok)
+          c.fail(key, "a convolution's key is KERNEL:IN:OUT (3x3x3:96:96, 3x3:384:192; sides 1 to 15, channels 1 to "
+                      "1048576)");
+        p.gpu.convolution_efficiency.push_back({shape, c.efficiency_points(key, "a convolution's output positions")});
+      }
+      c.finish();
+    }
     g.finish();
   }
   {

@@ -77,6 +77,15 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
     for (const auto& [flops, eff] : p.gpu.attention_efficiency) pts.push_back({flops, eff});
     j["gpu"]["attention_efficiency"] = pts;
   }
+  if (!p.gpu.convolution_efficiency.empty()) {
+    ordered_json conv = ordered_json::object();
+    for (const auto& c : p.gpu.convolution_efficiency) {
+      ordered_json pts = ordered_json::array();
+      for (const auto& [positions, eff] : c.points) pts.push_back({positions, eff});
+      conv[c.shape.kernel_name() + ":" + std::to_string(c.shape.in) + ":" + std::to_string(c.shape.out)] = pts;
+    }
+    j["gpu"]["convolution_efficiency"] = conv;
+  }
   j["host"] = {{"source", source(p, "host")},
                {"name", p.host.name},
                {"memory", quantity(p.host.memory, "B")},

@@ -1,6 +1,7 @@
 #include "trace/trace.hpp"
 
 #include <array>
+#include <string>
 #include <string_view>
 
 namespace tiersim::trace {
@@ -28,6 +29,46 @@ const char* to_string(StepKind k) { return kStepKinds[static_cast<std::size_t>(k
 bool parse_tensor_kind(std::string_view s, TensorKind& out) { return parse_enum(s, kTensorKinds, out); }
 bool parse_op_kind(std::string_view s, OpKind& out) { return parse_enum(s, kOpKinds, out); }
 bool parse_step_kind(std::string_view s, StepKind& out) { return parse_enum(s, kStepKinds, out); }
+
+std::string ConvShape::kernel_name() const {
+  std::string s;
+  for (int i = two_d() ? 1 : 0; i < 3; ++i) s += (s.empty() ? "" : "x") + std::to_string(kernel[i]);
+  return s;
+}
+
+double ConvShape::positions(std::uint64_t flops) const {
+  const double per = 2.0 * static_cast<double>(volume()) * in * out;
+  return per > 0 ? static_cast<double>(flops) / per : 0.0;
+}
+
+// "3x3x3" (frames x height x width) or "3x3": each side 1 to 15.
+bool parse_conv_kernel(std::string_view s, ConvShape& out) {
+  std::uint32_t sides[3] = {0, 0, 0};
+  int n = 0;
+  while (n < 3) {
+    std::size_t x = s.find('x');
+    std::string_view side = s.substr(0, x);
+    if (side.size() != 1 && side.size() != 2) return false;
+    std::uint32_t v = 0;
+    for (char c : side) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+    if (v < 1 || v > 15) return false;
+    sides[n++] = v;
+    if (x == std::string_view::npos) break;
+    s.remove_prefix(x + 1);
+    if (n == 3) return false;
+  }
+  if (n == 2) {
+    out.kernel[0] = 0, out.kernel[1] = sides[0], out.kernel[2] = sides[1];
+  } else if (n == 3) {
+    out.kernel[0] = sides[0], out.kernel[1] = sides[1], out.kernel[2] = sides[2];
+  } else {
+    return false;
+  }
+  return true;
+}
 
 std::string Header::default_dtype() const {
   auto it = meta.find("dtype");

@@ -40,6 +40,21 @@ struct TensorAccess {
   std::uint64_t offset = 0;
 };
 
+// A convolution as cuDNN runs it for PyTorch's conv2d/conv3d (format `conv=KERNEL:IN:OUT`, KERNEL `3x3x3` or `3x3`):
+// the hardware profile's measured rate for that kernel and channel pair (gpu.convolution_efficiency) prices the op.
+struct ConvShape {
+  std::uint32_t kernel[3] = {0, 0, 0};  // frames x height x width; frames 0 for a 2D convolution
+  std::uint32_t in = 0, out = 0;        // channels; 0: not a convolution
+  bool empty() const { return in == 0; }
+  bool two_d() const { return kernel[0] == 0; }
+  std::uint64_t volume() const { return std::uint64_t{two_d() ? 1 : kernel[0]} * kernel[1] * kernel[2]; }
+  // "3x3x3" or "3x3"
+  std::string kernel_name() const;
+  // The output positions (frames x pixels, batch included) an op of `flops` computes: flops / (2 x volume x in x out).
+  double positions(std::uint64_t flops) const;
+};
+bool parse_conv_kernel(std::string_view s, ConvShape& out);
+
 struct Op {
   OpKind kind = OpKind::Other;
   std::int32_t layer = 0;
@@ -74,6 +89,8 @@ struct Op {
   // again for every row or head (a DiT's modulation gate per token, the rotary table per head). Memory traffic, not
   // part of any tensor's size or lifetime. Format: `reread=BYTES`.
   std::uint64_t reread_bytes = 0;
+  // A convolution's kernel and channels (format `conv=3x3x3:96:96`); empty for every other op.
+  ConvShape conv;
 };
 
 struct Step {

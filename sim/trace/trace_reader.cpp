@@ -198,6 +198,19 @@ void TraceReader::parse_keeps(std::string_view list, std::vector<std::uint32_t>&
   if (out.empty()) fail("keep", "expected a list of tensor ids");
 }
 
+// `conv=3x3x3:96:96`: a gemm's convolution kernel and its in and out channels (1 to 2^20 each).
+void TraceReader::parse_conv(std::string_view value, Op& op) const {
+  const std::string what = "expected KERNEL:IN:OUT (3x3x3:96:96, 3x3:384:192; sides 1 to 15, channels 1 to 1048576), got '" +
+                           std::string(value) + "'";
+  const std::size_t a = value.find(':');
+  const std::size_t b = a == std::string_view::npos ? a : value.find(':', a + 1);
+  if (b == std::string_view::npos || !trace::parse_conv_kernel(value.substr(0, a), op.conv)) fail("conv", what);
+  if (!parse_int(value.substr(a + 1, b - a - 1), op.conv.in) || !parse_int(value.substr(b + 1), op.conv.out) ||
+      op.conv.in == 0 || op.conv.out == 0 || op.conv.in > (1u << 20) || op.conv.out > (1u << 20))
+    fail("conv", what);
+  if (op.kind != trace::OpKind::Gemm) fail("conv", "is for a gemm op (a convolution's implicit GEMM)");
+}
+
 void TraceReader::parse_op(std::string_view s, Op& op) const {
   std::string_view kind = next_token(s);
   if (!parse_op_kind(kind, op.kind)) fail("op", "unknown op kind '" + std::string(kind) + "'");
@@ -216,6 +229,7 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
   op.tokens = 0;
   op.keeps.clear();
   op.reread_bytes = 0;
+  op.conv = trace::ConvShape{};
   bool have_layer = false;
   for (std::string_view tok = next_token(s); !tok.empty(); tok = next_token(s)) {
     std::size_t eq = tok.find('=');
@@ -262,8 +276,10 @@ void TraceReader::parse_op(std::string_view s, Op& op) const {
         fail("reread", "must be a byte count from 0 to 1 PiB (1125899906842624), got '" + std::string(value) + "'");
     } else if (key == "keep") {
       parse_keeps(value, op.keeps);
+    } else if (key == "conv") {
+      parse_conv(value, op);
     } else {
-      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks, rows, tokens, mask, reread, keep)");
+      fail(std::string(key), "unknown op key (layer, flops, read, write, launches, gpu_us, host_us, dtype, syncs, blocks, rows, tokens, mask, reread, keep, conv)");
     }
   }
   if (!have_layer) fail("layer", "every op needs layer=N");

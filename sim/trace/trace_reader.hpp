@@ -27,6 +27,7 @@ class TraceReader final : public StepSource {
   void parse_op(std::string_view rest, Op& op) const;
   void parse_accesses(std::string_view key, std::string_view list, std::vector<TensorAccess>& out) const;
   void parse_keeps(std::string_view list, std::vector<std::uint32_t>& out) const;
+  void parse_conv(std::string_view value, Op& op) const;
 
   std::unique_ptr<std::istream> in_;
   std::string name_;

@@ -61,6 +61,7 @@ void write_step(std::ostream& out, const Header& header, const Step& step) {
     if (op.tokens) out << " tokens=" << op.tokens;
     if (op.reread_bytes) out << " reread=" << op.reread_bytes;
     for (std::size_t i = 0; i < op.keeps.size(); ++i) out << (i ? "," : " keep=") << op.keeps[i];
+    if (!op.conv.empty()) out << " conv=" << op.conv.kernel_name() << ':' << op.conv.in << ':' << op.conv.out;
     out << '\n';
   }
 }

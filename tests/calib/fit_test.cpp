@@ -63,7 +63,8 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
                             {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv",
                              "results/calib/h100-remote-gemm/remote_gemm.csv", "results/calib/h100-fresh-touch/fresh_touch.csv",
-                             "results/calib/h100-attention/attention.csv", "results/calib/h100-fresh-d2h/fresh_d2h.csv"},
+                             "results/calib/h100-attention/attention.csv", "results/calib/h100-fresh-d2h/fresh_d2h.csv",
+                             "results/calib/h100-convolution/convolution.csv"},
                             "results/validation/llamacpp/raw/cpu.csv", 16,
                             {"results/validation/llamacpp/raw/cpu_moe.csv",
                              "results/validation/llamacpp/raw/cpu_dense_same_host.csv"}}}) {

@@ -227,6 +227,59 @@ TEST(ProfileLoader, AttentionEfficiencyIsAnOptionalFlopsCurve) {
   }
 }
 
+TEST(ProfileLoader, ConvolutionEfficiencyIsOptionalCurvesByKernelAndChannels) {
+  const std::string yaml = testing::toy_profile_yaml("1 GiB", true);
+  EXPECT_TRUE(parse_profile(yaml, "toy.yaml").gpu.convolution_efficiency.empty());
+  auto with = [&](const std::string& value) {
+    std::string y = yaml;
+    y.insert(y.find("  kernel_min_time:"), "  convolution_efficiency: " + value + "\n");
+    return y;
+  };
+  const auto p = parse_profile(with("{\"3x3x3:96:96\": [[1e5, 0.2], [1e6, 0.25]], \"3x3:384:192\": [[1e4, 0.3]]}"), "toy.yaml");
+  ASSERT_EQ(p.gpu.convolution_efficiency.size(), 2u);
+  EXPECT_EQ(p.gpu.convolution_efficiency[0].shape.kernel_name(), "3x3x3");
+  EXPECT_EQ(p.gpu.convolution_efficiency[1].shape.kernel_name(), "3x3");
+  EXPECT_EQ(p.gpu.convolution_efficiency[1].shape.out, 192u);
+  EXPECT_DOUBLE_EQ(p.gpu.convolution_efficiency[0].points[1].first, 1e6);
+  for (const char* bad : {"{\"3x3x3:96\": [[1e5, 0.2]]}", "{\"3x3x3:96:0\": [[1e5, 0.2]]}", "{\"q:1:1\": [[1e5, 0.2]]}",
+                          "{\"3x3:1:1\": [[1e5, 2]]}", "{\"3x3:1:1\": []}", "[[1e5, 0.2]]"}) {
+    try {
+      parse_profile(with(bad), "bad.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.key()).find("gpu.convolution_efficiency"), std::string::npos) << bad << ": " << e.what();
+      EXPECT_EQ(e.file(), "bad.yaml");
+    }
+  }
+}
+
+// A convolution (`conv=`) runs at its kernel and channels' measured share, by output positions; without its pair, at
+// the nearest pair's of its kernel; without its kernel, or for an op that is not a convolution, at compute_efficiency.
+TEST(OpCost, ConvolutionRunsAtItsKernelsMeasuredRate) {
+  auto hw = testing::toy_profile().hw;
+  trace::Op op;
+  op.kind = trace::OpKind::Gemm;
+  op.conv.kernel[0] = op.conv.kernel[1] = op.conv.kernel[2] = 3;
+  op.conv.in = op.conv.out = 100;
+  op.flops = 2ull * 27 * 100 * 100 * 1'000'000;  // a million output positions
+  const double gemm_rate = gpu_op_seconds(hw, op, "bf16");
+  EXPECT_NEAR(gemm_rate, op.flops / (hw.gpu.compute["bf16"] * hw.gpu.compute_efficiency), 1e-15);
+  hw.gpu.convolution_efficiency = {{op.conv, {{1e4, 0.1}, {1e6, 0.4}}}};
+  EXPECT_NEAR(gpu_op_seconds(hw, op, "bf16"), op.flops / (hw.gpu.compute["bf16"] * 0.4), 1e-15);
+  op.flops /= 100;  // 1e4 positions
+  EXPECT_NEAR(gpu_op_seconds(hw, op, "bf16"), op.flops / (hw.gpu.compute["bf16"] * 0.1), 1e-15);
+  trace::ConvShape other = op.conv;
+  other.in = other.out = 400;  // farther from 100 x 100 than 200 x 200 is
+  trace::ConvShape near = op.conv;
+  near.in = near.out = 200;
+  hw.gpu.convolution_efficiency = {{other, {{1e4, 0.9}}}, {near, {{1e4, 0.2}}}};
+  EXPECT_NEAR(gpu_op_seconds(hw, op, "bf16"), op.flops / (hw.gpu.compute["bf16"] * 0.2), 1e-15);
+  trace::ConvShape flat = op.conv;
+  flat.kernel[0] = 0;  // a 2D 3x3 is another kernel
+  hw.gpu.convolution_efficiency = {{flat, {{1e4, 0.2}}}};
+  EXPECT_NEAR(gpu_op_seconds(hw, op, "bf16"), op.flops / (hw.gpu.compute["bf16"] * hw.gpu.compute_efficiency), 1e-15);
+}
+
 // Attention over every key (a DiT's SDPA, `mask=none`) runs at the profile's measured efficiency for its FLOPs,
 // log-log between points and held beyond them; other ops, and every op of a profile without the curve, at
 // compute_efficiency.

@@ -23,7 +23,7 @@ const char* kGood =
     "tensor 0 weight 1000 0 w0\n"
     "tensor 1 kv 500 0 kv0\n"
     "step prefill tokens=8\n"
-    "op gemm layer=0 flops=16000 read=0 write=1:100 launches=2 rows=50 tokens=4\n"
+    "op gemm layer=0 flops=16000 read=0 write=1:100 launches=2 rows=50 tokens=4 conv=3x3x3:96:48\n"
     "step decode tokens=2\n"
     "op attention layer=0 read=1:250 gpu_us=12.5 host_us=3 dtype=fp16 mask=none\n"
     "op elementwise layer=0 read=0 write=1:20 launches=20 dtype=q4_k syncs=1\n"
@@ -44,6 +44,10 @@ TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
   EXPECT_EQ(s.ops[0].launches, 2u);
   EXPECT_EQ(s.ops[0].rows, 50u);  // the weight's output rows (llama.cpp's MMQ is priced by them)
   EXPECT_EQ(s.ops[0].tokens, 4u);  // fewer rows than its step's 8
+  EXPECT_EQ(s.ops[0].conv.kernel_name(), "3x3x3");  // a cuDNN convolution, priced by its kernel and channels
+  EXPECT_EQ(s.ops[0].conv.in, 96u);
+  EXPECT_EQ(s.ops[0].conv.out, 48u);
+  EXPECT_DOUBLE_EQ(s.ops[0].conv.positions(16000), 16000.0 / (2 * 27 * 96 * 48));
   ASSERT_TRUE(r->next(s));
   EXPECT_EQ(s.kind, StepKind::Decode);
   ASSERT_EQ(s.ops.size(), 3u);
@@ -58,6 +62,7 @@ TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
   EXPECT_EQ(s.ops[1].blocks, 0u);
   EXPECT_EQ(s.ops[2].blocks, 32u);  // PyTorch's GroupNorm statistics: one block per sample and group
   EXPECT_EQ(s.ops[2].launches, 0u);  // in the kernel of the op before it
+  EXPECT_TRUE(s.ops[2].conv.empty());
   EXPECT_FALSE(r->next(s));
   EXPECT_FALSE(r->next(s));
 }
@@ -104,6 +109,10 @@ TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
   expect_error(head + "step prefill tokens=8\nop gemm layer=0 rows=0\nend\n", 4, "rows");
   expect_error(head + "step prefill tokens=8\nop gemm layer=0 rows=x\nend\n", 4, "rows");
   expect_error(head + "step prefill tokens=8\nop gemm layer=0 tokens=0\nend\n", 4, "tokens");
+  for (const char* bad : {"3x3x3:96", "3x3x3:0:96", "3x3x3:96:x", "3x3x3x3:1:1", "16x3:1:1", "3:1:1", "3x3x3:1:2097152",
+                          "axb:1:1", ":1:1", "3x3x3::1"})
+    expect_error(head + "step prefill tokens=8\nop gemm layer=0 conv=" + bad + "\nend\n", 4, "conv");
+  expect_error(head + "step prefill tokens=8\nop elementwise layer=0 conv=3x3:4:4\nend\n", 4, "conv");  // gemm only
   expect_error(head + "step decode tokens=1\nop gemv layer=0\n", 4, "end");  // truncated
   // Byte ranges: only in a version 2 trace, inside the tensor, with a byte count.
   const std::string head2 = "tiersim-trace 2\ntensor 0 weight 1000 0 w0\n";
