@@ -17,9 +17,14 @@ constexpr std::uint32_t kIterations = 3;
 std::optional<report::AllocatorMemory> diffusion_memory(const RunInputs& in, const TraceSpec& trace, const Simulation& sim) {
   report::AllocatorMemory a;
   a.iterations = true;
-  a.framework = "ComfyUI's sampler iterations, one GPU" +
-                (in.alloc_conf.empty() ? std::string() : ", PYTORCH_CUDA_ALLOC_CONF=" + in.alloc_conf);
   const trace::Header& h = sim.header;
+  // A VAE's decode: every decoder call, each another size of the growing video (WanVAE.decode).
+  const bool vae = h.meta.count("family") && h.meta.at("family") == "wan-vae";
+  a.framework = (vae ? "ComfyUI's VAE decode (WanVAE.decode, every decoder call), one GPU"
+                     : "ComfyUI's sampler iterations, one GPU") +
+                (in.alloc_conf.empty() ? std::string() : ", PYTORCH_CUDA_ALLOC_CONF=" + in.alloc_conf);
+  if (vae) a.iteration_label = "decode";
+  const std::uint32_t steps = vae ? 0xffffffffu : kIterations;
   const placement::Placement& p = sim.placement;
   bool transients = false;
   for (const auto& t : h.tensors) {
@@ -50,7 +55,7 @@ std::optional<report::AllocatorMemory> diffusion_memory(const RunInputs& in, con
   std::vector<std::uint64_t> value(h.tensors.size(), 0), staged;
   trace::Step step;
   trace::TransientLifetimes lifetimes;
-  for (std::uint32_t n = 1; n <= kIterations && source->next(step); ++n) {
+  for (std::uint32_t n = 1; n <= steps && source->next(step); ++n) {
     seq.step = n;
     seq.phase = "iteration";
     if (trace::derive_transient_lifetimes(source->header(), step, lifetimes))

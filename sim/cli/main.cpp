@@ -304,6 +304,14 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
                                       {o.experts_impl.has_value(), "--experts-impl"}})
       if (given) throw InputError("", 0, name, "is for a language model; '" + o.model + "' is a diffusion transformer "
                                                "(--resolution, --steps, --text-tokens, --negative-tokens, --frames, --cfg, --batch)");
+    if (family == model::ModelFamily::WanVae)  // a VAE's decode: only the video's size
+      for (const auto& [given, name] : {std::pair{o.steps.has_value(), "--steps"}, {o.cfg.has_value(), "--cfg"},
+                                        {o.text_tokens.has_value(), "--text-tokens"},
+                                        {o.negative_tokens.has_value(), "--negative-tokens"},
+                                        {o.reference.has_value(), "--reference"}, {o.start_image, "--start-image"},
+                                        {o.switch_step.has_value(), "--switch-step"}})
+        if (given) throw InputError("", 0, name, "is for a diffusion transformer; '" + o.model +
+                                                 "' is a VAE, whose decode takes --resolution and --frames");
     if (o.resolution) {
       unsigned w = 0, h = 0;
       char extra = 0;

@@ -5,6 +5,8 @@
 #include "model/flux/flux_trace_generator.hpp"
 #include "model/model_config.hpp"
 #include "model/qwen_image/qwen_image_trace_generator.hpp"
+#include "model/vae/wan_vae_config.hpp"
+#include "model/vae/wan_vae_decoder_trace_generator.hpp"
 #include "model/wan/wan_trace_generator.hpp"
 
 namespace tiersim::model {
@@ -14,6 +16,7 @@ const char* to_string(ModelFamily f) {
     case ModelFamily::Flux: return "flux";
     case ModelFamily::Wan: return "wan";
     case ModelFamily::QwenImage: return "qwen-image";
+    case ModelFamily::WanVae: return "wan-vae";
     case ModelFamily::Decoder: break;
   }
   return "decoder";
@@ -21,7 +24,7 @@ const char* to_string(ModelFamily f) {
 
 GenerationOptions::Image default_image(ModelFamily f) {
   GenerationOptions::Image im;
-  if (f == ModelFamily::Wan) {
+  if (f == ModelFamily::Wan || f == ModelFamily::WanVae) {
     im.width = 832;
     im.height = 480;
     im.frames = 81;
@@ -51,9 +54,11 @@ ModelFamily model_family(const std::string& path) {
   if (*cls == kFluxClass) return ModelFamily::Flux;
   if (*cls == kWanClass) return ModelFamily::Wan;
   if (*cls == kQwenImageClass) return ModelFamily::QwenImage;
+  if (*cls == "AutoencoderKLWan" || *cls == "AutoencoderKLQwenImage") return ModelFamily::WanVae;
   r.fail("_class_name", "unsupported diffusers class '" + *cls + "': " + kFluxClass + " (FLUX.1), " + kWanClass +
-                            " (Wan 2.1 text-to-video, Wan 2.2 TI2V-5B) and " + kQwenImageClass +
-                            " (Qwen-Image) are modelled; decoder LLMs are read from their config.json (model_type)");
+                            " (Wan 2.1 text-to-video, Wan 2.2 TI2V-5B), " + kQwenImageClass +
+                            " (Qwen-Image) and AutoencoderKLWan / AutoencoderKLQwenImage (their VAE's decode) are "
+                            "modelled; decoder LLMs are read from their config.json (model_type)");
 }
 
 std::unique_ptr<trace::StepSource> generate_trace(const std::string& path, const GenerationOptions& options) {
@@ -67,6 +72,12 @@ std::unique_ptr<trace::StepSource> generate_trace(const std::string& path, const
     case ModelFamily::Wan: return std::make_unique<WanTraceGenerator>(load_wan_config(path), options);
     case ModelFamily::QwenImage:
       return std::make_unique<QwenImageTraceGenerator>(load_qwen_image_config(path), options);
+    case ModelFamily::WanVae: {
+      // The decode of one latent: --resolution and --frames; ComfyUI's vae_dtype (bf16 on GPUs that have it).
+      if (options.batch != 1) throw InputError("", 0, "--batch", "the Wan VAE's decode is of one video (batch 1)");
+      return std::make_unique<WanVaeDecoderTraceGenerator>(load_wan_vae_config(path), options.image.width,
+                                                           options.image.height, options.image.frames, WeightDtype::Bf16);
+    }
     case ModelFamily::Decoder: break;
   }
   return std::make_unique<LlmTraceGenerator>(load_model_config(path), options);

@@ -177,8 +177,16 @@ void write_console(std::ostream& out, const Context& c) {
     line("s/iteration (median)", num("%.3f", s.iteration_median));
     line("iterations", std::to_string(s.iteration_steps));
   }
-  if (s.prefill_steps > 0) line("prefill", units::format_duration(s.prefill_seconds));
-  line("cuda:0 busy", num("%.0f%% of the ", 100.0 * s.gpu_busy_share) + step + " (its kernels and on-demand copies)");
+  // A VAE's decode (model/vae/wan_vae_decoder_trace_generator.hpp) is prefill steps, one per decoder call.
+  const bool vae = h.meta.count("family") && h.meta.at("family") == "wan-vae";
+  if (s.prefill_steps > 0 && vae)
+    line("VAE decode", units::format_duration(s.prefill_seconds) + " (" + std::to_string(s.prefill_steps) +
+                           (s.prefill_steps == 1 ? " decoder call" : " decoder calls, one per latent frame") + ")");
+  else if (s.prefill_steps > 0)
+    line("prefill", units::format_duration(s.prefill_seconds));
+  // The GPU's busy share is of the median decode step or iteration; a trace of prefill steps alone has neither.
+  if (s.decode_steps > 0 || s.iteration_steps > 0)
+    line("cuda:0 busy", num("%.0f%% of the ", 100.0 * s.gpu_busy_share) + step + " (its kernels and on-demand copies)");
   line(("H2D per " + step).c_str(), units::format_bytes(s.h2d_bytes_per_step));
   if (s.peer_bytes_per_step > 0) line(("peer per " + step).c_str(), units::format_bytes(s.peer_bytes_per_step));
   if (s.d2h_bytes_per_step > 0) line(("D2H per " + step).c_str(), units::format_bytes(s.d2h_bytes_per_step));
@@ -233,7 +241,7 @@ void write_console(std::ostream& out, const Context& c) {
                                     units::format_bytes(f.allocated) + " allocated, of " +
                                     units::format_bytes(a.capacity));
     } else if (a.iterations) {
-      line("PyTorch allocator", "iteration peak " + units::format_bytes(a.iteration_allocated) + " allocated, " +
+      line("PyTorch allocator", a.iteration_label + " peak " + units::format_bytes(a.iteration_allocated) + " allocated, " +
                                     units::format_bytes(a.iteration_reserved) + " reserved (" + a.framework + ")");
     } else {
       line("PyTorch allocator", "prefill peak " + units::format_bytes(a.prefill_allocated) + " allocated, " +

@@ -37,6 +37,7 @@ struct AllocatorMemory {
   double prefill_allocated = 0, prefill_reserved = 0, decode_allocated = 0, decode_reserved = 0;
   bool iterations = false;  // a diffusion model's: its iterations' peaks instead of prefill's and decode's
   double iteration_allocated = 0, iteration_reserved = 0;
+  std::string iteration_label = "iteration";  // what the iterations' peaks are of ("decode": a VAE's decoder calls)
   std::optional<AllocationFailure> oom;
 };
 
