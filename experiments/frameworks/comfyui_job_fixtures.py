@@ -10,6 +10,11 @@ tiersim's sim/pipeline/comfy_model_management (the rules in experiments/framewor
   ... comfyui_job_fixtures.py --wan-experts tests/fixtures/comfyui_expert_job.jsonl COMFYUI_DIR: Wan 2.2 A14B's two
   fp8 experts through two videos' KSamplerAdvanced nodes (high, low, high, low) at 832x480 x 81 frames, free VRAM
   80e9, 40e9, 24.5e9, 16e9, 12e9 (tiersim's sim/pipeline/expert_job).
+  ... comfyui_job_fixtures.py --wan-video tests/fixtures/comfyui_video_job.jsonl COMFYUI_DIR: a Wan video's whole
+  sampling and VAEDecode (sim run --video-job): Wan 2.2 A14B's two fp8 experts and the Wan 2.1 VAE (bf16) through
+  two videos (high, low, vae, high, low, vae), and Wan 2.1 14B fp8 with the VAE (sampler, vae, sampler, vae), 832x480 x
+  81 frames, at the same free VRAM sizes; the VAE node's request is comfy/sd.py VAE.decode's memory_used_decode
+  (7000 x latent height x width x 64 x 2 bytes) with no minimum.
 
 What runs unchanged: ComfyUI's comfy/model_management.py (load_models_gpu, free_memory, LoadedModel.model_load /
 model_unload, minimum_inference_memory, get_free_memory, ...) and comfy/model_patcher.py (ModelPatcher.load,
@@ -324,6 +329,52 @@ def main_wan(out_path, src):
     print("%d cases" % len(rows))
 
 
+def gen_weights(model, extra):
+    """A model's weight tensors from `sim gen` (name, bytes), and its meta comfy_memory_per_cond where it has one."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.trace")
+        subprocess.run([SIM, "gen", "--model", os.path.join(ROOT, "traces", "models", model), "-o", path] + extra,
+                       check=True, capture_output=True)
+        weights, per_cond = [], None
+        for line in open(path):
+            parts = line.split()
+            if parts[:1] == ["tensor"] and parts[2] == "weight":
+                weights.append((parts[5], int(parts[3])))
+            if parts[:2] == ["meta", "comfy_memory_per_cond"]:
+                per_cond = float(parts[2])
+        return weights, per_cond
+
+
+def main_wan_video(out_path, src):
+    logging.disable(logging.CRITICAL)
+    video = ["--resolution", "832x480", "--frames", "81"]
+    vae, _ = gen_weights("wan2.1-vae.json", video)
+    vae_request = (7000 * 60 * 104 * 64 * 2, None)  # comfy/sd.py VAE.decode: memory_used_decode, no minimum
+    rows = []
+    expert, per_cond = wan_experts()
+    weights = {"high": expert, "low": list(expert), "vae": vae}
+    sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
+    est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond}
+    job = {"names": ["high", "low", "vae"], "sequences": {"two videos": ["high", "low", "vae", "high", "low", "vae"]},
+           "node_model": {"high": "high", "low": "low", "vae": "vae"},
+           "requests": {"high": (2 * per_cond, per_cond), "low": (2 * per_cond, per_cond), "vae": vae_request}}
+    rows += [dict(run_case(src, weights, sizes, est, free, seq, job), model="wan2.2-t2v-a14b")
+             for free in WAN_FREES for seq in job["sequences"]]
+    one, per_cond = gen_weights("wan2.1-t2v-14b.json", video + ["--dtype", "fp8", "--cfg", "6", "--steps", "2"])
+    weights = {"dit": one, "vae": vae}
+    sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
+    est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond}
+    job = {"names": ["dit", "vae"], "sequences": {"two videos": ["sampler", "vae", "sampler", "vae"]},
+           "node_model": {"sampler": "dit", "vae": "vae"},
+           "requests": {"sampler": (2 * per_cond, per_cond), "vae": vae_request}}
+    rows += [dict(run_case(src, weights, sizes, est, free, seq, job), model="wan2.1-t2v-14b")
+             for free in WAN_FREES for seq in job["sequences"]]
+    with open(out_path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
+    print("%d cases" % len(rows))
+
+
 def main(out_path, src):
     logging.disable(logging.CRITICAL)
     weights, sizes = stand_ins()
@@ -338,6 +389,8 @@ def main(out_path, src):
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--wan-experts":
         main_wan(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "--wan-video":
+        main_wan_video(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3:
         main(sys.argv[1], sys.argv[2])
     else:

@@ -1,41 +1,83 @@
 #include "cli/expert_job_run.hpp"
 
+#include <filesystem>
+#include <optional>
 #include <string>
 
 #include "cli/comfy_job_load.hpp"
 #include "core/error.hpp"
+#include "model/model_family.hpp"
+#include "model/vae/wan_vae_decoder_trace_generator.hpp"
+#include "model/wan/wan_config.hpp"
 #include "placement/placement.hpp"
 
 namespace tiersim::app {
 
+namespace {
+
+// ComfyUI's Wan 2.1 VAE (comfy/sd.py VAE.__init__): memory_used_decode = 7000 x the latent's height x width x 64 x the
+// VAE dtype's bytes, whatever the frames.
+constexpr double kWanVaeDecodeFactor = 7000.0 * 64;
+
+}  // namespace
+
 ExpertJobResult run_expert_job(const RunInputs& in, const Simulation& sim) {
+  const char* flag = in.video_job ? "--video-job" : "--sampler-job";
   // The Wan generator writes where the low-noise expert takes over for a two-expert model only (a model description:
   // a trace file's meta is not read here).
   const auto& meta = sim.header.meta;
-  if (in.trace.model_path.empty() || !meta.count("switch_step"))
+  const bool two = meta.count("switch_step") > 0;
+  if (in.trace.model_path.empty() || (!two && !in.video_job))
     throw InputError("", 0, "--sampler-job",
                      "is the sampling of a model with two experts (Wan 2.2 A14B: a Wan config with boundary_ratio); "
-                     "a FLUX run's whole job is --image-job");
-  const std::uint32_t switch_step = static_cast<std::uint32_t>(std::stoul(meta.at("switch_step")));
+                     "a FLUX run's whole job is --image-job, a Wan video's --video-job");
+  if (in.video_job && model::model_family(in.trace.model_path) != model::ModelFamily::Wan)
+    throw InputError("", 0, "--video-job", "is a Wan video's job (--model a Wan config); a FLUX run's is --image-job");
   ExpertJobResult r;
   pipeline::ExpertJobSpec& s = r.spec;
   s.free_bytes = in.hw.gpu.memory - in.hw.gpu.reserved;
   s.expert_bytes = placement::weight_bytes(sim.header);
+  s.two_experts = two;
+  const std::uint32_t steps = in.trace.generation.image.steps;
+  const std::uint32_t switch_step = two ? static_cast<std::uint32_t>(std::stoul(meta.at("switch_step"))) : steps;
   s.high_steps = switch_step;
-  s.low_steps = in.trace.generation.image.steps - switch_step;
+  s.low_steps = steps - switch_step;
   // sampler_helpers.estimate_memory: model_base.memory_required at the batch doubled (cond and uncond) as the
   // requirement, at the batch as the minimum (the generator's estimate per prompt: WAN21_T2V's, which an A14B expert
   // is to ComfyUI's model detection).
   s.sampling_minimum = std::stod(meta.at("comfy_memory_per_cond"));
   s.sampling_memory = 2 * s.sampling_minimum;
-  s.high_name = "high-noise expert";
+  s.high_name = two ? "high-noise expert" : "diffusion model";
   s.low_name = "low-noise expert";
   s.iteration_seconds = [&](double budget_free) {
-    const strategy::StrategySpec load = comfy_job_load(budget_free, s.sampling_memory, s.sampling_minimum, "--sampler-job");
+    const strategy::StrategySpec load = comfy_job_load(budget_free, s.sampling_memory, s.sampling_minimum, flag);
     return result::summarize(simulate(in.setup(), load, in.engine, in.trace).result).iteration_median;
   };
+  std::optional<model::WanVaeConfig> vae;
+  const auto& im = in.trace.generation.image;
+  if (in.video_job) {
+    if (model::load_wan_config(in.trace.model_path).in_channels != 16)
+      throw InputError(in.trace.model_path, 0, "--video-job",
+                       "Wan 2.2 TI2V-5B decodes with the Wan 2.2 VAE (48 latent channels, comfy/ldm/wan/vae2_2.py), "
+                       "which is not modelled; its sampling alone is the run without --video-job");
+    const std::filesystem::path p = std::filesystem::path(in.trace.model_path).parent_path() / "wan2.1-vae.json";
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(p, ec))
+      throw InputError(p.string(), 0, "--video-job", "the job reads wan2.1-vae.json beside the model's config; it is not there");
+    r.vae_file = p.string();
+    vae = model::load_wan_vae_config(r.vae_file);
+    // wan_2.1_vae.safetensors in ComfyUI's vae_dtype: bf16 on GPUs that have it.
+    s.vae_bytes = 2.0 * static_cast<double>(vae->params());
+    s.vae_memory = kWanVaeDecodeFactor * (im.width / 8.0) * (im.height / 8.0) * 2;
+    s.vae_name = vae->name;
+    s.vae_seconds = [&](double budget_free) {
+      model::WanVaeDecoderTraceGenerator decode(*vae, im.width, im.height, im.frames, model::WeightDtype::Bf16);
+      return comfy_job_stage_seconds(in, decode, comfy_job_load(budget_free, s.vae_memory, s.vae_memory, flag));
+    };
+  }
   r.job = pipeline::comfy_expert_job(s, in.hw.host_link);
-  s.iteration_seconds = nullptr;  // it holds references to this call's locals
+  s.iteration_seconds = nullptr;  // they hold references to this call's locals
+  s.vae_seconds = nullptr;
   return r;
 }
 

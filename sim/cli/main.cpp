@@ -553,7 +553,7 @@ int run_command(const app::RunInputs& in, bool json, const std::string& timeline
     c.image_job_text = {job->t5_seconds, job->clip_seconds};
   }
   std::optional<app::ExpertJobResult> experts;
-  if (in.sampler_job) {
+  if (in.sampler_job || in.video_job) {
     experts = app::run_expert_job(in, sim);
     c.expert_job = &experts->job;
     c.expert_job_spec = &experts->spec;
@@ -1146,6 +1146,11 @@ int main(int argc, char** argv) {
                 "Wan 2.2 A14B (two experts): its sampling as ComfyUI runs it, two KSamplerAdvanced nodes split at "
                 "--switch-step and ComfyUI's loads and unloads between them: seconds per video, first and next "
                 "(the text encoder and the VAE not included)");
+  bool video_job = false;
+  run->add_flag("--video-job", video_job,
+                "Wan (2.1 14B / 1.3B text-to-video, 2.2 A14B): the video as ComfyUI runs it, its sampler node(s) and "
+                "the VAE decode (traces/models/wan2.1-vae.json read beside the model's config) with ComfyUI's loads "
+                "and unloads between them: seconds per video, first and next (the text encoder not included)");
   run->add_flag("--image-job", image_job,
                 "FLUX: the whole ComfyUI text-to-image job too (its text encoders and VAE read beside the model's "
                 "config, ComfyUI's loads and unloads between them): seconds per image, first and next");
@@ -1338,7 +1343,10 @@ int main(int argc, char** argv) {
       } else if (!text_encoder_dtype.empty()) {
         throw InputError("", 0, "--text-encoder-dtype", "goes with --image-job");
       }
+      if (sampler_job && video_job)
+        throw InputError("", 0, "--video-job", "includes the sampler nodes of --sampler-job: give one of the two");
       in.sampler_job = sampler_job;
+      in.video_job = video_job;
       return run_command(in, json, timeline_path, timeline_steps);
     }
     if (*sweep && (!grid.axes.empty() || !sweep_format.empty())) {

@@ -126,6 +126,7 @@ ordered_json inputs_to_json(const RunInputs& in) {
   if (!in.alloc_conf.empty()) j["alloc_conf"] = in.alloc_conf;  // absent: unset (and results before it)
   if (in.image_job) j["image_job"] = {{"text_encoder_dtype", model::to_string(in.image_job->text_encoder_dtype)}};
   if (in.sampler_job) j["sampler_job"] = true;
+  if (in.video_job) j["video_job"] = true;
   return j;
 }
 
@@ -256,6 +257,7 @@ RunInputs inputs_from_config(const std::string& path) {
     j.finish();
   }
   r.sampler_job = in.has("sampler_job") && in.flag("sampler_job");
+  r.video_job = in.has("video_job") && in.flag("video_job");
   in.finish();
   return r;
 }

@@ -27,7 +27,8 @@ struct RunInputs {
   EngineKind engine = EngineKind::Event;
   bool fresh_lengths = false;
   std::optional<ImageJobOptions> image_job;  // set: report the whole job too
-  bool sampler_job = false;  // a two-expert model: report ComfyUI's two sampler nodes too (cli/expert_job_run.hpp)
+  bool sampler_job = false;
+  bool video_job = false;  // a Wan video: its sampler node(s) and the VAE decode (cli/expert_job_run.hpp)  // a two-expert model: report ComfyUI's two sampler nodes too (cli/expert_job_run.hpp)
   std::string alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF for PyTorch's caching allocator model (empty: unset)
   replay::RunSetup setup() const { return {hw, runtime, fresh_lengths}; }
 };

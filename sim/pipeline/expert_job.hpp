@@ -5,7 +5,9 @@
 // load_models_gpu for its own expert (comfy/sampler_helpers.py _prepare_sampling), so the second node's load may
 // evict the first expert, and the next video's first node the second: ComfyUI's model management
 // (comfy_model_management.hpp) decides, and every move is a synchronous pageable copy (comfy_stage.hpp).
-// The text encoder (umT5) and the VAE decode are not in this job.
+// A one-model video (Wan 2.1) is one sampler node. With a VAE (`sim run --video-job`) the video's VAEDecode follows:
+// comfy/sd.py VAE.decode loads the VAE with its memory_used_decode as the requirement (which may unload an expert),
+// then decodes. The text encoder (umT5) is not in this job.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -24,14 +26,21 @@ struct ExpertJobSpec {
   // the caller's engine run, placed as ComfyUI's load leaves the expert.
   std::function<double(double budget_free)> iteration_seconds;
   std::string high_name = "high-noise expert", low_name = "low-noise expert";
+  bool two_experts = true;  // false: one model (its node is `high`, every step; low_steps 0)
+  // The VAE decode after the sampling (0 bytes: none): its weights, VAE.memory_used_decode, and the decode's seconds
+  // with the VAE loaded from `budget_free` bytes of free memory.
+  double vae_bytes = 0, vae_memory = 0;
+  std::function<double(double budget_free)> vae_seconds;
+  std::string vae_name = "VAE";
 };
 
 struct VideoCost {
-  StageCost high, low;  // each sampler node: its expert's load and its steps
+  StageCost high, low;  // each sampler node: its expert's load and its steps (low.ran false with one model)
+  StageCost vae;        // VAEDecode: the VAE's load and the decode (ran false without a VAE)
   double seconds() const;
-  double h2d_bytes() const { return high.h2d_bytes + low.h2d_bytes; }
-  double d2h_bytes() const { return high.d2h_bytes + low.d2h_bytes; }
-  double transfer_seconds() const { return high.transfer_seconds + low.transfer_seconds; }
+  double h2d_bytes() const { return high.h2d_bytes + low.h2d_bytes + vae.h2d_bytes; }
+  double d2h_bytes() const { return high.d2h_bytes + low.d2h_bytes + vae.d2h_bytes; }
+  double transfer_seconds() const { return high.transfer_seconds + low.transfer_seconds + vae.transfer_seconds; }
 };
 
 struct ExpertJob {

@@ -82,6 +82,7 @@ void write_image_job(std::ostream& out, const Context& c) {
 void write_expert_job(std::ostream& out, const Context& c) {
   const pipeline::ExpertJob& j = *c.expert_job;
   const pipeline::ExpertJobSpec& s = *c.expert_job_spec;
+  const bool vae = s.vae_bytes > 0;  // --video-job
   char buf[256];
   auto row = [&](const char* name, const std::string& first, const std::string& next) {
     std::snprintf(buf, sizeof buf, "  %-22s %-23s %s", name, first.c_str(), next.c_str());
@@ -93,23 +94,39 @@ void write_expert_job(std::ostream& out, const Context& c) {
     return std::string(b);
   };
   out << "\n";
-  row("ComfyUI sampler nodes", "first video", "next video");
+  row(vae ? "ComfyUI nodes" : "ComfyUI sampler nodes", "first video", "next video");
   row("loads and unloads", secs(j.first.transfer_seconds()), secs(j.next.transfer_seconds()));
-  const std::string high = std::to_string(s.high_steps) + " steps, high noise";
-  const std::string low = std::to_string(s.low_steps) + " steps, low noise";
-  row(high.c_str(), secs(j.first.high.compute_seconds), secs(j.next.high.compute_seconds));
-  row(low.c_str(), secs(j.first.low.compute_seconds), secs(j.next.low.compute_seconds));
+  if (s.two_experts) {
+    const std::string high = std::to_string(s.high_steps) + " steps, high noise";
+    const std::string low = std::to_string(s.low_steps) + " steps, low noise";
+    row(high.c_str(), secs(j.first.high.compute_seconds), secs(j.next.high.compute_seconds));
+    row(low.c_str(), secs(j.first.low.compute_seconds), secs(j.next.low.compute_seconds));
+  } else {
+    const std::string steps = std::to_string(s.high_steps) + " steps";
+    row(steps.c_str(), secs(j.first.high.compute_seconds), secs(j.next.high.compute_seconds));
+  }
+  if (vae) row("VAE decode", secs(j.first.vae.compute_seconds), secs(j.next.vae.compute_seconds));
   std::snprintf(buf, sizeof buf, "%.3f", j.first.seconds());
   const std::string first = buf;
   std::snprintf(buf, sizeof buf, "%.3f", j.next.seconds());
-  row("s/video (sampling)", first, buf);
+  row(vae ? "s/video" : "s/video (sampling)", first, buf);
   row("H2D / D2H", units::format_bytes(j.first.h2d_bytes()) + " / " + units::format_bytes(j.first.d2h_bytes()),
       units::format_bytes(j.next.h2d_bytes()) + " / " + units::format_bytes(j.next.d2h_bytes()));
-  report::line(out, "experts", "2 x " + units::format_bytes(s.expert_bytes) + ", on the GPU at their iterations: high noise " +
-                                   units::format_bytes(j.high_loaded) + ", low noise " + units::format_bytes(j.low_loaded) +
-                                   " (the rest cast per forward from pageable memory)");
-  report::line(out, "job's scope", "ComfyUI a125cd84's model management, pageable copies; the text encoder (umT5) and "
-                                   "the VAE decode are not in it");
+  if (s.two_experts)
+    report::line(out, "experts", "2 x " + units::format_bytes(s.expert_bytes) + ", on the GPU at their iterations: high noise " +
+                                     units::format_bytes(j.high_loaded) + ", low noise " + units::format_bytes(j.low_loaded) +
+                                     " (the rest cast per forward from pageable memory)");
+  else
+    report::line(out, "diffusion model", units::format_bytes(s.expert_bytes) + ", on the GPU at its iterations " +
+                                             units::format_bytes(j.high_loaded) +
+                                             " (the rest cast per forward from pageable memory)");
+  if (vae)
+    report::line(out, "VAE", s.vae_name + " " + units::format_bytes(s.vae_bytes) + " (bf16), loaded for VAE.decode's " +
+                                 "memory_used_decode of " + units::format_bytes(s.vae_memory));
+  report::line(out, "job's scope", vae ? "ComfyUI a125cd84's model management, pageable copies; the text encoder (umT5) "
+                                         "and the video's copy to the CPU are not in it"
+                                       : "ComfyUI a125cd84's model management, pageable copies; the text encoder (umT5) and "
+                                         "the VAE decode are not in it");
 }
 
 }  // namespace

@@ -173,20 +173,40 @@ void write_json(std::ostream& out, const Context& c) {
   }
   if (c.expert_job) {
     const pipeline::ExpertJobSpec& sp = *c.expert_job_spec;
+    const bool vae = sp.vae_bytes > 0;  // --video-job
     auto video = [&](const pipeline::VideoCost& v) {
-      return ordered_json{{"seconds", v.seconds()}, {"high_noise_sampler", stage(v.high)}, {"low_noise_sampler", stage(v.low)}};
+      ordered_json o{{"seconds", v.seconds()}};
+      if (sp.two_experts) {
+        o["high_noise_sampler"] = stage(v.high);
+        o["low_noise_sampler"] = stage(v.low);
+      } else {
+        o["sampler"] = stage(v.high);
+      }
+      if (vae) o["vae_decode"] = stage(v.vae);
+      return o;
     };
-    j["sampler_job"] = {{"framework", "ComfyUI a125cd84 (model management: experiments/frameworks/comfyui_model_management.md)"},
-                        {"free_bytes", whole(sp.free_bytes)},
-                        {"expert_bytes", whole(sp.expert_bytes)},
-                        {"high_noise_loaded_bytes", whole(c.expert_job->high_loaded)},
-                        {"low_noise_loaded_bytes", whole(c.expert_job->low_loaded)},
-                        {"high_noise_steps", sp.high_steps},
-                        {"low_noise_steps", sp.low_steps},
-                        {"sampling_memory_required", whole(sp.sampling_memory)},
-                        {"sampling_minimum_memory_required", whole(sp.sampling_minimum)},
-                        {"first_video", video(c.expert_job->first)},
-                        {"next_video", video(c.expert_job->next)}};
+    ordered_json job{{"framework", "ComfyUI a125cd84 (model management: experiments/frameworks/comfyui_model_management.md)"},
+                     {"free_bytes", whole(sp.free_bytes)}};
+    if (sp.two_experts) {
+      job["expert_bytes"] = whole(sp.expert_bytes);
+      job["high_noise_loaded_bytes"] = whole(c.expert_job->high_loaded);
+      job["low_noise_loaded_bytes"] = whole(c.expert_job->low_loaded);
+      job["high_noise_steps"] = sp.high_steps;
+      job["low_noise_steps"] = sp.low_steps;
+    } else {
+      job["diffusion_model_bytes"] = whole(sp.expert_bytes);
+      job["diffusion_model_loaded_bytes"] = whole(c.expert_job->high_loaded);
+      job["steps"] = sp.high_steps;
+    }
+    job["sampling_memory_required"] = whole(sp.sampling_memory);
+    job["sampling_minimum_memory_required"] = whole(sp.sampling_minimum);
+    if (vae) {
+      job["vae_bytes"] = whole(sp.vae_bytes);
+      job["vae_memory_required"] = whole(sp.vae_memory);
+    }
+    job["first_video"] = video(c.expert_job->first);
+    job["next_video"] = video(c.expert_job->next);
+    j[vae ? "video_job" : "sampler_job"] = job;
   }
   j["events"] = c.result->events;
   if (c.inputs) j["inputs"] = *c.inputs;

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "pipeline/expert_job.hpp"
 #include "support/run_sim.hpp"
@@ -134,6 +135,96 @@ TEST(ExpertJob, AgreesWithComfyUIsOwnCodeNodeByNode) {
   }
   EXPECT_EQ(cases, 5u);
   EXPECT_EQ(calls, 20u);
+}
+
+// The video job (sim run --video-job): ComfyUI a125cd84's own load_models_gpu through a Wan video's sampler node(s) and
+// its VAEDecode (memory_used_decode, no minimum), two videos, five free-VRAM sizes, for Wan 2.2 A14B's two fp8 experts
+// and for Wan 2.1 14B fp8 (experiments/frameworks/comfyui_job_fixtures.py --wan-video ->
+// tests/fixtures/comfyui_video_job.jsonl): after every node each model's bytes on the GPU agree within one leaf.
+TEST(ExpertJob, TheVideoJobAgreesWithComfyUIsOwnCodeNodeByNode) {
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/comfyui_video_job.jsonl");
+  ASSERT_TRUE(in.good());
+  const double leaf = 5120.0 * 13824 + 2 * 13824;  // the largest: a block's ffn.0 in fp8 with its bf16 bias
+  std::string line;
+  std::size_t cases = 0, calls = 0;
+  while (std::getline(in, line)) {
+    const auto c = nlohmann::json::parse(line);
+    const bool two = c["model"] == "wan2.2-t2v-a14b";
+    const std::string dit_key = two ? "high" : "dit";
+    const auto& nodes = c["calls"];
+    ASSERT_EQ(nodes.size(), two ? 6u : 4u);
+    ExpertJobSpec s;
+    s.free_bytes = c["free"].get<double>();
+    s.expert_bytes = c["models"][dit_key].get<double>();
+    s.two_experts = two;
+    if (!two) s.high_name = "diffusion model";
+    s.high_steps = 1;
+    s.low_steps = two ? 1 : 0;
+    s.sampling_memory = nodes[0]["memory_required"].get<double>();
+    s.sampling_minimum = nodes[0]["minimum_memory_required"].get<double>();
+    s.iteration_seconds = [](double) { return 1.0; };
+    s.vae_bytes = c["models"]["vae"].get<double>();
+    s.vae_memory = nodes[two ? 2 : 1]["memory_required"].get<double>();
+    s.vae_seconds = [](double) { return 2.0; };
+    const ExpertJob j = comfy_expert_job(s, flat_link(20 * GB));
+    std::map<std::string, double> loaded;
+    std::vector<const StageCost*> stages{&j.first.high};
+    if (two) stages.push_back(&j.first.low);
+    stages.push_back(&j.first.vae);
+    stages.push_back(&j.next.high);
+    if (two) stages.push_back(&j.next.low);
+    stages.push_back(&j.next.vae);
+    std::vector<std::pair<std::string, std::string>> models{{two ? "high-noise expert" : "diffusion model", dit_key},
+                                                            {"VAE", "vae"}};
+    if (two) models.push_back({"low-noise expert", "low"});
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+      for (const ModelMove& m : stages[k]->moves) loaded[m.model] += m.h2d - m.d2h;
+      for (const auto& [name, key] : models) {
+        const double comfy = nodes[k]["loaded"][key].get<double>();
+        const std::string where = c["model"].get<std::string>() + ", " + std::to_string(s.free_bytes) + " free, node " +
+                                  std::to_string(k) + ", " + key;
+        EXPECT_LE(std::abs(loaded[name] - comfy), leaf + 1) << where;
+        EXPECT_EQ(loaded[name] == 0, comfy == 0) << where;
+      }
+      ++calls;
+    }
+    EXPECT_DOUBLE_EQ(j.first.vae.compute_seconds, 2.0);
+    EXPECT_DOUBLE_EQ(j.first.seconds() - j.first.transfer_seconds(), (two ? 2.0 : 1.0) + 2.0);
+    ++cases;
+  }
+  EXPECT_EQ(cases, 10u);
+  EXPECT_EQ(calls, 50u);
+}
+
+// The command: a one-model Wan video's sampler node and VAE decode, in the console and in JSON; a FLUX model and Wan 2.2
+// TI2V-5B (the Wan 2.2 VAE) are refused, and --video-job with --sampler-job.
+TEST(ExpertJob, TheVideoJobCommand) {
+  const std::string wan = "--model traces/models/wan2.1-t2v-1.3b.json --resolution 480x320 --frames 9 --steps 2 ";
+  const auto r = testing::run_sim(wan + "--hw rtx4090 --policy resident --video-job --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& job = j["video_job"];
+  EXPECT_EQ(job["steps"], 2);
+  EXPECT_GT(job["vae_bytes"].get<double>(), 2.5e8);
+  EXPECT_DOUBLE_EQ(job["vae_memory_required"].get<double>(), 7000.0 * 40 * 60 * 64 * 2);
+  EXPECT_GT(job["first_video"]["vae_decode"]["compute_seconds"].get<double>(), 0);
+  EXPECT_NEAR(job["first_video"]["seconds"].get<double>(),
+              job["first_video"]["sampler"]["compute_seconds"].get<double>() +
+                  job["first_video"]["sampler"]["transfer_seconds"].get<double>() +
+                  job["first_video"]["vae_decode"]["compute_seconds"].get<double>() +
+                  job["first_video"]["vae_decode"]["transfer_seconds"].get<double>(),
+              1e-9);
+  const auto console = testing::run_sim(wan + "--hw rtx4090 --policy resident --video-job");
+  EXPECT_NE(console.out.find("VAE decode"), std::string::npos) << console.out;
+  EXPECT_NE(console.out.find("s/video"), std::string::npos);
+  const auto flux = testing::run_sim("--model traces/models/flux.1-dev.json --steps 1 --policy resident --video-job");
+  EXPECT_EQ(flux.code, 2);
+  EXPECT_NE(flux.out.find("--video-job"), std::string::npos);
+  const auto five = testing::run_sim("--model traces/models/wan2.2-ti2v-5b.json --steps 1 --policy resident --video-job");
+  EXPECT_EQ(five.code, 2);
+  EXPECT_NE(five.out.find("Wan 2.2 VAE"), std::string::npos) << five.out;
+  const auto both = testing::run_sim(wan + "--policy resident --video-job --sampler-job");
+  EXPECT_EQ(both.code, 2);
 }
 
 TEST(ExpertJob, TheCommandReportsSecondsPerVideoForTwoExpertModelsOnly) {
