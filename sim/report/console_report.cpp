@@ -185,7 +185,9 @@ void write_console(std::ostream& out, const Context& c) {
   out << "\n";
   // Only the step kinds the trace has: tokens/s for decode, time per iteration for diffusion, prefill.
   const bool decode = s.decode_steps > 0;
-  const std::string step = decode ? "decode step" : "iteration";
+  // A VAE's decode (model/vae/wan_vae_decoder_trace_generator.hpp) is prefill steps, one per decoder call.
+  const bool vae = h.meta.count("family") && h.meta.at("family") == "wan-vae";
+  const std::string step = decode ? "decode step" : vae ? "decoder call" : "iteration";
   if (decode) {
     line("decode tokens/s", num("%.2f", s.tps));
     line("decode step (median)", units::format_duration(s.decode_step_median));
@@ -194,8 +196,6 @@ void write_console(std::ostream& out, const Context& c) {
     line("s/iteration (median)", num("%.3f", s.iteration_median));
     line("iterations", std::to_string(s.iteration_steps));
   }
-  // A VAE's decode (model/vae/wan_vae_decoder_trace_generator.hpp) is prefill steps, one per decoder call.
-  const bool vae = h.meta.count("family") && h.meta.at("family") == "wan-vae";
   if (s.prefill_steps > 0 && vae)
     line("VAE decode", units::format_duration(s.prefill_seconds) + " (" + std::to_string(s.prefill_steps) +
                            (s.prefill_steps == 1 ? " decoder call" : " decoder calls, one per latent frame") + ")");
