@@ -10,11 +10,12 @@ tiersim's sim/pipeline/comfy_model_management (the rules in experiments/framewor
   ... comfyui_job_fixtures.py --wan-experts tests/fixtures/comfyui_expert_job.jsonl COMFYUI_DIR: Wan 2.2 A14B's two
   fp8 experts through two videos' KSamplerAdvanced nodes (high, low, high, low) at 832x480 x 81 frames, free VRAM
   80e9, 40e9, 24.5e9, 16e9, 12e9 (tiersim's sim/pipeline/expert_job).
-  ... comfyui_job_fixtures.py --wan-video tests/fixtures/comfyui_video_job.jsonl COMFYUI_DIR: a Wan video's whole
-  sampling and VAEDecode (sim run --video-job): Wan 2.2 A14B's two fp8 experts and the Wan 2.1 VAE (bf16) through
-  two videos (high, low, vae, high, low, vae), and Wan 2.1 14B fp8 with the VAE (sampler, vae, sampler, vae), 832x480 x
-  81 frames, at the same free VRAM sizes; the VAE node's request is comfy/sd.py VAE.decode's memory_used_decode
-  (7000 x latent height x width x 64 x 2 bytes) with no minimum.
+  ... comfyui_job_fixtures.py --wan-video tests/fixtures/comfyui_video_job.jsonl COMFYUI_DIR: a Wan video's whole job
+  (sim run --video-job): umT5-XXL (fp16), Wan 2.2 A14B's two fp8 experts and the Wan 2.1 VAE (bf16) through two videos
+  of one prompt (text, high, low, vae, high, low, vae: the next video's CLIPTextEncode is cached), and Wan 2.1 14B fp8
+  with them (text, sampler, vae, sampler, vae), 832x480 x 81 frames, at the same free VRAM sizes; the text node's
+  request is 0, the VAE node's comfy/sd.py VAE.decode's memory_used_decode (7000 x latent height x width x 64 x 2
+  bytes) with no minimum.
 
 What runs unchanged: ComfyUI's comfy/model_management.py (load_models_gpu, free_memory, LoadedModel.model_load /
 model_unload, minimum_inference_memory, get_free_memory, ...) and comfy/model_patcher.py (ModelPatcher.load,
@@ -107,7 +108,8 @@ def config(name):
 
 
 def t5_weights(c, prefix, nb=2):
-    """text_encoder_trace_generator.cpp's T5 tensors (v1.1: gated FFN, relative bias in layer 0 only), bytes."""
+    """text_encoder_trace_generator.cpp's T5 tensors (v1.1: gated FFN, relative bias in layer 0 only; umT5: in every
+    block), bytes."""
     d, ff, heads, inner = c["d_model"], c["d_ff"], c["num_heads"], c["num_heads"] * c["d_kv"]
     buckets = c["relative_attention_num_buckets"]
     out = [("shared", c["vocab_size"] * d)]
@@ -115,7 +117,7 @@ def t5_weights(c, prefix, nb=2):
         p, att = "encoder.block.%d." % l, "encoder.block.%d.layer.0.SelfAttention." % l
         out.append((p + "layer.0.layer_norm", d))
         out += [(att + n, d * inner) for n in "qkv"] + [(att + "o", inner * d)]
-        if l == 0:
+        if l == 0 or c.get("model_type") == "umt5":
             out.append((att + "relative_attention_bias", buckets * heads))
         out.append((p + "layer.1.layer_norm", d))
         f = p + "layer.1.DenseReluDense."
@@ -350,23 +352,26 @@ def main_wan_video(out_path, src):
     video = ["--resolution", "832x480", "--frames", "81"]
     vae, _ = gen_weights("wan2.1-vae.json", video)
     vae_request = (7000 * 60 * 104 * 64 * 2, None)  # comfy/sd.py VAE.decode: memory_used_decode, no minimum
+    te = t5_weights(config("umt5-xxl.json"), "")     # umt5_xxl_fp16
     rows = []
     expert, per_cond = wan_experts()
-    weights = {"high": expert, "low": list(expert), "vae": vae}
+    weights = {"te": te, "high": expert, "low": list(expert), "vae": vae}
     sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
     est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond}
-    job = {"names": ["high", "low", "vae"], "sequences": {"two videos": ["high", "low", "vae", "high", "low", "vae"]},
-           "node_model": {"high": "high", "low": "low", "vae": "vae"},
-           "requests": {"high": (2 * per_cond, per_cond), "low": (2 * per_cond, per_cond), "vae": vae_request}}
+    job = {"names": ["te", "high", "low", "vae"],
+           "sequences": {"two videos": ["text", "high", "low", "vae", "high", "low", "vae"]},
+           "node_model": {"text": "te", "high": "high", "low": "low", "vae": "vae"},
+           "requests": {"text": (0, None), "high": (2 * per_cond, per_cond), "low": (2 * per_cond, per_cond),
+                        "vae": vae_request}}
     rows += [dict(run_case(src, weights, sizes, est, free, seq, job), model="wan2.2-t2v-a14b")
              for free in WAN_FREES for seq in job["sequences"]]
     one, per_cond = gen_weights("wan2.1-t2v-14b.json", video + ["--dtype", "fp8", "--cfg", "6", "--steps", "2"])
-    weights = {"dit": one, "vae": vae}
+    weights = {"te": te, "dit": one, "vae": vae}
     sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
     est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond}
-    job = {"names": ["dit", "vae"], "sequences": {"two videos": ["sampler", "vae", "sampler", "vae"]},
-           "node_model": {"sampler": "dit", "vae": "vae"},
-           "requests": {"sampler": (2 * per_cond, per_cond), "vae": vae_request}}
+    job = {"names": ["te", "dit", "vae"], "sequences": {"two videos": ["text", "sampler", "vae", "sampler", "vae"]},
+           "node_model": {"text": "te", "sampler": "dit", "vae": "vae"},
+           "requests": {"text": (0, None), "sampler": (2 * per_cond, per_cond), "vae": vae_request}}
     rows += [dict(run_case(src, weights, sizes, est, free, seq, job), model="wan2.1-t2v-14b")
              for free in WAN_FREES for seq in job["sequences"]]
     with open(out_path, "w") as f:

@@ -1,5 +1,6 @@
 #include "cli/expert_job_run.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -7,6 +8,7 @@
 #include "cli/comfy_job_load.hpp"
 #include "core/error.hpp"
 #include "model/model_family.hpp"
+#include "model/text_encoder/text_encoder_trace_generator.hpp"
 #include "model/vae/wan_vae_decoder_trace_generator.hpp"
 #include "model/wan/wan_config.hpp"
 #include "placement/placement.hpp"
@@ -54,18 +56,36 @@ ExpertJobResult run_expert_job(const RunInputs& in, const Simulation& sim) {
     return result::summarize(simulate(in.setup(), load, in.engine, in.trace).result).iteration_median;
   };
   std::optional<model::WanVaeConfig> vae;
+  std::optional<model::TextEncoderConfig> text;
   const auto& im = in.trace.generation.image;
   if (in.video_job) {
     if (model::load_wan_config(in.trace.model_path).in_channels != 16)
       throw InputError(in.trace.model_path, 0, "--video-job",
                        "Wan 2.2 TI2V-5B decodes with the Wan 2.2 VAE (48 latent channels, comfy/ldm/wan/vae2_2.py), "
                        "which is not modelled; its sampling alone is the run without --video-job");
-    const std::filesystem::path p = std::filesystem::path(in.trace.model_path).parent_path() / "wan2.1-vae.json";
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(p, ec))
-      throw InputError(p.string(), 0, "--video-job", "the job reads wan2.1-vae.json beside the model's config; it is not there");
-    r.vae_file = p.string();
+    auto beside = [&](const char* file) {
+      const std::filesystem::path p = std::filesystem::path(in.trace.model_path).parent_path() / file;
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(p, ec))
+        throw InputError(p.string(), 0, "--video-job",
+                         std::string("the job reads ") + file + " beside the model's config; it is not there");
+      return p.string();
+    };
+    r.vae_file = beside("wan2.1-vae.json");
+    r.text_encoder_file = beside("umt5-xxl.json");
     vae = model::load_wan_vae_config(r.vae_file);
+    text = model::load_text_encoder_config(r.text_encoder_file);
+    // Wan's umT5 tokenizer pads to 512 tokens at least (comfy/text_encoders/wan.py min_length 512); a guided run
+    // encodes the negative prompt too (a second CLIPTextEncode).
+    const std::uint64_t tokens = std::max<std::uint64_t>(512, im.text_tokens);
+    const std::uint32_t prompts = im.guided() ? 2 : 1;
+    const model::WeightDtype te_dtype = in.video_job->text_encoder_dtype;
+    s.text_encoder_bytes = placement::weight_bytes(model::TextEncoderTraceGenerator(*text, tokens, te_dtype).header());
+    s.text_encoder_name = "umT5-XXL";
+    s.text_seconds = [&, tokens, prompts, te_dtype](double budget_free) {
+      model::TextEncoderTraceGenerator encode(*text, tokens, te_dtype);
+      return prompts * comfy_job_stage_seconds(in, encode, comfy_job_load(budget_free, 0, 0, flag));
+    };
     // wan_2.1_vae.safetensors in ComfyUI's vae_dtype: bf16 on GPUs that have it.
     s.vae_bytes = 2.0 * static_cast<double>(vae->params());
     s.vae_memory = kWanVaeDecodeFactor * (im.width / 8.0) * (im.height / 8.0) * 2;
@@ -78,6 +98,7 @@ ExpertJobResult run_expert_job(const RunInputs& in, const Simulation& sim) {
   r.job = pipeline::comfy_expert_job(s, in.hw.host_link);
   s.iteration_seconds = nullptr;  // they hold references to this call's locals
   s.vae_seconds = nullptr;
+  s.text_seconds = nullptr;
   return r;
 }
 

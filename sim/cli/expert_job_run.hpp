@@ -5,7 +5,7 @@
 // (cli/comfy_job_load.hpp), whatever --policy placed the run above with. `sim run --video-job`: a Wan video's sampler
 // node (one model) or nodes (two experts), then VAEDecode: the Wan 2.1 VAE (wan2.1-vae.json beside the model's config)
 // loaded by ComfyUI's rule and its decode (model/vae/wan_vae_decoder_trace_generator.hpp) placed as the load leaves
-// it. The text encoder (umT5) is in neither.
+// it, with umT5 (umt5-xxl.json) encoding the prompts before the first video's sampling.
 #include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
 #include "pipeline/expert_job.hpp"
@@ -14,7 +14,7 @@ namespace tiersim::app {
 
 struct ExpertJobResult {
   pipeline::ExpertJobSpec spec;
-  std::string vae_file;  // --video-job: the VAE's config read
+  std::string vae_file, text_encoder_file;  // --video-job: the VAE's and the text encoder's configs read
   pipeline::ExpertJob job;
 };
 

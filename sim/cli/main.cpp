@@ -1149,13 +1149,14 @@ int main(int argc, char** argv) {
   bool video_job = false;
   run->add_flag("--video-job", video_job,
                 "Wan (2.1 14B / 1.3B text-to-video, 2.2 A14B): the video as ComfyUI runs it, its sampler node(s) and "
-                "the VAE decode (traces/models/wan2.1-vae.json read beside the model's config) with ComfyUI's loads "
-                "and unloads between them: seconds per video, first and next (the text encoder not included)");
+                "the VAE decode, with the umT5 text encoder before them (umt5-xxl.json and wan2.1-vae.json read beside "
+                "the model's config) and ComfyUI's loads and unloads between them: seconds per video, first and next");
   run->add_flag("--image-job", image_job,
                 "FLUX: the whole ComfyUI text-to-image job too (its text encoders and VAE read beside the model's "
                 "config, ComfyUI's loads and unloads between them): seconds per image, first and next");
   run->add_option("--text-encoder-dtype", text_encoder_dtype,
-                  "with --image-job: T5-XXL's weights, fp16 (t5xxl_fp16, the default) or fp8 (t5xxl_fp8_e4m3fn)");
+                  "with --image-job: T5-XXL's weights, fp16 (t5xxl_fp16, the default) or fp8 (t5xxl_fp8_e4m3fn); with "
+                 "--video-job umT5-XXL's (umt5_xxl_fp16, umt5_xxl_fp8_e4m3fn)");
   std::string config_path;
   run->add_option("--config", config_path,
                   "re-run a result: a JSON written by --json, whose \"inputs\" hold everything it was computed from "
@@ -1340,13 +1341,21 @@ int main(int argc, char** argv) {
             throw InputError("", 0, "--text-encoder-dtype", "must be fp16 or fp8, not '" + text_encoder_dtype + "'");
           in.image_job->text_encoder_dtype = model::parse_weight_dtype(text_encoder_dtype);
         }
+      } else if (video_job) {
+        in.video_job = app::ImageJobOptions{};
+        if (!text_encoder_dtype.empty()) {
+          if (text_encoder_dtype != "fp16" && text_encoder_dtype != "fp8")
+            throw InputError("", 0, "--text-encoder-dtype", "must be fp16 or fp8, not '" + text_encoder_dtype + "'");
+          in.video_job->text_encoder_dtype = model::parse_weight_dtype(text_encoder_dtype);
+        }
       } else if (!text_encoder_dtype.empty()) {
-        throw InputError("", 0, "--text-encoder-dtype", "goes with --image-job");
+        throw InputError("", 0, "--text-encoder-dtype", "goes with --image-job or --video-job");
       }
       if (sampler_job && video_job)
         throw InputError("", 0, "--video-job", "includes the sampler nodes of --sampler-job: give one of the two");
+      if (image_job && video_job)
+        throw InputError("", 0, "--video-job", "is a Wan video's job, --image-job a FLUX image's: give one of the two");
       in.sampler_job = sampler_job;
-      in.video_job = video_job;
       return run_command(in, json, timeline_path, timeline_steps);
     }
     if (*sweep && (!grid.axes.empty() || !sweep_format.empty())) {

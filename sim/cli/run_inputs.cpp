@@ -126,7 +126,7 @@ ordered_json inputs_to_json(const RunInputs& in) {
   if (!in.alloc_conf.empty()) j["alloc_conf"] = in.alloc_conf;  // absent: unset (and results before it)
   if (in.image_job) j["image_job"] = {{"text_encoder_dtype", model::to_string(in.image_job->text_encoder_dtype)}};
   if (in.sampler_job) j["sampler_job"] = true;
-  if (in.video_job) j["video_job"] = true;
+  if (in.video_job) j["video_job"] = {{"text_encoder_dtype", model::to_string(in.video_job->text_encoder_dtype)}};
   return j;
 }
 
@@ -249,15 +249,15 @@ RunInputs inputs_from_config(const std::string& path) {
   r.runtime = runtime::parse_runtime_node(in.child("runtime").node(), path);
   r.runtime.origin = rt_origin;
   if (in.has("alloc_conf")) r.alloc_conf = in.text("alloc_conf");
-  if (in.has("image_job")) {
-    config::Section j = in.child("image_job");
+  for (const char* key : {"image_job", "video_job"}) {
+    if (!in.has(key)) continue;
+    config::Section j = in.child(key);
     const std::string d = j.text("text_encoder_dtype");
     if (d != "fp16" && d != "fp8") j.fail("text_encoder_dtype", "must be fp16 or fp8, not '" + d + "'");
-    r.image_job = ImageJobOptions{model::parse_weight_dtype(d)};
+    (key[0] == 'i' ? r.image_job : r.video_job) = ImageJobOptions{model::parse_weight_dtype(d)};
     j.finish();
   }
   r.sampler_job = in.has("sampler_job") && in.flag("sampler_job");
-  r.video_job = in.has("video_job") && in.flag("video_job");
   in.finish();
   return r;
 }

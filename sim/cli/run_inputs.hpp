@@ -14,9 +14,11 @@
 
 namespace tiersim::app {
 
-// `sim run --image-job`: the whole ComfyUI job of a FLUX run (cli/image_job_run.hpp).
+// `sim run --image-job`: the whole ComfyUI job of a FLUX run (cli/image_job_run.hpp); `--video-job` a Wan video's
+// (cli/expert_job_run.hpp).
 struct ImageJobOptions {
-  model::WeightDtype text_encoder_dtype = model::WeightDtype::Fp16;  // t5xxl_fp16; fp8: t5xxl_fp8_e4m3fn
+  // t5xxl_fp16 / umt5_xxl_fp16; fp8: t5xxl_fp8_e4m3fn / umt5_xxl_fp8_e4m3fn
+  model::WeightDtype text_encoder_dtype = model::WeightDtype::Fp16;
 };
 
 struct RunInputs {
@@ -27,8 +29,9 @@ struct RunInputs {
   EngineKind engine = EngineKind::Event;
   bool fresh_lengths = false;
   std::optional<ImageJobOptions> image_job;  // set: report the whole job too
-  bool sampler_job = false;
-  bool video_job = false;  // a Wan video: its sampler node(s) and the VAE decode (cli/expert_job_run.hpp)  // a two-expert model: report ComfyUI's two sampler nodes too (cli/expert_job_run.hpp)
+  bool sampler_job = false;  // a two-expert model: report ComfyUI's two sampler nodes too (cli/expert_job_run.hpp)
+  // set: a Wan video's text encoder, sampler node(s) and VAE decode (cli/expert_job_run.hpp)
+  std::optional<ImageJobOptions> video_job;
   std::string alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF for PyTorch's caching allocator model (empty: unset)
   replay::RunSetup setup() const { return {hw, runtime, fresh_lengths}; }
 };

@@ -6,13 +6,14 @@ namespace tiersim::pipeline {
 
 double VideoCost::seconds() const {
   double s = 0;
-  for (const StageCost* c : {&high, &low, &vae}) s += c->compute_seconds + c->transfer_seconds;
+  for (const StageCost* c : {&text, &high, &low, &vae}) s += c->compute_seconds + c->transfer_seconds;
   return s;
 }
 
 ExpertJob comfy_expert_job(const ExpertJobSpec& spec, const hw::HostLinkSpec& link) {
   ComfyModelManager manager(spec.free_bytes);
   double high_loaded = 0, low_loaded = 0;  // each expert's bytes on the GPU at the first video's iterations
+  const std::size_t text = spec.text_encoder_bytes > 0 ? manager.add(spec.text_encoder_name, spec.text_encoder_bytes) : 0;
   const std::size_t high = manager.add(spec.high_name, spec.expert_bytes);
   const std::size_t low = spec.two_experts ? manager.add(spec.low_name, spec.expert_bytes) : 0;
   const std::size_t vae = spec.vae_bytes > 0 ? manager.add(spec.vae_name, spec.vae_bytes) : 0;
@@ -35,6 +36,12 @@ ExpertJob comfy_expert_job(const ExpertJobSpec& spec, const hw::HostLinkSpec& li
     return c;
   };
   auto video = [&](VideoCost& v, bool first) {
+    if (first && spec.text_encoder_bytes > 0) {  // CLIPTextEncode: memory_required 0
+      v.text = comfy_stage(manager, text, 0, 0, 0, link);
+      v.text.compute_seconds = spec.text_seconds(v.text.budget_free);
+    } else {
+      v.text.ran = false;
+    }
     v.high = node(high, spec.high_steps);
     if (first) high_loaded = manager.loaded(high);
     if (spec.two_experts) {

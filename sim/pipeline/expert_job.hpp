@@ -7,7 +7,8 @@
 // (comfy_model_management.hpp) decides, and every move is a synchronous pageable copy (comfy_stage.hpp).
 // A one-model video (Wan 2.1) is one sampler node. With a VAE (`sim run --video-job`) the video's VAEDecode follows:
 // comfy/sd.py VAE.decode loads the VAE with its memory_used_decode as the requirement (which may unload an expert),
-// then decodes. The text encoder (umT5) is not in this job.
+// then decodes; before the sampling the text encoder (umT5: CLIPTextEncode, memory_required 0) encodes the prompts for
+// the first video only (the next one is the same prompt: ComfyUI's cache skips the node).
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -32,15 +33,23 @@ struct ExpertJobSpec {
   double vae_bytes = 0, vae_memory = 0;
   std::function<double(double budget_free)> vae_seconds;
   std::string vae_name = "VAE";
+  // The text encoder before the first video's sampling (0 bytes: none), and its encodes' seconds as loaded from
+  // `budget_free`.
+  double text_encoder_bytes = 0;
+  std::function<double(double budget_free)> text_seconds;
+  std::string text_encoder_name = "text encoder";
 };
 
 struct VideoCost {
+  StageCost text;       // CLIPTextEncode (ran false without a text encoder, and for the next video: the same prompt)
   StageCost high, low;  // each sampler node: its expert's load and its steps (low.ran false with one model)
   StageCost vae;        // VAEDecode: the VAE's load and the decode (ran false without a VAE)
   double seconds() const;
-  double h2d_bytes() const { return high.h2d_bytes + low.h2d_bytes + vae.h2d_bytes; }
-  double d2h_bytes() const { return high.d2h_bytes + low.d2h_bytes + vae.d2h_bytes; }
-  double transfer_seconds() const { return high.transfer_seconds + low.transfer_seconds + vae.transfer_seconds; }
+  double h2d_bytes() const { return text.h2d_bytes + high.h2d_bytes + low.h2d_bytes + vae.h2d_bytes; }
+  double d2h_bytes() const { return text.d2h_bytes + high.d2h_bytes + low.d2h_bytes + vae.d2h_bytes; }
+  double transfer_seconds() const {
+    return text.transfer_seconds + high.transfer_seconds + low.transfer_seconds + vae.transfer_seconds;
+  }
 };
 
 struct ExpertJob {

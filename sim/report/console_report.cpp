@@ -96,6 +96,8 @@ void write_expert_job(std::ostream& out, const Context& c) {
   out << "\n";
   row(vae ? "ComfyUI nodes" : "ComfyUI sampler nodes", "first video", "next video");
   row("loads and unloads", secs(j.first.transfer_seconds()), secs(j.next.transfer_seconds()));
+  if (s.text_encoder_bytes > 0)
+    row("text encoder", secs(j.first.text.compute_seconds), "- (the same prompt: cached)");
   if (s.two_experts) {
     const std::string high = std::to_string(s.high_steps) + " steps, high noise";
     const std::string low = std::to_string(s.low_steps) + " steps, low noise";
@@ -120,11 +122,14 @@ void write_expert_job(std::ostream& out, const Context& c) {
     report::line(out, "diffusion model", units::format_bytes(s.expert_bytes) + ", on the GPU at its iterations " +
                                              units::format_bytes(j.high_loaded) +
                                              " (the rest cast per forward from pageable memory)");
+  if (s.text_encoder_bytes > 0)
+    report::line(out, "text encoder", s.text_encoder_name + " " + units::format_bytes(s.text_encoder_bytes) +
+                                          ", loaded whole where it fits (CLIPTextEncode's memory_required 0)");
   if (vae)
     report::line(out, "VAE", s.vae_name + " " + units::format_bytes(s.vae_bytes) + " (bf16), loaded for VAE.decode's " +
                                  "memory_used_decode of " + units::format_bytes(s.vae_memory));
-  report::line(out, "job's scope", vae ? "ComfyUI a125cd84's model management, pageable copies; the text encoder (umT5) "
-                                         "and the video's copy to the CPU are not in it"
+  report::line(out, "job's scope", vae ? "ComfyUI a125cd84's model management, pageable copies; the video's copy to the "
+                                         "CPU after the decode is not in it"
                                        : "ComfyUI a125cd84's model management, pageable copies; the text encoder (umT5) and "
                                          "the VAE decode are not in it");
 }

@@ -176,6 +176,7 @@ void write_json(std::ostream& out, const Context& c) {
     const bool vae = sp.vae_bytes > 0;  // --video-job
     auto video = [&](const pipeline::VideoCost& v) {
       ordered_json o{{"seconds", v.seconds()}};
+      if (sp.text_encoder_bytes > 0) o["text_encode"] = stage(v.text);
       if (sp.two_experts) {
         o["high_noise_sampler"] = stage(v.high);
         o["low_noise_sampler"] = stage(v.low);
@@ -200,6 +201,7 @@ void write_json(std::ostream& out, const Context& c) {
     }
     job["sampling_memory_required"] = whole(sp.sampling_memory);
     job["sampling_minimum_memory_required"] = whole(sp.sampling_minimum);
+    if (sp.text_encoder_bytes > 0) job["text_encoder_bytes"] = whole(sp.text_encoder_bytes);
     if (vae) {
       job["vae_bytes"] = whole(sp.vae_bytes);
       job["vae_memory_required"] = whole(sp.vae_memory);

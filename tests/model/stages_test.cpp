@@ -3,6 +3,7 @@
 // comfy_stages_check.py on ComfyUI's classes), the ops of one forward, and the errors a bad config gets.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "core/error.hpp"
@@ -61,6 +62,34 @@ TEST(TextEncoders, OneForwardInFp32WithEveryWeightCast) {
   EXPECT_THROW(TextEncoderTraceGenerator(t5, 0, WeightDtype::Fp16), InputError);
   const TextEncoderConfig clip = load_text_encoder_config(model_path("clip-vit-large-patch14"));
   EXPECT_THROW(TextEncoderTraceGenerator(clip, 78, WeightDtype::Fp16), InputError);  // 77 positions
+}
+
+// umT5-XXL as ComfyUI builds Wan's encoder (comfy/text_encoders/wan.py, umt5_config_xxl.json): T5's shape with a
+// 256,384-token vocabulary and a relative position bias table in every block; attention masks on, so T5Stack's fp32
+// mask is built once and added to every block's own bias.
+TEST(TextEncoders, Umt5BuildsItsBiasInEveryBlockAndAddsTheMask) {
+  const TextEncoderConfig u = load_text_encoder_config(model_path("umt5-xxl"));
+  EXPECT_TRUE(u.bias_every_layer);
+  EXPECT_EQ(u.vocab, 256'384u);
+  // shared 256384 x 4096; per block q, k, v, o, wi_0, wi_1, wo, two norms and a 32 x 64 bias table; the final norm
+  EXPECT_EQ(u.params(), 256'384ull * 4096 + 24ull * (4 * 4096 * 4096 + 3 * 4096 * 10240 + 2 * 4096 + 32 * 64) + 4096);
+  TextEncoderTraceGenerator g(u, 512, WeightDtype::Fp16);
+  EXPECT_EQ(weight_bytes(g.header()), 2 * u.params());
+  trace::Step s;
+  ASSERT_TRUE(g.next(s));
+  std::size_t bias = 0, masks = 0;
+  std::set<std::uint32_t> tables;
+  for (const auto& op : s.ops) {
+    if (op.kind == trace::OpKind::Other) {
+      ++bias;
+      tables.insert(op.reads[0].tensor);
+    }
+    if (op.kind == trace::OpKind::Elementwise && op.reads.size() == 1 && op.reads[0].bytes == 4ull * 65 * 512 * 512)
+      ++masks;  // the fp32 bias (64 heads) and the mask read, the sum written
+  }
+  EXPECT_EQ(bias, 24u);
+  EXPECT_EQ(tables.size(), 24u);  // each block reads its own table
+  EXPECT_EQ(masks, 24u);          // mask + past_bias in every block
 }
 
 TEST(TextEncoders, ConfigErrorsNameTheKey) {

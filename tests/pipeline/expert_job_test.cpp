@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "pipeline/expert_job.hpp"
@@ -137,14 +138,16 @@ TEST(ExpertJob, AgreesWithComfyUIsOwnCodeNodeByNode) {
   EXPECT_EQ(calls, 20u);
 }
 
-// The video job (sim run --video-job): ComfyUI a125cd84's own load_models_gpu through a Wan video's sampler node(s) and
-// its VAEDecode (memory_used_decode, no minimum), two videos, five free-VRAM sizes, for Wan 2.2 A14B's two fp8 experts
-// and for Wan 2.1 14B fp8 (experiments/frameworks/comfyui_job_fixtures.py --wan-video ->
-// tests/fixtures/comfyui_video_job.jsonl): after every node each model's bytes on the GPU agree within one leaf.
+// The video job (sim run --video-job): ComfyUI a125cd84's own load_models_gpu through a Wan video's CLIPTextEncode
+// (umT5-XXL fp16, memory_required 0), its sampler node(s) and its VAEDecode (memory_used_decode, no minimum), two videos
+// of one prompt, five free-VRAM sizes, for Wan 2.2 A14B's two fp8 experts and for Wan 2.1 14B fp8
+// (experiments/frameworks/comfyui_job_fixtures.py --wan-video -> tests/fixtures/comfyui_video_job.jsonl): after every
+// node each model's bytes on the GPU agree within one of its leaves.
 TEST(ExpertJob, TheVideoJobAgreesWithComfyUIsOwnCodeNodeByNode) {
   std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/comfyui_video_job.jsonl");
   ASSERT_TRUE(in.good());
-  const double leaf = 5120.0 * 13824 + 2 * 13824;  // the largest: a block's ffn.0 in fp8 with its bf16 bias
+  const double expert_leaf = 5120.0 * 13824 + 2 * 13824;  // a block's ffn.0 in fp8 with its bf16 bias
+  const double te_leaf = 256384.0 * 4096 * 2;              // umT5's shared embedding in fp16
   std::string line;
   std::size_t cases = 0, calls = 0;
   while (std::getline(in, line)) {
@@ -152,7 +155,7 @@ TEST(ExpertJob, TheVideoJobAgreesWithComfyUIsOwnCodeNodeByNode) {
     const bool two = c["model"] == "wan2.2-t2v-a14b";
     const std::string dit_key = two ? "high" : "dit";
     const auto& nodes = c["calls"];
-    ASSERT_EQ(nodes.size(), two ? 6u : 4u);
+    ASSERT_EQ(nodes.size(), two ? 7u : 5u);
     ExpertJobSpec s;
     s.free_bytes = c["free"].get<double>();
     s.expert_bytes = c["models"][dit_key].get<double>();
@@ -160,26 +163,28 @@ TEST(ExpertJob, TheVideoJobAgreesWithComfyUIsOwnCodeNodeByNode) {
     if (!two) s.high_name = "diffusion model";
     s.high_steps = 1;
     s.low_steps = two ? 1 : 0;
-    s.sampling_memory = nodes[0]["memory_required"].get<double>();
-    s.sampling_minimum = nodes[0]["minimum_memory_required"].get<double>();
+    s.sampling_memory = nodes[1]["memory_required"].get<double>();
+    s.sampling_minimum = nodes[1]["minimum_memory_required"].get<double>();
     s.iteration_seconds = [](double) { return 1.0; };
     s.vae_bytes = c["models"]["vae"].get<double>();
-    s.vae_memory = nodes[two ? 2 : 1]["memory_required"].get<double>();
+    s.vae_memory = nodes[two ? 3 : 2]["memory_required"].get<double>();
     s.vae_seconds = [](double) { return 2.0; };
+    s.text_encoder_bytes = c["models"]["te"].get<double>();
+    s.text_seconds = [](double) { return 0.5; };
     const ExpertJob j = comfy_expert_job(s, flat_link(20 * GB));
     std::map<std::string, double> loaded;
-    std::vector<const StageCost*> stages{&j.first.high};
+    std::vector<const StageCost*> stages{&j.first.text, &j.first.high};
     if (two) stages.push_back(&j.first.low);
     stages.push_back(&j.first.vae);
     stages.push_back(&j.next.high);
     if (two) stages.push_back(&j.next.low);
     stages.push_back(&j.next.vae);
-    std::vector<std::pair<std::string, std::string>> models{{two ? "high-noise expert" : "diffusion model", dit_key},
-                                                            {"VAE", "vae"}};
-    if (two) models.push_back({"low-noise expert", "low"});
+    std::vector<std::tuple<std::string, std::string, double>> models{
+        {two ? "high-noise expert" : "diffusion model", dit_key, expert_leaf}, {"VAE", "vae", 0}, {"text encoder", "te", te_leaf}};
+    if (two) models.push_back({"low-noise expert", "low", expert_leaf});
     for (std::size_t k = 0; k < stages.size(); ++k) {
       for (const ModelMove& m : stages[k]->moves) loaded[m.model] += m.h2d - m.d2h;
-      for (const auto& [name, key] : models) {
+      for (const auto& [name, key, leaf] : models) {
         const double comfy = nodes[k]["loaded"][key].get<double>();
         const std::string where = c["model"].get<std::string>() + ", " + std::to_string(s.free_bytes) + " free, node " +
                                   std::to_string(k) + ", " + key;
@@ -188,12 +193,14 @@ TEST(ExpertJob, TheVideoJobAgreesWithComfyUIsOwnCodeNodeByNode) {
       }
       ++calls;
     }
+    EXPECT_TRUE(j.first.text.ran);
+    EXPECT_FALSE(j.next.text.ran);  // the same prompt: ComfyUI's cache skips CLIPTextEncode
     EXPECT_DOUBLE_EQ(j.first.vae.compute_seconds, 2.0);
-    EXPECT_DOUBLE_EQ(j.first.seconds() - j.first.transfer_seconds(), (two ? 2.0 : 1.0) + 2.0);
+    EXPECT_DOUBLE_EQ(j.first.seconds() - j.first.transfer_seconds(), 0.5 + (two ? 2.0 : 1.0) + 2.0);
     ++cases;
   }
   EXPECT_EQ(cases, 10u);
-  EXPECT_EQ(calls, 50u);
+  EXPECT_EQ(calls, 60u);
 }
 
 // The command: a one-model Wan video's sampler node and VAE decode, in the console and in JSON; a FLUX model and Wan 2.2
@@ -208,8 +215,13 @@ TEST(ExpertJob, TheVideoJobCommand) {
   EXPECT_GT(job["vae_bytes"].get<double>(), 2.5e8);
   EXPECT_DOUBLE_EQ(job["vae_memory_required"].get<double>(), 7000.0 * 40 * 60 * 64 * 2);
   EXPECT_GT(job["first_video"]["vae_decode"]["compute_seconds"].get<double>(), 0);
+  EXPECT_GT(job["text_encoder_bytes"].get<double>(), 1.1e10);  // umT5-XXL in fp16
+  EXPECT_GT(job["first_video"]["text_encode"]["compute_seconds"].get<double>(), 0);
+  EXPECT_FALSE(job["next_video"]["text_encode"]["ran"].get<bool>());
   EXPECT_NEAR(job["first_video"]["seconds"].get<double>(),
-              job["first_video"]["sampler"]["compute_seconds"].get<double>() +
+              job["first_video"]["text_encode"]["compute_seconds"].get<double>() +
+                  job["first_video"]["text_encode"]["transfer_seconds"].get<double>() +
+                  job["first_video"]["sampler"]["compute_seconds"].get<double>() +
                   job["first_video"]["sampler"]["transfer_seconds"].get<double>() +
                   job["first_video"]["vae_decode"]["compute_seconds"].get<double>() +
                   job["first_video"]["vae_decode"]["transfer_seconds"].get<double>(),

@@ -52,8 +52,7 @@ TextEncoderTraceGenerator::TextEncoderTraceGenerator(const TextEncoderConfig& mo
       linears_.push_back(add_weight(l, att + (clip ? std::string(n) + "_proj" : std::string(n)), d * in + ab * in));
     linears_.push_back(add_weight(l, att + (clip ? "out_proj" : "o"), in * d + ab * d));
     if (!clip && (l == 0 || model_.bias_every_layer)) {
-      const std::uint32_t t = add_weight(l, att + "relative_attention_bias", TextEncoderConfig::kBuckets * model_.heads);
-      if (l == 0) bias_table_ = t;
+      bias_tables_.push_back(add_weight(l, att + "relative_attention_bias", TextEncoderConfig::kBuckets * model_.heads));
     }
     norms_.push_back(trace::append_tensor(header_, TensorKind::Weight, (clip ? 2 : 1) * d * nb, l,
                                           clip ? p + "layer_norm2" : p + "layer.1.layer_norm"));
@@ -138,16 +137,22 @@ bool TextEncoderTraceGenerator::next(trace::Step& out) {
       add(OpKind::Norm, layer, 6 * S * d, {{weight, header_.tensors[weight].bytes}, {act_, 4 * row}}, {{act_, 3 * row}}, 7);
     }
   };
-  std::size_t li = 0;
+  // umT5 as ComfyUI's Wan encoder runs it (comfy/text_encoders/wan.py UMT5XXlModel: enable_attention_masks): T5Stack
+  // turns the padding mask into an fp32 S x S mask (1 - mask, masked_fill), which each block adds to its own bias.
+  const bool masked = !clip && model_.bias_every_layer;
+  if (masked) add(OpKind::Elementwise, -1, S * S, {{act_, kF32 * S}}, {{act_, 2 * kF32 * S * S}}, 4);
+  std::size_t li = 0, bi = 0;
   for (std::int32_t l = 0; l < static_cast<std::int32_t>(model_.layers); ++l) {
     norm(l, norms_[2 * static_cast<std::size_t>(l)]);
     for (int k = 0; k < 3; ++k) linear(out, l, linears_[li++], d, in, clip, S);
     if (!clip && (l == 0 || model_.bias_every_layer)) {
       // compute_bias: two aranges, their difference, the bucket arithmetic (about 16 kernels over S x S int64),
       // the table lookup in fp32 (heads wide), permute and contiguous.
-      add(OpKind::Other, l, 20 * S * S, {{bias_table_, header_.tensors[bias_table_].bytes}, {act_, 8 * 16 * S * S}},
+      const std::uint32_t table = bias_tables_[bi++];
+      add(OpKind::Other, l, 20 * S * S, {{table, header_.tensors[table].bytes}, {act_, 8 * 16 * S * S}},
           {{act_, 8 * 16 * S * S + 2 * kF32 * H * S * S}}, 22);
     }
+    if (masked) add(OpKind::Elementwise, l, H * S * S, {{act_, kF32 * (H + 1) * S * S}}, {{act_, kF32 * H * S * S}}, 1);
     if (!clip) elementwise(out, l, kF32 * S * in, kF32 * S * in, 1);  // k * sqrt(d_kv)... the key's scale
     // SDPA with the bias (T5) or the causal mask (CLIP) as an fp32 mask, then the heads merged back.
     add(OpKind::Attention, l, 4 * H * S * S * model_.head_dim,

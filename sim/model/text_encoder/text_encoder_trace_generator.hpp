@@ -42,7 +42,8 @@ class TextEncoderTraceGenerator final : public trace::StepSource {
   trace::Header header_;
   std::vector<std::uint32_t> linears_;  // per layer: q, k, v, o, then the FFN's (T5: wi_0, [wi_1], wo; CLIP: fc1, fc2)
   std::vector<std::uint32_t> norms_;    // per layer: the two norms; then the final one
-  std::uint32_t embedding_ = 0, positions_ = 0, projection_ = 0, bias_table_ = 0, act_ = 0;
+  std::uint32_t embedding_ = 0, positions_ = 0, projection_ = 0, act_ = 0;
+  std::vector<std::uint32_t> bias_tables_;  // T5: the first block's relative bias table; umT5: every block's
   bool done_ = false;
 };
 
