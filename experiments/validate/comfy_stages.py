@@ -56,7 +56,11 @@ peak_bytes is torch.cuda.max_memory_allocated over warm-up and timed runs (weigh
 memory allocated before them (weights + inputs). sdpa_backend: the first backend, in ComfyUI's priority, that
 accepts one attention call of the model's shape and dtype alone (probed once; null where sdpa_kernel is missing).
 
-Writes one JSON line per measurement to OUT/comfy_stages.jsonl: stage (t5xxl | clip_l | vae_decode), config,
+  umT5   (--stages umt5xxl, Wan's text encoder) the same T5 with comfy/text_encoders/umt5_config_xxl.json: a
+          relative_attention_bias in every block (t5.py: relative_attention = model_type != "umt5"), a 256,384-token
+          vocabulary, and wan.py UMT5XXlModel's enable_attention_masks and zero_out_masked: T5Stack turns the padding
+          mask into an fp32 mask added to each block's bias, the output multiplied by the mask.
+Writes one JSON line per measurement to OUT/comfy_stages.jsonl: stage (t5xxl | umt5xxl | clip_l | vae_decode), config,
 weight_dtype, compute_dtype, tokens (text) or width/height/latent_width/latent_height (VAE), batch, times,
 median_s, warmup_s, host_times, host_median_s, host_in_times (VAE), peak_bytes, base_bytes, param_bytes, params,
 sdpa_backend, sdpa_priority, tf32_matmul, cudnn_benchmark, comfy_memory_used_decode (VAE), comfy_tiles (VAE: false,
@@ -88,6 +92,9 @@ T5XXL_CONFIG = {"d_ff": 10240, "d_kv": 64, "d_model": 4096, "dense_act_fn": "gel
                 "layer_norm_epsilon": 1e-06, "model_type": "t5", "num_heads": 64, "num_layers": 24,
                 "relative_attention_num_buckets": 32, "vocab_size": 32128}
 T5_TINY = dict(T5XXL_CONFIG, d_ff=96, d_kv=8, d_model=32, num_heads=4, num_layers=2, vocab_size=512)
+# comfy/text_encoders/umt5_config_xxl.json (Wan's text encoder: comfy/text_encoders/wan.py UMT5XXlModel)
+UMT5XXL_CONFIG = dict(T5XXL_CONFIG, model_type="umt5", vocab_size=256384)
+UMT5_TINY = dict(T5_TINY, model_type="umt5")
 # comfy/sd1_clip_config.json (openai/clip-vit-large-patch14 text model)
 CLIP_L_CONFIG = {"eos_token_id": 49407, "hidden_act": "quick_gelu", "hidden_size": 768, "intermediate_size": 3072,
                  "layer_norm_eps": 1e-05, "max_position_embeddings": 77, "num_attention_heads": 12,
@@ -317,15 +324,19 @@ class T5Block(nn.Module):
 
 
 class T5Stack(nn.Module):
-    def __init__(self, num_layers, model_dim, inner_dim, ff_dim, num_heads, dd):
+    def __init__(self, num_layers, model_dim, inner_dim, ff_dim, num_heads, dd, relative_attention=True):
         super().__init__()
-        # relative_attention (model_type "t5"): only block 0 owns relative_attention_bias
-        self.block = nn.ModuleList([T5Block(model_dim, inner_dim, ff_dim, num_heads, i == 0, dd)
-                                    for i in range(num_layers)])
+        # relative_attention (model_type "t5"): only block 0 owns relative_attention_bias; umT5: every block
+        self.block = nn.ModuleList([T5Block(model_dim, inner_dim, ff_dim, num_heads,
+                                            (not relative_attention) or i == 0, dd) for i in range(num_layers)])
         self.final_layer_norm = T5LayerNorm(model_dim, **dd)
 
-    def forward(self, x):
-        mask, past_bias = None, None  # attention_mask None (T5XXLModel attention_mask=False)
+    def forward(self, x, attention_mask=None):
+        mask, past_bias = None, None  # attention_mask None for FLUX's T5XXLModel (attention_mask=False)
+        if attention_mask is not None:  # umT5 (UMT5XXlModel: enable_attention_masks=True)
+            mask = 1.0 - attention_mask.to(x.dtype).reshape((attention_mask.shape[0], 1, -1, attention_mask.shape[-1])) \
+                .expand(attention_mask.shape[0], 1, attention_mask.shape[-1], attention_mask.shape[-1])
+            mask = mask.masked_fill(mask.to(torch.bool), -torch.finfo(x.dtype).max)
         for block in self.block:
             x, past_bias = block(x, mask, past_bias)
         return self.final_layer_norm(x), None
@@ -338,18 +349,19 @@ class T5(nn.Module):
         self.num_layers = config["num_layers"]
         assert config["is_gated_act"] and config["dense_act_fn"] == "gelu_pytorch_tanh"
         self.encoder = T5Stack(self.num_layers, config["d_model"], config["d_kv"] * config["num_heads"],
-                               config["d_ff"], config["num_heads"], dd)
+                               config["d_ff"], config["num_heads"], dd,
+                               relative_attention=config.get("model_type", "t5") != "umt5")
         self.dtype = dtype
         self.shared = CastEmbedding(config["vocab_size"], config["d_model"], **dd)
 
     def get_input_embeddings(self):
         return self.shared
 
-    def forward(self, embeds):
+    def forward(self, embeds, attention_mask=None):
         x = embeds
         if self.dtype not in [torch.float32, torch.float16, torch.bfloat16]:
             x = torch.nan_to_num(x)  # "Fix for fp8 T5 base"
-        return self.encoder(x)
+        return self.encoder(x, attention_mask)
 
 
 # ---- CLIP-L text model: comfy/clip_model.py ----
@@ -463,12 +475,20 @@ def num_tokens(tokens, end_token):
     return out
 
 
-def encode_text(transformer, tokens, end_token):
+def encode_text(transformer, tokens, end_token, masks=False):
     """comfy/sd1_clip.py SDClipModel.forward for plain integer tokens (process_tokens then the transformer), layer
-    "last": z = outputs[0].float(); the pooled output (CLIP: outputs[3], return_projected_pooled False)."""
+    "last": z = outputs[0].float(); the pooled output (CLIP: outputs[3], return_projected_pooled False). masks: umT5's
+    enable_attention_masks and zero_out_masked (1 up to each row's end token, 0 after; z times the mask)."""
     device = transformer.get_input_embeddings().weight.device
     ids = torch.tensor(tokens, device=device, dtype=torch.long)
     embeds = transformer.get_input_embeddings()(ids, out_dtype=torch.float32)
+    if isinstance(transformer, T5) and masks:
+        attention_mask = torch.tensor([[1] * n + [0] * (len(row) - n) for row, n in
+                                       zip(tokens, num_tokens(tokens, end_token))], device=device, dtype=torch.long)
+        outputs = transformer(embeds, attention_mask)
+        z = outputs[0].float()
+        z *= attention_mask.unsqueeze(-1).float()
+        return z, None
     if isinstance(transformer, T5):
         outputs = transformer(embeds)
     else:
@@ -742,7 +762,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="output directory (comfy_stages.jsonl is appended to)")
     ap.add_argument("--stages", nargs="+", default=["t5xxl", "clip_l", "vae_decode"],
-                    choices=["t5xxl", "clip_l", "vae_decode"])
+                    choices=["t5xxl", "umt5xxl", "clip_l", "vae_decode"])
+    ap.add_argument("--umt5-tokens", nargs="+", type=int, default=None, help="umT5 tokens, default 512 1024 (tiny: 16)")
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--tiny", action="store_true", help="small configs for a smoke run")
@@ -854,6 +875,28 @@ def main():
                              param_bytes=param_bytes(model), params=sum(p.numel() for p in model.parameters()),
                              sdpa_backend=backend),
                         lambda _x, tokens=tokens: encode_text(model, tokens, 1), to_host)
+            del model
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+
+    if "umt5xxl" in a.stages:
+        # Wan's encoder (comfy/text_encoders/wan.py): umT5 with attention masks on and zero_out_masked; the tokenizer
+        # pads to min_length 512 with pad 0 after the end token 1; the weight dtypes of umt5_xxl_fp16 and
+        # umt5_xxl_fp8_e4m3fn (the _scaled file's extra multiply is not rebuilt), still computed in fp32.
+        cfg = UMT5_TINY if a.tiny else UMT5XXL_CONFIG
+        for wd in a.t5_dtypes:
+            if wd not in DTYPES or (wd.startswith("fp8") and device.type == "cpu"):
+                continue
+            model = init(T5(cfg, DTYPES[wd], device), DTYPES[wd])
+            for n in a.umt5_tokens or ([16] if a.tiny else [512, 1024]):
+                words = min(n - 1, max(1, n // 4))
+                tokens = [torch.randint(2, cfg["vocab_size"], (words,), generator=g).tolist() + [1] +
+                          [0] * (n - words - 1) for _ in range(a.batch)]
+                measure(dict(stage="umt5xxl", config="comfy/text_encoders/umt5_config_xxl.json" + (" (tiny)" if a.tiny
+                             else ""), weight_dtype=wd, compute_dtype="fp32", tokens=n, prompt_tokens=words + 1,
+                             param_bytes=param_bytes(model), params=sum(p.numel() for p in model.parameters()),
+                             sdpa_backend=None),
+                        lambda _x, tokens=tokens: encode_text(model, tokens, 1, masks=True), to_host)
             del model
             if device.type == "cuda":
                 torch.cuda.empty_cache()

@@ -14,7 +14,8 @@ encoders run through ComfyUI's own SDClipModel.process_tokens and SDClipModel.fo
 to a stand-in holding the attributes FluxClipModel's T5XXLModel / SDClipModel set). torch 1.13 has no
 F.scaled_dot_product_attention: it is set to comfy_stages.manual_sdpa for both sides.
 
-Compared: T5 (tiny T5 config, fp16 and fp32 weights, fp32 compute) z; CLIP-L (tiny, vocab 49408, 77 tokens with
+Compared: T5 (tiny T5 config, fp16 and fp32 weights, fp32 compute) z; umT5 (the same, model_type umt5, attention
+masks and zero_out_masked on, as Wan's UMT5XXlModel) z; CLIP-L (tiny, vocab 49408, 77 tokens with
 start/end/pad tokens, fp16 weights) z and pooled output; VAE Decoder (tiny: ch 32, ch_mult [1,2,2], 1 res block;
 fp32, and bf16 where the cpu build supports it) output; then the full-size configurations (T5-XXL, CLIP-L on the
 meta device, FLUX's VAE decoder on the cpu) for module names, order, shapes and dtypes. Not checked: the fp8_e4m3fn
@@ -117,12 +118,12 @@ def import_comfy(tmp):
 
 class SDClipStandIn(torch.nn.Module):
     """The attributes SDClipModel.__init__ sets that process_tokens / forward read, layer "last"."""
-    def __init__(self, transformer, special_tokens, return_projected_pooled, process_tokens, forward):
+    def __init__(self, transformer, special_tokens, return_projected_pooled, process_tokens, forward, masks=False):
         super().__init__()
         self.transformer = transformer
         self.special_tokens = special_tokens
-        self.enable_attention_masks = False
-        self.zero_out_masked = False
+        self.enable_attention_masks = masks  # umT5 (wan.py UMT5XXlModel): True, with zero_out_masked
+        self.zero_out_masked = masks
         self.layer = "last"
         self.layer_idx = None
         self.layer_norm_hidden_state = True
@@ -182,6 +183,23 @@ def main():
             wrapper = SDClipStandIn(theirs, {"end": 1, "pad": 0}, True, process_tokens, forward)
             z_t, _ = wrapper(tokens)
             ok &= same(f"T5 z ({wd} weights, fp32 compute)", z_m, z_t)
+
+        # umT5 (Wan's encoder): model_type umt5 (a bias in every block), attention masks and zero_out_masked on
+        for wd in ("fp16", "fp32"):
+            dt = cs.DTYPES[wd]
+            cfg = dict(cs.UMT5_TINY)
+            mine = cs.randomize(cs.T5(cfg, dt, dev), dt)
+            theirs = t5.T5(dict(cfg), dt, dev, ops.manual_cast)
+            s_m, s_t = structure(mine), structure(theirs)
+            ok &= s_m == s_t
+            print(f"umT5 tiny {wd}: modules and parameters {'equal' if s_m == s_t else 'DIFFERENT'} "
+                  f"({len(s_m[0])} modules, {len(s_m[1])} tensors)")
+            theirs.load_state_dict(mine.state_dict())
+            tokens = [torch.randint(2, cfg["vocab_size"], (9,), generator=g).tolist() + [1] + [0] * 22]
+            z_m, _ = cs.encode_text(mine, tokens, 1, masks=True)
+            wrapper = SDClipStandIn(theirs, {"end": 1, "pad": 0}, True, process_tokens, forward, masks=True)
+            z_t, _ = wrapper(tokens)
+            ok &= same(f"umT5 z ({wd} weights, fp32 compute, masks)", z_m, z_t)
 
         # CLIP-L: SDTokenizer's 77 tokens: start, words, end, end-as-pad
         cfg = dict(cs.CLIP_TINY)
