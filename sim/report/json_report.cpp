@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <map>
 #include <cstdint>
 
 #include "git_sha.hpp"  // generated at build time (sim/report/write_git_sha.cmake)
@@ -116,6 +117,27 @@ void write_json(std::ostream& out, const Context& c) {
                   {"peak_bytes", whole(peak)}};
   }
   j["memory_per_tier"] = tiers;
+  // A trace's components (trace::Tensor::component): each part's weights (its first path segment: dit, vae,
+  // text_encoder) by where the placement put them.
+  {
+    ordered_json parts = ordered_json::object();
+    std::map<std::string, std::map<std::string, double>> by;
+    for (const auto& t : h.tensors) {
+      if (t.component.empty() || t.kind != trace::TensorKind::Weight) continue;
+      const std::string part = t.component.substr(0, t.component.find('.'));
+      by[part][placement::device_name(c.placement->device[t.id])] += static_cast<double>(t.bytes);
+    }
+    for (const auto& [part, devices] : by) {
+      ordered_json d = ordered_json::object();
+      double total = 0;
+      for (const auto& [dev, bytes] : devices) {
+        d[dev] = whole(bytes);
+        total += bytes;
+      }
+      parts[part] = {{"weight_bytes", whole(total)}, {"weights_on", d}};
+    }
+    if (!by.empty()) j["components"] = parts;
+  }
   if (c.allocator) {
     const AllocatorMemory& a = *c.allocator;
     ordered_json m;

@@ -112,3 +112,40 @@ std::uint32_t append_tensor(Header& header, TensorKind kind, std::uint64_t bytes
 }
 
 }  // namespace tiersim::trace
+
+namespace tiersim::trace {
+
+void assign_components(Header& header, const std::string& part) {
+  for (Tensor& t : header.tensors) {
+    t.component = part;
+    if (t.kind != TensorKind::Weight) continue;
+    // the name's segments up to the first that is all digits
+    std::size_t start = 0;
+    while (start < t.name.size()) {
+      const std::size_t dot = t.name.find('.', start);
+      const std::string_view seg = std::string_view(t.name).substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      const bool numeric = !seg.empty() && seg.find_first_not_of("0123456789") == std::string_view::npos;
+      if (numeric) {
+        const std::string path = part + "." + t.name.substr(0, start + seg.size());
+        if (valid_component(path)) t.component = path;
+        break;
+      }
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+  }
+}
+
+bool valid_component(std::string_view path) {
+  if (path.empty() || path.size() > 256 || path.front() == '.' || path.back() == '.') return false;
+  char prev = 0;
+  for (const char c : path) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                    (c == '.' && prev != '.');
+    if (!ok) return false;
+    prev = c;
+  }
+  return true;
+}
+
+}  // namespace tiersim::trace

@@ -30,6 +30,10 @@ struct Tensor {
   // 0..n-1 the layers, n after them (final norm, LM head). Offload and prefetch work on these groups.
   std::int32_t layer = 0;
   std::string name;
+  // The model component the tensor belongs to, as a dotted path (format: `component PATH IDS` lines): the job's part
+  // ("text_encoder", "dit", "vae") then, for a block's weights, the block ("dit.double_blocks.3",
+  // "vae.decoder.upsamples.3"). Empty: none given.
+  std::string component;
 };
 
 struct TensorAccess {
@@ -128,6 +132,13 @@ const char* to_string(StepKind k);
 bool parse_tensor_kind(std::string_view s, TensorKind& out);
 bool parse_op_kind(std::string_view s, OpKind& out);
 bool parse_step_kind(std::string_view s, StepKind& out);
+
+// Sets every tensor's component under `part` ("dit", "vae", "text_encoder"): a weight's is the part and its name up to
+// the first numeric segment (a block: "double_blocks.3.img_attn.qkv" -> "dit.double_blocks.3"), or the part alone where
+// the name has none; any other tensor's the part.
+void assign_components(Header& header, const std::string& part);
+// Whether `path` is a component path the format takes: dotted segments of letters, digits, '_' and '-', 1-256 chars.
+bool valid_component(std::string_view path);
 
 // Appends a tensor to a header (ids in order: tensors[i].id == i) and returns its id.
 std::uint32_t append_tensor(Header& header, TensorKind kind, std::uint64_t bytes, std::int32_t layer, std::string name);

@@ -129,6 +129,32 @@ void TraceReader::read_header() {
       if (t.name.empty()) fail("tensor", "tensor " + std::to_string(t.id) + " has no name");
       has_transients_ |= t.kind == TensorKind::Transient;
       header_.tensors.push_back(std::move(t));
+    } else if (word == "component") {
+      // component PATH IDS: the tensors (ids and A-B ranges, comma-separated) of a model component
+      const std::string path(next_token(s));
+      const std::string_view list = rest_trimmed(s);
+      if (!trace::valid_component(path))
+        fail("component", "expected 'component PATH IDS' with a dotted path of letters, digits, _ and - (dit.blocks.3), "
+                          "got '" + path + "'");
+      if (list.empty()) fail("component", "component " + path + " lists no tensors");
+      std::string_view rest = list;
+      while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        const std::size_t dash = item.find('-');
+        std::uint32_t first = 0, last = 0;
+        if (!parse_int(item.substr(0, dash), first) ||
+            !parse_int(dash == std::string_view::npos ? item : item.substr(dash + 1), last) || last < first)
+          fail("component", "bad tensor id or range '" + std::string(item) + "' (ID or FIRST-LAST)");
+        if (last >= header_.tensors.size())
+          fail("component", "tensor " + std::to_string(last) + " is not declared before the component line");
+        for (std::uint32_t id = first; id <= last; ++id) {
+          std::string& c = header_.tensors[id].component;
+          if (!c.empty()) fail("component", "tensor " + std::to_string(id) + " is already in component " + c);
+          c = path;
+        }
+      }
     } else if (word == "step") {
       pending_step_ = true;
       return;
@@ -136,7 +162,7 @@ void TraceReader::read_header() {
       ended_ = true;
       return;
     } else {
-      fail(std::string(word), "unexpected line in the header (expected meta, tensor, step or end)");
+      fail(std::string(word), "unexpected line in the header (expected meta, tensor, component, step or end)");
     }
   }
   fail("", "unexpected end of file in the header (missing 'end')");

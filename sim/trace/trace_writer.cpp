@@ -1,8 +1,10 @@
 #include "trace/trace_writer.hpp"
 
 #include <cstdio>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace tiersim::trace {
 namespace {
@@ -41,6 +43,27 @@ void write_header(std::ostream& out, const Header& header) {
   for (const auto& [k, v] : header.meta) out << "meta " << k << ' ' << v << '\n';
   for (const auto& t : header.tensors)
     out << "tensor " << t.id << ' ' << to_string(t.kind) << ' ' << t.bytes << ' ' << t.layer << ' ' << t.name << '\n';
+  // Each component once, in the order of its first tensor, its tensors as ids and runs FIRST-LAST.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::uint32_t>> ids;
+  for (const auto& t : header.tensors) {
+    if (t.component.empty()) continue;
+    auto [it, fresh] = ids.try_emplace(t.component);
+    if (fresh) order.push_back(t.component);
+    it->second.push_back(t.id);
+  }
+  for (const std::string& c : order) {
+    out << "component " << c << ' ';
+    const auto& v = ids[c];
+    for (std::size_t i = 0; i < v.size();) {
+      std::size_t j = i;
+      while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+      out << (i ? "," : "") << v[i];
+      if (j > i) out << '-' << v[j];
+      i = j + 1;
+    }
+    out << '\n';
+  }
 }
 
 void write_step(std::ostream& out, const Header& header, const Step& step) {

@@ -67,6 +67,32 @@ TEST(TraceReader, ReadsHeaderAndStepsOneAtATime) {
   EXPECT_FALSE(r->next(s));
 }
 
+// Components: `component PATH IDS` lines after the tensors give each its model part; the writer writes them back as
+// runs, in the order of each component's first tensor.
+TEST(TraceReader, ComponentsNameEachTensorsPart) {
+  const std::string text =
+      "tiersim-trace 1\n"
+      "tensor 0 weight 10 0 a\ntensor 1 weight 10 0 b\ntensor 2 weight 10 0 c\ntensor 3 weight 10 0 d\n"
+      "component dit.blocks.0 0-1,3\ncomponent vae 2\n"
+      "step decode tokens=1\nop gemv layer=0 read=0\nend\n";
+  auto r = reader(text);
+  EXPECT_EQ(r->header().tensors[0].component, "dit.blocks.0");
+  EXPECT_EQ(r->header().tensors[1].component, "dit.blocks.0");
+  EXPECT_EQ(r->header().tensors[2].component, "vae");
+  EXPECT_EQ(r->header().tensors[3].component, "dit.blocks.0");
+  std::ostringstream out;
+  write_trace(out, *r);
+  EXPECT_NE(out.str().find("component dit.blocks.0 0-1,3\ncomponent vae 2\n"), std::string::npos) << out.str();
+  Header h;
+  for (const char* n : {"double_blocks.3.img_attn.qkv", "img_in", "decoder.up.10.x"}) append_tensor(h, TensorKind::Weight, 1, 0, n);
+  append_tensor(h, TensorKind::Transient, 1, 0, "blocks.1.value");
+  assign_components(h, "dit");
+  EXPECT_EQ(h.tensors[0].component, "dit.double_blocks.3");
+  EXPECT_EQ(h.tensors[1].component, "dit");
+  EXPECT_EQ(h.tensors[2].component, "dit.decoder.up.10");
+  EXPECT_EQ(h.tensors[3].component, "dit");  // not a weight: the part alone
+}
+
 // Asserts that reading `text` fails at `line` naming `key`.
 void expect_error(const std::string& text, std::size_t line, const std::string& key) {
   try {
@@ -109,6 +135,9 @@ TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
   expect_error(head + "step prefill tokens=8\nop gemm layer=0 rows=0\nend\n", 4, "rows");
   expect_error(head + "step prefill tokens=8\nop gemm layer=0 rows=x\nend\n", 4, "rows");
   expect_error(head + "step prefill tokens=8\nop gemm layer=0 tokens=0\nend\n", 4, "tokens");
+  for (const char* bad : {"component dit", "component dit 5", "component dit x", "component dit 0-", "component a..b 0",
+                          "component dit 0,0", "component has/slash 0"})
+    expect_error(head + bad + "\nend\n", 3, "component");
   for (const char* bad : {"3x3x3:96", "3x3x3:0:96", "3x3x3:96:x", "3x3x3x3:1:1", "16x3:1:1", "3:1:1", "3x3x3:1:2097152",
                           "axb:1:1", ":1:1", "3x3x3::1"})
     expect_error(head + "step prefill tokens=8\nop gemm layer=0 conv=" + bad + "\nend\n", 4, "conv");

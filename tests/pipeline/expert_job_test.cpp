@@ -212,6 +212,9 @@ TEST(ExpertJob, TheVideoJobCommand) {
   const auto j = nlohmann::json::parse(r.out);
   const auto& job = j["video_job"];
   EXPECT_EQ(job["steps"], 2);
+  // the run's trace names its components: the diffusion transformer's weights, all on the GPU here
+  EXPECT_EQ(j["components"]["dit"]["weight_bytes"], j["components"]["dit"]["weights_on"]["cuda:0"]);
+  EXPECT_GT(j["components"]["dit"]["weight_bytes"].get<double>(), 2.5e9);
   EXPECT_GT(job["vae_bytes"].get<double>(), 2.5e8);
   EXPECT_DOUBLE_EQ(job["vae_memory_required"].get<double>(), 7000.0 * 40 * 60 * 64 * 2);
   EXPECT_GT(job["first_video"]["vae_decode"]["compute_seconds"].get<double>(), 0);

@@ -127,6 +127,7 @@ FluxTraceGenerator::FluxTraceGenerator(const FluxConfig& model, const Generation
   build_iteration(first);
   values_.declare_into(nullptr);
   set_transient_peak(header_, first);
+  trace::assign_components(header_, "dit");
 }
 
 std::uint32_t FluxTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name) {

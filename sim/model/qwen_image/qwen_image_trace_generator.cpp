@@ -135,6 +135,7 @@ QwenImageTraceGenerator::QwenImageTraceGenerator(const QwenImageConfig& model, c
   build_iteration(first);
   values_.declare_into(nullptr);
   set_transient_peak(header_, first);
+  trace::assign_components(header_, "dit");
 }
 
 std::uint32_t QwenImageTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group,

@@ -76,6 +76,7 @@ TextEncoderTraceGenerator::TextEncoderTraceGenerator(const TextEncoderConfig& mo
                               kF32 * std::max(S * (3 * d + 3 * ff + 4 * in) + d * ff + model_.heads * S * S,
                                               weights_ == WeightDtype::Fp8 ? model_.vocab * d : 0),
                               -1, "activations");
+  trace::assign_components(header_, "text_encoder");
 }
 
 std::uint32_t TextEncoderTraceGenerator::add_weight(std::int32_t layer, const std::string& name, std::uint64_t params) {

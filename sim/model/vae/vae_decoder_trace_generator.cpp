@@ -62,6 +62,7 @@ VaeDecoderTraceGenerator::VaeDecoderTraceGenerator(const VaeConfig& model, std::
   const std::uint64_t px = width_ * height_ * images_, lat = px / (f * f);
   const std::uint64_t full = px * std::max(model_.channels[0], model_.channels.size() > 1 ? model_.channels[1] : 0);
   act_ = trace::append_tensor(header_, TensorKind::Activation, a * std::max(6 * full, 9 * lat * top), -1, "activations");
+  trace::assign_components(header_, "vae");
 }
 
 std::uint32_t VaeDecoderTraceGenerator::add_conv(std::int32_t group, const std::string& name, std::uint64_t in,

@@ -311,6 +311,7 @@ WanVaeDecoderTraceGenerator::WanVaeDecoderTraceGenerator(const WanVaeConfig& mod
   char b[32];
   std::snprintf(b, sizeof b, "%.0f", peak);
   header_.meta["transient_peak"] = b;
+  trace::assign_components(header_, "vae");
 }
 
 bool WanVaeDecoderTraceGenerator::next(trace::Step& out) {

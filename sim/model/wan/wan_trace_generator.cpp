@@ -141,6 +141,7 @@ WanTraceGenerator::WanTraceGenerator(const WanConfig& model, const GenerationOpt
   build_iteration(first);
   values_.declare_into(nullptr);
   set_transient_peak(header_, first);
+  trace::assign_components(header_, "dit");
 }
 
 std::uint32_t WanTraceGenerator::add_tensor(TensorKind kind, std::uint64_t bytes, std::int32_t group, std::string name) {
