@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from event_timing import all_seconds
+from raw_csv import write_raw_csv
 
 GEMMS = [(8192, 8192, 8192), (4096, 4096, 14336), (4096, 14336, 4096)]
 # (dims, in, out, kernel (t, h, w), input frames, height, width): the input is already padded in time as
@@ -104,19 +105,7 @@ def main():
     out["best_gemm_tflops"] = best
     json.dump(out, open(a.out, "w"), indent=1)
     if a.csv:
-        import datetime
-        import subprocess
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True).stdout.strip().splitlines()
-        with open(a.csv, "w") as f:
-            f.write("# measured_at: %s\n" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-            f.write("# gpu_name: %s\n# gpu_count: %d\n" % (torch.cuda.get_device_name(0), torch.cuda.device_count()))
-            f.write("# nvidia_driver: %s\n# torch: %s\n" % (driver[0] if driver else "unknown", torch.__version__))
-            f.write("benchmark,variant,work,work_unit,repeats,median_s,min_s,max_s\n")
-            for v, flops, times in RAW:
-                f.write("convolution,%s,%d,flop,%d,%.9e,%.9e,%.9e\n" % (v, flops, len(times), statistics.median(times),
-                                                                       min(times), max(times)))
-
+        write_raw_csv(a.csv, [("convolution", v, flops, "flop", times) for v, flops, times in RAW])
 
 if __name__ == "__main__":
     main()

@@ -11,12 +11,12 @@ variant fresh_pageable_<bytes>, work = bytes; tiersim_fit makes them host_link.d
   python3 experiments/calibrate/fresh_d2h.py --csv RAW.csv
 """
 import argparse
-import datetime
 import statistics
-import subprocess
 import time
 
 import torch
+
+from raw_csv import write_raw_csv
 
 SIZES = [1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
 
@@ -44,17 +44,7 @@ def main():
         rows.append((size, times))
         print(f"{size / 2**20:7.0f} MiB  median {statistics.median(times) * 1e3:9.3f} ms  "
               f"{size / statistics.median(times) / 1e9:6.2f} GB/s", flush=True)
-    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
-                            text=True).stdout.strip().splitlines()
-    with open(a.csv, "w") as f:
-        f.write("# measured_at: %s\n" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-        f.write("# gpu_name: %s\n# gpu_count: %d\n" % (torch.cuda.get_device_name(0), torch.cuda.device_count()))
-        f.write("# nvidia_driver: %s\n# torch: %s\n" % (driver[0] if driver else "unknown", torch.__version__))
-        f.write("benchmark,variant,work,work_unit,repeats,median_s,min_s,max_s\n")
-        for size, times in rows:
-            f.write("d2h,fresh_pageable_%d,%d,bytes,%d,%.9e,%.9e,%.9e\n" % (size, size, len(times), statistics.median(times),
-                                                                         min(times), max(times)))
-
+    write_raw_csv(a.csv, [("d2h", "fresh_pageable_%d" % size, size, "bytes", times) for size, times in rows])
 
 if __name__ == "__main__":
     main()

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from event_timing import all_seconds
+from raw_csv import write_raw_csv
 
 # (batch, heads, queries, keys): self-attention over a DiT's joint sequence (FLUX 512x512 / 1024x1024 / Kontext,
 # Qwen-Image 1328x1328 with cfg, Wan 17 / 33 / 81 frames with cfg, Wan 2.2 5B 121 frames) and Wan's cross-attention
@@ -48,18 +49,7 @@ def timed(fn, variant=None, flops=0):
 
 
 def write_csv(path):
-    import datetime
-    import subprocess
-    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
-                            text=True).stdout.strip().splitlines()
-    with open(path, "w") as f:
-        f.write("# measured_at: %s\n" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-        f.write("# gpu_name: %s\n# gpu_count: %d\n" % (torch.cuda.get_device_name(0), torch.cuda.device_count()))
-        f.write("# nvidia_driver: %s\n# torch: %s\n" % (driver[0] if driver else "unknown", torch.__version__))
-        f.write("benchmark,variant,work,work_unit,repeats,median_s,min_s,max_s\n")
-        for variant, flops, times in RAW:
-            f.write("attention,%s,%d,flop,%d,%.9e,%.9e,%.9e\n" % (variant, flops, len(times), statistics.median(times),
-                                                                  min(times), max(times)))
+    write_raw_csv(path, [("attention", variant, flops, "flop", times) for variant, flops, times in RAW])
 
 
 def comfy_priority():

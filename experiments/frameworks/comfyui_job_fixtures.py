@@ -300,37 +300,6 @@ WAN_JOB = {"names": ["high", "low"], "sequences": {"two videos": ["high", "low",
            "node_model": {"high": "high", "low": "low"}}
 
 
-def wan_experts(shape="832x480", frames=81):
-    """The expert's weight tensors and its trace's sampler estimate, from `sim gen` of wan2.2-t2v-a14b.json."""
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "wan.trace")
-        model = os.path.join(ROOT, "traces", "models", "wan2.2-t2v-a14b.json")
-        subprocess.run([SIM, "gen", "--model", model, "--dtype", "fp8", "--resolution", shape, "--frames", str(frames),
-                        "--cfg", "3.5", "--steps", "2", "-o", path], check=True, capture_output=True)
-        weights, per_cond = [], None
-        for line in open(path):
-            parts = line.split()
-            if parts[:1] == ["tensor"] and parts[2] == "weight":
-                weights.append((parts[5], int(parts[3])))
-            if parts[:2] == ["meta", "comfy_memory_per_cond"]:
-                per_cond = float(parts[2])
-        return weights, per_cond
-
-
-def main_wan(out_path, src):
-    logging.disable(logging.CRITICAL)
-    expert, per_cond = wan_experts()
-    weights = {"high": expert, "low": list(expert)}
-    sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
-    est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond}
-    job = dict(WAN_JOB, requests={n: (2 * per_cond, per_cond) for n in ("high", "low")})
-    rows = [run_case(src, weights, sizes, est, free, seq, job) for free in WAN_FREES for seq in WAN_JOB["sequences"]]
-    with open(out_path, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
-    print("%d cases" % len(rows))
-
-
 def gen_weights(model, extra):
     """A model's weight tensors from `sim gen` (name, bytes), and its meta comfy_memory_per_cond where it has one."""
     with tempfile.TemporaryDirectory() as d:
@@ -345,6 +314,26 @@ def gen_weights(model, extra):
             if parts[:2] == ["meta", "comfy_memory_per_cond"]:
                 per_cond = float(parts[2])
         return weights, per_cond
+
+
+def wan_experts(shape="832x480", frames=81):
+    """The expert's weight tensors and its trace's sampler estimate, from `sim gen` of wan2.2-t2v-a14b.json."""
+    return gen_weights("wan2.2-t2v-a14b.json", ["--dtype", "fp8", "--resolution", shape, "--frames", str(frames),
+                                                "--cfg", "3.5", "--steps", "2"])
+
+
+def main_wan(out_path, src):
+    logging.disable(logging.CRITICAL)
+    expert, per_cond = wan_experts()
+    weights = {"high": expert, "low": list(expert)}
+    sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
+    est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond}
+    job = dict(WAN_JOB, requests={n: (2 * per_cond, per_cond) for n in ("high", "low")})
+    rows = [run_case(src, weights, sizes, est, free, seq, job) for free in WAN_FREES for seq in WAN_JOB["sequences"]]
+    with open(out_path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
+    print("%d cases" % len(rows))
 
 
 def main_wan_video(out_path, src):

@@ -167,39 +167,24 @@ def main():
         g = torch.Generator().manual_seed(0)
         dev = torch.device("cpu")
 
-        # T5: tokens as T5XXLTokenizer gives them (no start token, end 1, pad 0 up to min_length)
-        for wd in ("fp16", "fp32"):
-            dt = cs.DTYPES[wd]
-            cfg = dict(cs.T5_TINY)
-            mine = cs.randomize(cs.T5(cfg, dt, dev), dt)
-            theirs = t5.T5(dict(cfg), dt, dev, ops.manual_cast)
-            s_m, s_t = structure(mine), structure(theirs)
-            ok &= s_m == s_t
-            print(f"T5 tiny {wd}: modules and parameters {'equal' if s_m == s_t else 'DIFFERENT'} "
-                  f"({len(s_m[0])} modules, {len(s_m[1])} tensors)")
-            theirs.load_state_dict(mine.state_dict())
-            tokens = [torch.randint(2, cfg["vocab_size"], (19,), generator=g).tolist() + [1] + [0] * 12]
-            z_m, _ = cs.encode_text(mine, tokens, 1)
-            wrapper = SDClipStandIn(theirs, {"end": 1, "pad": 0}, True, process_tokens, forward)
-            z_t, _ = wrapper(tokens)
-            ok &= same(f"T5 z ({wd} weights, fp32 compute)", z_m, z_t)
-
-        # umT5 (Wan's encoder): model_type umt5 (a bias in every block), attention masks and zero_out_masked on
-        for wd in ("fp16", "fp32"):
-            dt = cs.DTYPES[wd]
-            cfg = dict(cs.UMT5_TINY)
-            mine = cs.randomize(cs.T5(cfg, dt, dev), dt)
-            theirs = t5.T5(dict(cfg), dt, dev, ops.manual_cast)
-            s_m, s_t = structure(mine), structure(theirs)
-            ok &= s_m == s_t
-            print(f"umT5 tiny {wd}: modules and parameters {'equal' if s_m == s_t else 'DIFFERENT'} "
-                  f"({len(s_m[0])} modules, {len(s_m[1])} tensors)")
-            theirs.load_state_dict(mine.state_dict())
-            tokens = [torch.randint(2, cfg["vocab_size"], (9,), generator=g).tolist() + [1] + [0] * 22]
-            z_m, _ = cs.encode_text(mine, tokens, 1, masks=True)
-            wrapper = SDClipStandIn(theirs, {"end": 1, "pad": 0}, True, process_tokens, forward, masks=True)
-            z_t, _ = wrapper(tokens)
-            ok &= same(f"umT5 z ({wd} weights, fp32 compute, masks)", z_m, z_t)
+        # T5: tokens as T5XXLTokenizer gives them (no start token, end 1, pad 0 up to min_length); umT5 (Wan's encoder):
+        # model_type umt5 (a bias in every block), attention masks and zero_out_masked on
+        for label, base, words, pad, masks in (("T5", cs.T5_TINY, 19, 12, False), ("umT5", cs.UMT5_TINY, 9, 22, True)):
+            for wd in ("fp16", "fp32"):
+                dt = cs.DTYPES[wd]
+                cfg = dict(base)
+                mine = cs.randomize(cs.T5(cfg, dt, dev), dt)
+                theirs = t5.T5(dict(cfg), dt, dev, ops.manual_cast)
+                s_m, s_t = structure(mine), structure(theirs)
+                ok &= s_m == s_t
+                print(f"{label} tiny {wd}: modules and parameters {'equal' if s_m == s_t else 'DIFFERENT'} "
+                      f"({len(s_m[0])} modules, {len(s_m[1])} tensors)")
+                theirs.load_state_dict(mine.state_dict())
+                tokens = [torch.randint(2, cfg["vocab_size"], (words,), generator=g).tolist() + [1] + [0] * pad]
+                z_m, _ = cs.encode_text(mine, tokens, 1, masks=masks)
+                wrapper = SDClipStandIn(theirs, {"end": 1, "pad": 0}, True, process_tokens, forward, masks=masks)
+                z_t, _ = wrapper(tokens)
+                ok &= same(f"{label} z ({wd} weights, fp32 compute{', masks' if masks else ''})", z_m, z_t)
 
         # CLIP-L: SDTokenizer's 77 tokens: start, words, end, end-as-pad
         cfg = dict(cs.CLIP_TINY)

@@ -44,7 +44,7 @@ try:
     import einops  # noqa: F401  (ComfyUI's vae.py imports einops.rearrange)
 except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "einops_shim"))
-from comfy_stages import COMFYUI_COMMIT, probe_sdpa, sdpa  # noqa: E402
+from comfy_stages import COMFYUI_COMMIT, Conv2d, probe_sdpa, sdpa  # noqa: E402
 
 # comfy/sd.py VAE.__init__, "Wan 2.1 VAE" branch (the same file for Qwen-Image's VAE)
 WAN21_DDCONFIG = {"dim": 96, "z_dim": 16, "dim_mult": [1, 2, 4, 4], "num_res_blocks": 2, "attn_scales": [],
@@ -63,11 +63,7 @@ def pytorch_attention(q, k, v):
 
 def load_comfy_wan_vae(path):
     """ComfyUI's comfy/ldm/wan/vae.py as a module, its comfy imports stood in for (see the docstring)."""
-    class Conv2d(nn.Conv2d):
-        def reset_parameters(self):
-            return None
-
-    class Conv3d(nn.Conv3d):
+    class Conv3d(nn.Conv3d):  # comfy.ops.disable_weight_init.Conv3d (Conv2d: comfy_stages')
         def reset_parameters(self):
             return None
 
