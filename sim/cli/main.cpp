@@ -39,6 +39,7 @@
 #include "model/model_config.hpp"
 #include "model/model_family.hpp"
 #include "model/trace_generator.hpp"
+#include "model/vae/wan_vae_config.hpp"
 #include "policies/strategy/parts.hpp"
 #include "policies/strategy/presets.hpp"
 #include "report/reporters.hpp"
@@ -304,7 +305,16 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
                                       {o.experts_impl.has_value(), "--experts-impl"}})
       if (given) throw InputError("", 0, name, "is for a language model; '" + o.model + "' is a diffusion transformer "
                                                "(--resolution, --steps, --text-tokens, --negative-tokens, --frames, --cfg, --batch)");
-    if (family == model::ModelFamily::WanVae)  // a VAE's decode: only the video's size
+    if (family == model::ModelFamily::WanVae) {  // a VAE's decode: only the video's size, in ComfyUI's vae_dtype
+      if (model::load_wan_vae_config(o.model).image_only) {  // Qwen-Image's VAE: its example's one 1328x1328 image
+        spec.generation.image.width = spec.generation.image.height = 1328;
+        spec.generation.image.frames = 1;
+      }
+      if (o.dtype)
+        throw InputError("", 0, "--dtype", "'" + o.model + "' is a VAE: ComfyUI decodes in its vae_dtype, bf16 on GPUs "
+                                           "that have it; drop --dtype");
+    }
+    if (family == model::ModelFamily::WanVae)
       for (const auto& [given, name] : {std::pair{o.steps.has_value(), "--steps"}, {o.cfg.has_value(), "--cfg"},
                                         {o.text_tokens.has_value(), "--text-tokens"},
                                         {o.negative_tokens.has_value(), "--negative-tokens"},

@@ -28,7 +28,8 @@ ModelFamily model_family(const std::string& path);
 // (guidance-distilled), 256 T5 tokens (ComfyUI pads shorter prompts to 256); Wan 2.1 832x480, 81 frames, 30 steps, cfg 6, 512 umT5 tokens
 // (Wan-AI's generate.py defaults for t2v at 480p: sample_steps 50 for its own sampler, 30 in ComfyUI's example);
 // Qwen-Image 1328x1328, 20 steps, cfg 2.5 (ComfyUI's example workflow), a 100-token prompt and the empty negative
-// prompt's 5 template tokens; the Wan VAE Wan 2.1's video, 832x480 and 81 frames (its steps, prompt and cfg unused).
+// prompt's 5 template tokens; the Wan VAE Wan 2.1's video, 832x480 and 81 frames (its steps, prompt and cfg unused;
+// Qwen-Image's copy of it, AutoencoderKLQwenImage, one 1328x1328 image: set where the config is read, sim/cli).
 GenerationOptions::Image default_image(ModelFamily f);
 
 // The trace of the model at `path` (a JSON description) with these options, generated step by step.

@@ -9,6 +9,7 @@
 #include "model/model_family.hpp"
 #include "model/vae/wan_vae_config.hpp"
 #include "model/vae/wan_vae_decoder_trace_generator.hpp"
+#include "support/run_sim.hpp"
 #include "trace/trace_reader.hpp"
 #include "trace/trace_writer.hpp"
 #include "trace/transient_lifetimes.hpp"
@@ -159,6 +160,25 @@ TEST(WanVaeDecode, TraceRoundTrips) {
   trace::write_trace(second, back);
   EXPECT_EQ(first.str(), second.str());
   EXPECT_NE(first.str().find(" conv=3x3x3:96:96"), std::string::npos);
+}
+
+// The command: Qwen-Image's VAE decodes its one 1328x1328 image by default, Wan's its 832x480 video of 81 frames; the
+// options of a diffusion transformer and --dtype (ComfyUI's vae_dtype decides) are refused by name.
+TEST(WanVaeDecode, TheCommandsDefaultsAndRefusals) {
+  const auto qwen = testing::run_sim("--model traces/models/qwen-image-vae.json --hw rtx4090 --policy resident --json", false);
+  ASSERT_EQ(qwen.code, 0) << qwen.out;
+  const auto q = nlohmann::json::parse(qwen.out);
+  EXPECT_EQ(q["inputs"]["trace"]["resolution"], "1328x1328");
+  EXPECT_EQ(q["step_kinds"]["prefill"]["steps"], 1);
+  const auto wan = testing::run_sim("--model traces/models/wan2.1-vae.json --hw rtx4090 --policy resident");
+  ASSERT_EQ(wan.code, 0) << wan.out;
+  EXPECT_NE(wan.out.find("VAE decode"), std::string::npos);
+  EXPECT_NE(wan.out.find("21 decoder calls"), std::string::npos) << wan.out;
+  for (const char* bad : {"--dtype fp8", "--steps 2", "--cfg 3", "--text-tokens 77"}) {
+    const auto r = testing::run_sim(std::string("--model traces/models/wan2.1-vae.json --policy resident ") + bad);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.out.find(std::string(bad).substr(0, std::string(bad).find(' '))), std::string::npos) << r.out;
+  }
 }
 
 }  // namespace

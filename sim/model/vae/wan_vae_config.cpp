@@ -89,6 +89,7 @@ WanVaeConfig read_wan_vae(const ConfigJson& doc) {
   if (!cls || (*cls != "AutoencoderKLWan" && *cls != "AutoencoderKLQwenImage"))
     r.fail("_class_name", "must be AutoencoderKLWan or AutoencoderKLQwenImage");
   WanVaeConfig c;
+  c.image_only = *cls == "AutoencoderKLQwenImage";
   const auto name = r.optional_string("name");
   const auto path = r.optional_string("_name_or_path");
   c.name = name ? *name : path ? *path : *cls;

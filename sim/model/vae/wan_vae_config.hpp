@@ -18,6 +18,7 @@ struct WanVaeConfig {
   std::vector<std::uint64_t> dim_mult{1, 2, 4, 4};
   std::uint64_t res_blocks = 2;                 // num_res_blocks (the decoder runs one more per level)
   std::vector<bool> temporal_downsample{false, true, true};
+  bool image_only = false;  // AutoencoderKLQwenImage: the same network, published for Qwen-Image's single images
   // The decoder's levels from the latent up: level i's ResidualBlocks' input and output channels (Decoder3d: dims =
   // dim x [dim_mult[-1]] + reversed(dim_mult); levels 1-3 start from half the channels the upsample before them gave).
   std::uint64_t level_in(std::size_t level) const;
