@@ -204,9 +204,16 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     bool ok = c != std::string::npos && x != std::string::npos && k != std::string::npos && t != std::string::npos;
     try {
       if (ok) {
-        shape.in = static_cast<std::uint32_t>(std::stoul(v.substr(c + 2, x - c - 2)));
-        shape.out = static_cast<std::uint32_t>(std::stoul(v.substr(x + 1, k - x - 1)));
-        ok = trace::parse_conv_kernel(std::string_view(v).substr(k + 2, t - k - 2), shape) && shape.in > 0 && shape.out > 0;
+        const std::string in = v.substr(c + 2, x - c - 2), out = v.substr(x + 1, k - x - 1);
+        const auto digits = [](const std::string& n) {
+          return !n.empty() && n.size() <= 7 && n.find_first_not_of("0123456789") == std::string::npos;
+        };
+        ok = digits(in) && digits(out);
+        const unsigned long ci = ok ? std::stoul(in) : 0, co = ok ? std::stoul(out) : 0;
+        ok = ok && ci >= 1 && co >= 1 && ci <= (1ul << 20) && co <= (1ul << 20);
+        shape.in = static_cast<std::uint32_t>(ci);
+        shape.out = static_cast<std::uint32_t>(co);
+        ok = ok && trace::parse_conv_kernel(std::string_view(v).substr(k + 2, t - k - 2), shape);
       }
     } catch (const std::exception&) {
       ok = false;

@@ -29,10 +29,15 @@ ExpertJobResult run_expert_job(const RunInputs& in, const Simulation& sim) {
   // a trace file's meta is not read here).
   const auto& meta = sim.header.meta;
   const bool two = meta.count("switch_step") > 0;
-  if (in.trace.model_path.empty() || (!two && !in.video_job))
+  if (in.trace.model_path.empty())
+    throw InputError("", 0, flag, "is a job of a model description (--model a Wan config), not of a trace file");
+  if (!two && !in.video_job)
     throw InputError("", 0, "--sampler-job",
                      "is the sampling of a model with two experts (Wan 2.2 A14B: a Wan config with boundary_ratio); "
                      "a FLUX run's whole job is --image-job, a Wan video's --video-job");
+  if (in.video_job && in.trace.generation.batch != 1)
+    throw InputError("", 0, "--batch", "--video-job is one video at a time (its VAE decode and ComfyUI's estimate are a "
+                                       "video's); drop --batch or the job");
   if (in.video_job && model::model_family(in.trace.model_path) != model::ModelFamily::Wan)
     throw InputError("", 0, "--video-job", "is a Wan video's job (--model a Wan config); a FLUX run's is --image-job");
   ExpertJobResult r;

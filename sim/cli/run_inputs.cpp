@@ -258,6 +258,9 @@ RunInputs inputs_from_config(const std::string& path) {
     j.finish();
   }
   r.sampler_job = in.has("sampler_job") && in.flag("sampler_job");
+  // The command line's rule: one job at a time.
+  if (r.video_job && r.sampler_job) in.fail("video_job", "includes the sampler nodes of sampler_job: give one of the two");
+  if (r.video_job && r.image_job) in.fail("video_job", "is a Wan video's job, image_job a FLUX image's: give one of the two");
   in.finish();
   return r;
 }

@@ -82,9 +82,15 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
         } catch (const std::exception&) {
           ok = false;
         }
+        // Written as the writer writes it (no signs, spaces or leading zeros), so one shape has one spelling.
+        ok = ok && key == shape.kernel_name() + ":" + std::to_string(shape.in) + ":" + std::to_string(shape.out);
         if (!ok)
           c.fail(key, "a convolution's key is KERNEL:IN:OUT (3x3x3:96:96, 3x3:384:192; sides 1 to 15, channels 1 to "
-                      "1048576)");
+                      "1048576, plain digits)");
+        for (const auto& earlier : p.gpu.convolution_efficiency)
+          if (earlier.shape.in == shape.in && earlier.shape.out == shape.out &&
+              earlier.shape.kernel_name() == shape.kernel_name())
+            c.fail(key, "this kernel and channel pair is given twice");
         p.gpu.convolution_efficiency.push_back({shape, c.efficiency_points(key, "a convolution's output positions")});
       }
       c.finish();

@@ -137,6 +137,7 @@ void TraceReader::read_header() {
         fail("component", "expected 'component PATH IDS' with a dotted path of letters, digits, _ and - (dit.blocks.3), "
                           "got '" + path + "'");
       if (list.empty()) fail("component", "component " + path + " lists no tensors");
+      if (list.back() == ',') fail("component", "a trailing comma in component " + path + "'s tensors");
       std::string_view rest = list;
       while (!rest.empty()) {
         const std::size_t comma = rest.find(',');

@@ -242,7 +242,9 @@ TEST(ProfileLoader, ConvolutionEfficiencyIsOptionalCurvesByKernelAndChannels) {
   EXPECT_EQ(p.gpu.convolution_efficiency[1].shape.out, 192u);
   EXPECT_DOUBLE_EQ(p.gpu.convolution_efficiency[0].points[1].first, 1e6);
   for (const char* bad : {"{\"3x3x3:96\": [[1e5, 0.2]]}", "{\"3x3x3:96:0\": [[1e5, 0.2]]}", "{\"q:1:1\": [[1e5, 0.2]]}",
-                          "{\"3x3:1:1\": [[1e5, 2]]}", "{\"3x3:1:1\": []}", "[[1e5, 0.2]]"}) {
+                          "{\"3x3:1:1\": [[1e5, 2]]}", "{\"3x3:1:1\": []}", "[[1e5, 0.2]]",
+                          "{\"3x3x3:096:96\": [[1e5, 0.2]]}", "{\"3x3:+4:4\": [[1e5, 0.2]]}", "{\"03x3:4:4\": [[1e5, 0.2]]}",
+                          "{\"3x3:4:4\": [[1e5, 0.2]], \"3x3:4:04\": [[1e5, 0.3]]}"}) {
     try {
       parse_profile(with(bad), "bad.yaml");
       ADD_FAILURE() << bad;

@@ -62,6 +62,9 @@ TEST(WanVae, ConfigsThatChangeTheNetworkAreRefusedByKey) {
   expect_config_error("{" + base + R"("dim_mult": [1, 2, 4, 4], "temperal_downsample": [false, false, true]})",
                       "temperal_downsample");
   expect_config_error(R"({"_class_name": "AutoencoderKL", "base_dim": 96})", "_class_name");
+  // Channels beyond what the trace format's bounds allow at the largest sizes.
+  expect_config_error(R"({"_class_name": "AutoencoderKLWan", "base_dim": 4096, "z_dim": 16, "num_res_blocks": 2, )"
+                      R"("dim_mult": [1, 2, 4, 8], "temperal_downsample": [false, true, true]})", "dim_mult");
 }
 
 std::unique_ptr<WanVaeDecoderTraceGenerator> decode(std::uint32_t width, std::uint32_t height, std::uint32_t frames) {

@@ -136,7 +136,7 @@ TEST(TraceReader, RejectsMalformedInputWithFileLineAndKey) {
   expect_error(head + "step prefill tokens=8\nop gemm layer=0 rows=x\nend\n", 4, "rows");
   expect_error(head + "step prefill tokens=8\nop gemm layer=0 tokens=0\nend\n", 4, "tokens");
   for (const char* bad : {"component dit", "component dit 5", "component dit x", "component dit 0-", "component a..b 0",
-                          "component dit 0,0", "component has/slash 0"})
+                          "component dit 0,0", "component has/slash 0", "component dit 0,"})
     expect_error(head + bad + "\nend\n", 3, "component");
   for (const char* bad : {"3x3x3:96", "3x3x3:0:96", "3x3x3:96:x", "3x3x3x3:1:1", "16x3:1:1", "3:1:1", "3x3x3:1:2097152",
                           "axb:1:1", ":1:1", "3x3x3::1"})

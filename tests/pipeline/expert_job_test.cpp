@@ -240,6 +240,9 @@ TEST(ExpertJob, TheVideoJobCommand) {
   EXPECT_NE(five.out.find("Wan 2.2 VAE"), std::string::npos) << five.out;
   const auto both = testing::run_sim(wan + "--policy resident --video-job --sampler-job");
   EXPECT_EQ(both.code, 2);
+  const auto batch = testing::run_sim(wan + "--policy resident --video-job --batch 2");  // one video at a time
+  EXPECT_EQ(batch.code, 2);
+  EXPECT_NE(batch.out.find("--batch"), std::string::npos) << batch.out;
 }
 
 TEST(ExpertJob, TheCommandReportsSecondsPerVideoForTwoExpertModelsOnly) {

@@ -106,8 +106,11 @@ WanVaeConfig read_wan_vae(const ConfigJson& doc) {
       r.fail("dim_mult", "each must be an integer from 1 to 64");
     c.dim_mult.push_back(v.get<std::uint64_t>());
   }
-  for (std::size_t i = 0; i < c.dim_mult.size(); ++i)
+  for (std::size_t i = 0; i < c.dim_mult.size(); ++i) {
     if ((c.dim * c.dim_mult[i]) % 2 != 0) r.fail("dim_mult", "each level's channels must be even (the upsample halves them)");
+    if (c.dim * c.dim_mult[i] > 16384)
+      r.fail("dim_mult", "a level of base_dim x dim_mult over 16,384 channels is not modelled (Wan's widest: 384)");
+  }
   const nlohmann::json& td = j.contains("temperal_downsample") ? j["temperal_downsample"] : nlohmann::json();
   if (!td.is_array() || td.size() != c.dim_mult.size() - 1)
     r.fail("temperal_downsample", "must list 3 booleans, one per downsample");

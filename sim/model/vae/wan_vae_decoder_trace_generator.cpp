@@ -268,6 +268,24 @@ WanVaeDecoderTraceGenerator::WanVaeDecoderTraceGenerator(const WanVaeConfig& mod
     throw InputError("", 0, "--vae-dtype", "the VAE runs in bf16, fp16 or fp32");
   latent_frames_ = 1 + (frames - 1) / 4;
   const std::uint64_t a = activation_bytes(dtype_);
+  {
+    // The largest op and tensor a call makes, bounded per level (four frames at most, the padded input, the temporal
+    // and spatial upsamples' outputs, the middle's attention), so no count below can wrap: the trace format takes
+    // 10^18 FLOPs an op and 1 PiB a tensor.
+    long double flops = 0, bytes = 3.0L * frames * width_ * height_ * a;
+    const long double lh = height_ / 8, lw = width_ / 8;
+    for (std::size_t i = 0; i < model_.dim_mult.size(); ++i) {
+      const long double side = static_cast<long double>(std::uint64_t{1} << i), px = lh * lw * side * side;
+      const long double c = static_cast<long double>(std::max(model_.level_in(i), model_.level_out(i)));
+      flops = std::max({flops, 2 * 27 * c * c * 4 * px, 2 * 3 * c * 2 * c * 4 * px, 2 * 9 * c * c / 2 * 4 * 4 * px});
+      bytes = std::max({bytes, 6 * c * (lh * side + 2) * (lw * side + 2) * a, 2 * c * 4 * 4 * px * a});
+    }
+    flops = std::max(flops, 4 * lh * lw * lh * lw * static_cast<long double>(model_.level_in(0)));
+    if (flops > 1e18L || bytes > 1125899906842624.0L)
+      throw InputError("", 0, "--resolution",
+                       "a decode this large would make an op of over 10^18 FLOPs or a tensor over 1 PiB: beyond the trace "
+                       "format's bounds");
+  }
   header_.meta["model"] = model_.name;
   header_.meta["family"] = "wan-vae";
   header_.meta["dtype"] = to_string(dtype_);
