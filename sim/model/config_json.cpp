@@ -111,13 +111,47 @@ void throw_unexpected_json(const std::string& file, const std::string& what) {
   throw InputError(file, 0, "", "unexpected JSON value: " + what);
 }
 
-ConfigReader::ConfigReader(const ConfigJson& doc) : j_(doc.json), file_(doc.file) {
-  for (const auto& [key, pos] : top_level_keys(doc.text)) lines_[key] = pos.line;
+ConfigReader::ConfigReader(const ConfigJson& doc) : ConfigReader(doc.json, doc.file, doc.text, 1, "") {}
+
+ConfigReader::ConfigReader(const nlohmann::json& j, std::string file, std::string text, std::size_t first_line,
+                           std::string prefix)
+    : j_(j), file_(std::move(file)), text_(std::move(text)), first_line_(first_line), prefix_(std::move(prefix)) {
+  for (const auto& [key, pos] : top_level_keys(text_)) {
+    lines_[key] = pos.line + first_line_ - 1;
+    offsets_[key] = pos.offset;
+  }
+}
+
+ConfigReader ConfigReader::child(const std::string& key) const {
+  if (!j_.contains(key) || !j_.at(key).is_object()) fail(key, "must be an object of fields");
+  // The value's text: from the first { after the key's colon to its matching }, strings skipped.
+  std::size_t begin = std::string::npos, end = std::string::npos;
+  if (const auto at = offsets_.find(key); at != offsets_.end()) {
+    begin = text_.find('{', text_.find(':', at->second + key.size() + 2));
+    int depth = 0;
+    for (std::size_t i = begin; begin != std::string::npos && i < text_.size(); ++i) {
+      const char c = text_[i];
+      if (c == '"') {
+        for (++i; i < text_.size() && text_[i] != '"'; i += text_[i] == '\\' ? 2 : 1) {
+        }
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        end = i;
+        break;
+      }
+    }
+  }
+  // A key written with escapes is not found by the scan: its fields' errors then carry line 0.
+  if (begin == std::string::npos || end == std::string::npos)
+    return ConfigReader(j_.at(key), file_, "", 1, prefix_ + key + ".");
+  return ConfigReader(j_.at(key), file_, text_.substr(begin, end - begin + 1), line_at(text_, begin) + first_line_ - 1,
+                      prefix_ + key + ".");
 }
 
 void ConfigReader::fail(const std::string& key, const std::string& message) const {
   auto it = lines_.find(key);
-  throw InputError(file_, it == lines_.end() ? 0 : it->second, key, message);
+  throw InputError(file_, it == lines_.end() ? 0 : it->second, prefix_ + key, message);
 }
 
 void ConfigReader::refuse_unknown(const std::set<std::string>& known, const std::set<std::string>& ignored,
@@ -134,7 +168,7 @@ void ConfigReader::refuse_unknown(const std::set<std::string>& known, const std:
     return std::make_pair(la, a) < std::make_pair(lb, b);
   });
   std::string all;
-  for (const auto& k : unknown) all += (all.empty() ? "" : ", ") + k;
+  for (const auto& k : unknown) all += (all.empty() ? "" : ", ") + prefix_ + k;
   fail(unknown.front(), "unknown field" + std::string(unknown.size() > 1 ? "s " : " ") + all + " (" + what +
                             " fields tiersim neither reads nor ignores)");
 }

@@ -40,6 +40,9 @@ struct Bound {
 class ConfigReader {
  public:
   explicit ConfigReader(const ConfigJson& doc);
+  // The object under this reader's field `key` (a composite config's vision_config), read as a reader of its own:
+  // its errors name "key.field" and the field's line in the file. Fails naming `key` when it is no object.
+  ConfigReader child(const std::string& key) const;
 
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
   bool has(const std::string& key) const { return j_.contains(key); }
@@ -53,9 +56,15 @@ class ConfigReader {
   std::optional<std::string> optional_string(const std::string& key) const;
 
  private:
+  ConfigReader(const nlohmann::json& j, std::string file, std::string text, std::size_t first_line, std::string prefix);
+
   const nlohmann::json& j_;
-  const std::string& file_;
-  std::map<std::string, std::size_t> lines_;  // top-level key -> line
+  std::string file_;
+  std::string text_;                            // this object's text ({ to }), for a child's lines
+  std::size_t first_line_ = 1;                  // the file's line where text_ starts
+  std::string prefix_;                          // "key." for a child, named before its fields in errors
+  std::map<std::string, std::size_t> lines_;    // this object's key -> the file's line
+  std::map<std::string, std::size_t> offsets_;  // this object's key -> where it starts in text_
 };
 
 // A diffusion transformer's axes_dims_rope (FLUX, Qwen-Image: ComfyUI's EmbedND over 3 position axes), when given:
