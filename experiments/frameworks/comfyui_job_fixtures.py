@@ -16,6 +16,10 @@ tiersim's sim/pipeline/comfy_model_management (the rules in experiments/framewor
   with them (text, sampler, vae, sampler, vae), 832x480 x 81 frames, at the same free VRAM sizes; the text node's
   request is 0, the VAE node's comfy/sd.py VAE.decode's memory_used_decode (7000 x latent height x width x 64 x 2
   bytes) with no minimum.
+  ... comfyui_job_fixtures.py --qwen-image tests/fixtures/comfyui_qwen_image_job.jsonl COMFYUI_DIR: a Qwen-Image
+  image's whole job (sim run --image-job) with the template's files: Qwen2.5-VL-7B fp8_scaled (the language model and
+  its vision tower, leaves as sim/model/text_encoder/llm_text_encoder_trace_generator.cpp lays them out), Qwen-Image
+  fp8 and its VAE (bf16) at 1328x1328, cfg 2.5, through the FLUX job's two sequences at the same free VRAM sizes.
 
 What runs unchanged: ComfyUI's comfy/model_management.py (load_models_gpu, free_memory, LoadedModel.model_load /
 model_unload, minimum_inference_memory, get_free_memory, ...) and comfy/model_patcher.py (ModelPatcher.load,
@@ -197,6 +201,45 @@ def vae_weights(c, nb=2):
     return [(n, p * nb) for n, p in out]
 
 
+def qwen25_vl_weights(c, scaled=True):
+    """llm_text_encoder_trace_generator.cpp's Qwen2.5-VL tensors, one per module (a Linear's weight, bias and, in a
+    scaled fp8 file, its float32 scale together), bytes: fp8_scaled's Linears 1 byte a parameter + 4, everything else
+    bf16; or bf16 throughout."""
+    t, v = c.get("text_config", c), c["vision_config"]
+    d, ff, heads, kvh = t["hidden_size"], t["intermediate_size"], t["num_attention_heads"], t["num_key_value_heads"]
+    hd = d // heads
+    inner, kv = heads * hd, kvh * hd
+
+    def linear(name, i, o, bias):
+        p = i * o + (o if bias else 0)
+        return (name, p + 4 if scaled else 2 * p)
+
+    def plain(name, p):
+        return (name, 2 * p)
+
+    out = [plain("model.embed_tokens", t["vocab_size"] * d)]
+    for l in range(t["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        out += [plain(p + "input_layernorm", d), linear(p + "self_attn.q_proj", d, inner, True),
+                linear(p + "self_attn.k_proj", d, kv, True), linear(p + "self_attn.v_proj", d, kv, True),
+                linear(p + "self_attn.o_proj", inner, d, False), plain(p + "post_attention_layernorm", d),
+                linear(p + "mlp.gate_proj", d, ff, False), linear(p + "mlp.up_proj", d, ff, False),
+                linear(p + "mlp.down_proj", ff, d, False)]
+    out.append(plain("model.norm", d))
+    vd, vff = v["hidden_size"], v["intermediate_size"]
+    out.append(plain("visual.patch_embed.proj",
+                     v["in_channels"] * v["temporal_patch_size"] * v["patch_size"] ** 2 * vd))
+    for b in range(v["depth"]):
+        p = "visual.blocks.%d." % b
+        out += [plain(p + "norm1", vd), plain(p + "norm2", vd), linear(p + "attn.qkv", vd, 3 * vd, True),
+                linear(p + "attn.proj", vd, vd, True), linear(p + "mlp.gate_proj", vd, vff, True),
+                linear(p + "mlp.up_proj", vd, vff, True), linear(p + "mlp.down_proj", vff, vd, True)]
+    merged = vd * v["spatial_merge_size"] ** 2
+    out += [plain("visual.merger.ln_q", vd), linear("visual.merger.mlp.0", merged, merged, True),
+            linear("visual.merger.mlp.2", merged, v["out_hidden_size"], True)]
+    return out
+
+
 def flux_weights():
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "flux.trace")
@@ -313,6 +356,11 @@ def gen_weights(model, extra):
                 weights.append((parts[5], int(parts[3])))
             if parts[:2] == ["meta", "comfy_memory_per_cond"]:
                 per_cond = float(parts[2])
+        # A tensor the trace names by a description ("decoder (loaded, not read by this decode)": the Wan VAE's
+        # time_conv weights a one-frame decode never reads) is one leaf; where its first word is also a module above
+        # other leaves, it gets a name of its own, not that module's.
+        names = {n for n, _ in weights}
+        weights = [(n + "_unread" if any(m.startswith(n + ".") for m in names) else n, b) for n, b in weights]
         return weights, per_cond
 
 
@@ -369,6 +417,35 @@ def main_wan_video(out_path, src):
     print("%d cases" % len(rows))
 
 
+# ---------------------------------------------------------------------------------------------- Qwen-Image
+# The template's files (ComfyUI's Qwen-Image workflow): qwen_2.5_vl_7b_fp8_scaled (CLIPLoader type qwen_image),
+# qwen_image_fp8_e4m3fn (UNETLoader), qwen_image_vae, at 1328x1328, cfg 2.5: CLIPTextEncode (positive, then negative:
+# one load, request 0), KSampler (estimate_memory: model_base.memory_required at the batch doubled and at the batch,
+# Qwen-Image's memory_usage_factor 1.8, from the trace's meta), VAEDecode (memory_used_decode of the Wan 2.1 VAE:
+# 7000 x 166 x 166 x 64 x 2, no minimum).
+def main_qwen_image(out_path, src):
+    logging.disable(logging.CRITICAL)
+    te = qwen25_vl_weights(config("qwen2.5-vl-7b.json"))
+    dit, per_cond = gen_weights("qwen-image.json", ["--dtype", "fp8", "--resolution", "1328x1328", "--cfg", "2.5",
+                                                    "--steps", "2"])
+    vae, _ = gen_weights("qwen-image-vae.json", ["--resolution", "1328x1328"])
+    weights = {"te": te, "dit": dit, "vae": vae}
+    sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
+    # The language model and vision tower as ComfyUI builds them (7,070,619,136 and 676,550,144 parameters), fp8 Linears
+    assert sizes["te"] == 8_293_960_856, sizes["te"]
+    est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond,
+           "vae_memory_required": 7000 * 166 * 166 * 64 * 2}
+    job = {"names": ["te", "dit", "vae"], "sequences": SEQUENCES,
+           "node_model": {"text": "te", "sampler": "dit", "vae": "vae"},
+           "requests": {"text": (0, None), "sampler": (2 * per_cond, per_cond), "vae": (est["vae_memory_required"], None)}}
+    rows = [dict(run_case(src, weights, sizes, est, free, seq, job), model="qwen-image")
+            for free in FREES for seq in SEQUENCES]
+    with open(out_path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
+    print("%d cases" % len(rows))
+
+
 def main(out_path, src):
     logging.disable(logging.CRITICAL)
     weights, sizes = stand_ins()
@@ -385,6 +462,8 @@ if __name__ == "__main__":
         main_wan(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "--wan-video":
         main_wan_video(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "--qwen-image":
+        main_qwen_image(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3:
         main(sys.argv[1], sys.argv[2])
     else:

@@ -1,7 +1,9 @@
 #include "cli/comfy_job_load.hpp"
 
 #include <cstdio>
+#include <filesystem>
 
+#include "core/error.hpp"
 #include "replay/event_replay.hpp"
 
 namespace tiersim::app {
@@ -15,6 +17,14 @@ strategy::StrategySpec comfy_job_load(double free, double memory_required, doubl
   st.offload = strategy::PartSpec::parse("copy:host=pageable", flag);
   st.custom = true;
   return st;
+}
+
+std::string job_component(const std::string& model_path, const char* file, const char* flag) {
+  const std::filesystem::path p = std::filesystem::path(model_path).parent_path() / file;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec))
+    throw InputError(p.string(), 0, flag, std::string("the job reads ") + file + " beside the model's config; it is not there");
+  return p.string();
 }
 
 double comfy_job_stage_seconds(const RunInputs& in, trace::StepSource& source, const strategy::StrategySpec& load) {

@@ -1,7 +1,6 @@
 #include "cli/expert_job_run.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -11,17 +10,10 @@
 #include "model/text_encoder/text_encoder_trace_generator.hpp"
 #include "model/vae/wan_vae_decoder_trace_generator.hpp"
 #include "model/wan/wan_config.hpp"
+#include "pipeline/comfy_vae_memory.hpp"
 #include "placement/placement.hpp"
 
 namespace tiersim::app {
-
-namespace {
-
-// ComfyUI's Wan 2.1 VAE (comfy/sd.py VAE.__init__): memory_used_decode = 7000 x the latent's height x width x 64 x the
-// VAE dtype's bytes, whatever the frames.
-constexpr double kWanVaeDecodeFactor = 7000.0 * 64;
-
-}  // namespace
 
 ExpertJobResult run_expert_job(const RunInputs& in, const Simulation& sim) {
   const char* flag = in.video_job ? "--video-job" : "--sampler-job";
@@ -68,23 +60,15 @@ ExpertJobResult run_expert_job(const RunInputs& in, const Simulation& sim) {
       throw InputError(in.trace.model_path, 0, "--video-job",
                        "Wan 2.2 TI2V-5B decodes with the Wan 2.2 VAE (48 latent channels, comfy/ldm/wan/vae2_2.py), "
                        "which is not modelled; its sampling alone is the run without --video-job");
-    auto beside = [&](const char* file) {
-      const std::filesystem::path p = std::filesystem::path(in.trace.model_path).parent_path() / file;
-      std::error_code ec;
-      if (!std::filesystem::is_regular_file(p, ec))
-        throw InputError(p.string(), 0, "--video-job",
-                         std::string("the job reads ") + file + " beside the model's config; it is not there");
-      return p.string();
-    };
-    r.vae_file = beside("wan2.1-vae.json");
-    r.text_encoder_file = beside("umt5-xxl.json");
+    r.vae_file = job_component(in.trace.model_path, "wan2.1-vae.json", flag);
+    r.text_encoder_file = job_component(in.trace.model_path, "umt5-xxl.json", flag);
     vae = model::load_wan_vae_config(r.vae_file);
     text = model::load_text_encoder_config(r.text_encoder_file);
     // Wan's umT5 tokenizer pads to 512 tokens at least (comfy/text_encoders/wan.py min_length 512); a guided run
     // encodes the negative prompt too (a second CLIPTextEncode).
     const std::uint64_t tokens = std::max<std::uint64_t>(512, im.text_tokens);
     const std::uint32_t prompts = im.guided() ? 2 : 1;
-    const model::WeightDtype te_dtype = in.video_job->text_encoder_dtype;
+    const model::WeightDtype te_dtype = in.video_job->weight_dtype();
     s.text_encoder_bytes = placement::weight_bytes(model::TextEncoderTraceGenerator(*text, tokens, te_dtype).header());
     s.text_encoder_name = "umT5-XXL";
     s.text_seconds = [&, tokens, prompts, te_dtype](double budget_free) {
@@ -93,7 +77,7 @@ ExpertJobResult run_expert_job(const RunInputs& in, const Simulation& sim) {
     };
     // wan_2.1_vae.safetensors in ComfyUI's vae_dtype: bf16 on GPUs that have it.
     s.vae_bytes = 2.0 * static_cast<double>(vae->params());
-    s.vae_memory = kWanVaeDecodeFactor * (im.width / 8.0) * (im.height / 8.0) * 2;
+    s.vae_memory = pipeline::comfy::wan21_vae_decode_memory(im.width, im.height, 2);
     s.vae_name = vae->name;
     s.vae_seconds = [&](double budget_free) {
       model::WanVaeDecoderTraceGenerator decode(*vae, im.width, im.height, im.frames, model::WeightDtype::Bf16);

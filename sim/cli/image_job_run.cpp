@@ -1,79 +1,133 @@
 #include "cli/image_job_run.hpp"
 
-#include <cstdio>
-#include <filesystem>
+#include <functional>
+#include <memory>
 
 #include "cli/comfy_job_load.hpp"
 #include "core/error.hpp"
 #include "model/model_family.hpp"
+#include "model/text_encoder/llm_text_encoder_trace_generator.hpp"
 #include "model/text_encoder/text_encoder_trace_generator.hpp"
 #include "model/vae/vae_decoder_trace_generator.hpp"
+#include "model/vae/wan_vae_config.hpp"
+#include "model/vae/wan_vae_decoder_trace_generator.hpp"
+#include "pipeline/comfy_vae_memory.hpp"
 
 namespace tiersim::app {
 
 namespace {
 
-// ComfyUI's VAE (sd.py VAE: memory_used_decode).
-constexpr double kVaeDecodeFactor = 2178.0 * 64;
+constexpr const char* kFlag = "--image-job";
 
-std::string component(const std::string& model_path, const char* file) {
-  const std::filesystem::path p = std::filesystem::path(model_path).parent_path() / file;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(p, ec))
-    throw InputError(p.string(), 0, "--image-job",
-                     std::string("the job reads ") + file + " beside the model's config; it is not there");
-  return p.string();
-}
+// Qwen-Image's prompt template (comfy/text_encoders/qwen_image.py QwenImageTokenizer.llama_template): the system turn
+// and "<|im_start|>user\n" come to 34 tokens before the prompt, which the encoder runs and encode_token_weights then
+// cuts (template_end: the second <|im_start|>, + 3); the transformer sees the prompt and the template's last 5
+// (--text-tokens counts those). Counted with ComfyUI's own tokenizer files on the GPU machine
+// (experiments/validate/qwen25_vl_encode.py, results/validation/qwen-image-te).
+constexpr std::uint64_t kQwenImageTemplatePrefix = 34;
+
+using Forward = std::function<std::unique_ptr<trace::StepSource>(std::uint32_t prompt)>;
+
+// A text encoder of the job: its label and its forward of prompt 0 (positive) or 1 (negative).
+struct Encoder {
+  std::string label;
+  Forward forward;
+};
 
 }  // namespace
 
 ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
-  if (in.trace.model_path.empty() || model::model_family(in.trace.model_path) != model::ModelFamily::Flux)
-    throw InputError("", 0, "--image-job", "the whole job is modelled for FLUX only (--model a FLUX config)");
+  const model::ModelFamily family =
+      in.trace.model_path.empty() ? model::ModelFamily::Decoder : model::model_family(in.trace.model_path);
+  const bool flux = family == model::ModelFamily::Flux;
+  if (!flux && family != model::ModelFamily::QwenImage)
+    throw InputError("", 0, kFlag, "the whole job is modelled for FLUX and Qwen-Image (--model a FLUX or Qwen-Image config)");
   const model::GenerationOptions& g = in.trace.generation;
   const auto& im = g.image;
   if (im.has_reference())
-    throw InputError("", 0, "--image-job", "a Kontext job (--reference) also VAE-encodes its reference image, which the "
-                                           "job does not model yet; drop --image-job for the sampler's iterations alone");
-  ImageJobResult r;
-  r.t5_file = component(in.trace.model_path, "t5-v1_1-xxl.json");
-  r.clip_file = component(in.trace.model_path, "clip-vit-large-patch14.json");
-  r.vae_file = component(in.trace.model_path, "flux.1-vae.json");
-  const model::TextEncoderConfig t5 = model::load_text_encoder_config(r.t5_file);
-  const model::TextEncoderConfig clip = model::load_text_encoder_config(r.clip_file);
-  const model::VaeConfig vae = model::load_vae_config(r.vae_file);
-  // FLUX's T5 sees the prompt padded to 256 tokens at least (--text-tokens); CLIP-L its 77 positions. One prompt
-  // at cfg 1 (FLUX.1-dev's guidance is distilled); a negative prompt is a second encode.
+    throw InputError("", 0, kFlag,
+                     std::string(flux ? "a Kontext job (--reference) also VAE-encodes its reference image"
+                                      : "a Qwen-Image-Edit job (--reference) also encodes its reference image with the "
+                                        "VAE and Qwen2.5-VL's vision tower") +
+                         ", which the job does not model yet; drop --image-job for the sampler's iterations alone");
+  // One prompt at cfg 1 (FLUX.1-dev's guidance is distilled); a negative prompt is a second encode.
   const std::uint32_t prompts = im.guided() ? 2 : 1;
-  model::TextEncoderTraceGenerator t5_trace(t5, im.text_tokens, in.image_job->text_encoder_dtype);
-  model::TextEncoderTraceGenerator clip_trace(clip, clip.positions, model::WeightDtype::Fp16);
-  // ComfyUI decodes in bf16 on GPUs that have it (model_management.vae_dtype), the batch's images at once.
-  model::VaeDecoderTraceGenerator vae_trace(vae, im.width, im.height, g.batch, model::WeightDtype::Bf16);
+  const ImageJobOptions& options = *in.image_job;
+  ImageJobResult r;
   pipeline::ImageJobSpec& s = r.spec;
+  std::vector<Encoder> encoders;
+  std::function<std::unique_ptr<trace::StepSource>()> vae_decode;
+  if (flux) {
+    r.files = {job_component(in.trace.model_path, "t5-v1_1-xxl.json", kFlag),
+               job_component(in.trace.model_path, "clip-vit-large-patch14.json", kFlag),
+               job_component(in.trace.model_path, "flux.1-vae.json", kFlag)};
+    const model::TextEncoderConfig t5 = model::load_text_encoder_config(r.files[0]);
+    const model::TextEncoderConfig clip = model::load_text_encoder_config(r.files[1]);
+    const model::VaeConfig vae = model::load_vae_config(r.files[2]);
+    // FLUX's T5 sees the prompt padded to 256 tokens at least (--text-tokens), both prompts alike; CLIP-L its 77
+    // positions.
+    const model::WeightDtype t5_dtype = options.weight_dtype();
+    encoders.push_back({"T5", [t5, t5_dtype, tokens = im.text_tokens](std::uint32_t) {
+                          return std::make_unique<model::TextEncoderTraceGenerator>(t5, tokens, t5_dtype);
+                        }});
+    encoders.push_back({"CLIP", [clip](std::uint32_t) {
+                          return std::make_unique<model::TextEncoderTraceGenerator>(clip, clip.positions,
+                                                                                    model::WeightDtype::Fp16);
+                        }});
+    // ComfyUI decodes in bf16 on GPUs that have it (model_management.vae_dtype), the batch's images at once.
+    vae_decode = [vae, w = im.width, h = im.height, batch = g.batch] {
+      return std::make_unique<model::VaeDecoderTraceGenerator>(vae, w, h, batch, model::WeightDtype::Bf16);
+    };
+    s.vae_bytes = 2.0 * static_cast<double>(vae.params());  // ae.safetensors (fp32) made bf16 at load
+    s.vae_memory = pipeline::comfy::ae_decode_memory(im.width, im.height, 2);
+    s.text_encoder_name = "text encoders (T5-XXL + CLIP-L)";
+    s.vae_name = "VAE";
+  } else {
+    if (g.batch != 1)
+      throw InputError("", 0, "--batch", "the Qwen-Image job decodes one image (its Wan VAE decode is of one latent)");
+    r.files = {job_component(in.trace.model_path, "qwen2.5-vl-7b.json", kFlag),
+               job_component(in.trace.model_path, "qwen-image-vae.json", kFlag)};
+    const model::LlmTextEncoderConfig te = model::load_llm_text_encoder_config(r.files[0]);
+    const model::WanVaeConfig vae = model::load_wan_vae_config(r.files[1]);
+    // The prompt in its template, not padded: the positive prompt's tokens and the negative's (an empty negative
+    // prompt is the template alone).
+    encoders.push_back({"Qwen2.5-VL", [te, dtype = options.weight_dtype(), scaled = options.scaled(),
+                                       positive = im.text_tokens, negative = im.negative_tokens](std::uint32_t prompt) {
+                          const std::uint64_t tokens = kQwenImageTemplatePrefix + (prompt == 0 ? positive : negative);
+                          return std::make_unique<model::LlmTextEncoderTraceGenerator>(te, tokens, dtype, scaled);
+                        }});
+    // qwen_image_vae.safetensors in ComfyUI's vae_dtype (bf16 on GPUs that have it), the Wan 2.1 VAE over one frame.
+    vae_decode = [vae, w = im.width, h = im.height] {
+      return std::make_unique<model::WanVaeDecoderTraceGenerator>(vae, w, h, 1, model::WeightDtype::Bf16);
+    };
+    s.vae_bytes = 2.0 * static_cast<double>(vae.params());
+    s.vae_memory = pipeline::comfy::wan21_vae_decode_memory(im.width, im.height, 2);
+    s.text_encoder_name = "text encoder (" + te.name + ")";
+    s.vae_name = vae.name;
+  }
   s.free_bytes = in.hw.gpu.memory - in.hw.gpu.reserved;
-  s.text_encoder_bytes = placement::weight_bytes(t5_trace.header()) + placement::weight_bytes(clip_trace.header());
+  for (const Encoder& e : encoders) s.text_encoder_bytes += placement::weight_bytes(e.forward(0)->header());
   s.dit_bytes = placement::weight_bytes(sim.header);
-  s.vae_bytes = 2.0 * static_cast<double>(vae.params());  // ae.safetensors (fp32) made bf16 at load
   s.steps = im.steps;
-  // sampler_helpers.estimate_memory: model_base.memory_required (the generator's estimate per prompt, FLUX's
+  // sampler_helpers.estimate_memory: model_base.memory_required (the generator's estimate per prompt: FLUX's
   // memory_usage_factor 3.1) at the batch doubled (cond and uncond) and at the batch.
   s.sampling_minimum = std::stod(sim.header.meta.at("comfy_memory_per_cond"));
   s.sampling_memory = 2 * s.sampling_minimum;
-  s.vae_memory = kVaeDecodeFactor * (im.width / 8.0) * (im.height / 8.0) * 2;
-  s.text_encoder_name = "text encoders (T5-XXL + CLIP-L)";
   s.dit_name = sim.header.meta.count("model") ? sim.header.meta.at("model") : "diffusion model";
-  s.vae_name = "VAE";
   // Where ComfyUI's loads leave each model (the first image's), then each stage run placed so; the encoders and
-  // the VAE usually load whole, the diffusion model on a small card partly. T5 and CLIP are one ComfyUI model (one
-  // budget); each is placed here within that budget on its own (T5's leaves, the larger, load first either way).
+  // the VAE usually load whole, the diffusion model on a small card partly. FLUX's T5 and CLIP are one ComfyUI model
+  // (one budget); each is placed here within that budget on its own (T5's leaves, the larger, load first either way).
   const pipeline::ImageJob placed = pipeline::comfy_image_job(s, in.hw.host_link);
-  const strategy::StrategySpec te_load = comfy_job_load(placed.first.text.budget_free, 0, 0, "--image-job");
-  r.t5_seconds = prompts * comfy_job_stage_seconds(in, t5_trace, te_load);
-  r.clip_seconds = prompts * comfy_job_stage_seconds(in, clip_trace, te_load);
-  s.text_seconds = r.t5_seconds + r.clip_seconds;
+  const strategy::StrategySpec te_load = comfy_job_load(placed.first.text.budget_free, 0, 0, kFlag);
+  for (const Encoder& e : encoders) {
+    double seconds = 0;
+    for (std::uint32_t p = 0; p < prompts; ++p) seconds += comfy_job_stage_seconds(in, *e.forward(p), te_load);
+    r.text_seconds.emplace_back(e.label, seconds);
+    s.text_seconds += seconds;
+  }
   s.vae_seconds = comfy_job_stage_seconds(
-      in, vae_trace, comfy_job_load(placed.first.vae.budget_free, s.vae_memory, s.vae_memory, "--image-job"));
-  r.dit_strategy = comfy_job_load(placed.first.sampler.budget_free, s.sampling_memory, s.sampling_minimum, "--image-job");
+      in, *vae_decode(), comfy_job_load(placed.first.vae.budget_free, s.vae_memory, s.vae_memory, kFlag));
+  r.dit_strategy = comfy_job_load(placed.first.sampler.budget_free, s.sampling_memory, s.sampling_minimum, kFlag);
   const Simulation dit = simulate(in.setup(), r.dit_strategy, in.engine, in.trace);
   s.iteration_seconds = result::summarize(dit.result).iteration_median;
   r.job = pipeline::comfy_image_job(s, in.hw.host_link);

@@ -560,7 +560,7 @@ int run_command(const app::RunInputs& in, bool json, const std::string& timeline
     job = app::run_image_job(in, sim);
     c.image_job = &job->job;
     c.image_job_spec = &job->spec;
-    c.image_job_text = {job->t5_seconds, job->clip_seconds};
+    c.image_job_text = job->text_seconds;
   }
   std::optional<app::ExpertJobResult> experts;
   if (in.sampler_job || in.video_job) {
@@ -1162,11 +1162,12 @@ int main(int argc, char** argv) {
                 "the VAE decode, with the umT5 text encoder before them (umt5-xxl.json and wan2.1-vae.json read beside "
                 "the model's config) and ComfyUI's loads and unloads between them: seconds per video, first and next");
   run->add_flag("--image-job", image_job,
-                "FLUX: the whole ComfyUI text-to-image job too (its text encoders and VAE read beside the model's "
-                "config, ComfyUI's loads and unloads between them): seconds per image, first and next");
+                "FLUX, Qwen-Image: the whole ComfyUI text-to-image job too (its text encoders and VAE read beside the "
+                "model's config, ComfyUI's loads and unloads between them): seconds per image, first and next");
   run->add_option("--text-encoder-dtype", text_encoder_dtype,
-                  "with --image-job: T5-XXL's weights, fp16 (t5xxl_fp16, the default) or fp8 (t5xxl_fp8_e4m3fn); with "
-                 "--video-job umT5-XXL's (umt5_xxl_fp16, umt5_xxl_fp8_e4m3fn)");
+                  "with --image-job: FLUX's T5-XXL weights, fp16 (t5xxl_fp16, the default) or fp8 (t5xxl_fp8_e4m3fn); "
+                  "Qwen-Image's Qwen2.5-VL fp8_scaled (qwen_2.5_vl_7b_fp8_scaled, the default) or bf16 "
+                  "(qwen_2.5_vl_7b); with --video-job umT5-XXL's (umt5_xxl_fp16, umt5_xxl_fp8_e4m3fn)");
   std::string config_path;
   run->add_option("--config", config_path,
                   "re-run a result: a JSON written by --json, whose \"inputs\" hold everything it was computed from "
@@ -1344,27 +1345,22 @@ int main(int argc, char** argv) {
     }
     if (*run) {
       app::RunInputs in = run_inputs(run_o);
-      if (image_job) {
-        in.image_job = app::ImageJobOptions{};
-        if (!text_encoder_dtype.empty()) {
-          if (text_encoder_dtype != "fp16" && text_encoder_dtype != "fp8")
-            throw InputError("", 0, "--text-encoder-dtype", "must be fp16 or fp8, not '" + text_encoder_dtype + "'");
-          in.image_job->text_encoder_dtype = model::parse_weight_dtype(text_encoder_dtype);
-        }
-      } else if (video_job) {
-        in.video_job = app::ImageJobOptions{};
-        if (!text_encoder_dtype.empty()) {
-          if (text_encoder_dtype != "fp16" && text_encoder_dtype != "fp8")
-            throw InputError("", 0, "--text-encoder-dtype", "must be fp16 or fp8, not '" + text_encoder_dtype + "'");
-          in.video_job->text_encoder_dtype = model::parse_weight_dtype(text_encoder_dtype);
-        }
+      if (image_job || video_job) {
+        // The family's published text encoder checkpoints, the first the default.
+        const std::vector<std::string> allowed = app::job_text_encoder_dtypes(in.trace.model_path);
+        if (!text_encoder_dtype.empty() &&
+            std::find(allowed.begin(), allowed.end(), text_encoder_dtype) == allowed.end())
+          throw InputError("", 0, "--text-encoder-dtype",
+                           "must be " + allowed[0] + " or " + allowed[1] + ", not '" + text_encoder_dtype + "'");
+        (image_job ? in.image_job : in.video_job) =
+            app::ImageJobOptions{text_encoder_dtype.empty() ? allowed[0] : text_encoder_dtype};
       } else if (!text_encoder_dtype.empty()) {
         throw InputError("", 0, "--text-encoder-dtype", "goes with --image-job or --video-job");
       }
       if (sampler_job && video_job)
         throw InputError("", 0, "--video-job", "includes the sampler nodes of --sampler-job: give one of the two");
       if (image_job && video_job)
-        throw InputError("", 0, "--video-job", "is a Wan video's job, --image-job a FLUX image's: give one of the two");
+        throw InputError("", 0, "--video-job", "is a Wan video's job, --image-job a FLUX or Qwen-Image image's: give one of the two");
       in.sampler_job = sampler_job;
       return run_command(in, json, timeline_path, timeline_steps);
     }

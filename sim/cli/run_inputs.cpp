@@ -124,10 +124,15 @@ ordered_json inputs_to_json(const RunInputs& in) {
                     {"runtime_origin", in.runtime.origin},
                     {"runtime", config::runtime_to_json(in.runtime)}};
   if (!in.alloc_conf.empty()) j["alloc_conf"] = in.alloc_conf;  // absent: unset (and results before it)
-  if (in.image_job) j["image_job"] = {{"text_encoder_dtype", model::to_string(in.image_job->text_encoder_dtype)}};
+  if (in.image_job) j["image_job"] = {{"text_encoder_dtype", in.image_job->text_encoder_dtype}};
   if (in.sampler_job) j["sampler_job"] = true;
-  if (in.video_job) j["video_job"] = {{"text_encoder_dtype", model::to_string(in.video_job->text_encoder_dtype)}};
+  if (in.video_job) j["video_job"] = {{"text_encoder_dtype", in.video_job->text_encoder_dtype}};
   return j;
+}
+
+std::vector<std::string> job_text_encoder_dtypes(const std::string& model_path) {
+  if (!model_path.empty() && model::model_family(model_path) == model::ModelFamily::QwenImage) return {"fp8_scaled", "bf16"};
+  return {"fp16", "fp8"};
 }
 
 RunInputs inputs_from_config(const std::string& path) {
@@ -253,14 +258,16 @@ RunInputs inputs_from_config(const std::string& path) {
     if (!in.has(key)) continue;
     config::Section j = in.child(key);
     const std::string d = j.text("text_encoder_dtype");
-    if (d != "fp16" && d != "fp8") j.fail("text_encoder_dtype", "must be fp16 or fp8, not '" + d + "'");
-    (key[0] == 'i' ? r.image_job : r.video_job) = ImageJobOptions{model::parse_weight_dtype(d)};
+    const std::vector<std::string> allowed = job_text_encoder_dtypes(r.trace.model_path);
+    if (std::find(allowed.begin(), allowed.end(), d) == allowed.end())
+      j.fail("text_encoder_dtype", "must be " + allowed[0] + " or " + allowed[1] + ", not '" + d + "'");
+    (key[0] == 'i' ? r.image_job : r.video_job) = ImageJobOptions{d};
     j.finish();
   }
   r.sampler_job = in.has("sampler_job") && in.flag("sampler_job");
   // The command line's rule: one job at a time.
   if (r.video_job && r.sampler_job) in.fail("video_job", "includes the sampler nodes of sampler_job: give one of the two");
-  if (r.video_job && r.image_job) in.fail("video_job", "is a Wan video's job, image_job a FLUX image's: give one of the two");
+  if (r.video_job && r.image_job) in.fail("video_job", "is a Wan video's job, image_job a FLUX or Qwen-Image image's: give one of the two");
   in.finish();
   return r;
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/simulation.hpp"
 #include "hardware/profile.hpp"
@@ -14,12 +15,20 @@
 
 namespace tiersim::app {
 
-// `sim run --image-job`: the whole ComfyUI job of a FLUX run (cli/image_job_run.hpp); `--video-job` a Wan video's
-// (cli/expert_job_run.hpp).
+// `sim run --image-job`: the whole ComfyUI job of a FLUX or Qwen-Image run (cli/image_job_run.hpp); `--video-job` a
+// Wan video's (cli/expert_job_run.hpp).
 struct ImageJobOptions {
-  // t5xxl_fp16 / umt5_xxl_fp16; fp8: t5xxl_fp8_e4m3fn / umt5_xxl_fp8_e4m3fn
-  model::WeightDtype text_encoder_dtype = model::WeightDtype::Fp16;
+  // The text encoder's checkpoint, as ComfyUI's files are published: FLUX's T5-XXL and Wan's umT5-XXL fp16
+  // (t5xxl_fp16, umt5_xxl_fp16: the default) or fp8 (*_fp8_e4m3fn); Qwen-Image's Qwen2.5-VL fp8_scaled
+  // (qwen_2.5_vl_7b_fp8_scaled: the default) or bf16 (qwen_2.5_vl_7b). See job_text_encoder_dtypes.
+  std::string text_encoder_dtype = "fp16";
+  bool scaled() const { return text_encoder_dtype == "fp8_scaled"; }
+  model::WeightDtype weight_dtype() const { return model::parse_weight_dtype(scaled() ? "fp8" : text_encoder_dtype); }
 };
+
+// The text encoder formats the job of the model at `model_path` reads (its family's published checkpoints), the
+// default first: "fp16, fp8" for FLUX and Wan, "fp8_scaled, bf16" for Qwen-Image.
+std::vector<std::string> job_text_encoder_dtypes(const std::string& model_path);
 
 struct RunInputs {
   TraceSpec trace;

@@ -72,10 +72,14 @@ void write_image_job(std::ostream& out, const Context& c) {
                            units::format_bytes(s.dit_bytes) + " (" + units::format_bytes(j.dit_loaded) +
                            " on the GPU at its iterations, the rest cast per forward), " + s.vae_name + " " +
                            units::format_bytes(s.vae_bytes));
-  char t[160];
-  std::snprintf(t, sizeof t, "T5 %.3f s + CLIP %.3f s, %.3f s/iteration as ComfyUI loads it; ComfyUI a125cd84's "
-                "model management, pageable copies", c.image_job_text.first, c.image_job_text.second, s.iteration_seconds);
-  line("job's stages", t);
+  std::string stages;
+  for (const auto& [name, seconds] : c.image_job_text) {
+    std::snprintf(buf, sizeof buf, "%s%s %.3f s", stages.empty() ? "" : " + ", name.c_str(), seconds);
+    stages += buf;
+  }
+  std::snprintf(buf, sizeof buf, ", %.3f s/iteration as ComfyUI loads it; ComfyUI a125cd84's model management, "
+                "pageable copies", s.iteration_seconds);
+  line("job's stages", stages + buf);
 }
 
 // sim run --sampler-job: a two-expert model's two sampler nodes for the first video and the next one.

@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <cstdint>
@@ -17,6 +18,13 @@ namespace tiersim::report {
 namespace {
 // Byte counts are whole bytes in the JSON (the model sums fractional reserves in doubles).
 std::int64_t whole(double bytes) { return std::llround(bytes); }
+
+// A text encoder's JSON key from its name: "T5" -> t5_seconds, "Qwen2.5-VL" -> qwen2_5_vl_seconds.
+std::string text_encoder_key(const std::string& name) {
+  std::string key;
+  for (const char ch : name) key += std::isalnum(static_cast<unsigned char>(ch)) ? static_cast<char>(std::tolower(static_cast<unsigned char>(ch))) : '_';
+  return key + "_seconds";
+}
 }  // namespace
 
 std::string version() { return TIERSIM_VERSION; }
@@ -178,20 +186,21 @@ void write_json(std::ostream& out, const Context& c) {
                           {"sampler", stage(i.sampler)},
                           {"vae_decode", stage(i.vae)}};
     };
-    j["image_job"] = {{"framework", "ComfyUI a125cd84 (model management: experiments/frameworks/comfyui_model_management.md)"},
-                      {"free_bytes", whole(sp.free_bytes)},
-                      {"text_encoder_bytes", whole(sp.text_encoder_bytes)},
-                      {"diffusion_model_bytes", whole(sp.dit_bytes)},
-                      {"diffusion_model_loaded_bytes", whole(c.image_job->dit_loaded)},
-                      {"vae_bytes", whole(sp.vae_bytes)},
-                      {"t5_seconds", c.image_job_text.first},
-                      {"clip_seconds", c.image_job_text.second},
-                      {"iteration_seconds", sp.iteration_seconds},
-                      {"steps", sp.steps},
-                      {"vae_decode_seconds", sp.vae_seconds},
-                      {"first_image", image(c.image_job->first)},
-                      {"next_same_prompt", image(c.image_job->same_prompt)},
-                      {"next_new_prompt", image(c.image_job->new_prompt)}};
+    ordered_json job = {{"framework", "ComfyUI a125cd84 (model management: experiments/frameworks/comfyui_model_management.md)"},
+                        {"free_bytes", whole(sp.free_bytes)},
+                        {"text_encoder_bytes", whole(sp.text_encoder_bytes)},
+                        {"diffusion_model_bytes", whole(sp.dit_bytes)},
+                        {"diffusion_model_loaded_bytes", whole(c.image_job->dit_loaded)},
+                        {"vae_bytes", whole(sp.vae_bytes)}};
+    // Each text encoder's seconds, keyed by its name: t5_seconds, clip_seconds; qwen2_5_vl_seconds.
+    for (const auto& [name, seconds] : c.image_job_text) job[text_encoder_key(name)] = seconds;
+    job["iteration_seconds"] = sp.iteration_seconds;
+    job["steps"] = sp.steps;
+    job["vae_decode_seconds"] = sp.vae_seconds;
+    job["first_image"] = image(c.image_job->first);
+    job["next_same_prompt"] = image(c.image_job->same_prompt);
+    job["next_new_prompt"] = image(c.image_job->new_prompt);
+    j["image_job"] = std::move(job);
   }
   if (c.expert_job) {
     const pipeline::ExpertJobSpec& sp = *c.expert_job_spec;

@@ -56,7 +56,7 @@ struct Context {
   // sim run --image-job: the ComfyUI job around the run's iterations, and its text encoders' seconds (T5, CLIP).
   const pipeline::ImageJob* image_job = nullptr;
   const pipeline::ImageJobSpec* image_job_spec = nullptr;
-  std::pair<double, double> image_job_text{0, 0};
+  std::vector<std::pair<std::string, double>> image_job_text;  // each text encoder's seconds: ("T5", s), ...
   const pipeline::ExpertJob* expert_job = nullptr;  // sim run --sampler-job
   const pipeline::ExpertJobSpec* expert_job_spec = nullptr;
 };

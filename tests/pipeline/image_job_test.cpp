@@ -7,6 +7,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pipeline/comfy_budget.hpp"
 #include "pipeline/comfy_model_management.hpp"
@@ -96,7 +98,7 @@ TEST(ComfyModelManager, On80GbEverythingStaysAndNothingMovesAfterTheFirstImage) 
   EXPECT_NEAR(j.first.seconds() - j.new_prompt.seconds(), (kTe + kFlux + kVae) / (20 * GB), 1e-6);
 }
 
-TEST(ImageJob, TheCommandReportsSecondsPerImageForFluxOnly) {
+TEST(ImageJob, TheCommandReportsSecondsPerImageForFlux) {
   const auto r = testing::run_sim("--model traces/models/flux.1-dev.json --resolution 512x512 --steps 2 --hw rtx4090 "
                                   "--policy resident --image-job --json", false);
   ASSERT_EQ(r.code, 0) << r.out;
@@ -121,7 +123,7 @@ TEST(ImageJob, TheCommandReportsSecondsPerImageForFluxOnly) {
   EXPECT_GT(sj["t5_seconds"].get<double>(), big["t5_seconds"].get<double>() * 1.2);
   const auto wan = testing::run_sim("--model traces/models/wan2.1-t2v-1.3b.json --steps 1 --policy resident --image-job");
   EXPECT_EQ(wan.code, 2) << wan.out;
-  EXPECT_NE(wan.out.find("FLUX only"), std::string::npos) << wan.out;
+  EXPECT_NE(wan.out.find("FLUX and Qwen-Image"), std::string::npos) << wan.out;
   const auto lone = testing::run_sim("--model traces/models/flux.1-dev.json --policy resident --text-encoder-dtype fp8");
   EXPECT_EQ(lone.code, 2) << lone.out;
   EXPECT_NE(lone.out.find("goes with --image-job"), std::string::npos) << lone.out;
@@ -139,31 +141,73 @@ TEST(ImageJob, TheCommandReportsSecondsPerImageForFluxOnly) {
 namespace tiersim::pipeline {
 namespace {
 
-// ComfyUI a125cd84's own load_models_gpu and ModelPatcher, run unchanged on stand-ins of FLUX's three models
-// (experiments/frameworks/comfyui_job_fixtures.py -> tests/fixtures/comfyui_job.jsonl) through the job's nodes at five
-// free-VRAM sizes: after every call each model's bytes on the GPU agree with tiersim's manager to within one of the
-// model's leaves (ComfyUI moves whole leaves: a partial unload stops past what was asked, a partial load short of
-// the budget), and every decision (whole, part, none) is the same.
-TEST(ComfyModelManager, AgreesWithComfyUIsOwnCodeCallByCall) {
-  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/comfyui_job.jsonl");
-  ASSERT_TRUE(in.good());
-  // The largest leaf of each: T5's shared embedding, FLUX's single-block linear1; the VAE always loads whole.
-  const std::map<std::string, double> leaf{{"te", 32128.0 * 4096 * 2}, {"flux", 3072.0 * 21504 * 2 + 21504 * 2}, {"vae", 0}};
+// Qwen-Image's job: Qwen2.5-VL-7B (its vision tower loaded too) encodes the prompt and, at cfg 2.5, the empty negative
+// one, each in ComfyUI's chat template (34 tokens before the prompt); the Wan VAE decodes the one image.
+TEST(ImageJob, TheCommandRunsQwenImagesJobWithItsOwnEncoder) {
+  const std::string base = "--model traces/models/qwen-image.json --dtype fp8 --resolution 1024x1024 --steps 2 "
+                           "--hw h100-sxm --policy resident --image-job --json";
+  const auto r = testing::run_sim(base, false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& job = j["image_job"];
+  EXPECT_EQ(j["inputs"]["image_job"]["text_encoder_dtype"], "fp8_scaled");  // the template's qwen_2.5_vl_7b_fp8_scaled
+  EXPECT_EQ(job["text_encoder_bytes"].get<double>(), 8'293'960'856.0);
+  EXPECT_EQ(job["vae_bytes"].get<double>(), 2.0 * 126'892'531);
+  EXPECT_GT(job["qwen2_5_vl_seconds"].get<double>(), 0);
+  EXPECT_FALSE(job.contains("t5_seconds"));
+  EXPECT_DOUBLE_EQ(job["first_image"]["text_encoders"]["compute_seconds"].get<double>(), job["qwen2_5_vl_seconds"].get<double>());
+  // One prompt at cfg 1: the negative prompt's encode (the template's 39 tokens) is gone.
+  const auto one = nlohmann::json::parse(testing::run_sim(base + " --cfg 1", false).out)["image_job"];
+  EXPECT_LT(one["qwen2_5_vl_seconds"].get<double>(), job["qwen2_5_vl_seconds"].get<double>());
+  // The bf16 file: twice the Linears' bytes, every cast from bf16.
+  const auto bf16 = testing::run_sim(base + " --text-encoder-dtype bf16", false);
+  ASSERT_EQ(bf16.code, 0) << bf16.out;
+  EXPECT_EQ(nlohmann::json::parse(bf16.out)["image_job"]["text_encoder_bytes"].get<double>(), 2.0 * 7'747'169'280);
+  // The result re-runs from its inputs to the same bytes.
+  const std::string saved = testing::scratch_file("qwen_image_job_result.json", r.out);
+  const auto again = testing::run_sim("run --config " + saved, false);
+  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(again.out, r.out);
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {" --text-encoder-dtype fp16", "must be fp8_scaled or bf16"},
+           {" --batch 2", "one image"},
+           {" --reference 512x512", "Qwen-Image-Edit"}}) {
+    const auto bad = testing::run_sim(base + args);
+    EXPECT_EQ(bad.code, 2) << args << "\n" << bad.out;
+    EXPECT_NE(bad.out.find(says), std::string::npos) << args << "\n" << bad.out;
+  }
+  const std::string elsewhere = testing::scratch_file("qwen_image_alone.json",
+      R"({"_class_name":"QwenImageTransformer2DModel","attention_head_dim":128,"num_attention_heads":24,"num_layers":60,"in_channels":64,"joint_attention_dim":3584,"out_channels":16,"patch_size":2})");
+  const auto missing = testing::run_sim("--model " + elsewhere + " --resolution 512x512 --steps 1 --hw h100-sxm "
+                                        "--policy resident --image-job");
+  EXPECT_EQ(missing.code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("qwen2.5-vl-7b.json"), std::string::npos) << missing.out;
+}
+
+// Replays a fixture of ComfyUI a125cd84's own load_models_gpu and ModelPatcher, run unchanged on stand-ins of a job's
+// three models (experiments/frameworks/comfyui_job_fixtures.py) through its nodes at five free-VRAM sizes: after every
+// call each model's bytes on the GPU agree with tiersim's manager to within one of the model's leaves (`leaf`: ComfyUI
+// moves whole leaves: a partial unload stops past what was asked, a partial load short of the budget), and every
+// decision (whole, part, none) is the same. Returns the calls replayed.
+std::size_t expect_agrees_with_comfyui(const std::string& fixture, const std::map<std::string, double>& leaf) {
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/" + fixture);
+  EXPECT_TRUE(in.good()) << fixture;
   std::string line;
   std::size_t cases = 0, calls = 0;
   while (std::getline(in, line)) {
     const auto c = nlohmann::json::parse(line);
     ComfyModelManager m(c["free"].get<double>());
     std::map<std::string, std::size_t> index;
-    for (const char* name : {"te", "flux", "vae"}) index[name] = m.add(name, c["models"][name].get<double>());
+    for (const auto& [name, bytes] : leaf) index[name] = m.add(name, c["models"][name].get<double>());
     for (const auto& call : c["calls"]) {
       const double mem = call["memory_required"].get<double>();
       const double min = call["minimum_memory_required"].is_null() ? mem : call["minimum_memory_required"].get<double>();
       (void)m.load(index.at(call["model"].get<std::string>()), mem, min);
       for (const auto& [name, i] : index) {
         const double comfy = call["loaded"][name].get<double>(), size = c["models"][name].get<double>();
-        const std::string where = c["sequence"].get<std::string>() + " at " + std::to_string(c["free"].get<double>()) +
-                                  ", call " + std::to_string(calls) + " (" + call["node"].get<std::string>() + "), " + name;
+        const std::string where = fixture + ": " + c["sequence"].get<std::string>() + " at " +
+                                  std::to_string(c["free"].get<double>()) + ", call " + std::to_string(calls) + " (" +
+                                  call["node"].get<std::string>() + "), " + name;
         EXPECT_LE(std::abs(m.loaded(i) - comfy), leaf.at(name) + 1) << where;
         EXPECT_EQ(m.loaded(i) == 0, comfy == 0) << where;
         EXPECT_EQ(m.loaded(i) == size, comfy == size) << where;
@@ -172,8 +216,37 @@ TEST(ComfyModelManager, AgreesWithComfyUIsOwnCodeCallByCall) {
     }
     ++cases;
   }
-  EXPECT_EQ(cases, 10u);  // five sizes x two sequences
-  EXPECT_EQ(calls, 55u);  // 5 calls for the same prompt, 6 for a new one
+  EXPECT_EQ(cases, 10u) << fixture;  // five sizes x two sequences
+  return calls;
+}
+
+// FLUX's three models (tests/fixtures/comfyui_job.jsonl); the largest leaf of each: T5's shared embedding, FLUX's
+// single-block linear1; the VAE always loads whole.
+TEST(ComfyModelManager, AgreesWithComfyUIsOwnCodeCallByCall) {
+  const std::map<std::string, double> leaf{{"te", 32128.0 * 4096 * 2}, {"flux", 3072.0 * 21504 * 2 + 21504 * 2}, {"vae", 0}};
+  EXPECT_EQ(expect_agrees_with_comfyui("comfyui_job.jsonl", leaf), 55u);  // 5 calls for the same prompt, 6 for a new one
+}
+
+// Qwen-Image's job with the template's files (comfyui_job_fixtures.py --qwen-image ->
+// tests/fixtures/comfyui_qwen_image_job.jsonl): Qwen2.5-VL fp8_scaled with its vision tower, Qwen-Image fp8, the Wan
+// VAE at 1328x1328, whose decode estimate (24.7 GB) leaves a 24 GB card's VAE partly loaded. The largest leaves: the
+// encoder's bf16 embedding, a block's fp8 MLP projection with its bias, the VAE's encoder (one tensor in tiersim's
+// trace). The models' bytes are those tiersim's job uses.
+TEST(ComfyModelManager, AgreesWithComfyUIsOwnCodeOnQwenImagesJob) {
+  const std::map<std::string, double> leaf{
+      {"te", 152064.0 * 3584 * 2}, {"dit", 3072.0 * 12288 + 2 * 12288}, {"vae", 107193856.0}};
+  EXPECT_EQ(expect_agrees_with_comfyui("comfyui_qwen_image_job.jsonl", leaf), 55u);
+  std::ifstream in(std::string(TIERSIM_SOURCE_DIR) + "/tests/fixtures/comfyui_qwen_image_job.jsonl");
+  std::string line;
+  std::getline(in, line);
+  const auto models = nlohmann::json::parse(line)["models"];
+  const auto r = testing::run_sim("--model traces/models/qwen-image.json --dtype fp8 --steps 1 --hw h100-sxm "
+                                  "--policy resident --image-job --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto job = nlohmann::json::parse(r.out)["image_job"];
+  EXPECT_EQ(job["text_encoder_bytes"].get<double>(), models["te"].get<double>());
+  EXPECT_EQ(job["diffusion_model_bytes"].get<double>(), models["dit"].get<double>());
+  EXPECT_EQ(job["vae_bytes"].get<double>(), models["vae"].get<double>());
 }
 
 }  // namespace
