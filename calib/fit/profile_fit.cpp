@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "fit/fp32_gemm_fit.hpp"
 #include "core/units.hpp"
 
 namespace tiersim::calib {
@@ -180,6 +181,20 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
   for (const RawRow* r : raw.find("gemm", "fp16_")) best_fp16 = std::max(best_fp16, r->rate());
   double best_fp32 = 0;  // tiersim_calib --only fp32_gemm (since 2026-11-24); the datasheet's rate without it
   for (const RawRow* r : raw.find("gemm", "fp32_")) best_fp32 = std::max(best_fp32, r->rate());
+  // fp32 GEMMs by rows and output features where the run swept M below 512 (since 2026-11-28): the row tile and the
+  // curve by output elements (fit/fp32_gemm_fit.hpp); runs of M 512 and 2048 alone give none (compute_efficiency).
+  Fp32GemmFit fp32;
+  {
+    std::vector<Fp32GemmRow> rows;
+    for (const RawRow* r : raw.find("gemm", "fp32_")) {
+      int m = 0, out = 0, in = 0;
+      if (std::sscanf(r->variant.c_str(), "fp32_m%d_out%d_in%d", &m, &out, &in) != 3 || m <= 0 || out <= 0)
+        throw InputError(raw.file, 0, "gemm," + r->variant, "an fp32 GEMM variant is fp32_m<M>_out<N>_in<K>");
+      rows.push_back({double(m), double(out), std::clamp(r->rate() / best_fp32, 0.01, 1.0)});
+    }
+    fp32 = fit_fp32_gemm(rows);
+  }
+  const std::vector<std::pair<double, double>>& fp32_curve = fp32.curve;
   if (best_bf16 <= 0) throw InputError(raw.file, 0, "gemm,bf16_", "no bf16 GEMM measured");
   for (double& v : big_gemm_bf16) v /= best_bf16;
   const double compute_eff = std::max(0.01, median_of(big_gemm_bf16));
@@ -309,8 +324,13 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                                                             : "convolution_efficiency = torch conv2d/conv3d bf16 on cuDNN "
                                                               "(conv_rate.py, layout transposes included) over the best "
                                                               "bf16 GEMM, by kernel and channels, by output positions; ") +
-                                       (best_fp32 > 0 ? "fp32 = best cuBLAS fp32 GEMM without TF32; tf32/fp8"
-                                                      : std::string("fp32/tf32/fp8")) +
+                                       (best_fp32 > 0 ? "fp32 = best cuBLAS fp32 GEMM without TF32; " : "") +
+                                       (fp32_curve.empty() ? ""
+                                                           : "fp32_gemm_efficiency = cuBLAS fp32 GEMM over the best, by "
+                                                             "output elements (M x N) at whole row tiles of "
+                                                             "fp32_gemm_row_tile (the tile of 16-128 rows whose padding "
+                                                             "fits M 16-2048 best), the median of each octave; ") +
+                                       (best_fp32 > 0 ? "tf32/fp8" : "fp32/tf32/fp8") +
                                        " rates from base preset '" + base.name + "' (datasheet)") << "\n"
     << "  name: " << yaml_quote(raw.fact("gpu_name")) << "\n"
     << "  count: " << gpu_count << "\n"
@@ -336,6 +356,16 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       y << b;
     }
     y << "]\n";
+  }
+  if (!fp32_curve.empty()) {
+    y << "  fp32_gemm_efficiency: [";
+    for (std::size_t i = 0; i < fp32_curve.size(); ++i) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%s[%.0f, %.4f]", i ? ", " : "", fp32_curve[i].first, fp32_curve[i].second);
+      y << b;
+    }
+    y << "]\n"
+      << "  fp32_gemm_row_tile: " << fp32.tile << "\n";
   }
   if (!convolution.empty()) {
     y << "  convolution_efficiency:\n";
@@ -514,6 +544,13 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
   fitrow("h2d pageable", h2d_pageable);
   fitrow("d2h pageable", d2h_pageable);
   if (have_peer) fitrow("peer", peer);
+  if (fp32.tile > 0) {
+    char b[256];
+    std::snprintf(b, sizeof b, "\nfp32 GEMM by rows: a tile of %.0f rows, %zu octaves of output elements; the model's mean "
+                  "|error| over the measured rows %.1f%% (worst %+.1f%%)\n", fp32.tile, fp32.curve.size(),
+                  100 * fp32.mean_error, 100 * fp32.worst_error);
+    r << b;
+  }
   return {y.str(), r.str()};
 }
 

@@ -88,7 +88,9 @@ namespace calib {
 
 // cuBLAS fp32 GEMM without TF32 (CUBLAS_COMPUTE_32F in the default math mode): what PyTorch runs for an fp32 matmul
 // while torch.backends.cuda.matmul.allow_tf32 is False, its default (ComfyUI's text encoders compute in fp32). The
-// same LLM shapes as the bf16 GEMMs, M = 512 and 2048.
+// same LLM shapes as the bf16 GEMMs, M = 16 to 2048 (since 2026-11-28: a text encoder's prompt is tens to hundreds
+// of rows, where cuBLAS's SGEMM tiles leave part of the GPU idle and pad the rows to a whole tile; M = 512 and 2048
+// before).
 void bench_fp32_gemm(Csv& csv, const Options& o) {
   BenchStream bs(o.device);
   cudaStream_t s = bs.stream;
@@ -105,7 +107,10 @@ void bench_fp32_gemm(Csv& csv, const Options& o) {
     // bf16 bit patterns two by two: each fp32's high half is a finite bf16, so every value is finite.
     fill_random_bf16(w, size_t(out) * in * 2, 7, s);
     fill_random_bf16(x, size_t(max_m) * in * 2, 11, s);
-    for (int m : {512, 2048}) {
+    // Powers of two and the rows between: a tile covers a fixed number of rows, so a product of 134 rows pays
+    // for 192 (tiersim_fit derives that row tile from these).
+    for (int m : {16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 144, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 1024,
+                  2048}) {
       if (o.quick && m > 512) continue;
       auto body = [&] { linear(h, out, m, in, w, x, y, CUDA_R_32F); };
       char variant[96];

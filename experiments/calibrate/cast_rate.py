@@ -5,7 +5,8 @@ ComfyUI runs fp8 weights (UNETLoader's fp8_e4m3fn, fp8 checkpoints) by casting e
 activations' dtype when its forward runs (comfy/ops.py manual_cast, cast_bias_weight -> weight.to(bf16)). tiersim
 prices that cast as an elementwise pass over the weight (1 byte read, 2 written per element) at the GPU's memory
 rate; this measures the cast kernel's rate against a bf16 clone (2 bytes read, 2 written) at the weight shapes of
-FLUX.1, Qwen-Image and Wan 14B, so the runtime can carry their ratio. Each shape: the median of 20 timed calls after
+FLUX.1, Qwen-Image and Wan 14B, so the runtime can carry their ratio. ComfyUI's text encoders compute in fp32 and cast
+to it: the same shapes' fp8 -> fp32, bf16 -> fp32 and fp16 -> fp32 casts are timed too (their own fields). Each shape: the median of 20 timed calls after
 5 warm-ups (CUDA events); GB/s = bytes read + written over the time. Writes one JSON object with every shape.
 
   python3 experiments/calibrate/cast_rate.py --out OUT.json
@@ -32,8 +33,14 @@ def main():
         n = w16.numel()
         cast = timed(lambda: w8.to(torch.bfloat16))
         copy = timed(lambda: w16.clone())
+        w16h = w16.to(torch.float16)
+        to32 = {"fp8_to_fp32": (timed(lambda: w8.to(torch.float32)), 5),
+                "bf16_to_fp32": (timed(lambda: w16.to(torch.float32)), 6),
+                "fp16_to_fp32": (timed(lambda: w16h.to(torch.float32)), 6)}
         rows.append(dict(shape=[out_f, in_f], elements=n, fp8_to_bf16_s=cast, fp8_to_bf16_GBps=3 * n / cast / 1e9,
-                         bf16_clone_s=copy, bf16_clone_GBps=4 * n / copy / 1e9))
+                         bf16_clone_s=copy, bf16_clone_GBps=4 * n / copy / 1e9,
+                         **{f"{k}_s": t for k, (t, b) in to32.items()},
+                         **{f"{k}_GBps": b * n / t / 1e9 for k, (t, b) in to32.items()}))
         print(f"{out_f}x{in_f}: fp8->bf16 {rows[-1]['fp8_to_bf16_GBps']:.0f} GB/s ({cast * 1e6:.1f} us), "
               f"bf16 clone {rows[-1]['bf16_clone_GBps']:.0f} GB/s ({copy * 1e6:.1f} us)", flush=True)
     cast_total = sum(r["fp8_to_bf16_s"] for r in rows)
@@ -42,6 +49,10 @@ def main():
     bytes16 = sum(4 * r["elements"] for r in rows)
     summary = dict(fp8_to_bf16_GBps=bytes8 / cast_total / 1e9, bf16_clone_GBps=bytes16 / copy_total / 1e9)
     summary["ratio"] = summary["fp8_to_bf16_GBps"] / summary["bf16_clone_GBps"]
+    for k, b in (("fp8_to_fp32", 5), ("bf16_to_fp32", 6), ("fp16_to_fp32", 6)):
+        summary[f"{k}_GBps"] = sum(b * r["elements"] for r in rows) / sum(r[f"{k}_s"] for r in rows) / 1e9
+        summary[f"{k}_ratio"] = summary[f"{k}_GBps"] / summary["bf16_clone_GBps"]
+        print(f"over all shapes: {k} {summary[f'{k}_GBps']:.0f} GB/s, ratio to the clone {summary[f'{k}_ratio']:.3f}")
     print(f"over all shapes: fp8->bf16 {summary['fp8_to_bf16_GBps']:.0f} GB/s, bf16 clone "
           f"{summary['bf16_clone_GBps']:.0f} GB/s, ratio {summary['ratio']:.3f}")
     json.dump(dict(gpu=torch.cuda.get_device_name(0), torch=torch.__version__, shapes=rows, summary=summary),

@@ -141,7 +141,7 @@ def write_runtime(path, lease, fw):
         text += "per_op: {" + ", ".join(f'{k}: "{v:.3f} us"' for k, v in sorted(per_op.items())) + "}\n"
     HW_OF[path] = base_name(lease)
     # The blocks other scripts write are kept as they are: training (experiments/validate/train_host_fit.py),
-    # cpu_offload (cpu_offload_fit.py), gpu_cast (from experiments/calibrate/cast_rate.py, results/calib/h100-cast) and
+    # cpu_offload (cpu_offload_fit.py), gpu_cast (from experiments/calibrate/cast_rate.py, results/calib/h100-cast, h200-cast) and
     # gpu_block_reduction (experiments/calibrate/group_norm_rate.py, results/calib/h100-groupnorm).
     if os.path.exists(path):
         old = open(path).read()

@@ -29,6 +29,14 @@ GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const OpRa
   if (!op.conv.empty()) {
     const double share = hw.gpu.convolution_share(op.conv, op.conv.positions(op.flops));
     if (share > 0) efficiency = share;
+  } else if ((op.kind == trace::OpKind::Gemm || op.kind == trace::OpKind::Gemv) && !hw.gpu.fp32_gemm_efficiency.empty() &&
+             (op.dtype.empty() ? rates.fp32 : op.dtype == "fp32")) {
+    // An fp32 product by its output elements (what it writes, 4 bytes each) over its features (op.rows: its weight's
+    // rows, where the generator gives them): cuBLAS's SGEMM tiles over few rows.
+    double outputs = 0;
+    for (const auto& w : op.writes) outputs += static_cast<double>(w.bytes) / 4;
+    if (outputs > 0)
+      efficiency = op.rows > 0 ? hw.gpu.fp32_gemm_share(outputs / op.rows, op.rows) : hw.gpu.fp32_gemm_share(0, outputs);
   }
   c.compute_seconds = static_cast<double>(op.flops) / (rate * efficiency);
   c.memory_bytes = static_cast<double>(trace::op_bytes(op));

@@ -30,7 +30,10 @@ GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std:
 struct OpRates {
   double gpu = 0;   // FLOP/s of the GPU for the trace's default dtype
   double host = 0;  // FLOP/s of the host for it
-  static OpRates of(const HardwareProfile& hw, const std::string& dtype) { return {hw.gpu_rate(dtype), hw.host_rate(dtype)}; }
+  bool fp32 = false;  // the default dtype is fp32 (its matrix products take gpu.fp32_gemm_efficiency)
+  static OpRates of(const HardwareProfile& hw, const std::string& dtype) {
+    return {hw.gpu_rate(dtype), hw.host_rate(dtype), dtype == "fp32"};
+  }
 };
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const OpRates& default_rates);
 double cpu_op_seconds(const HardwareProfile& hw, const trace::Op& op, const OpRates& default_rates);

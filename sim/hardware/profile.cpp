@@ -59,6 +59,13 @@ double GpuSpec::convolution_share(const trace::ConvShape& shape, double position
   return best ? log_interpolated_rate(best->points, positions) : -1.0;
 }
 
+double GpuSpec::fp32_gemm_share(double rows, double features) const {
+  if (fp32_gemm_efficiency.empty()) return -1.0;
+  if (rows <= 0 || fp32_gemm_row_tile <= 0) return log_interpolated_rate(fp32_gemm_efficiency, features);
+  const double padded = std::ceil(rows / fp32_gemm_row_tile) * fp32_gemm_row_tile;
+  return log_interpolated_rate(fp32_gemm_efficiency, padded * features) * rows / padded;
+}
+
 namespace {
 double pick_rate(const std::map<std::string, double>& rates, const std::string& dtype) {
   auto it = rates.find(dtype);

@@ -64,6 +64,12 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     p.gpu.compute_efficiency = g.number("compute_efficiency", 0.01, 1.0);
     p.gpu.kernel_min_time = g.duration("kernel_min_time");
     if (g.has("attention_efficiency")) p.gpu.attention_efficiency = g.flop_efficiency_points("attention_efficiency");
+    if (g.has("fp32_gemm_efficiency")) {
+      p.gpu.fp32_gemm_efficiency = g.efficiency_points("fp32_gemm_efficiency", "a matrix product's output elements");
+      p.gpu.fp32_gemm_row_tile = g.number("fp32_gemm_row_tile", 1, 4096);
+    } else if (g.has("fp32_gemm_row_tile")) {
+      g.fail("fp32_gemm_row_tile", "goes with fp32_gemm_efficiency");
+    }
     if (g.has("convolution_efficiency")) {
       // "KERNEL:IN:OUT": [[positions, efficiency], ...] (3x3x3:96:96, 3x3:384:192)
       Section c = g.child("convolution_efficiency");

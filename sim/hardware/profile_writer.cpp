@@ -77,6 +77,12 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
     for (const auto& [flops, eff] : p.gpu.attention_efficiency) pts.push_back({flops, eff});
     j["gpu"]["attention_efficiency"] = pts;
   }
+  if (!p.gpu.fp32_gemm_efficiency.empty()) {
+    ordered_json pts = ordered_json::array();
+    for (const auto& [outputs, eff] : p.gpu.fp32_gemm_efficiency) pts.push_back({outputs, eff});
+    j["gpu"]["fp32_gemm_efficiency"] = pts;
+    j["gpu"]["fp32_gemm_row_tile"] = p.gpu.fp32_gemm_row_tile;
+  }
   if (!p.gpu.convolution_efficiency.empty()) {
     ordered_json conv = ordered_json::object();
     for (const auto& c : p.gpu.convolution_efficiency) {

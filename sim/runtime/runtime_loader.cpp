@@ -84,10 +84,11 @@ RuntimeProfile parse_runtime_node(const YAML::Node& root, const std::string& fil
     r.gpu_cast_source = t.text("source");
     for (const std::string& type : t.keys())
       if (type != "source") {
-        static const std::set<std::string> kCast{"fp8", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "gguf_bf16", "gguf_f16"};
+        static const std::set<std::string> kCast{"fp8",  "bf16", "fp16", "q8_0",      "q4_0",
+                                                 "q4_k", "q5_k", "q6_k", "gguf_bf16", "gguf_f16"};
         if (!kCast.count(type))
-          t.fail(type, "not a storage type the generators cast (fp8; ComfyUI-GGUF's q8_0, q4_0, q4_k, q5_k, q6_k, "
-                       "gguf_bf16, gguf_f16)");
+          t.fail(type, "not a storage type the generators cast (fp8; bf16 and fp16 to fp32, ComfyUI's text encoders; "
+                       "ComfyUI-GGUF's q8_0, q4_0, q4_k, q5_k, q6_k, gguf_bf16, gguf_f16)");
         r.gpu_cast[type] = t.number(type, 0.01, 1);
       }
     t.finish();

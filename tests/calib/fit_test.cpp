@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -11,6 +13,7 @@
 #include "config/embedded_files.hpp"
 #include "config/profile_source.hpp"
 #include "fit/cpu_fit.hpp"
+#include "fit/fp32_gemm_fit.hpp"
 #include "fit/profile_fit.hpp"
 #include "fit/raw_csv.hpp"
 #include "hardware/profile_loader.hpp"
@@ -59,7 +62,8 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     std::vector<std::string> cpu_experts;  // MUL_MAT_ID runs (--cpu-experts)
   };
   for (const Case& c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {"results/calib/h200-remote-fresh/h200_remote_fresh.csv", "results/calib/h200-attention/attention.csv",
-                        "results/calib/h200-fresh-d2h/fresh_d2h.csv"}, "", 0, {}},
+                        "results/calib/h200-fresh-d2h/fresh_d2h.csv", "results/calib/h200-fp32-gemm/raw_h200_run7_fp32_gemm.csv",
+                        "results/calib/h200-convolution/convolution.csv"}, "", 0, {}},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
                             {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv",
                              "results/calib/h100-remote-gemm/remote_gemm.csv", "results/calib/h100-fresh-touch/fresh_touch.csv",
@@ -104,6 +108,29 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     ASSERT_TRUE(hw.managed_memory.has_value());
     EXPECT_GT(hw.managed_memory->free_call, 0);  // measured since run 4, not the preset's
   }
+}
+
+// The fp32 sweep's rows between a tile's multiples run at the padded rows' share times the real rows over them: the
+// fit finds the tile from rows made so, and runs of M 512 and 2048 alone give no curve.
+TEST(FitProfile, Fp32GemmFitFindsTheRowTileWhosePaddingExplainsTheRows) {
+  auto share = [](double m, double n) {
+    const double padded = std::ceil(m / 32) * 32;
+    return std::min(0.95, 0.2 + 0.1 * std::log2(padded * n / 65536.0)) * m / padded;
+  };
+  std::vector<Fp32GemmRow> rows;
+  for (double n : {1024.0, 5120.0, 17408.0})
+    for (double m : {16.0, 24.0, 32.0, 40.0, 48.0, 64.0, 80.0, 96.0, 128.0, 144.0, 192.0, 256.0, 512.0, 2048.0})
+      rows.push_back({m, n, share(m, n)});
+  const Fp32GemmFit fit = fit_fp32_gemm(rows);
+  EXPECT_EQ(fit.tile, 32);
+  EXPECT_LT(fit.mean_error, 0.05);
+  ASSERT_FALSE(fit.curve.empty());
+  for (std::size_t i = 1; i < fit.curve.size(); ++i) EXPECT_GT(fit.curve[i].first, fit.curve[i - 1].first);
+  std::vector<Fp32GemmRow> big;
+  for (const auto& r : rows)
+    if (r.rows >= 512) big.push_back(r);
+  EXPECT_EQ(fit_fp32_gemm(big).tile, 0);
+  EXPECT_TRUE(fit_fp32_gemm(big).curve.empty());
 }
 
 TEST(FitProfile, RemoteGemmReadsAreEachRowCountsTimeOverOneReadTheMedianOverShapes) {

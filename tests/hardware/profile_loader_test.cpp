@@ -1,10 +1,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
+#include "core/rate_curve.hpp"
 #include "hardware/op_cost.hpp"
 #include "hardware/profile_loader.hpp"
+#include "hardware/profile_writer.hpp"
 #include "support/toy.hpp"
 
 namespace tiersim::hw {
@@ -253,6 +258,60 @@ TEST(ProfileLoader, ConvolutionEfficiencyIsOptionalCurvesByKernelAndChannels) {
       EXPECT_EQ(e.file(), "bad.yaml");
     }
   }
+}
+
+TEST(ProfileLoader, Fp32GemmEfficiencyIsAnOptionalCurveWithItsRowTile) {
+  const std::string yaml = testing::toy_profile_yaml("1 GiB", true);
+  EXPECT_TRUE(parse_profile(yaml, "toy.yaml").gpu.fp32_gemm_efficiency.empty());
+  auto with = [&](const std::string& lines) {
+    std::string y = yaml;
+    y.insert(y.find("  kernel_min_time:"), lines);
+    return y;
+  };
+  const auto p = parse_profile(with("  fp32_gemm_efficiency: [[65536, 0.3], [1e6, 0.9]]\n  fp32_gemm_row_tile: 64\n"), "toy.yaml");
+  ASSERT_EQ(p.gpu.fp32_gemm_efficiency.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.gpu.fp32_gemm_row_tile, 64);
+  // It round-trips through the writer (results' inputs).
+  const auto again = parse_profile(config::profile_to_json(p).dump(), "again.json");
+  EXPECT_EQ(again.gpu.fp32_gemm_efficiency, p.gpu.fp32_gemm_efficiency);
+  EXPECT_DOUBLE_EQ(again.gpu.fp32_gemm_row_tile, 64);
+  for (const auto& [bad, key] : std::vector<std::pair<std::string, std::string>>{
+           {"  fp32_gemm_efficiency: [[65536, 0.3]]\n", "gpu.fp32_gemm_row_tile"},  // the tile is required with it
+           {"  fp32_gemm_row_tile: 64\n", "gpu.fp32_gemm_row_tile"},               // and only with it
+           {"  fp32_gemm_efficiency: [[65536, 0.3]]\n  fp32_gemm_row_tile: 0\n", "gpu.fp32_gemm_row_tile"},
+           {"  fp32_gemm_efficiency: [[1e6, 0.3], [65536, 0.9]]\n  fp32_gemm_row_tile: 64\n", "gpu.fp32_gemm_efficiency"}}) {
+    try {
+      parse_profile(with(bad), "bad.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), key) << bad << ": " << e.what();
+      EXPECT_EQ(e.file(), "bad.yaml");
+    }
+  }
+}
+
+// An fp32 matrix product (a ComfyUI text encoder's) runs at the measured share for its output elements at whole row
+// tiles, times the share of the padded rows that are real; ops in another dtype, and profiles without the curve, at
+// compute_efficiency.
+TEST(OpCost, Fp32ProductsPayForWholeRowTiles) {
+  auto hw = testing::toy_profile().hw;
+  hw.gpu.compute["fp32"] = 50e12;
+  hw.gpu.memory_bandwidth = 1e18;  // compute-bound: the products' time is their FLOPs'
+  trace::Op op;
+  op.kind = trace::OpKind::Gemm;
+  op.rows = 3584;                                   // output features
+  const std::uint64_t m = 134;                      // rows: 3 tiles of 64, 192 rows computed
+  op.flops = 2ull * m * 3584 * 3584;
+  op.writes = {{0, 4 * m * 3584}};
+  const double plain = gpu_op_seconds(hw, op, "fp32");
+  EXPECT_NEAR(plain, op.flops / (hw.gpu.compute["fp32"] * hw.gpu.compute_efficiency), 1e-15);
+  hw.gpu.fp32_gemm_efficiency = {{192.0 * 3584, 0.8}, {1e8, 0.9}};
+  hw.gpu.fp32_gemm_row_tile = 64;
+  EXPECT_NEAR(gpu_op_seconds(hw, op, "fp32"), op.flops / (hw.gpu.compute["fp32"] * 0.8 * 134 / 192), 1e-15);
+  EXPECT_DOUBLE_EQ(gpu_op_seconds(hw, op, "bf16"), op.flops / (hw.gpu.compute["bf16"] * hw.gpu.compute_efficiency));
+  op.rows = 0;  // no features given: the curve at its output elements, no padding
+  EXPECT_NEAR(gpu_op_seconds(hw, op, "fp32"),
+              op.flops / (hw.gpu.compute["fp32"] * log_interpolated_rate(hw.gpu.fp32_gemm_efficiency, 134.0 * 3584)), 1e-15);
 }
 
 // A convolution (`conv=`) runs at its kernel and channels' measured share, by output positions; without its pair, at

@@ -96,11 +96,13 @@ void TextEncoderTraceGenerator::linear(trace::Step& out, std::int32_t layer, std
   if (weights_ != WeightDtype::Fp32) {
     // manual_cast: cast_bias_weight copies the weight (and bias) to fp32, the input's dtype.
     trace::Op& cast = trace::append_op(out, OpKind::Elementwise, layer, params, {stored}, {{act_, kF32 * params}}, bias ? 2 : 1);
-    if (weights_ == WeightDtype::Fp8) cast.dtype = "fp8";  // the runtime's gpu_cast prices fp8 casts
+    cast.dtype = to_string(weights_);  // the runtime's gpu_cast prices a cast from its storage type
     used = {act_, kF32 * params};
   }
+  // Its output features: the fp32 product's rate goes by its rows and them (gpu.fp32_gemm_efficiency).
   trace::append_op(out, S <= 8 ? OpKind::Gemv : OpKind::Gemm, layer, 2 * S * in * out_f, {used, {act_, kF32 * S * in}},
-                   {{act_, kF32 * S * out_f}});
+                   {{act_, kF32 * S * out_f}})
+      .rows = static_cast<std::uint32_t>(out_f);
 }
 
 bool TextEncoderTraceGenerator::next(trace::Step& out) {
