@@ -6,7 +6,12 @@ runtime profiles (the job's t5_seconds, clip_seconds and vae_decode_seconds; not
 Writes results/validation/comfy_stages/table.md.
 
   /usr/bin/python3 experiments/validate/stages_compare.py   (after building)
+  /usr/bin/python3 experiments/validate/stages_compare.py --dir results/validation/comfy_stages_h200 \
+      --hw h200-measured --runtime pytorch-hf-h200 --gpu "an H200"
+      (the same stages and Wan's umT5-XXL measured on an H200 by experiments/calibrate/run_fp32_sweep_lease.sh; umT5
+       predicted by `sim run --video-job` of Wan 2.1 1.3B at cfg 1, its first video's text_encode seconds)
 """
+import argparse
 import json
 import os
 import subprocess
@@ -14,11 +19,17 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
 HERE = os.path.join(ROOT, "results", "validation", "comfy_stages")
+HW, RUNTIME = "h100-measured", "pytorch-hf-h100"
 
 
 def command(row):
-    args = ["--model", "traces/models/flux.1-dev.json", "--steps", "1", "--hw", "h100-measured", "--runtime",
-            "pytorch-hf-h100", "--policy", "resident", "--image-job"]
+    if row["stage"] == "umt5xxl":
+        return ["--model", "traces/models/wan2.1-t2v-1.3b.json", "--steps", "1", "--cfg", "1", "--text-tokens",
+                str(row["tokens"]), "--resolution", "480x320", "--frames", "5", "--hw", HW, "--runtime", RUNTIME,
+                "--policy", "resident", "--video-job", "--text-encoder-dtype",
+                "fp8" if row["weight_dtype"].startswith("fp8") else "fp16"]
+    args = ["--model", "traces/models/flux.1-dev.json", "--steps", "1", "--hw", HW, "--runtime",
+            RUNTIME, "--policy", "resident", "--image-job"]
     if row["stage"] == "t5xxl":
         args += ["--text-tokens", str(row["tokens"])]
         if row["weight_dtype"] != "fp16":
@@ -30,14 +41,26 @@ def command(row):
 
 def predict(row):
     out = subprocess.run([SIM] + command(row) + ["--json"], cwd=ROOT, capture_output=True, text=True, check=True)
+    if row["stage"] == "umt5xxl":
+        return json.loads(out.stdout)["video_job"]["first_video"]["text_encode"]["compute_seconds"]
     job = json.loads(out.stdout)["image_job"]
     return {"t5xxl": job["t5_seconds"], "clip_l": job["clip_seconds"], "vae_decode": job["vae_decode_seconds"]}[row["stage"]]
 
 
 def main():
+    global HERE, HW, RUNTIME
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", default=HERE)
+    ap.add_argument("--hw", default=HW)
+    ap.add_argument("--runtime", default=RUNTIME)
+    ap.add_argument("--gpu", default="an H100")
+    ap.add_argument("--lease", default="bash experiments/validate/run_comfy_stages_lease.sh",
+                    help="the command that measured the rows, as the table names it")
+    a = ap.parse_args()
+    HERE, HW, RUNTIME = os.path.join(ROOT, a.dir), a.hw, a.runtime
     rows = [json.loads(line) for line in open(os.path.join(HERE, "comfy_stages.jsonl"))]
-    lines = ["# FLUX's text encoders and VAE decode on an H100: tiersim against measured forwards", "",
-             "Measured: `comfy_stages.jsonl` (`bash experiments/validate/run_comfy_stages_lease.sh`, see README.md).", "",
+    lines = [f"# FLUX's text encoders and VAE decode on {a.gpu}: tiersim against measured forwards", "",
+             f"Measured: `comfy_stages.jsonl` (`{a.lease}`, see README.md).", "",
              "| stage | weights | size | measured | predicted | error |", "|---|---|---|---|---|---|"]
     errors = {}
     for r in rows:
