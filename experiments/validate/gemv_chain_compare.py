@@ -4,9 +4,9 @@
     /usr/bin/python3 experiments/validate/gemv_chain_compare.py     (after results/validation/lease1/gemv_chain.jsonl)
 
 The trace is the harness's step exactly: per layer seven bf16 GEMVs (q, k, v, o, gate, up, down of
-Qwen3-8B), each reading its weight, then a sync. The profile is h200-measured with the host costs
-calib measured (an empty kernel launch, `facts.launch_issue_host`) for launches and copy issues and no
-per-step cost: nothing is fitted to these rows.
+Qwen3-8B), each reading its weight, then a sync. The hardware is h200-measured; the runtime, written beside the trace,
+has the host costs calib measured (an empty kernel launch, `facts.launch_issue_host`) for launches and copy issues and
+no per-step cost: nothing is fitted to these rows.
 """
 import json
 import os
@@ -15,15 +15,12 @@ import statistics
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import with_framework  # noqa: E402
-
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIM = os.path.join(ROOT, "build", "bin", "sim")
 RAW = os.path.join(ROOT, "results", "validation", "lease1", "gemv_chain.jsonl")
 OUT = os.path.join(ROOT, "results", "validation")
 TRACE = "/tmp/tiersim_gemv_chain.trace"
-PROFILE = "/tmp/tiersim_gemv_chain_profile.yaml"
+RUNTIME = "/tmp/tiersim_gemv_chain_runtime.yaml"
 
 
 def write_trace(layers, hidden, inter, q, kv, steps):
@@ -50,14 +47,18 @@ def write_trace(layers, hidden, inter, q, kv, steps):
         f.write("\n".join(lines) + "\n")
 
 
-def write_profile():
+def write_runtime():
+    """A bare C++ loop's host costs: calib's measured empty-kernel launch for every launch and copy issue, nothing per
+    step (calib/runtimes/SCHEMA.md)."""
     text = open(os.path.join(ROOT, "calib", "profiles", "h200-measured.yaml")).read()
     launch_us = float(re.search(r'launch_issue_host: "([0-9.]+) us', text).group(1))
-    text = with_framework(text, "calib's measured empty-kernel launch cost for every launch and copy issue; "
-                               "no per-step cost (a bare C++ loop)", f"{launch_us} us", f"{launch_us} us", f"{launch_us} us",
-                          "0 us", "0 us", "0 us")
-    with open(PROFILE, "w") as f:
-        f.write(text)
+    with open(RUNTIME, "w") as f:
+        f.write("tiersim_runtime: 1\nname: gemv-chain\ndescription: \"the gemv_chain harness: a bare C++ loop\"\n"
+                "source: \"calib's measured empty-kernel launch cost (h200-measured facts.launch_issue_host) for every "
+                "launch and copy issue; no per-step cost\"\n"
+                f"per_launch: \"{launch_us} us\"\nper_copy: \"{launch_us} us\"\nper_prefetch: \"{launch_us} us\"\n"
+                "per_step: \"0 us\"\nnew_length_attention: \"0 us\"\npeer_copy_sync: \"0 us\"\n"
+                "peer_copy_overlaps_compute: true\n")
     return launch_us
 
 
@@ -77,13 +78,14 @@ def main():
     r0 = rows[0]
     layers, hidden, inter = r0["layers"], r0["hidden"], r0["inter"]
     write_trace(layers, hidden, inter, 4096, 1024, r0["steps"] + 1)
-    launch_us = write_profile()
+    launch_us = write_runtime()
     lines = [f"Host cost per launch and per copy issue: {launch_us} us (calib's empty-kernel launch); nothing fitted.", "",
              "| configuration | measured step | predicted | error | measured first step | predicted first step |",
              "|---|---|---|---|---|---|"]
     errs = []
     for r in rows:
-        p = subprocess.run([SIM, "--trace", TRACE, "--hw", PROFILE, "--json"] + policy_args(r["config"], layers),
+        p = subprocess.run([SIM, "--trace", TRACE, "--hw", "h200-measured", "--runtime", RUNTIME, "--json"] +
+                           policy_args(r["config"], layers),
                            capture_output=True, text=True)
         if p.returncode != 0:
             lines.append(f"| {r['config']} | {r['decode_median_s'] * 1e3:.2f} ms | refused: {p.stderr.strip()} | | | |")
