@@ -21,22 +21,21 @@ GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const std:
 GpuOpCost gpu_op_cost(const HardwareProfile& hw, const trace::Op& op, const OpRates& rates) {
   GpuOpCost c;
   const double rate = op.dtype.empty() ? rates.gpu : hw.gpu_rate(op.dtype);
-  // Attention over every key and convolutions have their own measured rates by size; everything else the GEMM's
-  // efficiency.
+  // Attention over every key, convolutions and fp32 matrix products that name their features have their own measured
+  // rates by size; everything else the GEMM's efficiency.
   const bool own_rate = op.unmasked && op.kind == trace::OpKind::Attention && !hw.gpu.attention_efficiency.empty();
   double efficiency = own_rate ? log_interpolated_rate(hw.gpu.attention_efficiency, static_cast<double>(op.flops))
                                : hw.gpu.compute_efficiency;
   if (!op.conv.empty()) {
     const double share = hw.gpu.convolution_share(op.conv, op.conv.positions(op.flops));
     if (share > 0) efficiency = share;
-  } else if ((op.kind == trace::OpKind::Gemm || op.kind == trace::OpKind::Gemv) && !hw.gpu.fp32_gemm_efficiency.empty() &&
+  } else if (op.kind == trace::OpKind::Gemm && op.rows > 0 && !op.writes.empty() && !hw.gpu.fp32_gemm_efficiency.empty() &&
              (op.dtype.empty() ? rates.fp32 : op.dtype == "fp32")) {
-    // An fp32 product by its output elements (what it writes, 4 bytes each) over its features (op.rows: its weight's
-    // rows, where the generator gives them): cuBLAS's SGEMM tiles over few rows.
-    double outputs = 0;
-    for (const auto& w : op.writes) outputs += static_cast<double>(w.bytes) / 4;
-    if (outputs > 0)
-      efficiency = op.rows > 0 ? hw.gpu.fp32_gemm_share(outputs / op.rows, op.rows) : hw.gpu.fp32_gemm_share(0, outputs);
+    // An fp32 product that gives its output features (op.rows: ComfyUI's text encoders' Linears) by its rows, its
+    // output (the first write, 4 bytes an element) over them: cuBLAS's SGEMM tiles over few rows. Products that give
+    // none (a LoRA adapter's, a training step's) keep compute_efficiency: the sweep measured layer shapes only.
+    const double m = static_cast<double>(op.writes.front().bytes) / 4 / op.rows;
+    if (m > 0) efficiency = hw.gpu.fp32_gemm_share(m, op.rows);
   }
   c.compute_seconds = static_cast<double>(op.flops) / (rate * efficiency);
   c.memory_bytes = static_cast<double>(trace::op_bytes(op));

@@ -59,11 +59,11 @@ double GpuSpec::convolution_share(const trace::ConvShape& shape, double position
   return best ? log_interpolated_rate(best->points, positions) : -1.0;
 }
 
-double GpuSpec::fp32_gemm_share(double rows, double features) const {
+double GpuSpec::fp32_gemm_share(double m, double n) const {
   if (fp32_gemm_efficiency.empty()) return -1.0;
-  if (rows <= 0 || fp32_gemm_row_tile <= 0) return log_interpolated_rate(fp32_gemm_efficiency, features);
-  const double padded = std::ceil(rows / fp32_gemm_row_tile) * fp32_gemm_row_tile;
-  return log_interpolated_rate(fp32_gemm_efficiency, padded * features) * rows / padded;
+  if (fp32_gemm_row_tile <= 0) return log_interpolated_rate(fp32_gemm_efficiency, m * n);
+  const double padded = std::ceil(m / fp32_gemm_row_tile) * fp32_gemm_row_tile;
+  return log_interpolated_rate(fp32_gemm_efficiency, padded * n) * m / padded;
 }
 
 namespace {

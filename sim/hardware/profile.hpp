@@ -42,13 +42,12 @@ struct GpuSpec {
   // measured (tiersim_calib --only fp32_gemm, M 16 to 2048; fitted by tiersim_fit): the share of the fp32 rate by
   // output elements (rows x features) at whole row tiles, (outputs, share), and the tile's rows. A product of M rows
   // computes ceil(M / tile) tiles of rows: it reaches the curve's share at the padded rows times M over them (134
-  // rows pay for 192). It takes compute_efficiency's place for a GEMM or GEMV computing in fp32 (fp32_gemm_share).
-  // Empty: compute_efficiency.
+  // rows pay for 192). It takes compute_efficiency's place for a GEMM computing in fp32 that gives its output features
+  // (`rows=`: ComfyUI's text encoders' Linears; fp32_gemm_share). Empty: compute_efficiency.
   std::vector<std::pair<double, double>> fp32_gemm_efficiency;
   double fp32_gemm_row_tile = 0;
-  // The share of the fp32 rate a product of `rows` rows and `features` output features reaches (rows 0: the curve at
-  // `features` output elements, no padding); -1 without a curve.
-  double fp32_gemm_share(double rows, double features) const;
+  // The share of the fp32 rate a product of m rows and n output features reaches; -1 without a curve.
+  double fp32_gemm_share(double m, double n) const;
   // cuDNN convolutions as PyTorch calls them (conv2d/conv3d on NCHW/NCDHW bf16: the layout transposes included), by
   // kernel and channels, each (output positions, share of the dtype's rate), measured (experiments/calibrate/
   // conv_rate.py): a trace op with `conv=` takes its kernel and channels' curve (log-log interpolated, held beyond the

@@ -66,7 +66,7 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     if (g.has("attention_efficiency")) p.gpu.attention_efficiency = g.flop_efficiency_points("attention_efficiency");
     if (g.has("fp32_gemm_efficiency")) {
       p.gpu.fp32_gemm_efficiency = g.efficiency_points("fp32_gemm_efficiency", "a matrix product's output elements");
-      p.gpu.fp32_gemm_row_tile = g.number("fp32_gemm_row_tile", 1, 4096);
+      p.gpu.fp32_gemm_row_tile = static_cast<double>(g.integer("fp32_gemm_row_tile", 1, 4096));
     } else if (g.has("fp32_gemm_row_tile")) {
       g.fail("fp32_gemm_row_tile", "goes with fp32_gemm_efficiency");
     }

@@ -81,7 +81,7 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
     ordered_json pts = ordered_json::array();
     for (const auto& [outputs, eff] : p.gpu.fp32_gemm_efficiency) pts.push_back({outputs, eff});
     j["gpu"]["fp32_gemm_efficiency"] = pts;
-    j["gpu"]["fp32_gemm_row_tile"] = p.gpu.fp32_gemm_row_tile;
+    j["gpu"]["fp32_gemm_row_tile"] = static_cast<int>(p.gpu.fp32_gemm_row_tile);  // an integer (1 to 4096)
   }
   if (!p.gpu.convolution_efficiency.empty()) {
     ordered_json conv = ordered_json::object();

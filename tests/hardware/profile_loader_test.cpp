@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/rate_curve.hpp"
 #include "hardware/op_cost.hpp"
 #include "hardware/profile_loader.hpp"
 #include "hardware/profile_writer.hpp"
@@ -290,9 +289,9 @@ TEST(ProfileLoader, Fp32GemmEfficiencyIsAnOptionalCurveWithItsRowTile) {
   }
 }
 
-// An fp32 matrix product (a ComfyUI text encoder's) runs at the measured share for its output elements at whole row
-// tiles, times the share of the padded rows that are real; ops in another dtype, and profiles without the curve, at
-// compute_efficiency.
+// An fp32 matrix product that gives its features (a ComfyUI text encoder's) runs at the measured share for its output
+// elements at whole row tiles, times the share of the padded rows that are real; ops in another dtype, and profiles
+// without the curve, at compute_efficiency.
 TEST(OpCost, Fp32ProductsPayForWholeRowTiles) {
   auto hw = testing::toy_profile().hw;
   hw.gpu.compute["fp32"] = 50e12;
@@ -309,9 +308,13 @@ TEST(OpCost, Fp32ProductsPayForWholeRowTiles) {
   hw.gpu.fp32_gemm_row_tile = 64;
   EXPECT_NEAR(gpu_op_seconds(hw, op, "fp32"), op.flops / (hw.gpu.compute["fp32"] * 0.8 * 134 / 192), 1e-15);
   EXPECT_DOUBLE_EQ(gpu_op_seconds(hw, op, "bf16"), op.flops / (hw.gpu.compute["bf16"] * hw.gpu.compute_efficiency));
-  op.rows = 0;  // no features given: the curve at its output elements, no padding
-  EXPECT_NEAR(gpu_op_seconds(hw, op, "fp32"),
-              op.flops / (hw.gpu.compute["fp32"] * log_interpolated_rate(hw.gpu.fp32_gemm_efficiency, 134.0 * 3584)), 1e-15);
+  // Products that give no features (a LoRA adapter's, a training step's) and matrix-vector products keep
+  // compute_efficiency: the sweep measured neither.
+  op.rows = 0;
+  EXPECT_DOUBLE_EQ(gpu_op_seconds(hw, op, "fp32"), plain);
+  op.rows = 3584;
+  op.kind = trace::OpKind::Gemv;
+  EXPECT_DOUBLE_EQ(gpu_op_seconds(hw, op, "fp32"), plain);
 }
 
 // A convolution (`conv=`) runs at its kernel and channels' measured share, by output positions; without its pair, at
