@@ -11,9 +11,8 @@
 namespace tiersim::model {
 namespace {
 
-// Where each top-level key of the JSON text starts: nlohmann reports byte offsets for syntax errors
-// only, so the lines that errors name come from this scan (valid JSON only; a key written with
-// escapes is not found and its errors carry line 0).
+// nlohmann reports byte offsets for syntax errors only, so the lines that errors name come from scanning the text
+// (valid JSON only; a key written with escapes is not found and its errors carry line 0).
 struct KeyPosition {
   std::size_t line = 0;
   std::size_t offset = 0;
@@ -24,29 +23,79 @@ std::size_t line_at(const std::string& text, std::size_t offset) {
   return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
 }
 
-std::map<std::string, KeyPosition> top_level_keys(const std::string& text) {
-  std::map<std::string, KeyPosition> out;
-  int depth = 0;
+// The text's structure as it is read: `on` gets each { [ } ] (c, offset, line, "") and each object key (':' as c, the
+// offset of its opening quote, its line, the key); strings are skipped whole. `on` returns false to stop.
+template <class On>
+void scan_json(const std::string& text, On on) {
   std::size_t line = 1;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '\n') ++line;
-    if (c == '{' || c == '[') ++depth;
-    else if (c == '}' || c == ']') --depth;
-    else if (c == '"') {
+    if (c == '{' || c == '[' || c == '}' || c == ']') {
+      if (!on(c, i, line, std::string())) return;
+    } else if (c == '"') {
       const std::size_t begin = i + 1;
       std::size_t j = begin;
       while (j < text.size() && text[j] != '"') j += text[j] == '\\' ? 2 : 1;
-      if (j >= text.size()) break;
-      const std::string str = text.substr(begin, j - begin);
+      if (j >= text.size()) return;
       std::size_t k = j + 1;
       while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
-      if (depth == 1 && k < text.size() && text[k] == ':' && !out.count(str)) out[str] = {line, i};
+      if (k < text.size() && text[k] == ':' && !on(':', i, line, text.substr(begin, j - begin))) return;
       for (std::size_t m = begin; m < j; ++m) line += text[m] == '\n';
       i = j;
     }
   }
+}
+
+// Where each top-level key of the JSON text starts (its first occurrence).
+std::map<std::string, KeyPosition> top_level_keys(const std::string& text) {
+  std::map<std::string, KeyPosition> out;
+  int depth = 0;
+  scan_json(text, [&](char c, std::size_t offset, std::size_t line, const std::string& key) {
+    if (c == '{' || c == '[') ++depth;
+    else if (c == '}' || c == ']') --depth;
+    else if (depth == 1 && !out.count(key)) out[key] = {line, offset};
+    return true;
+  });
   return out;
+}
+
+// The line of the first key that repeats within its own object, as the parser reads them; 0 if the scan finds none.
+std::size_t duplicate_key_line(const std::string& text) {
+  std::vector<std::pair<bool, std::set<std::string>>> open;  // per open { or [: an object?, its keys so far
+  std::size_t found = 0;
+  scan_json(text, [&](char c, std::size_t, std::size_t line, const std::string& key) {
+    if (c == '{' || c == '[') open.push_back({c == '{', {}});
+    else if (c == '}' || c == ']') {
+      if (!open.empty()) open.pop_back();
+    } else if (!open.empty() && open.back().first && !open.back().second.insert(key).second) {
+      found = line;
+      return false;
+    }
+    return true;
+  });
+  return found;
+}
+
+// The text of the object that is the value of the top-level key at `key_offset` ({ to its }), and where it starts;
+// npos where the value is no object.
+std::pair<std::size_t, std::size_t> object_value(const std::string& text, std::size_t key_offset) {
+  std::size_t begin = std::string::npos, end = std::string::npos;
+  int depth = 0;
+  scan_json(text, [&](char c, std::size_t offset, std::size_t, const std::string&) {
+    if (offset <= key_offset) return true;
+    if (begin == std::string::npos) {
+      if (c != '{') return false;  // the key's value is not an object (or another key came first)
+      begin = offset;
+    }
+    if (c == '{' || c == '[') ++depth;
+    else if ((c == '}' || c == ']') && --depth == 0) {
+      end = offset;
+      return false;
+    }
+    return true;
+  });
+  return {begin, end};
 }
 
 }  // namespace
@@ -55,23 +104,25 @@ ConfigJson parse_config_json(const std::string& text, const std::string& file) {
   nlohmann::json j;
   // Keys by depth as the parser meets them: a number that overflows a double is reported by nlohmann
   // without a position, so the key being read names it (and duplicate keys, which JSON leaves
-  // undefined and nlohmann resolves silently, are refused).
+  // undefined and nlohmann resolves silently, are refused in every object, nested ones too).
   std::vector<std::string> path;
-  std::set<std::string> top_keys;
+  std::vector<std::set<std::string>> objects;  // the keys of each object being parsed, innermost last
   std::string duplicate;
-  auto track = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (event == E::key && depth >= 1) {
-      path.resize(static_cast<std::size_t>(depth));
-      path.back() = parsed.is_string() ? parsed.get<std::string>() : std::string();
-      if (depth == 1 && !top_keys.insert(path.back()).second && duplicate.empty()) duplicate = path.back();
-    }
-    return true;
-  };
   auto dotted = [&] {
     std::string out;
     for (const auto& k : path) out += (out.empty() ? "" : ".") + k;
     return out;
+  };
+  auto track = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) objects.emplace_back();
+    else if (event == E::object_end && !objects.empty()) objects.pop_back();
+    if (event == E::key && depth >= 1) {
+      path.resize(static_cast<std::size_t>(depth));
+      path.back() = parsed.is_string() ? parsed.get<std::string>() : std::string();
+      if (!objects.empty() && !objects.back().insert(path.back()).second && duplicate.empty()) duplicate = dotted();
+    }
+    return true;
   };
   try {
     j = nlohmann::json::parse(text, track);
@@ -84,17 +135,8 @@ ConfigJson parse_config_json(const std::string& text, const std::string& file) {
     throw InputError(file, it == keys.end() ? 0 : it->second.line, dotted(),
                      std::string("not a usable JSON value (numbers must fit a double): ") + e.what());
   }
-  if (!duplicate.empty()) {
-    // The second occurrence is the one at fault: find it after the first.
-    const auto keys = top_level_keys(text);
-    const auto first = keys.find(duplicate);
-    std::size_t line = 0;
-    if (first != keys.end()) {
-      const auto again = text.find("\"" + duplicate + "\"", first->second.offset + duplicate.size() + 2);
-      if (again != std::string::npos) line = line_at(text, again);
-    }
-    throw InputError(file, line, duplicate, "appears twice");
-  }
+  // The second occurrence is the one at fault.
+  if (!duplicate.empty()) throw InputError(file, duplicate_key_line(text), duplicate, "appears twice");
   return {std::move(j), text, file};
 }
 
@@ -124,24 +166,9 @@ ConfigReader::ConfigReader(const nlohmann::json& j, std::string file, std::strin
 
 ConfigReader ConfigReader::child(const std::string& key) const {
   if (!j_.contains(key) || !j_.at(key).is_object()) fail(key, "must be an object of fields");
-  // The value's text: from the first { after the key's colon to its matching }, strings skipped.
-  std::size_t begin = std::string::npos, end = std::string::npos;
-  if (const auto at = offsets_.find(key); at != offsets_.end()) {
-    begin = text_.find('{', text_.find(':', at->second + key.size() + 2));
-    int depth = 0;
-    for (std::size_t i = begin; begin != std::string::npos && i < text_.size(); ++i) {
-      const char c = text_[i];
-      if (c == '"') {
-        for (++i; i < text_.size() && text_[i] != '"'; i += text_[i] == '\\' ? 2 : 1) {
-        }
-      } else if (c == '{' || c == '[') {
-        ++depth;
-      } else if ((c == '}' || c == ']') && --depth == 0) {
-        end = i;
-        break;
-      }
-    }
-  }
+  const auto at = offsets_.find(key);
+  const auto [begin, end] = at == offsets_.end() ? std::pair{std::string::npos, std::string::npos}
+                                                 : object_value(text_, at->second);
   // A key written with escapes is not found by the scan: its fields' errors then carry line 0.
   if (begin == std::string::npos || end == std::string::npos)
     return ConfigReader(j_.at(key), file_, "", 1, prefix_ + key + ".");

@@ -1,7 +1,8 @@
 #pragma once
 // A model description read as JSON (a Hugging Face config.json, a diffusers config): parsed with every
-// error naming the file, the line and the key (duplicate keys and numbers beyond a double refused), and a
-// reader of its top-level fields with range checks. Shared by every model family's config reader.
+// error naming the file, the line and the key (duplicate keys in any object and numbers beyond a double refused), and a
+// reader of its fields with range checks (the top level's, or a nested object's through child()). Shared by every model
+// family's config reader.
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>

@@ -10,17 +10,13 @@
 
 #include "core/error.hpp"
 #include "model/text_encoder/llm_text_encoder_trace_generator.hpp"
+#include "support/model_headers.hpp"
 
 namespace tiersim::model {
 namespace {
 
-std::string model_path(const std::string& name) { return std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + name + ".json"; }
-
-std::uint64_t weight_bytes(const trace::Header& h) {
-  std::uint64_t b = 0;
-  for (const auto& t : h.tensors) b += t.kind == trace::TensorKind::Weight ? t.bytes : 0;
-  return b;
-}
+using testing::model_path;
+using testing::weight_bytes;
 
 trace::Step encode(LlmTextEncoderTraceGenerator& g) {
   trace::Step s;
@@ -150,6 +146,13 @@ TEST(Qwen25VlTextEncoder, ConfigErrorsNameTheKeyAndLine) {
   const std::string missing = error_of(R"({"model_type": "qwen2_5_vl", "hidden_size": 64})");
   EXPECT_NE(missing.find("num_hidden_layers"), std::string::npos) << missing;
   EXPECT_NE(error_of(base + "}, \"num_key_value_heads\": 3}").find("appears twice"), std::string::npos);
+  // A key twice inside the vision tower's section: refused with its path and the second one's line.
+  const std::string twice = error_of(base + ",\n    \"depth\": 3}}");
+  EXPECT_NE(twice.find("te.json:6: 'vision_config.depth': appears twice"), std::string::npos) << twice;
+  // ComfyUI always builds the vision tower: a config without one is not Qwen-Image's encoder.
+  const std::string no_vision = error_of(R"({"model_type": "qwen2_5_vl", "hidden_size": 64, "intermediate_size": 96,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000})");
+  EXPECT_NE(no_vision.find("vision_config"), std::string::npos) << no_vision;
 }
 
 }  // namespace

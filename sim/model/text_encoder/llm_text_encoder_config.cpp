@@ -109,7 +109,10 @@ LlmTextEncoderConfig read_llm(const ConfigJson& doc) {
   }
   c.qkv_bias = true;  // Qwen2.5's attention (llama.py Qwen25_7BVLI_Config.qkv_bias)
 
-  if (top.has("vision_config")) {
+  // Qwen25_7BVLI always builds the vision tower, and ComfyUI loads it with the language model.
+  if (!top.has("vision_config"))
+    top.fail("vision_config", "missing: ComfyUI's Qwen2.5-VL text encoder builds and loads the vision tower (qwen_vl.py)");
+  {
     const ConfigReader v = top.child("vision_config");
     const nlohmann::json& vj = j["vision_config"];
     static const std::set<std::string> vision{"depth", "hidden_size", "intermediate_size", "num_heads",

@@ -18,7 +18,7 @@ struct LlmTextEncoderConfig {
 
   // qwen_vl.py Qwen2VLVisionTransformer: a Conv3d patch embedding (no bias), `depth` blocks of two RMSNorms, a fused
   // qkv and a proj with biases and a gated MLP with biases, then the PatchMerger (an RMSNorm and two Linears over
-  // merge^2 patches). depth 0: no vision tower.
+  // merge^2 patches). Required in the config: ComfyUI always builds it.
   struct Vision {
     std::uint64_t depth = 0, hidden = 0, ff = 0, heads = 0, out_hidden = 0, patch = 0, temporal_patch = 0,
                   merge = 0, in_channels = 0;
