@@ -26,12 +26,12 @@ ExpertJobResult run_expert_job(const RunInputs& in, const Simulation& sim) {
   if (!two && !in.video_job)
     throw InputError("", 0, "--sampler-job",
                      "is the sampling of a model with two experts (Wan 2.2 A14B: a Wan config with boundary_ratio); "
-                     "a FLUX run's whole job is --image-job, a Wan video's --video-job");
+                     "a FLUX or Qwen-Image run's whole job is --image-job, a Wan video's --video-job");
   if (in.video_job && in.trace.generation.batch != 1)
     throw InputError("", 0, "--batch", "--video-job is one video at a time (its VAE decode and ComfyUI's estimate are a "
                                        "video's); drop --batch or the job");
   if (in.video_job && model::model_family(in.trace.model_path) != model::ModelFamily::Wan)
-    throw InputError("", 0, "--video-job", "is a Wan video's job (--model a Wan config); a FLUX run's is --image-job");
+    throw InputError("", 0, "--video-job", "is a Wan video's job (--model a Wan config); a FLUX or Qwen-Image run's is --image-job");
   ExpertJobResult r;
   pipeline::ExpertJobSpec& s = r.spec;
   s.free_bytes = in.hw.gpu.memory - in.hw.gpu.reserved;

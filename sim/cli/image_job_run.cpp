@@ -1,5 +1,6 @@
 #include "cli/image_job_run.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 
@@ -50,20 +51,24 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
                                       : "a Qwen-Image-Edit job (--reference) also encodes its reference image with the "
                                         "VAE and Qwen2.5-VL's vision tower") +
                          ", which the job does not model yet; drop --image-job for the sampler's iterations alone");
-  // One prompt at cfg 1 (FLUX.1-dev's guidance is distilled); a negative prompt is a second encode.
+  // One prompt at cfg 1 (FLUX.1-dev's guidance is distilled); a guided run's negative prompt is a second encode
+  // (Qwen-Image's template: cfg 2.5).
   const std::uint32_t prompts = im.guided() ? 2 : 1;
   const ImageJobOptions& options = *in.image_job;
+  const std::vector<std::string> formats = job_text_encoder_dtypes(in.trace.model_path);
+  if (std::find(formats.begin(), formats.end(), options.text_encoder_dtype) == formats.end())
+    throw InputError("", 0, "--text-encoder-dtype", "must be " + formats[0] + " or " + formats[1] + " for this model, not '" +
+                                                       options.text_encoder_dtype + "'");
   ImageJobResult r;
   pipeline::ImageJobSpec& s = r.spec;
   std::vector<Encoder> encoders;
   std::function<std::unique_ptr<trace::StepSource>()> vae_decode;
   if (flux) {
-    r.files = {job_component(in.trace.model_path, "t5-v1_1-xxl.json", kFlag),
-               job_component(in.trace.model_path, "clip-vit-large-patch14.json", kFlag),
-               job_component(in.trace.model_path, "flux.1-vae.json", kFlag)};
-    const model::TextEncoderConfig t5 = model::load_text_encoder_config(r.files[0]);
-    const model::TextEncoderConfig clip = model::load_text_encoder_config(r.files[1]);
-    const model::VaeConfig vae = model::load_vae_config(r.files[2]);
+    const model::TextEncoderConfig t5 =
+        model::load_text_encoder_config(job_component(in.trace.model_path, "t5-v1_1-xxl.json", kFlag));
+    const model::TextEncoderConfig clip =
+        model::load_text_encoder_config(job_component(in.trace.model_path, "clip-vit-large-patch14.json", kFlag));
+    const model::VaeConfig vae = model::load_vae_config(job_component(in.trace.model_path, "flux.1-vae.json", kFlag));
     // FLUX's T5 sees the prompt padded to 256 tokens at least (--text-tokens), both prompts alike; CLIP-L its 77
     // positions.
     const model::WeightDtype t5_dtype = options.weight_dtype();
@@ -85,16 +90,17 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
   } else {
     if (g.batch != 1)
       throw InputError("", 0, "--batch", "the Qwen-Image job decodes one image (its Wan VAE decode is of one latent)");
-    r.files = {job_component(in.trace.model_path, "qwen2.5-vl-7b.json", kFlag),
-               job_component(in.trace.model_path, "qwen-image-vae.json", kFlag)};
-    const model::LlmTextEncoderConfig te = model::load_llm_text_encoder_config(r.files[0]);
-    const model::WanVaeConfig vae = model::load_wan_vae_config(r.files[1]);
+    const model::LlmTextEncoderConfig te =
+        model::load_llm_text_encoder_config(job_component(in.trace.model_path, "qwen2.5-vl-7b.json", kFlag));
+    const model::WanVaeConfig vae =
+        model::load_wan_vae_config(job_component(in.trace.model_path, "qwen-image-vae.json", kFlag));
     // The prompt in its template, not padded: the positive prompt's tokens and the negative's (an empty negative
     // prompt is the template alone).
     encoders.push_back({"Qwen2.5-VL", [te, dtype = options.weight_dtype(), scaled = options.scaled(),
                                        positive = im.text_tokens, negative = im.negative_tokens](std::uint32_t prompt) {
                           const std::uint64_t tokens = kQwenImageTemplatePrefix + (prompt == 0 ? positive : negative);
-                          return std::make_unique<model::LlmTextEncoderTraceGenerator>(te, tokens, dtype, scaled);
+                          return std::make_unique<model::LlmTextEncoderTraceGenerator>(
+                              te, tokens, dtype, scaled, prompt == 0 ? "--text-tokens" : "--negative-tokens");
                         }});
     // qwen_image_vae.safetensors in ComfyUI's vae_dtype (bf16 on GPUs that have it), the Wan 2.1 VAE over one frame.
     vae_decode = [vae, w = im.width, h = im.height] {

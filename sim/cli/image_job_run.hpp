@@ -22,12 +22,12 @@ struct ImageJobResult {
   // Each text encoder's forwards (every prompt it encodes) as the first image's load places it: ("T5", s), ("CLIP",
   // s) for FLUX; ("Qwen2.5-VL", s) for Qwen-Image.
   std::vector<std::pair<std::string, double>> text_seconds;
-  std::vector<std::string> files;       // the component configs read
   strategy::StrategySpec dit_strategy;  // how the job places the diffusion model (ComfyUI's own load, not --policy)
 };
 
 // Throws InputError naming --image-job for a model other than FLUX or Qwen-Image, a job the model does not run this
-// way (a reference image, Qwen-Image's batch) or a missing component file.
+// way (a reference image, Qwen-Image's batch) or a missing component file, and --text-encoder-dtype for a format its
+// encoder is not published in.
 ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim);
 
 }  // namespace tiersim::app

@@ -53,10 +53,10 @@ struct Context {
   const result::RunResult* result = nullptr;
   const nlohmann::ordered_json* inputs = nullptr;  // the resolved inputs (JSON only), to re-run from
   const AllocatorMemory* allocator = nullptr;      // absent: the run's framework has no allocator model
-  // sim run --image-job: the ComfyUI job around the run's iterations, and its text encoders' seconds (T5, CLIP).
+  // sim run --image-job: the ComfyUI job around the run's iterations, and its text encoders' seconds.
   const pipeline::ImageJob* image_job = nullptr;
   const pipeline::ImageJobSpec* image_job_spec = nullptr;
-  std::vector<std::pair<std::string, double>> image_job_text;  // each text encoder's seconds: ("T5", s), ...
+  std::vector<std::pair<std::string, double>> image_job_text;  // ("T5", s), ("CLIP", s); ("Qwen2.5-VL", s)
   const pipeline::ExpertJob* expert_job = nullptr;  // sim run --sampler-job
   const pipeline::ExpertJobSpec* expert_job_spec = nullptr;
 };

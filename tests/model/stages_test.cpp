@@ -9,17 +9,13 @@
 #include "core/error.hpp"
 #include "model/text_encoder/text_encoder_trace_generator.hpp"
 #include "model/vae/vae_decoder_trace_generator.hpp"
+#include "support/model_headers.hpp"
 
 namespace tiersim::model {
 namespace {
 
-std::string model_path(const std::string& name) { return std::string(TIERSIM_SOURCE_DIR) + "/traces/models/" + name + ".json"; }
-
-std::uint64_t weight_bytes(const trace::Header& h) {
-  std::uint64_t b = 0;
-  for (const auto& t : h.tensors) b += t.kind == trace::TensorKind::Weight ? t.bytes : 0;
-  return b;
-}
+using testing::model_path;
+using testing::weight_bytes;
 
 TEST(TextEncoders, ParameterCountsEqualComfyUIsModules) {
   const TextEncoderConfig t5 = load_text_encoder_config(model_path("t5-v1_1-xxl"));

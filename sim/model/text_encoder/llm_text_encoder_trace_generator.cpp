@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "model/text_encoder/fp32_linear.hpp"
 
 namespace tiersim::model {
 
@@ -71,10 +72,11 @@ LlmTextEncoderTraceGenerator::LlmTextEncoderTraceGenerator(const LlmTextEncoderC
     add_linear(vl, "visual.merger.mlp.2", v.merged(), v.out_hidden, true);
   }
   // Live at the widest point, fp32: at the MLP the residual stream, its norm, gate, SiLU, up and their product and
-  // the largest weight's fp32 copy (a scaled checkpoint's weight-side scale makes a second); at attention q, k, v,
+  // the largest weight's fp32 copy (a scaled checkpoint's weight-side scale makes a second once the input has more
+  // elements than the weight: down_proj's and o_proj's from more rows than the hidden width); at attention q, k, v,
   // the rotated q and k, k and v repeated to every head, the output, and the S x S mask with its padded copy.
   const std::uint64_t S = tokens_;
-  const std::uint64_t weight_copies = scaled_ && S * d > d * ff ? 2 : 1;
+  const std::uint64_t weight_copies = scaled_ && S > d ? 2 : 1;
   const std::uint64_t mlp = 2 * S * d + 4 * S * ff + weight_copies * d * ff;
   const std::uint64_t attention = 2 * S * d + 6 * S * in + 4 * S * kv + 3 * S * S + weight_copies * d * in;
   act_ = trace::append_tensor(header_, TensorKind::Activation, kF32 * std::max(mlp, attention), -1, "activations");
@@ -97,28 +99,8 @@ LlmTextEncoderTraceGenerator::Linear LlmTextEncoderTraceGenerator::add_linear(st
 }
 
 void LlmTextEncoderTraceGenerator::linear(trace::Step& out, std::int32_t layer, const Linear& l) const {
-  const std::uint64_t S = tokens_, matrix = l.in * l.out, params = matrix + (l.bias ? l.out : 0);
-  TensorAccess weight{l.tensor, header_.tensors[l.tensor].bytes};
-  TensorAccess input{act_, kF32 * S * l.in};
-  if (weights_ != WeightDtype::Fp32) {
-    // cast_bias_weight: the weight (and bias) copied to fp32, the input's dtype.
-    trace::Op& cast = trace::append_op(out, OpKind::Elementwise, layer, params, {weight}, {{act_, kF32 * params}},
-                                       l.bias ? 2 : 1);
-    cast.dtype = scaled_ ? "fp8" : to_string(weights_);  // the runtime's gpu_cast prices a cast from its storage type
-    weight = {act_, kF32 * params};
-  }
-  if (scaled_) {
-    // forward_comfy_cast_weights: `weight * scale` when the weight has fewer elements than the input, else
-    // `input * scale`.
-    const bool weight_side = matrix < S * l.in;
-    const std::uint64_t n = weight_side ? matrix : S * l.in;
-    trace::append_op(out, OpKind::Elementwise, layer, n, {{act_, kF32 * n}}, {{act_, kF32 * n}}, 1);
-    (weight_side ? weight : input) = {act_, kF32 * n};
-  }
-  // Its output features: the fp32 product's rate goes by its rows and them (gpu.fp32_gemm_efficiency).
-  trace::append_op(out, S <= 8 ? OpKind::Gemv : OpKind::Gemm, layer, 2 * S * matrix, {weight, input},
-                   {{act_, kF32 * S * l.out}})
-      .rows = static_cast<std::uint32_t>(l.out);
+  append_fp32_linear(out, layer, {{l.tensor, header_.tensors[l.tensor].bytes}, l.in, l.out, l.bias}, tokens_,
+                     scaled_ ? "fp8" : weights_ == WeightDtype::Fp32 ? "" : to_string(weights_), scaled_, act_);
 }
 
 void LlmTextEncoderTraceGenerator::norm(trace::Step& out, std::int32_t layer, std::uint32_t weight) const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "model/text_encoder/fp32_linear.hpp"
 
 namespace tiersim::model {
 
@@ -90,19 +91,8 @@ void TextEncoderTraceGenerator::elementwise(trace::Step& out, std::int32_t layer
 
 void TextEncoderTraceGenerator::linear(trace::Step& out, std::int32_t layer, std::uint32_t weight, std::uint64_t in,
                                        std::uint64_t out_f, bool bias, std::uint64_t rows) const {
-  const std::uint64_t S = rows, params = in * out_f + (bias ? out_f : 0);
-  const TensorAccess stored{weight, header_.tensors[weight].bytes};
-  TensorAccess used = stored;
-  if (weights_ != WeightDtype::Fp32) {
-    // manual_cast: cast_bias_weight copies the weight (and bias) to fp32, the input's dtype.
-    trace::Op& cast = trace::append_op(out, OpKind::Elementwise, layer, params, {stored}, {{act_, kF32 * params}}, bias ? 2 : 1);
-    cast.dtype = to_string(weights_);  // the runtime's gpu_cast prices a cast from its storage type
-    used = {act_, kF32 * params};
-  }
-  // Its output features: the fp32 product's rate goes by its rows and them (gpu.fp32_gemm_efficiency).
-  trace::append_op(out, S <= 8 ? OpKind::Gemv : OpKind::Gemm, layer, 2 * S * in * out_f, {used, {act_, kF32 * S * in}},
-                   {{act_, kF32 * S * out_f}})
-      .rows = static_cast<std::uint32_t>(out_f);
+  append_fp32_linear(out, layer, {{weight, header_.tensors[weight].bytes}, in, out_f, bias}, rows,
+                     weights_ == WeightDtype::Fp32 ? "" : to_string(weights_), false, act_);
 }
 
 bool TextEncoderTraceGenerator::next(trace::Step& out) {
