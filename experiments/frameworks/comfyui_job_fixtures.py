@@ -207,7 +207,7 @@ def qwen25_vl_weights(c, scaled=True):
     bf16; or bf16 throughout."""
     t, v = c.get("text_config", c), c["vision_config"]
     d, ff, heads, kvh = t["hidden_size"], t["intermediate_size"], t["num_attention_heads"], t["num_key_value_heads"]
-    hd = d // heads
+    hd = t.get("head_dim", d // heads)
     inner, kv = heads * hd, kvh * hd
 
     def linear(name, i, o, bias):

@@ -226,19 +226,19 @@ def main():
             seq = len(tokens["qwen25_7b"][0])
             to_encode = [[t[0] for t in tokens["qwen25_7b"][0]]]
             with torch.no_grad():
-                def forward():
+                def timed(fn):
+                    """fn's seconds between two synchronizes, and its result."""
                     sync(a.device)
                     t0 = time.perf_counter()
-                    z = te.encode(to_encode)
-                    sync(a.device)
-                    return time.perf_counter() - t0, z
-
-                def encode():
-                    sync(a.device)
-                    t0 = time.perf_counter()
-                    out = model.encode_token_weights(tokens)
+                    out = fn()
                     sync(a.device)
                     return time.perf_counter() - t0, out
+
+                def forward():
+                    return timed(lambda: te.encode(to_encode))
+
+                def encode():
+                    return timed(lambda: model.encode_token_weights(tokens))
 
                 if a.device.startswith("cuda"):
                     base = torch.cuda.memory_allocated()

@@ -59,7 +59,9 @@ def main():
     a = ap.parse_args()
     HERE, HW, RUNTIME = os.path.join(ROOT, a.dir), a.hw, a.runtime
     rows = [json.loads(line) for line in open(os.path.join(HERE, "comfy_stages.jsonl"))]
-    lines = [f"# FLUX's text encoders and VAE decode on {a.gpu}: tiersim against measured forwards", "",
+    title = "FLUX's and Wan's text encoders" if any(r["stage"] == "umt5xxl" for r in rows) else \
+        "FLUX's text encoders and VAE decode"
+    lines = [f"# {title} on {a.gpu}: tiersim against measured forwards", "",
              f"Measured: `comfy_stages.jsonl` (`{a.lease}`, see README.md).", "",
              "| stage | weights | size | measured | predicted | error |", "|---|---|---|---|---|---|"]
     errors = {}
@@ -75,7 +77,16 @@ def main():
     lines += [""]
     for stage, errs in errors.items():
         lines.append(f"- {stage}: {len(errs)} rows, mean absolute error {100 * sum(abs(e) for e in errs) / len(errs):.1f}%")
-    lines += ["", "Each row: `sim " + " ".join(command(rows[-1])) + "` (that row's settings), its image_job's stage seconds.", ""]
+    lines.append("")
+    flux = next((r for r in reversed(rows) if r["stage"] != "umt5xxl"), None)
+    wan = next((r for r in reversed(rows) if r["stage"] == "umt5xxl"), None)
+    if flux:
+        lines.append("Each FLUX row: `sim " + " ".join(command(flux)) + "` (that row's settings), its image_job's stage "
+                     "seconds.")
+    if wan:
+        lines.append("Each umT5 row: `sim " + " ".join(command(wan)) + "` (that row's settings), its video_job's "
+                     "first_video.text_encode.compute_seconds.")
+    lines.append("")
     open(os.path.join(HERE, "table.md"), "w").write("\n".join(lines))
     print("\n".join(lines))
 
