@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "model/text_encoder/text_encoder_trace_generator.hpp"
 #include "model/vae/vae_decoder_trace_generator.hpp"
+#include "model/vae/vae_encoder_trace_generator.hpp"
 #include "support/model_headers.hpp"
 
 namespace tiersim::model {
@@ -153,6 +154,42 @@ TEST(Vae, FluxsAeHasComfyUIsParametersAndDecodesWhole) {
   EXPECT_EQ(key_of("{" + base + R"(,"norm_num_groups":48})"), "norm_num_groups");
   EXPECT_EQ(key_of("{" + base + R"(,"up_block_types":["AttnUpDecoderBlock2D"]})"), "up_block_types");
   EXPECT_EQ(key_of("{" + base + R"(,"temporal_compression_ratio":4})"), "temporal_compression_ratio");
+}
+
+// FLUX.1 Kontext's reference image, VAEEncode as ComfyUI runs it (model.py Encoder, then DiagonalGaussianRegularizer):
+// the encoder's weights are the rest of ae.safetensors, and its forward runs every block once, the Downsamples as a
+// zero pad and a strided 3x3 convolution over the padded image.
+TEST(Vae, FluxsAeEncodesAReferenceImageWithItsEncoder) {
+  const VaeConfig ae = load_vae_config(model_path("flux.1-vae"));
+  VaeEncoderTraceGenerator g(ae, 1024, 768, 1, WeightDtype::Bf16);
+  EXPECT_EQ(weight_bytes(g.header()), 2 * (ae.params() - ae.decoder_params()));
+  trace::Step s;
+  ASSERT_TRUE(g.next(s));
+  EXPECT_FALSE(g.next(s));
+  EXPECT_EQ(s.tokens, 128u * 96);  // the latent's pixels
+  std::size_t convs = 0, statistics = 0, attention = 0;
+  std::uint64_t conv_flops = 0;
+  for (const auto& op : s.ops) {
+    convs += op.kind == trace::OpKind::Gemm;
+    statistics += op.blocks > 0;
+    attention += op.kind == trace::OpKind::Attention;
+    if (op.kind == trace::OpKind::Gemm) conv_flops += op.flops;
+  }
+  EXPECT_EQ(convs, 1u + 8 * 2 + 2 + 3 + 2 * 2 + 4 + 1);  // conv_in, 8 down ResnetBlocks, 2 shortcuts, 3 downsamples,
+                                                         // the mid's 2 ResnetBlocks and attention's 4, conv_out
+  EXPECT_EQ(statistics, 8u * 2 + 2 * 2 + 1 + 1);  // GroupNorms: the ResnetBlocks', attention's, norm_out
+  EXPECT_EQ(attention, 1u);
+  // The FLOPs of every convolution at its output size: 2 x k^2 x in x out per output pixel.
+  const std::uint64_t p0 = 1024 * 768, p1 = p0 / 4, p2 = p1 / 4, p3 = p2 / 4;
+  auto c = [](std::uint64_t k, std::uint64_t in, std::uint64_t out, std::uint64_t px) { return 2 * k * k * in * out * px; };
+  const std::uint64_t expected =
+      c(3, 3, 128, p0) + 4 * c(3, 128, 128, p0) + c(3, 128, 128, p1) +                                     // level 0
+      c(3, 128, 256, p1) + 3 * c(3, 256, 256, p1) + c(1, 128, 256, p1) + c(3, 256, 256, p2) +               // level 1
+      c(3, 256, 512, p2) + 3 * c(3, 512, 512, p2) + c(1, 256, 512, p2) + c(3, 512, 512, p3) +               // level 2
+      4 * c(3, 512, 512, p3) + 4 * c(3, 512, 512, p3) + 4 * c(1, 512, 512, p3) + c(3, 512, 32, p3);         // 3, mid, out
+  EXPECT_EQ(conv_flops, expected);
+  EXPECT_THROW(VaeEncoderTraceGenerator(ae, 1020, 768, 1, WeightDtype::Bf16), InputError);
+  EXPECT_THROW(VaeEncoderTraceGenerator(ae, 1024, 768, 1, WeightDtype::Fp8), InputError);
 }
 
 }  // namespace

@@ -3,11 +3,10 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "model/vae/ae_ops.hpp"
 
 namespace tiersim::model {
 
-using trace::OpKind;
-using trace::TensorAccess;
 using trace::TensorKind;
 
 VaeDecoderTraceGenerator::VaeDecoderTraceGenerator(const VaeConfig& model, std::uint32_t width, std::uint32_t height,
@@ -76,91 +75,37 @@ std::uint32_t VaeDecoderTraceGenerator::add_conv(std::int32_t group, const std::
 bool VaeDecoderTraceGenerator::next(trace::Step& out) {
   if (done_) return false;
   done_ = true;
-  const std::uint64_t a = activation_bytes(dtype_), f = model_.downscale(), B = images_;
+  const std::uint64_t f = model_.downscale(), B = images_;
   const std::uint64_t lat = (width_ / f) * (height_ / f);  // latent pixels per image
   out.kind = trace::StepKind::Prefill;
   out.tokens = static_cast<std::uint32_t>(std::min<std::uint64_t>(B * lat, 0xffffffffu));
   out.ops.clear();
-  std::size_t ci = 0, ni = 0;
-  auto act = [&](std::uint64_t elems) { return TensorAccess{act_, elems * a}; };
-  auto add = [&](OpKind kind, std::int32_t g, std::uint64_t flops, std::vector<TensorAccess> reads,
-                 std::vector<TensorAccess> writes, std::uint32_t launches) {
-    trace::append_op(out, kind, g, flops, std::move(reads), std::move(writes), launches);
-  };
-  // A convolution as PyTorch runs it on cuDNN (aten/src/ATen/native/Convolution.cpp _convolution, ConvBackend::Cudnn):
-  // cudnn_convolution, an implicit GEMM of 2 k^2 in out FLOPs per output pixel, then the bias added by a separate
-  // output.add_(bias) over the whole output. cuDNN runs a 3x3 convolution of these NCHW bf16 tensors with NHWC
-  // kernels: it transposes the input and the filter to NHWC first and the output back after (nchwToNhwcKernel twice,
-  // nhwcToNchwKernel once per 3x3 convolution in the profile of results/validation/comfy_stages, cuDNN 9.19 on an
-  // H100; assumed on other GPUs); the 1x1 convolutions ran as plain GEMMs.
-  auto conv = [&](std::int32_t g, std::uint64_t in, std::uint64_t o, std::uint64_t k, std::uint64_t pixels) {
-    const std::uint32_t w = convs_[ci++];
-    const TensorAccess weights{w, header_.tensors[w].bytes};
-    if (k == 3) add(OpKind::Elementwise, g, 0, {weights, act(in * pixels)}, {weights, act(in * pixels)}, 2);
-    add(OpKind::Gemm, g, 2 * k * k * in * o * pixels, {weights, act(in * pixels)}, {act(o * pixels)}, 1);
-    if (k == 3) add(OpKind::Elementwise, g, 0, {act(o * pixels)}, {act(o * pixels)}, 1);
-    add(OpKind::Elementwise, g, o * pixels, {act(o * pixels)}, {act(o * pixels)}, 1);  // + bias
-  };
-  // GroupNorm as PyTorch's CUDA kernels run it (aten/src/ATen/native/cuda/group_norm_kernel.cu,
-  // GroupNormKernelImplInternal): RowwiseMomentsCUDAKernel reads x with one thread block per (image, group), so
-  // B x groups blocks (32 for one image) stream the whole tensor; then ComputeFusedParamsCUDAKernel (B x C scales)
-  // and the elementwise kernel that applies them.
-  auto group_norm = [&](std::int32_t g, std::uint64_t c, std::uint64_t pixels) {
-    const std::uint32_t w = norms_[ni++];
-    add(OpKind::Norm, g, 3 * c * pixels, {act(c * pixels)}, {}, 1);
-    out.ops.back().blocks = static_cast<std::uint32_t>(std::min<std::uint64_t>(B * model_.groups, 0x7fffffffu));
-    add(OpKind::Norm, g, 5 * c * pixels, {{w, header_.tensors[w].bytes}, act(c * pixels)}, {act(c * pixels)}, 2);
-  };
-  // GroupNorm and SiLU in place.
-  auto norm_silu = [&](std::int32_t g, std::uint64_t c, std::uint64_t pixels) {
-    group_norm(g, c, pixels);
-    add(OpKind::Elementwise, g, 4 * c * pixels, {act(c * pixels)}, {act(c * pixels)}, 1);
-  };
-  auto resnet = [&](std::int32_t g, std::uint64_t in, std::uint64_t o, std::uint64_t pixels) {
-    norm_silu(g, in, pixels);
-    conv(g, in, o, 3, pixels);
-    norm_silu(g, o, pixels);
-    conv(g, o, o, 3, pixels);
-    if (in != o) conv(g, in, o, 1, pixels);
-    add(OpKind::Elementwise, g, o * pixels, {act(2 * o * pixels)}, {act(o * pixels)}, 1);  // x + h
-  };
+  AeOps ops(out, header_, act_, activation_bytes(dtype_), B, model_.groups, convs_, norms_);
   const std::uint64_t top = model_.channels.back();
   std::uint64_t px = B * lat;
-  conv(-1, model_.latent_channels, top, 3, px);
-  resnet(0, top, top, px);
-  {
-    // AttnBlock: GroupNorm, q, k, v (1x1), each made (B, 1, HW, C) contiguous, SDPA with one head of C, the
-    // output transposed back, proj_out (1x1), the residual sum.
-    group_norm(0, top, px);
-    for (int k = 0; k < 3; ++k) conv(0, top, top, 1, px);
-    add(OpKind::Elementwise, 0, 0, {act(3 * top * px)}, {act(3 * top * px)}, 3);
-    add(OpKind::Attention, 0, 4 * B * lat * lat * top, {act(3 * top * px)}, {act(top * px)}, 1);
-    add(OpKind::Elementwise, 0, 0, {act(top * px)}, {act(top * px)}, 1);
-    conv(0, top, top, 1, px);
-    add(OpKind::Elementwise, 0, top * px, {act(2 * top * px)}, {act(top * px)}, 1);
-  }
-  resnet(0, top, top, px);
+  ops.conv(-1, model_.latent_channels, top, 3, px);
+  ops.resnet(0, top, top, px);
+  ops.attention(0, top, lat);
+  ops.resnet(0, top, top, px);
   std::uint64_t c = top;
   const std::int32_t levels = static_cast<std::int32_t>(model_.channels.size());
   for (std::int32_t i = levels - 1; i >= 0; --i) {
     const std::int32_t g = levels - i;
     const std::uint64_t o = model_.channels[static_cast<std::size_t>(i)];
     for (std::uint64_t b = 0; b <= model_.res_blocks; ++b) {
-      resnet(g, c, o, px);
+      ops.resnet(g, c, o, px);
       c = o;
     }
     if (i != 0) {
-      add(OpKind::Elementwise, g, 0, {act(c * px)}, {act(4 * c * px)}, 1);  // nearest 2x
+      ops.elementwise(g, 0, c * px, 4 * c * px, 1);  // nearest 2x
       px *= 4;
-      conv(g, c, c, 3, px);
+      ops.conv(g, c, c, 3, px);
     }
   }
-  {
-    // norm_out, SiLU (out of place), conv_out
-    group_norm(levels + 1, c, px);
-    add(OpKind::Elementwise, levels + 1, 4 * c * px, {act(c * px)}, {act(c * px)}, 1);
-  }
-  conv(levels + 1, c, model_.out_channels, 3, px);
+  // norm_out, SiLU (out of place), conv_out
+  ops.group_norm(levels + 1, c, px);
+  ops.silu(levels + 1, c, px);
+  ops.conv(levels + 1, c, model_.out_channels, 3, px);
   return true;
 }
 
