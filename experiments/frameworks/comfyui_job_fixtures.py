@@ -20,6 +20,9 @@ tiersim's sim/pipeline/comfy_model_management (the rules in experiments/framewor
   image's whole job (sim run --image-job) with the template's files: Qwen2.5-VL-7B fp8_scaled (the language model and
   its vision tower, leaves as sim/model/text_encoder/llm_text_encoder_trace_generator.cpp lays them out), Qwen-Image
   fp8 and its VAE (bf16) at 1328x1328, cfg 2.5, through the FLUX job's two sequences at the same free VRAM sizes.
+  ... comfyui_job_fixtures.py --kontext tests/fixtures/comfyui_kontext_job.jsonl COMFYUI_DIR: FLUX's three models with a
+  1024x1024 reference image: VAEEncode (memory_used_encode 1767 x 1024 x 1024 x 2, no minimum) after CLIPTextEncode,
+  cached for the next image; the sampler's estimate with the reference latent.
 
 What runs unchanged: ComfyUI's comfy/model_management.py (load_models_gpu, free_memory, LoadedModel.model_load /
 model_unload, minimum_inference_memory, get_free_memory, ...) and comfy/model_patcher.py (ModelPatcher.load,
@@ -446,6 +449,32 @@ def main_qwen_image(out_path, src):
     print("%d cases" % len(rows))
 
 
+# ---------------------------------------------------------------------------------------------- FLUX.1 Kontext
+# FLUX's job with a 1024x1024 reference image (ComfyUI's Kontext template: LoadImage, FluxKontextImageScale, VAEEncode,
+# ReferenceLatent): after CLIPTextEncode, VAEEncode loads the VAE with memory_used_encode (1767 x 1024 x 1024 x 2, no
+# minimum) and encodes; the sampler's estimate counts the reference latent (model_base.Flux memory_usage_factor_conds:
+# ref_latents; the trace's meta); the next image keeps the reference (VAEEncode cached). The same models as FLUX's.
+KONTEXT_SEQUENCES = {"first,same": ["text", "encode", "sampler", "vae", "sampler", "vae"],
+                     "first,new": ["text", "encode", "sampler", "vae", "text", "sampler", "vae"]}
+
+
+def main_kontext(out_path, src):
+    logging.disable(logging.CRITICAL)
+    weights, sizes = stand_ins()
+    _, per_cond = gen_weights("flux.1-dev.json", ["--reference", "1024x1024", "--steps", "1"])
+    est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond,
+           "vae_memory_required": (2178 * 128 * 128 * 64) * 2, "encode_memory_required": 1767 * 1024 * 1024 * 2}
+    job = dict(FLUX_JOB, sequences=KONTEXT_SEQUENCES, node_model=dict(NODE_MODEL, encode="vae"),
+               requests={"text": (0, None), "encode": (est["encode_memory_required"], None),
+                         "sampler": (2 * per_cond, per_cond), "vae": (est["vae_memory_required"], None)})
+    rows = [dict(run_case(src, weights, sizes, est, free, seq, job), model="flux.1-kontext")
+            for free in FREES for seq in KONTEXT_SEQUENCES]
+    with open(out_path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
+    print("%d cases" % len(rows))
+
+
 def main(out_path, src):
     logging.disable(logging.CRITICAL)
     weights, sizes = stand_ins()
@@ -464,6 +493,8 @@ if __name__ == "__main__":
         main_wan_video(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "--qwen-image":
         main_qwen_image(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "--kontext":
+        main_kontext(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3:
         main(sys.argv[1], sys.argv[2])
     else:

@@ -10,6 +10,7 @@
 #include "model/text_encoder/llm_text_encoder_trace_generator.hpp"
 #include "model/text_encoder/text_encoder_trace_generator.hpp"
 #include "model/vae/vae_decoder_trace_generator.hpp"
+#include "model/vae/vae_encoder_trace_generator.hpp"
 #include "model/vae/wan_vae_config.hpp"
 #include "model/vae/wan_vae_decoder_trace_generator.hpp"
 #include "pipeline/comfy_vae_memory.hpp"
@@ -45,12 +46,11 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
     throw InputError("", 0, kFlag, "the whole job is modelled for FLUX and Qwen-Image (--model a FLUX or Qwen-Image config)");
   const model::GenerationOptions& g = in.trace.generation;
   const auto& im = g.image;
-  if (im.has_reference())
+  if (im.has_reference() && !flux)
     throw InputError("", 0, kFlag,
-                     std::string(flux ? "a Kontext job (--reference) also VAE-encodes its reference image"
-                                      : "a Qwen-Image-Edit job (--reference) also encodes its reference image with the "
-                                        "VAE and Qwen2.5-VL's vision tower") +
-                         ", which the job does not model yet; drop --image-job for the sampler's iterations alone");
+                     "a Qwen-Image-Edit job (--reference) also encodes its reference image with Qwen2.5-VL's vision "
+                     "tower (TextEncodeQwenImageEdit), which the job does not model yet; drop --image-job for the "
+                     "sampler's iterations alone");
   // One prompt at cfg 1 (FLUX.1-dev's guidance is distilled); a guided run's negative prompt is a second encode
   // (Qwen-Image's template: cfg 2.5).
   const std::uint32_t prompts = im.guided() ? 2 : 1;
@@ -62,7 +62,7 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
   ImageJobResult r;
   pipeline::ImageJobSpec& s = r.spec;
   std::vector<Encoder> encoders;
-  std::function<std::unique_ptr<trace::StepSource>()> vae_decode;
+  std::function<std::unique_ptr<trace::StepSource>()> vae_decode, reference_encode;
   if (flux) {
     const model::TextEncoderConfig t5 =
         model::load_text_encoder_config(job_component(in.trace.model_path, "t5-v1_1-xxl.json", kFlag));
@@ -85,6 +85,15 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
     };
     s.vae_bytes = 2.0 * static_cast<double>(vae.params());  // ae.safetensors (fp32) made bf16 at load
     s.vae_memory = pipeline::comfy::ae_decode_memory(im.width, im.height, 2);
+    if (im.has_reference()) {
+      // FLUX.1 Kontext: the reference image's VAEEncode (ComfyUI's template: LoadImage, FluxKontextImageScale,
+      // VAEEncode, ReferenceLatent), one image, in the VAE's dtype.
+      reference_encode = [vae, w = im.reference_width, h = im.reference_height] {
+        return std::make_unique<model::VaeEncoderTraceGenerator>(vae, w, h, 1, model::WeightDtype::Bf16);
+      };
+      s.reference = true;
+      s.encode_memory = pipeline::comfy::ae_encode_memory(im.reference_width, im.reference_height, 2);
+    }
     s.text_encoder_name = "text encoders (T5-XXL + CLIP-L)";
     s.vae_name = "VAE";
   } else {
@@ -131,6 +140,9 @@ ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim) {
     r.text_seconds.emplace_back(e.label, seconds);
     s.text_seconds += seconds;
   }
+  if (reference_encode)
+    s.encode_seconds = comfy_job_stage_seconds(
+        in, *reference_encode(), comfy_job_load(placed.first.encode.budget_free, s.encode_memory, s.encode_memory, kFlag));
   s.vae_seconds = comfy_job_stage_seconds(
       in, *vae_decode(), comfy_job_load(placed.first.vae.budget_free, s.vae_memory, s.vae_memory, kFlag));
   r.dit_strategy = comfy_job_load(placed.first.sampler.budget_free, s.sampling_memory, s.sampling_minimum, kFlag);

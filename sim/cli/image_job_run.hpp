@@ -1,5 +1,6 @@
 #pragma once
-// `sim run --image-job`: a FLUX or Qwen-Image run's whole ComfyUI text-to-image job. Its text encoders and its VAE are
+// `sim run --image-job`: a FLUX or Qwen-Image run's whole ComfyUI text-to-image job (FLUX.1 Kontext's with its reference
+// image's VAE encode). Its text encoders and its VAE are
 // read from the config files beside the model's (FLUX: t5-v1_1-xxl.json, clip-vit-large-patch14.json, flux.1-vae.json;
 // Qwen-Image: qwen2.5-vl-7b.json, qwen-image-vae.json), their forwards generated (model/text_encoder, model/vae) and
 // run by the event engine on the same machine; ComfyUI's loads and unloads between the stages come from
@@ -26,7 +27,7 @@ struct ImageJobResult {
 };
 
 // Throws InputError naming --image-job for a model other than FLUX or Qwen-Image, a job the model does not run this
-// way (a reference image, Qwen-Image's batch) or a missing component file, and --text-encoder-dtype for a format its
+// way (Qwen-Image-Edit's reference image, Qwen-Image's batch) or a missing component file, and --text-encoder-dtype for a format its
 // encoder is not published in.
 ImageJobResult run_image_job(const RunInputs& in, const Simulation& sim);
 

@@ -1163,7 +1163,8 @@ int main(int argc, char** argv) {
                 "the model's config) and ComfyUI's loads and unloads between them: seconds per video, first and next");
   run->add_flag("--image-job", image_job,
                 "FLUX, Qwen-Image: the whole ComfyUI text-to-image job too (its text encoders and VAE read beside the "
-                "model's config, ComfyUI's loads and unloads between them): seconds per image, first and next");
+                "model's config, ComfyUI's loads and unloads between them; with --reference, FLUX.1 Kontext's VAE "
+                "encode of the reference image): seconds per image, first and next");
   run->add_option("--text-encoder-dtype", text_encoder_dtype,
                   "with --image-job: FLUX's T5-XXL weights, fp16 (t5xxl_fp16, the default) or fp8 (t5xxl_fp8_e4m3fn); "
                   "Qwen-Image's Qwen2.5-VL fp8_scaled (qwen_2.5_vl_7b_fp8_scaled, the default) or bf16 "

@@ -4,7 +4,7 @@ namespace tiersim::pipeline {
 
 double ImageCost::seconds() const {
   double s = 0;
-  for (const StageCost* c : {&text, &sampler, &vae}) s += c->compute_seconds + c->transfer_seconds;
+  for (const StageCost* c : {&text, &encode, &sampler, &vae}) s += c->compute_seconds + c->transfer_seconds;
   return s;
 }
 
@@ -27,10 +27,14 @@ struct Job {
     return comfy_stage(manager, model, memory_required, minimum, compute, link);
   }
 
-  ImageCost image(bool encode) {
+  // `prompt`: the prompt is new (CLIPTextEncode runs); `reference`: the reference image is (VAEEncode runs).
+  ImageCost image(bool prompt, bool reference) {
     ImageCost i;
-    if (encode) i.text = load(text, 0, 0, spec.text_seconds);  // CLIPTextEncode: memory_required 0
+    if (prompt) i.text = load(text, 0, 0, spec.text_seconds);  // CLIPTextEncode: memory_required 0
     else i.text.ran = false;
+    // VAE.encode passes memory_used_encode alone: the minimum is the same.
+    if (reference && spec.reference) i.encode = load(vae, spec.encode_memory, spec.encode_memory, spec.encode_seconds);
+    else i.encode.ran = false;
     i.sampler = load(dit, spec.sampling_memory, spec.sampling_minimum, spec.steps * spec.iteration_seconds);
     dit_loaded = manager.loaded(dit);
     // VAE.decode passes memory_used_decode alone: the minimum is the same.
@@ -45,14 +49,14 @@ ImageJob comfy_image_job(const ImageJobSpec& spec, const hw::HostLinkSpec& link)
   ImageJob out;
   {
     Job j(spec, link);
-    out.first = j.image(true);
+    out.first = j.image(true, true);
     out.dit_loaded = j.dit_loaded;
-    out.same_prompt = j.image(false);
+    out.same_prompt = j.image(false, false);
   }
   {
     Job j(spec, link);
-    (void)j.image(true);
-    out.new_prompt = j.image(true);
+    (void)j.image(true, true);
+    out.new_prompt = j.image(true, false);
   }
   return out;
 }

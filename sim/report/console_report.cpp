@@ -54,8 +54,12 @@ void write_image_job(std::ostream& out, const Context& c) {
                 "next, new prompt");
   emit(buf);
   row("text encoders", [&](const pipeline::ImageCost& i) { return i.text.ran ? secs(i.text.compute_seconds) : std::string("cached"); });
+  if (s.reference)
+    row("VAE encode (reference)", [&](const pipeline::ImageCost& i) {
+      return i.encode.ran ? secs(i.encode.compute_seconds) : std::string("cached");
+    });
   row("loads and unloads", [&](const pipeline::ImageCost& i) {
-    return secs(i.text.transfer_seconds + i.sampler.transfer_seconds + i.vae.transfer_seconds);
+    return secs(i.text.transfer_seconds + i.encode.transfer_seconds + i.sampler.transfer_seconds + i.vae.transfer_seconds);
   });
   const std::string iterations = std::to_string(s.steps) + " iterations";
   row(iterations.c_str(), [&](const pipeline::ImageCost& i) { return secs(i.sampler.compute_seconds); });

@@ -181,10 +181,11 @@ void write_json(std::ostream& out, const Context& c) {
   if (c.image_job) {
     const pipeline::ImageJobSpec& sp = *c.image_job_spec;
     auto image = [&](const pipeline::ImageCost& i) {
-      return ordered_json{{"seconds", i.seconds()},
-                          {"text_encoders", stage(i.text)},
-                          {"sampler", stage(i.sampler)},
-                          {"vae_decode", stage(i.vae)}};
+      ordered_json o{{"seconds", i.seconds()}, {"text_encoders", stage(i.text)}};
+      if (sp.reference) o["vae_encode"] = stage(i.encode);  // FLUX.1 Kontext's reference image
+      o["sampler"] = stage(i.sampler);
+      o["vae_decode"] = stage(i.vae);
+      return o;
     };
     ordered_json job = {{"framework", "ComfyUI a125cd84 (model management: experiments/frameworks/comfyui_model_management.md)"},
                         {"free_bytes", whole(sp.free_bytes)},
@@ -196,6 +197,7 @@ void write_json(std::ostream& out, const Context& c) {
     for (const auto& [name, seconds] : c.image_job_text) job[text_encoder_key(name)] = seconds;
     job["iteration_seconds"] = sp.iteration_seconds;
     job["steps"] = sp.steps;
+    if (sp.reference) job["vae_encode_seconds"] = sp.encode_seconds;
     job["vae_decode_seconds"] = sp.vae_seconds;
     job["first_image"] = image(c.image_job->first);
     job["next_same_prompt"] = image(c.image_job->same_prompt);

@@ -288,7 +288,9 @@ TEST(Flux, ReferenceOnTheCommandLineIsAnInputOfTheResultAndRefusedWhereNotModell
                                  std::string("--model traces/models/wan2.1-t2v-1.3b.json --reference 512x512 --policy resident"),
                                  std::string("--model traces/models/flux.1-dev.json --reference 512 --policy resident"),
                                  std::string("--model traces/models/flux.1-dev.json --reference 0x512 --policy resident"),
-                                 std::string("run --model traces/models/flux.1-dev.json --reference 512x512 --policy resident --image-job")}) {
+                                 // Qwen-Image-Edit's job also runs its text encoder's vision tower on the reference
+                                 std::string("run --model traces/models/qwen-image.json --reference 512x512 --steps 1 "
+                                             "--hw h100-sxm --policy resident --image-job")}) {
     const auto r = testing::run_sim(bad);
     EXPECT_EQ(r.code, 2) << bad << "\n" << r.out;
     EXPECT_NE(r.out.find("reference"), std::string::npos) << bad << "\n" << r.out;

@@ -227,6 +227,32 @@ TEST(ComfyModelManager, AgreesWithComfyUIsOwnCodeCallByCall) {
   EXPECT_EQ(expect_agrees_with_comfyui("comfyui_job.jsonl", leaf), 55u);  // 5 calls for the same prompt, 6 for a new one
 }
 
+// FLUX.1 Kontext's job (comfyui_job_fixtures.py --kontext -> tests/fixtures/comfyui_kontext_job.jsonl): the reference
+// image's VAEEncode loads the VAE with memory_used_encode after the text encoders, and is cached for the next image.
+TEST(ComfyModelManager, AgreesWithComfyUIsOwnCodeOnKontextsJob) {
+  const std::map<std::string, double> leaf{{"te", 32128.0 * 4096 * 2}, {"flux", 3072.0 * 21504 * 2 + 21504 * 2}, {"vae", 0}};
+  EXPECT_EQ(expect_agrees_with_comfyui("comfyui_kontext_job.jsonl", leaf), 65u);  // 6 calls for the same prompt, 7 new
+}
+
+TEST(ImageJob, KontextsJobEncodesTheReferenceOnceAndCachesIt) {
+  const auto r = testing::run_sim("--model traces/models/flux.1-dev.json --reference 1024x1024 --resolution 512x512 "
+                                  "--steps 1 --hw rtx4090 --policy resident --image-job --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto job = nlohmann::json::parse(r.out)["image_job"];
+  EXPECT_GT(job["vae_encode_seconds"].get<double>(), 0);
+  EXPECT_TRUE(job["first_image"]["vae_encode"]["ran"].get<bool>());
+  EXPECT_DOUBLE_EQ(job["first_image"]["vae_encode"]["compute_seconds"].get<double>(), job["vae_encode_seconds"].get<double>());
+  EXPECT_FALSE(job["next_same_prompt"]["vae_encode"]["ran"].get<bool>());
+  EXPECT_FALSE(job["next_new_prompt"]["vae_encode"]["ran"].get<bool>());  // the same reference: cached
+  EXPECT_TRUE(job["next_new_prompt"]["text_encoders"]["ran"].get<bool>());
+  // Without a reference, no such stage or key.
+  const auto plain = nlohmann::json::parse(testing::run_sim("--model traces/models/flux.1-dev.json --resolution 512x512 "
+                                                            "--steps 1 --hw rtx4090 --policy resident --image-job --json",
+                                                            false).out)["image_job"];
+  EXPECT_FALSE(plain.contains("vae_encode_seconds"));
+  EXPECT_FALSE(plain["first_image"].contains("vae_encode"));
+}
+
 // Qwen-Image's job with the template's files (comfyui_job_fixtures.py --qwen-image ->
 // tests/fixtures/comfyui_qwen_image_job.jsonl): Qwen2.5-VL fp8_scaled with its vision tower, Qwen-Image fp8, the Wan
 // VAE at 1328x1328, whose decode estimate (24.7 GB) leaves a 24 GB card's VAE partly loaded. The largest leaves: the
