@@ -109,15 +109,19 @@ def stand_ins(tiny):
         sys.modules["transformers"] = tf
 
 
-def import_comfy(path, cpu):
-    """ComfyUI's modules with its default flags (comfy/cli_args.py parses none unless options.args_parsing), or
-    with --cpu for a run on the cpu (its model management needs CUDA otherwise)."""
+def import_comfy_modules(path, cpu):
+    """ComfyUI's package from `path` with its default flags (comfy/cli_args.py parses none unless
+    options.args_parsing), or with --cpu for a run on the cpu (its model management needs CUDA otherwise)."""
     sys.path.insert(0, os.path.abspath(path))
     if cpu:
         import comfy.options
         comfy.options.args_parsing = True
         sys.argv = sys.argv[:1] + ["--cpu"]
     import comfy.model_management  # noqa: F401  (ComfyUI's device and dtype decisions, as at startup)
+
+
+def import_comfy(path, cpu):
+    import_comfy_modules(path, cpu)
     import comfy.text_encoders.qwen_image as qi
     return qi
 
