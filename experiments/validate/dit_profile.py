@@ -43,9 +43,9 @@ def main():
     batch = 1 if abs(a.cfg - 1.0) < 1e-9 else 2
     inputs = fam.make_inputs(w, h, a.frames, batch, a.text_tokens)
     with torch.no_grad():
-        dit_iteration.forwards(model, inputs, 2)
+        dit_iteration.forwards(model, [inputs], 2)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            dit_iteration.forwards(model, inputs, 1)
+            dit_iteration.forwards(model, [inputs], 1)
     totals, kernels = {"matmul": 0.0, "attention": 0.0, "other": 0.0}, {}
     for e in prof.key_averages():
         t = getattr(e, "device_time_total", None)
