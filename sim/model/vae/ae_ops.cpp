@@ -2,10 +2,51 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+
 namespace tiersim::model {
 
 using trace::OpKind;
 using trace::TensorAccess;
+using trace::TensorKind;
+
+void begin_ae_header(trace::Header& header, const VaeConfig& model, std::uint64_t width, std::uint64_t height,
+                     std::uint64_t images, WeightDtype dtype, const std::string& size_key, const std::string& verb) {
+  const std::uint64_t f = model.downscale();
+  if (width < f || height < f || width > 16384 || height > 16384 || width % f != 0 || height % f != 0)
+    throw InputError("", 0, size_key,
+                     "the VAE " + verb + "s sides that are multiples of " + std::to_string(f) + " up to 16384");
+  if (images < 1 || images > 4096) throw InputError("", 0, "--batch", "images per " + verb + ": 1 to 4096");
+  if (dtype != WeightDtype::Bf16 && dtype != WeightDtype::Fp16 && dtype != WeightDtype::Fp32)
+    throw InputError("", 0, "--vae-dtype", "the VAE runs in bf16, fp16 or fp32");
+  header.meta["model"] = model.name;
+  header.meta["family"] = "vae";
+  header.meta["dtype"] = to_string(dtype);
+  header.meta["weight_dtype"] = to_string(dtype);
+  header.meta["batch"] = std::to_string(images);
+  header.meta["resolution"] = std::to_string(width) + "x" + std::to_string(height);
+}
+
+void AeWeights::conv(std::int32_t g, const std::string& name, std::uint64_t in, std::uint64_t out, std::uint64_t k) {
+  convs.push_back(trace::append_tensor(header_, TensorKind::Weight, (in * out * k * k + out) * a_, g, name));
+}
+
+void AeWeights::norm(std::int32_t g, const std::string& name, std::uint64_t c) {
+  norms.push_back(trace::append_tensor(header_, TensorKind::Weight, 2 * c * a_, g, name));
+}
+
+void AeWeights::resnet(std::int32_t g, const std::string& prefix, std::uint64_t in, std::uint64_t out) {
+  norm(g, prefix + "norm1", in);
+  conv(g, prefix + "conv1", in, out, 3);
+  norm(g, prefix + "norm2", out);
+  conv(g, prefix + "conv2", out, out, 3);
+  if (in != out) conv(g, prefix + "nin_shortcut", in, out, 1);
+}
+
+void AeWeights::attention(std::int32_t g, const std::string& prefix, std::uint64_t c) {
+  norm(g, prefix + "norm", c);
+  for (const char* n : {"q", "k", "v", "proj_out"}) conv(g, prefix + n, c, c, 1);
+}
 
 AeOps::AeOps(trace::Step& out, const trace::Header& header, std::uint32_t act, std::uint64_t dtype_bytes,
              std::uint64_t images, std::uint64_t groups, const std::vector<std::uint32_t>& convs,

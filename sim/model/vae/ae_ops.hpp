@@ -1,14 +1,47 @@
 #pragma once
 // The blocks of ComfyUI's AutoencoderKL (comfy/ldm/modules/diffusionmodules/model.py at a125cd84) as PyTorch runs them
 // on one GPU, appended to a step: what the VAE's decoder (vae_decoder_trace_generator) and encoder
-// (vae_encoder_trace_generator) are made of. Each takes the next of its weights in the order the generator declared
-// them (convolutions and GroupNorms apart); activations are accesses to one workspace tensor.
+// (vae_encoder_trace_generator) are made of. AeWeights declares a VAE's weights in the order its forward reads them;
+// AeOps takes the next of them (convolutions and GroupNorms apart) at each block; activations are accesses to one
+// workspace tensor.
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "model/model_config.hpp"
+#include "model/vae/vae_config.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::model {
+
+// What an encode and a decode of `images` images of width x height pixels in `dtype` share: the checks (sides that are
+// multiples of the VAE's downscale up to 16384, InputError naming `size_key`; 1 to 4096 images, --batch; bf16, fp16 or
+// fp32, --vae-dtype; `verb` "encode" or "decode" in the messages) and the header's meta of the model and the job.
+void begin_ae_header(trace::Header& header, const VaeConfig& model, std::uint64_t width, std::uint64_t height,
+                     std::uint64_t images, WeightDtype dtype, const std::string& size_key, const std::string& verb);
+
+// The weights of the AutoencoderKL's blocks appended to a header in the order the forward reads them, named as
+// ComfyUI's state dict names them, with the lists of convolutions and GroupNorms AeOps takes them from.
+class AeWeights {
+ public:
+  AeWeights(trace::Header& header, std::uint64_t dtype_bytes) : header_(header), a_(dtype_bytes) {}
+
+  // A k x k convolution's weight and bias.
+  void conv(std::int32_t g, const std::string& name, std::uint64_t in, std::uint64_t out, std::uint64_t k);
+  // A GroupNorm's weight and bias over c channels.
+  void norm(std::int32_t g, const std::string& name, std::uint64_t c);
+  // ResnetBlock under `prefix`: norm1, conv1, norm2, conv2 (3x3) and a 1x1 nin_shortcut where the channels change.
+  void resnet(std::int32_t g, const std::string& prefix, std::uint64_t in, std::uint64_t out);
+  // AttnBlock under `prefix`: its norm, then q, k, v and proj_out (1x1).
+  void attention(std::int32_t g, const std::string& prefix, std::uint64_t c);
+
+  std::vector<std::uint32_t> convs;  // in the order the forward runs them
+  std::vector<std::uint32_t> norms;  // GroupNorms, in order
+
+ private:
+  trace::Header& header_;
+  std::uint64_t a_;
+};
 
 class AeOps {
  public:

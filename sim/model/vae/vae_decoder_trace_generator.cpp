@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "core/error.hpp"
 #include "model/vae/ae_ops.hpp"
 
 namespace tiersim::model {
@@ -12,64 +11,39 @@ using trace::TensorKind;
 VaeDecoderTraceGenerator::VaeDecoderTraceGenerator(const VaeConfig& model, std::uint32_t width, std::uint32_t height,
                                                    std::uint32_t images, WeightDtype dtype)
     : model_(model), width_(width), height_(height), images_(images), dtype_(dtype) {
-  const std::uint64_t f = model_.downscale();
-  if (width_ < f || height_ < f || width_ > 16384 || height_ > 16384 || width_ % f != 0 || height_ % f != 0)
-    throw InputError("", 0, "--resolution",
-                     "the VAE decodes sides that are multiples of " + std::to_string(f) + " up to 16384");
-  if (images_ < 1 || images_ > 4096) throw InputError("", 0, "--batch", "images per decode: 1 to 4096");
-  if (dtype_ != WeightDtype::Bf16 && dtype_ != WeightDtype::Fp16 && dtype_ != WeightDtype::Fp32)
-    throw InputError("", 0, "--vae-dtype", "the VAE runs in bf16, fp16 or fp32");
-  const std::uint64_t a = activation_bytes(dtype_);
-  header_.meta["model"] = model_.name;
-  header_.meta["family"] = "vae";
-  header_.meta["dtype"] = to_string(dtype_);
-  header_.meta["weight_dtype"] = to_string(dtype_);
-  header_.meta["batch"] = std::to_string(images_);
-  header_.meta["resolution"] = std::to_string(width_) + "x" + std::to_string(height_);
+  begin_ae_header(header_, model_, width_, height_, images_, dtype_, "--resolution", "decode");
   header_.meta["parameters"] = std::to_string(model_.decoder_params());
   header_.meta["source"] = "tiersim VAE decoder generator (comfy/ldm/modules/diffusionmodules/model.py at a125cd84)";
-  // The decoder's weights in the order its forward reads them (names as ComfyUI's state dict has them).
+  const std::uint64_t a = activation_bytes(dtype_);
+  // The decoder's weights in the order its forward reads them.
   const std::uint64_t top = model_.channels.back();
   const std::int32_t levels = static_cast<std::int32_t>(model_.channels.size());
-  auto resnet = [&](std::int32_t g, const std::string& p, std::uint64_t in, std::uint64_t out) {
-    norms_.push_back(trace::append_tensor(header_, TensorKind::Weight, 2 * in * a, g, p + "norm1"));
-    add_conv(g, p + "conv1", in, out, 3);
-    norms_.push_back(trace::append_tensor(header_, TensorKind::Weight, 2 * out * a, g, p + "norm2"));
-    add_conv(g, p + "conv2", out, out, 3);
-    if (in != out) add_conv(g, p + "nin_shortcut", in, out, 1);
-  };
-  add_conv(-1, "decoder.conv_in", model_.latent_channels, top, 3);
-  resnet(0, "decoder.mid.block_1.", top, top);
-  norms_.push_back(trace::append_tensor(header_, TensorKind::Weight, 2 * top * a, 0, "decoder.mid.attn_1.norm"));
-  for (const char* n : {"q", "k", "v", "proj_out"}) add_conv(0, std::string("decoder.mid.attn_1.") + n, top, top, 1);
-  resnet(0, "decoder.mid.block_2.", top, top);
+  AeWeights weights(header_, a);
+  weights.conv(-1, "decoder.conv_in", model_.latent_channels, top, 3);
+  weights.resnet(0, "decoder.mid.block_1.", top, top);
+  weights.attention(0, "decoder.mid.attn_1.", top);
+  weights.resnet(0, "decoder.mid.block_2.", top, top);
   std::uint64_t c = top;
   for (std::int32_t i = levels - 1; i >= 0; --i) {
     const std::int32_t g = levels - i;  // groups 1..levels from the lowest resolution up
     const std::string p = "decoder.up." + std::to_string(i) + ".";
     for (std::uint64_t b = 0; b <= model_.res_blocks; ++b) {
-      resnet(g, p + "block." + std::to_string(b) + ".", c, model_.channels[static_cast<std::size_t>(i)]);
+      weights.resnet(g, p + "block." + std::to_string(b) + ".", c, model_.channels[static_cast<std::size_t>(i)]);
       c = model_.channels[static_cast<std::size_t>(i)];
     }
-    if (i != 0) add_conv(g, p + "upsample.conv", c, c, 3);
+    if (i != 0) weights.conv(g, p + "upsample.conv", c, c, 3);
   }
-  norms_.push_back(trace::append_tensor(header_, TensorKind::Weight, 2 * c * a, levels + 1, "decoder.norm_out"));
-  add_conv(levels + 1, "decoder.conv_out", c, model_.out_channels, 3);
+  weights.norm(levels + 1, "decoder.norm_out", c);
+  weights.conv(levels + 1, "decoder.conv_out", c, model_.out_channels, 3);
+  convs_ = std::move(weights.convs);
+  norms_ = std::move(weights.norms);
   // Live at the widest point (the first block at full resolution): its input, the upsampled tensor's conv
   // output, the norm's output, conv1, norm2 and conv2, the shortcut and the sum, at the largest channel count
   // reaching full resolution; and at the mid attention, q, k, v, their transposed copies and the output.
-  const std::uint64_t px = width_ * height_ * images_, lat = px / (f * f);
+  const std::uint64_t f = model_.downscale(), px = width_ * height_ * images_, lat = px / (f * f);
   const std::uint64_t full = px * std::max(model_.channels[0], model_.channels.size() > 1 ? model_.channels[1] : 0);
   act_ = trace::append_tensor(header_, TensorKind::Activation, a * std::max(6 * full, 9 * lat * top), -1, "activations");
   trace::assign_components(header_, "vae");
-}
-
-std::uint32_t VaeDecoderTraceGenerator::add_conv(std::int32_t group, const std::string& name, std::uint64_t in,
-                                                 std::uint64_t out, std::uint64_t k) {
-  const std::uint32_t id = trace::append_tensor(header_, TensorKind::Weight,
-                                                (in * out * k * k + out) * activation_bytes(dtype_), group, name);
-  convs_.push_back(id);
-  return id;
 }
 
 bool VaeDecoderTraceGenerator::next(trace::Step& out) {

@@ -28,8 +28,6 @@ class VaeEncoderTraceGenerator final : public trace::StepSource {
   bool next(trace::Step& out) override;
 
  private:
-  std::uint32_t add_conv(std::int32_t group, const std::string& name, std::uint64_t in, std::uint64_t out, std::uint64_t k);
-
   VaeConfig model_;
   std::uint64_t width_, height_, images_;
   WeightDtype dtype_;
