@@ -256,11 +256,23 @@ def flux_weights():
         return out
 
 
+def sizes_of(weights):
+    """Each model's bytes: the sum of its leaves'."""
+    return {k: sum(b for _, b in v) for k, v in weights.items()}
+
+
+def write_rows(out_path, rows):
+    with open(out_path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
+    print("%d cases" % len(rows))
+
+
 def stand_ins():
     te = clip_weights(config("clip-vit-large-patch14.json"), "clip_l.") + \
         t5_weights(config("t5-v1_1-xxl.json"), "t5xxl.")
     weights = {"te": te, "flux": flux_weights(), "vae": vae_weights(config("flux.1-vae.json"))}
-    sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
+    sizes = sizes_of(weights)
     assert sizes["te"] == 2 * (4762310656 + 123650304), sizes["te"]
     assert sizes["vae"] == 2 * 83819683, sizes["vae"]
     assert abs(sizes["flux"] - 23.80e9) < 0.01e9, sizes["flux"]
@@ -377,14 +389,11 @@ def main_wan(out_path, src):
     logging.disable(logging.CRITICAL)
     expert, per_cond = wan_experts()
     weights = {"high": expert, "low": list(expert)}
-    sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
+    sizes = sizes_of(weights)
     est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond}
     job = dict(WAN_JOB, requests={n: (2 * per_cond, per_cond) for n in ("high", "low")})
     rows = [run_case(src, weights, sizes, est, free, seq, job) for free in WAN_FREES for seq in WAN_JOB["sequences"]]
-    with open(out_path, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
-    print("%d cases" % len(rows))
+    write_rows(out_path, rows)
 
 
 def main_wan_video(out_path, src):
@@ -396,7 +405,7 @@ def main_wan_video(out_path, src):
     rows = []
     expert, per_cond = wan_experts()
     weights = {"te": te, "high": expert, "low": list(expert), "vae": vae}
-    sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
+    sizes = sizes_of(weights)
     est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond}
     job = {"names": ["te", "high", "low", "vae"],
            "sequences": {"two videos": ["text", "high", "low", "vae", "high", "low", "vae"]},
@@ -407,17 +416,14 @@ def main_wan_video(out_path, src):
              for free in WAN_FREES for seq in job["sequences"]]
     one, per_cond = gen_weights("wan2.1-t2v-14b.json", video + ["--dtype", "fp8", "--cfg", "6", "--steps", "2"])
     weights = {"te": te, "dit": one, "vae": vae}
-    sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
+    sizes = sizes_of(weights)
     est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond}
     job = {"names": ["te", "dit", "vae"], "sequences": {"two videos": ["text", "sampler", "vae", "sampler", "vae"]},
            "node_model": {"text": "te", "sampler": "dit", "vae": "vae"},
            "requests": {"text": (0, None), "sampler": (2 * per_cond, per_cond), "vae": vae_request}}
     rows += [dict(run_case(src, weights, sizes, est, free, seq, job), model="wan2.1-t2v-14b")
              for free in WAN_FREES for seq in job["sequences"]]
-    with open(out_path, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
-    print("%d cases" % len(rows))
+    write_rows(out_path, rows)
 
 
 # ---------------------------------------------------------------------------------------------- Qwen-Image
@@ -433,7 +439,7 @@ def main_qwen_image(out_path, src):
                                                     "--steps", "2"])
     vae, _ = gen_weights("qwen-image-vae.json", ["--resolution", "1328x1328"])
     weights = {"te": te, "dit": dit, "vae": vae}
-    sizes = {k: sum(b for _, b in v) for k, v in weights.items()}
+    sizes = sizes_of(weights)
     # The language model and vision tower as ComfyUI builds them (7,070,619,136 and 676,550,144 parameters), fp8 Linears
     assert sizes["te"] == 8_293_960_856, sizes["te"]
     est = {"sampler_memory_required": 2 * per_cond, "sampler_minimum_memory_required": per_cond,
@@ -443,10 +449,7 @@ def main_qwen_image(out_path, src):
            "requests": {"text": (0, None), "sampler": (2 * per_cond, per_cond), "vae": (est["vae_memory_required"], None)}}
     rows = [dict(run_case(src, weights, sizes, est, free, seq, job), model="qwen-image")
             for free in FREES for seq in SEQUENCES]
-    with open(out_path, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
-    print("%d cases" % len(rows))
+    write_rows(out_path, rows)
 
 
 # ---------------------------------------------------------------------------------------------- FLUX.1 Kontext
@@ -469,10 +472,7 @@ def main_kontext(out_path, src):
                          "sampler": (2 * per_cond, per_cond), "vae": (est["vae_memory_required"], None)})
     rows = [dict(run_case(src, weights, sizes, est, free, seq, job), model="flux.1-kontext")
             for free in FREES for seq in KONTEXT_SEQUENCES]
-    with open(out_path, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
-    print("%d cases" % len(rows))
+    write_rows(out_path, rows)
 
 
 def main(out_path, src):
@@ -480,10 +480,7 @@ def main(out_path, src):
     weights, sizes = stand_ins()
     est = estimates()
     rows = [run_case(src, weights, sizes, est, free, seq) for free in FREES for seq in SEQUENCES]
-    with open(out_path, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n")
-    print("%d cases" % len(rows))
+    write_rows(out_path, rows)
 
 
 if __name__ == "__main__":

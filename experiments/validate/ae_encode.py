@@ -33,6 +33,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from qwen25_vl_encode import COMFYUI_COMMIT, import_comfy_modules, stand_ins  # noqa: E402
+from profiler_events import kernels_by_name  # noqa: E402
 
 # comfy/sd.py VAE.__init__, the "decoder.conv_in.weight" branch for a 16-channel latent (FLUX's ae)
 FLUX_DDCONFIG = {"double_z": True, "z_channels": 16, "resolution": 256, "in_channels": 3, "out_ch": 3, "ch": 128,
@@ -118,15 +119,7 @@ def main():
                 with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                     gpu_part(y)
                     sync(a.device)
-                table = {}
-                for e in prof.events():
-                    if str(getattr(e, "device_type", "")).endswith("CUDA"):
-                        k = table.setdefault(e.name, [0, 0.0])
-                        k[0] += 1
-                        k[1] += e.time_range.elapsed_us()
-                kernels = sorted(([n, c, round(t, 1)] for n, (c, t) in table.items()), key=lambda r: -r[2])
-                kernel_rows.append({"stage": stage, "width": w, "height": h, "kernels_total": sum(r[1] for r in kernels),
-                                    "device_us_total": round(sum(r[2] for r in kernels), 1), "kernels": kernels})
+                kernel_rows.append({"stage": stage, "width": w, "height": h, **kernels_by_name(prof)})
 
     # VAE.encode: pixels on the cpu, process_input, to the VAE's dtype and device (host part), then the GPU part.
     def pixels(w, h):

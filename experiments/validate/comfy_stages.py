@@ -85,6 +85,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from profiler_events import kernels_by_name
+
 COMFYUI_COMMIT = "a125cd84b054a57729b5eecab930ca9408719832"
 
 # comfy/text_encoders/t5_config_xxl.json (the fields T5.__init__ reads)
@@ -832,21 +834,10 @@ def main():
         with torch.no_grad(), profile(activities=acts) as prof:
             gpu_part(x)
             sync(device)
-        table = {}
-        for ev in prof.events():
-            dev_type = str(getattr(ev, "device_type", ""))
-            if device.type == "cuda" and not dev_type.endswith("CUDA"):
-                continue
-            us = ev.time_range.elapsed_us()  # a device event's range is the kernel's own (cpu: the op's, nested)
-            k = table.setdefault(ev.name, [0, 0.0])
-            k[0] += 1
-            k[1] += us
-        kernels = sorted(([n, c, round(t, 1)] for n, (c, t) in table.items()), key=lambda r: -r[2])
         keys = ("stage", "weight_dtype", "tokens", "width", "height")
         with open(os.path.join(a.out, "comfy_stages_kernels.jsonl"), "a") as f:
-            f.write(json.dumps(dict({k: row.get(k) for k in keys}, kernels_total=sum(r[1] for r in kernels),
-                                    device_us_total=round(sum(r[2] for r in kernels), 1),
-                                    kernels=kernels)) + "\n")
+            f.write(json.dumps(dict({k: row.get(k) for k in keys},
+                                    **kernels_by_name(prof, device_only=device.type == "cuda"))) + "\n")
 
     to_host = (lambda out: out[0].to("cpu")) if device.type == "cuda" else (lambda out: out[0].clone())
     g = torch.Generator(device="cpu").manual_seed(1)

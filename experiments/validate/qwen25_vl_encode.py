@@ -44,6 +44,8 @@ import types
 
 import torch
 
+from profiler_events import kernels_by_name
+
 COMFYUI_COMMIT = "a125cd84b054a57729b5eecab930ca9408719832"
 HERE = os.path.dirname(os.path.abspath(__file__))
 TINY = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -274,16 +276,7 @@ def main():
                     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                         te.encode(to_encode)
                         sync(a.device)
-                    kernels = {}
-                    for e in prof.events():
-                        if not str(getattr(e, "device_type", "")).endswith("CUDA"):
-                            continue
-                        k = kernels.setdefault(e.name, [0, 0.0])
-                        k[0] += 1
-                        k[1] += e.time_range.elapsed_us()  # a device event's range is the kernel's own
-                    table = sorted(([n, c, round(t, 1)] for n, (c, t) in kernels.items()), key=lambda r: -r[2])
-                    kernel_rows.append({"weights": weights, "tokens": seq, "kernels_total": sum(r[1] for r in table),
-                                        "device_us_total": round(sum(r[2] for r in table), 1), "kernels": table})
+                    kernel_rows.append({"weights": weights, "tokens": seq, **kernels_by_name(prof)})
         del model, te, lm, visual
         if a.device.startswith("cuda"):
             torch.cuda.empty_cache()

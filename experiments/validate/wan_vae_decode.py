@@ -45,6 +45,7 @@ try:
 except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "einops_shim"))
 from comfy_stages import COMFYUI_COMMIT, Conv2d, probe_sdpa, sdpa  # noqa: E402
+from profiler_events import kernels_by_name  # noqa: E402
 
 # comfy/sd.py VAE.__init__, "Wan 2.1 VAE" branch (the same file for Qwen-Image's VAE)
 WAN21_DDCONFIG = {"dim": 96, "z_dim": 16, "dim_mult": [1, 2, 4, 4], "num_res_blocks": 2, "attn_scales": [],
@@ -199,18 +200,8 @@ def main():
                 out = gpu_part()
                 sync(device)
             del out
-            table = {}
-            for ev in prof.events():
-                if not str(getattr(ev, "device_type", "")).endswith("CUDA"):
-                    continue
-                k = table.setdefault(ev.name, [0, 0.0])
-                k[0] += 1
-                k[1] += ev.time_range.elapsed_us()
-            kernels = sorted(([n, c, round(t, 1)] for n, (c, t) in table.items()), key=lambda r: -r[2])
             with open(os.path.join(a.out, "wan_vae_decode_kernels.jsonl"), "a") as f:
-                f.write(json.dumps(dict(width=w, height=h, frames=frames, kernels_total=sum(r[1] for r in kernels),
-                                        device_us_total=round(sum(r[2] for r in kernels), 1),
-                                        kernels=kernels)) + "\n")
+                f.write(json.dumps(dict(width=w, height=h, frames=frames, **kernels_by_name(prof))) + "\n")
         if size in a.ops and device.type == "cuda":
             from torch.profiler import ProfilerActivity, profile
             sync(device)
