@@ -1,6 +1,7 @@
 // tiersim_calib: measures this machine and writes the raw CSV that `tiersim_fit` turns into a
 // hardware profile. Runs in a few minutes; allocates managed memory only within free GPU memory.
 //   tiersim_calib --out results/calib/raw.csv [--device 0] [--quick] [--only host_link,device,fp32_gemm,...]
+//   tiersim_calib --only oversubscribe --oversubscribe-leave GIB --out FILE   managed memory past a ballooned GPU
 #include <cstring>
 #include <set>
 #include <string>
@@ -16,6 +17,14 @@ int main(int argc, char** argv) {
     if (a == "--out" && i + 1 < argc) out = argv[++i];
     else if (a == "--device" && i + 1 < argc) o.device = std::atoi(argv[++i]);
     else if (a == "--quick") o.quick = true;
+    else if (a == "--oversubscribe-leave" && i + 1 < argc) {
+      char* end = nullptr;
+      o.oversubscribe_leave = std::strtod(argv[++i], &end);
+      if (!end || *end != 0 || !(o.oversubscribe_leave > 0 && o.oversubscribe_leave < 1e6)) {
+        std::fprintf(stderr, "calib: --oversubscribe-leave takes GiB, a positive number: '%s'\n", argv[i]);
+        return 2;
+      }
+    }
     else if (a == "--only" && i + 1 < argc) {
       std::string list = argv[++i];
       size_t start = 0;
@@ -26,7 +35,7 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,peer,managed,fresh_touch]\n");
+      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,peer,managed,fresh_touch,oversubscribe] [--oversubscribe-leave GIB]\n");
       return 2;
     }
   }
@@ -53,6 +62,8 @@ int main(int argc, char** argv) {
   if (want("peer")) calib::bench_peer(csv, o);
   if (want("managed")) calib::bench_managed(csv, o);
   if (want("fresh_touch")) calib::bench_fresh_touch(csv, o);
+  // Only when named: it shrinks the GPU with a balloon and oversubscribes what is left.
+  if (only.count("oversubscribe")) calib::bench_oversubscribe(csv, o);
   CUDA_CHECK(cudaDeviceSynchronize());
   csv.write();
   std::printf("calib: wrote %s\n", out.c_str());

@@ -143,6 +143,7 @@ inline void linear(cublasHandle_t h, int out, int m, int in, const void* w, cons
 struct Options {
   int device = 0;
   bool quick = false;  // smaller sizes, fewer repeats (for a smoke test)
+  double oversubscribe_leave = 0;  // GiB the balloon leaves free for bench_oversubscribe; 0: not run
 };
 
 void bench_host_link(Csv& csv, const Options& o);
@@ -153,6 +154,7 @@ void bench_remote_gemm(Csv& csv, const Options& o);
 void bench_fresh_touch(Csv& csv, const Options& o);
 void bench_peer(Csv& csv, const Options& o);
 void bench_managed(Csv& csv, const Options& o);
+void bench_oversubscribe(Csv& csv, const Options& o);
 void describe_machine(Csv& csv, const Options& o);
 
 }  // namespace calib

@@ -3,7 +3,9 @@
 // applied to new allocations is switched with tiersim_set_advice() (ctypes), so weights can carry a
 // hint and later activations none. CUDA 13 cudaMemAdvise signature (a cudaMemLocation).
 // Safety: it refuses (returns null, PyTorch raises OOM) any allocation that would take managed memory
-// past 80% of the GPU memory free when it was first called: managed memory is never oversubscribed.
+// past 80% of the GPU memory free when it was first called: managed memory is never oversubscribed, unless
+// tiersim_set_budget() raises the budget (oversubscription runs: tiersim_balloon() first shrinks the GPU with a
+// plain cudaMalloc, and the budget is kept within 60% of host memory by the caller, decode_latency.py).
 #include <cuda_runtime.h>
 #include "device_common.hpp"
 
@@ -13,8 +15,12 @@
 
 namespace {
 std::mutex g_lock;
-int g_advice = 0;  // 0 none, 1 PreferredLocation=CPU, 2 PreferredLocation=CPU + AccessedBy=GPU, 3 ReadMostly
+// 0 none, 1 PreferredLocation=CPU, 2 PreferredLocation=CPU + AccessedBy=GPU, 3 ReadMostly,
+// 4 PreferredLocation=CPU + ReadMostly (seed 000's mode 3: its modes are cumulative)
+int g_advice = 0;
 size_t g_budget = 0, g_in_use = 0;
+void* g_balloon = nullptr;
+size_t g_balloon_bytes = 0;
 bool g_failed = false;
 
 bool check(cudaError_t e, const char* what) {
@@ -26,16 +32,16 @@ bool check(cudaError_t e, const char* what) {
   return true;
 }
 
-// Applies one advice (0 none, 1 PreferredLocation=CPU, 2 PreferredLocation=CPU + AccessedBy=GPU,
-// 3 ReadMostly) to a managed range. False if a call failed (and says which).
+// Applies one advice (g_advice's codes) to a managed range. False if a call failed (and says which).
 bool apply_advice(void* p, size_t size, int advice, int device) {
   const cudaMemLocation cpu = device_common::host_location();
   const cudaMemLocation gpu = device_common::device_location(device);
   bool ok = true;
-  if (advice == 1 || advice == 2)
+  if (advice == 1 || advice == 2 || advice == 4)
     ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetPreferredLocation, cpu), "cudaMemAdvise(PreferredLocation=CPU)");
   if (ok && advice == 2) ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetAccessedBy, gpu), "cudaMemAdvise(AccessedBy)");
-  if (ok && advice == 3) ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetReadMostly, gpu), "cudaMemAdvise(ReadMostly)");
+  if (ok && (advice == 3 || advice == 4))
+    ok = check(cudaMemAdvise(p, size, cudaMemAdviseSetReadMostly, gpu), "cudaMemAdvise(ReadMostly)");
   return ok;
 }
 }  // namespace
@@ -48,6 +54,36 @@ void tiersim_set_advice(int advice) {
 }
 
 size_t tiersim_in_use() { return g_in_use; }
+
+// Raises the managed budget past the GPU's free memory (oversubscription). The caller keeps it within 60% of
+// host memory. Returns the budget in force.
+size_t tiersim_set_budget(size_t bytes) {
+  std::lock_guard<std::mutex> l(g_lock);
+  g_budget = bytes;
+  return g_budget;
+}
+
+// The device-memory balloon: a plain cudaMalloc of all free GPU memory but `leave` bytes, outside PyTorch and
+// before any managed allocation, so that a model a few GB larger than `leave` oversubscribes the GPU. Returns the
+// free memory left (cudaMemGetInfo) or 0 on failure; called once.
+size_t tiersim_balloon(size_t leave) {
+  std::lock_guard<std::mutex> l(g_lock);
+  if (g_balloon) return 0;
+  size_t free_b = 0, total = 0;
+  if (!check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo")) return 0;
+  if (free_b <= leave) return free_b;
+  size_t want = free_b - leave;
+  // A request of all but `leave` can fail by a little (the driver's own reserve): step down 64 MiB at a time.
+  while (want > 0 && cudaMalloc(&g_balloon, want) != cudaSuccess) {
+    cudaGetLastError();
+    g_balloon = nullptr;
+    want = want > (64ull << 20) ? want - (64ull << 20) : 0;
+  }
+  g_balloon_bytes = want;
+  if (!check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo")) return 0;
+  return free_b;
+}
+size_t tiersim_balloon_bytes() { return g_balloon_bytes; }
 int tiersim_failed() { return g_failed ? 1 : 0; }
 
 void* tiersim_alloc(ssize_t size, int device, cudaStream_t) {

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Managed memory past the GPU's memory on a lent H200, safely (shared/docs/uvm.md "Measuring oversubscription"):
+# the GPU is shrunk by a device-memory balloon (a plain cudaMalloc outside PyTorch, before any managed allocation),
+# every managed allocation stays within 60% of host memory, few steps, a timeout on every run.
+#   PART=calib OUT=... bash experiments/um/run_oversubscribe_lease.sh   tiersim_calib --only oversubscribe (the
+#             calibration: balloon leaving 4 GiB, cyclic chunked reads/writes at 0.5-2x, prefetch), then the
+#             Qwen3-8B rows (development set)
+#   PART=14b  OUT=... bash ...                                          the Qwen3-14B rows (held back: scored once)
+# Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
+# 4 PreferredLocation=CPU + AccessedBy), the advice on every allocation as the seed's allocator applies it, at GPU
+# memory left = weights / r for r in 1.05 (mild: 8 tokens, to see the pattern), 1.1, 1.5 and 2.0.
+# Writes $OUT/{calib_oversubscribe.csv, calib.log, rows_8b.jsonl | rows_14b.jsonl, log_*.txt, gpu.txt}.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:?}
+part=${PART:?PART=calib or PART=14b}
+export PYTHONUNBUFFERED=1
+deadline=$((SECONDS + ${BUDGET_S:-560}))
+{
+  nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv
+  python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+  grep MemTotal /proc/meminfo
+  for p in /sys/module/nvidia_uvm/parameters/*; do echo "$(basename "$p") $(cat "$p" 2>/dev/null)"; done
+} > "$out/gpu_$part.txt" 2>&1
+so=/tmp/tiersim_managed_alloc.so
+nvcc -shared -Xcompiler -fPIC -cudart shared -o "$so" experiments/validate/managed_allocator.cu || exit 1
+
+bounded() {  # CAP_SECONDS LOG args...: one oversubscribe_decode run, stopped at the cap or at the call's deadline
+  local cap=$1 log=$2 left=$((deadline - SECONDS))
+  shift 2
+  [ "$left" -lt "$cap" ] && cap=$left
+  if [ "$cap" -lt 20 ]; then echo "SKIPPED (no time left): $*" >> "$log"; return; fi
+  echo "=== [$SECONDS s] cap $cap s: $*" >> "$log"
+  timeout "$cap" python3 experiments/um/oversubscribe_decode.py --allocator-so "$so" "$@" 2>&1 \
+    | grep -v -E "[Ww]arn" >> "$log"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -ne 0 ] && echo "EXIT $rc (124: timed out): $*" >> "$log"
+  nvidia-smi --query-gpu=memory.used,memory.free --format=csv,noheader | sed 's/^/after: /' >> "$log"
+}
+
+rows() {  # MODEL WEIGHT_GIB OUTFILE LOG: the row set for one model
+  local model=$1 w=$2 file=$3 log=$4 leave
+  leave() { python3 -c "print(round($w / $1, 2))"; }
+  bounded 100 "$log" --model "$model" --mode 1 --leave-gib "$(leave 1.05)" --tokens 8 --warmup 1 --label mild --out "$file"
+  for r in 1.1 1.5 2.0; do bounded 100 "$log" --model "$model" --mode 1 --leave-gib "$(leave $r)" --out "$file"; done
+  for r in 1.1 1.5 2.0; do bounded 100 "$log" --model "$model" --mode 3 --leave-gib "$(leave $r)" --out "$file"; done
+  for r in 1.1 2.0; do bounded 80 "$log" --model "$model" --mode 2 --leave-gib "$(leave $r)" --out "$file"; done
+  bounded 80 "$log" --model "$model" --mode 4 --leave-gib "$(leave 1.5)" --out "$file"
+}
+
+if [ "$part" = calib ]; then
+  source experiments/calibrate/cublas_path.sh
+  find_cublas
+  calib=$(calib_binary)
+  timeout 200 "$calib" --only oversubscribe --oversubscribe-leave 4 --out "$out/calib_oversubscribe.csv" \
+    > "$out/calib.log" 2>&1
+  echo "calib exit $? at $SECONDS s"
+  grep -E "um_oversub" "$out/calib.log" | awk '{printf "%s %s %.3f ms %s GB/s\n", $1, $2, $6/1000, $8}'
+  rows traces/models/qwen3-8b.json 15.26 "$out/rows_8b.jsonl" "$out/log_8b.txt"
+  grep -E "mode [0-9] leave|EXIT|SKIPPED|balloon" "$out/log_8b.txt"
+else
+  # Held back: nothing of these rows is printed (the log and rows stay in $OUT, read only when they are scored).
+  rows traces/models/qwen3-14b.json 27.51 "$out/rows_14b.jsonl" "$out/log_14b.txt"
+  echo "14b rows: $(wc -l < "$out/rows_14b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_14b.txt")"
+fi
+echo "done at $SECONDS s"
