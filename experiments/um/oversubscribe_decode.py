@@ -80,10 +80,10 @@ def main():
         sys.exit(f"{name}: ~{params * 2 / 2**30:.1f} GiB of weights would pass 60% of host memory ({budget / 2**30:.1f} GiB)")
     lib.tiersim_set_budget(budget)
 
-    torch.cuda.init()
-    free0, total = torch.cuda.mem_get_info()
+    # The allocator first: PyTorch refuses to swap it once CUDA is initialised (torch.cuda.mem_get_info does).
     alloc = torch.cuda.memory.CUDAPluggableAllocator(a.allocator_so, "tiersim_alloc", "tiersim_free")
     torch.cuda.memory.change_current_allocator(alloc)
+    free0, total = torch.cuda.mem_get_info()
     left = lib.tiersim_balloon(int(a.leave_gib * 2**30))
     if left == 0:
         sys.exit("the balloon failed")

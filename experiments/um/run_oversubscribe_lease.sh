@@ -5,6 +5,8 @@
 #   PART=calib OUT=... bash experiments/um/run_oversubscribe_lease.sh   tiersim_calib --only oversubscribe (the
 #             calibration: balloon leaving 4 GiB, cyclic chunked reads/writes at 0.5-2x, prefetch), then the
 #             Qwen3-8B rows (development set)
+#   PART=8b   OUT=... bash ...                                          the Qwen3-8B rows alone, then tiersim_calib
+#             --only zero_copy (GEMVs and products reading host memory, per kernel: the H200 had none)
 #   PART=14b  OUT=... bash ...                                          the Qwen3-14B rows (held back: scored once)
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
 # 4 PreferredLocation=CPU + AccessedBy), the advice on every allocation as the seed's allocator applies it, at GPU
@@ -58,6 +60,17 @@ if [ "$part" = calib ]; then
   grep -E "um_oversub" "$out/calib.log" | awk '{printf "%s %s %.3f ms %s GB/s\n", $1, $2, $6/1000, $8}'
   rows traces/models/qwen3-8b.json 15.26 "$out/rows_8b.jsonl" "$out/log_8b.txt"
   grep -E "mode [0-9] leave|EXIT|SKIPPED|balloon" "$out/log_8b.txt"
+elif [ "$part" = 8b ]; then
+  rows traces/models/qwen3-8b.json 15.26 "$out/rows_8b.jsonl" "$out/log_8b.txt"
+  grep -E "mode [0-9] leave|EXIT|SKIPPED|balloon|Error" "$out/log_8b.txt"
+  left=$((deadline - SECONDS))
+  if [ "$left" -gt 60 ]; then
+    source experiments/calibrate/cublas_path.sh
+    find_cublas
+    calib=$(calib_binary)
+    timeout $((left - 10)) "$calib" --only zero_copy --out "$out/calib_zero_copy.csv" > "$out/calib_zero_copy.log" 2>&1
+    echo "zero_copy exit $? at $SECONDS s"
+  fi
 else
   # Held back: nothing of these rows is printed (the log and rows stay in $OUT, read only when they are scored).
   rows traces/models/qwen3-14b.json 27.51 "$out/rows_14b.jsonl" "$out/log_14b.txt"
