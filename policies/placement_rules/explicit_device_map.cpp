@@ -3,13 +3,12 @@
 // from `file=PATH`. Each weight goes where the longest module name that prefixes it says ("" names the
 // whole model); a weight no entry covers is an error. Devices: an integer or "cuda:N" for a GPU, "cpu",
 // "disk" (read from its file on each use: the profile's disk section).
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "model/config_json.hpp"
 #include "policies/placement_rules/rules.hpp"
 
 namespace tiersim::strategy {
@@ -18,33 +17,13 @@ namespace {
 class ExplicitDeviceMap final : public PlacementRule {
  public:
   explicit ExplicitDeviceMap(config::Section& o) : file_(o.text("file")) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(file_, ec)) o.fail("file", "'" + file_ + "' is not a file (a JSON device map)");
-    std::ifstream in(file_);
-    if (!in) o.fail("file", "cannot open the device map '" + file_ + "'");
-    nlohmann::json j;
+    std::string text;
     try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(file_, 0, "", std::string("not a JSON device map: ") + e.what());
+      text = io::read_file(file_, "", "JSON device map");  // a regular file of at most 64 MiB
+    } catch (const InputError& e) {
+      o.fail("file", "'" + file_ + "' " + e.message());
     }
-    if (!j.is_object()) throw InputError(file_, 0, "", "expected a JSON object of module names to devices");
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      placement::DeviceId d = placement::kCpu;
-      const auto& v = it.value();
-      if (v.is_number_integer() && v.get<long long>() >= 0 && v.get<long long>() < 1024) {
-        d = static_cast<placement::DeviceId>(v.get<long long>());
-      } else if (v.is_string()) {
-        try {
-          d = placement::parse_device(v.get<std::string>(), true);
-        } catch (const std::invalid_argument& e) {
-          throw InputError(file_, 0, it.key(), e.what());
-        }
-      } else {
-        throw InputError(file_, 0, it.key(), "expected a GPU index, \"cuda:N\", \"cpu\" or \"disk\"");
-      }
-      map_[it.key()] = d;
-    }
+    map_ = parse_device_map_json(text, file_);
   }
 
   std::vector<placement::DeviceId> place(const trace::Header& header, const hw::HardwareProfile& hw, const Completion&,
@@ -75,6 +54,32 @@ class ExplicitDeviceMap final : public PlacementRule {
 };
 
 }  // namespace
+
+std::map<std::string, placement::DeviceId> parse_device_map_json(const std::string& text, const std::string& file) {
+  // model::parse_config_json: syntax errors with their line, duplicate keys refused (nlohmann keeps the last silently,
+  // so a map that names a module twice would place it by whichever came last), the key at fault named with its line.
+  const model::ConfigJson doc = model::parse_config_json(text, file);
+  if (!doc.json.is_object()) throw InputError(file, 0, "", "expected a JSON object of module names to devices");
+  const model::ConfigReader entries(doc);
+  std::map<std::string, placement::DeviceId> map;
+  for (auto it = doc.json.begin(); it != doc.json.end(); ++it) {
+    placement::DeviceId d = placement::kCpu;
+    const auto& v = it.value();
+    if (v.is_number_integer() && v.get<long long>() >= 0 && v.get<long long>() < 1024) {
+      d = static_cast<placement::DeviceId>(v.get<long long>());
+    } else if (v.is_string()) {
+      try {
+        d = placement::parse_device(v.get<std::string>(), true);
+      } catch (const std::invalid_argument& e) {
+        entries.fail(it.key(), e.what());
+      }
+    } else {
+      entries.fail(it.key(), "expected a GPU index, \"cuda:N\", \"cpu\" or \"disk\"");
+    }
+    map[it.key()] = d;
+  }
+  return map;
+}
 
 std::unique_ptr<PlacementRule> make_explicit_device_map(config::Section& o) {
   return std::make_unique<ExplicitDeviceMap>(o);

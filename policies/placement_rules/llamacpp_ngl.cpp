@@ -14,7 +14,7 @@
 // ngl=N (default: every layer, llama.cpp's -ngl 999), output-first=on|off (on), ts=P0,P1,... (-ts),
 // kv-offload=on|off (on; off is --no-kv-offload: every layer's KV cache in host memory, its attention run
 // by the CPU), ot="REGEX=BUFT,..." (-ot/--override-tensor: llama_model_loader::create_tensor searches each
-// tensor's name with each std::regex in turn, the first match wins; BUFT is CPU or CUDA0, CUDA1, ...; a
+// tensor's name with each std::regex in turn, the first match wins; tiersim matches them with RE2, tensor_pattern.hpp; BUFT is CPU or CUDA0, CUDA1, ...; a
 // tensor overridden to CPU goes to the CPU's buffer list, whose first entry is the GPU's pinned host
 // buffer). The KV cache stays on the layer's -ngl device whatever its tensors' overrides.
 // --fit (fit=on, llama-cli's and llama-server's default; llama-bench never fits): before placing,
@@ -40,7 +40,6 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -48,6 +47,7 @@
 #include "core/units.hpp"
 #include "policies/placement_rules/llamacpp_fit.hpp"
 #include "policies/placement_rules/rules.hpp"
+#include "policies/placement_rules/tensor_pattern.hpp"
 
 namespace tiersim::strategy {
 namespace {
@@ -89,9 +89,9 @@ class LlamaCppNgl final : public PlacementRule {
           device = n;
         }
         try {
-          overrides_.push_back({std::regex(item.substr(0, eq)), device});
-        } catch (const std::regex_error& e) {
-          o.fail("ot", "'" + item.substr(0, eq) + "' is not a regular expression: " + e.what());
+          overrides_.push_back({TensorPattern(item.substr(0, eq)), device});
+        } catch (const std::invalid_argument& e) {
+          o.fail("ot", "the pattern '" + shown(item.substr(0, eq)) + "' " + e.what());
         }
         if (sep == std::string::npos) break;
         start = sep + 1;
@@ -224,7 +224,7 @@ class LlamaCppNgl final : public PlacementRule {
 
  private:
   struct Override {
-    std::regex pattern;
+    TensorPattern pattern;
     placement::DeviceId device;
   };
 
@@ -238,7 +238,7 @@ class LlamaCppNgl final : public PlacementRule {
   // where --fit chose some (a mixture of experts; the fit writes them only where the user gave none), the fit's.
   std::optional<placement::DeviceId> override_of(const std::string& name, const std::vector<Override>& list) const {
     for (const auto& o : list)
-      if (std::regex_search(name, o.pattern)) return o.device;
+      if (o.pattern.search(name)) return o.device;
     return std::nullopt;
   }
 
@@ -253,7 +253,7 @@ class LlamaCppNgl final : public PlacementRule {
 
   static std::vector<Override> compiled(const std::vector<llamacpp::TensorOverride>& list) {
     std::vector<Override> out;
-    for (const auto& o : list) out.push_back({std::regex(o.pattern), o.device < 0 ? placement::kCpu : o.device});
+    for (const auto& o : list) out.push_back({TensorPattern(o.pattern), o.device < 0 ? placement::kCpu : o.device});
     return out;
   }
 

@@ -14,6 +14,9 @@ std::unique_ptr<PlacementRule> make_accelerate_balanced(config::Section& options
 std::unique_ptr<PlacementRule> make_accelerate_balanced_low_0(config::Section& options);
 std::unique_ptr<PlacementRule> make_accelerate_sequential(config::Section& options);
 std::unique_ptr<PlacementRule> make_explicit_device_map(config::Section& options);
+// A device map's JSON text (`file` names it in errors): module names to devices. Duplicate keys, a value that is not a
+// device and JSON that does not parse are InputErrors naming the file, the line and the key.
+std::map<std::string, placement::DeviceId> parse_device_map_json(const std::string& text, const std::string& file);
 std::unique_ptr<PlacementRule> make_comfy_lowvram(config::Section& options);
 std::unique_ptr<PlacementRule> make_llamacpp_ngl(config::Section& options);
 

@@ -48,7 +48,13 @@ std::unique_ptr<Part> build(const std::vector<PartInfo<Part>>& family, const Par
     return part;
   } catch (const InputError& e) {
     const auto by = spec.given_by.find(e.key());
-    if (by == spec.given_by.end()) throw;
+    if (by == spec.given_by.end()) {
+      // An option read from a --config file: named by its key in that file (inputs.strategy.placement.ot), not by
+      // the bare option name.
+      if (origin.rfind("--", 0) != 0 && e.file() == origin && !e.key().empty() && e.key().find('.') == std::string::npos)
+        throw InputError(origin, e.line(), "inputs.strategy." + flag.substr(2) + "." + e.key(), e.message());
+      throw;
+    }
     const std::string message = e.message() == "unknown key"
                                     ? label + " does not use this option (its " + family_name + " " + spec.name +
                                           " has no '" + e.key() + "'); " + hint(e.key())

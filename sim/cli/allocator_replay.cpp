@@ -20,6 +20,14 @@ PhasePeak AllocatorReplay::peak(const std::string& phase, std::uint32_t from_ste
   return out;
 }
 
+void check_alloc_conf(const std::string& alloc_conf, const std::string& flag) {
+  try {
+    (void)memory::parse_alloc_conf(alloc_conf);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("", 0, flag, e.what());
+  }
+}
+
 AllocatorReplay replay_allocations(const std::vector<model::AllocationEvent>& events, double capacity_bytes,
                                    double total_memory_bytes, const std::string& alloc_conf, const std::string& flag) {
   memory::CachingAllocator::Config config;

@@ -30,6 +30,11 @@ struct AllocatorReplay {
 // `alloc_conf`: PYTORCH_CUDA_ALLOC_CONF as PyTorch reads it (expandable_segments:True, max_split_size_mb:N,
 // roundup_power2_divisions:N, max_non_split_rounding_mb:N); empty = the defaults. A setting it cannot model is
 // an InputError naming `flag`.
+// Parses `alloc_conf` as replay_allocations does, an InputError naming `flag` when it does not parse: a command checks
+// its --alloc-conf whether or not its run replays allocations (a recorded trace, llama.cpp's runtime), so that a
+// setting is never accepted without being read.
+void check_alloc_conf(const std::string& alloc_conf, const std::string& flag = "--alloc-conf");
+
 AllocatorReplay replay_allocations(const std::vector<model::AllocationEvent>& events, double capacity_bytes,
                                    double total_memory_bytes, const std::string& alloc_conf = "",
                                    const std::string& flag = "--alloc-conf");

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "analytic/step_bound.hpp"
+#include "cli/allocator_replay.hpp"
 #include "cli/plan.hpp"
 #include "cli/expert_job_run.hpp"
 #include "cli/image_job_run.hpp"
@@ -33,6 +34,7 @@
 #include "config/strict_reader.hpp"
 #include "report/output_file.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/units.hpp"
 #include "hardware/profile_loader.hpp"
 #include "runtime/runtime_loader.hpp"
@@ -512,6 +514,7 @@ void resolve_machine(const CommonOptions& o, app::RunInputs& in) {
     in.runtime.origin = rt_origin + " with --set";
   }
   in.fresh_lengths = o.lengths == "fresh";
+  app::check_alloc_conf(o.alloc_conf);  // read whether or not the run replays allocations
   in.alloc_conf = o.alloc_conf;
 }
 
@@ -524,13 +527,23 @@ app::RunInputs run_inputs(const CommonOptions& o) {
   return in;
 }
 
-int run_command(const app::RunInputs& in, bool json, const std::string& timeline_path, std::size_t timeline_steps) {
+// The files a run reads (an output naming one of them is refused): the trace or model, a routing file, the
+// hardware and runtime profiles when they are files, and `more` (a --config).
+std::vector<std::string> input_paths(const app::RunInputs& in, const std::string& more = "") {
+  std::vector<std::string> out{in.trace.trace_path, in.trace.model_path, in.trace.generation.routing_path, more};
+  for (const std::string* origin : {&in.hw.origin, &in.runtime.origin})
+    if (origin->rfind("preset:", 0) != 0) out.push_back(*origin);
+  return out;
+}
+
+int run_command(const app::RunInputs& in, bool json, const std::string& timeline_path, std::size_t timeline_steps,
+                const std::string& config_path = "") {
   // Outputs are opened before the run (a path that cannot be written fails at once) and committed
   // after it: a refused or failed run leaves no file behind.
   std::optional<report::OutputFile> timeline_file;
   std::optional<report::Timeline> timeline;
   if (!timeline_path.empty()) {
-    timeline_file.emplace(timeline_path, "--timeline");
+    timeline_file.emplace(timeline_path, "--timeline", input_paths(in, config_path));
     timeline.emplace(timeline_steps, timeline_file->stream());
     timeline->process_name(in.trace.name() + " under " + in.strategy.label() + " on " + in.hw.name);
   }
@@ -601,7 +614,8 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
   app::TraceSpec spec = trace_spec(o);
   const SweepRange range = parse_range(range_text);
   spec.loaded = app::load_trace(spec);  // read (or generated) once, replayed at every point
-  report::OutputFile out(output.empty() ? "-" : output, "-o");  // checked before any point is simulated
+  // Checked before any point is simulated.
+  report::OutputFile out(output.empty() ? "-" : output, "-o", {o.trace, o.model, spec.generation.routing_path});
   if (o.split || o.offload_gb)
     throw InputError("", 0, o.split ? "--split" : "--offload-gb", "a sweep sets the amount offloaded itself; drop it");
   const app::EngineKind engine = app::parse_engine(o.engine);
@@ -688,7 +702,9 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
             std::to_string(q.spec.generation.image.guided_batch(1));  // cfg shapes the trace only through this
     points.push_back(std::move(q));
   }
-  report::OutputFile out(output.empty() ? "-" : output, "-o");
+  std::vector<std::string> inputs;
+  for (const Point& q : points) inputs.insert(inputs.end(), {q.o.trace, q.o.model, q.spec.generation.routing_path});
+  report::OutputFile out(output.empty() ? "-" : output, "-o", inputs);
   // Traces loaded once per workload and freed after the last point that uses them.
   std::map<std::string, std::size_t> last_use;
   for (std::size_t i = 0; i < points.size(); ++i) last_use[points[i].key] = i;
@@ -884,7 +900,7 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
       return std::shared_ptr<const app::RunInputs>(m);
     };
     const app::PlanPricer price = [&](const std::string& h) { return hw::price_of(h, prices); };
-    report::OutputFile out(output.empty() ? "-" : output, "-o");
+    report::OutputFile out(output.empty() ? "-" : output, "-o", {o.model});
     std::vector<std::string> dropped;
     const auto rows = app::plan_training(w, hardware, setups, goal, price, jobs, resolve, hw_args, &dropped);
     std::cerr << "sim plan --train: " << rows.size() << " machine x set-up candidates predicted by sim train\n";
@@ -940,7 +956,40 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
                                                       "distorch-cpu", "distorch-gpu1", "pipeline"};
     if (!diffusion && header.meta.count("num_experts")) strategies.insert(strategies.begin() + 2, "llamacpp-cpu-moe");
   }
-  report::OutputFile out(output.empty() ? "-" : output, "-o");
+  if (app::is_gguf_path(o.model)) {
+    // A GGUF model runs only under llama.cpp's runtime: the strategies whose runtime is PyTorch's are left out, and
+    // the plan says which and why (each would be refused as sim run refuses it).
+    std::vector<std::string> kept, skipped;
+    std::string reason;
+    for (const auto& name : strategies) {
+      const auto& known = app::plan_strategies();
+      const auto s = std::find_if(known.begin(), known.end(), [&](const app::PlanStrategy& k) { return k.name == name; });
+      if (s == known.end()) {  // an unknown name: the plan's own error
+        kept.push_back(name);
+        continue;
+      }
+      CommonOptions q = o;
+      for (std::size_t i = 0; i + 1 < s->args.size(); ++i)
+        if (s->args[i] == "--policy") q.policy = s->args[i + 1];
+      app::RunInputs m;
+      m.runtime.name = runtime_name(q);
+      m.trace.model_path = o.model;
+      const std::string why = app::gguf_runtime_refusal(m.trace, m.runtime);
+      if (why.empty()) kept.push_back(name);
+      else skipped.push_back(name), reason = why;
+    }
+    if (!skipped.empty()) {
+      std::string names;
+      for (const auto& n : skipped) names += (names.empty() ? "" : ", ") + n;
+      if (kept.empty())
+        throw InputError(o.model, 0, "--strategies", "no strategy given takes this model: it " + reason +
+                                                         " (sim plan's strategies llamacpp and llamacpp-cpu-moe)");
+      std::cerr << "sim plan: left out for the GGUF model '" << o.model << "': " << names
+                << " (their runtime is PyTorch's, which reads a config.json; a GGUF model runs under llama.cpp's)\n";
+      strategies = kept;
+    }
+  }
+  report::OutputFile out(output.empty() ? "-" : output, "-o", {o.trace, o.model});
   // A point's machine and trace, each resolved once (points differ in the strategy and its knob only).
   std::mutex cache;
   std::map<std::string, std::shared_ptr<const app::LoadedTrace>> traces;
@@ -1032,7 +1081,7 @@ int gen_command(const CommonOptions& o, const std::string& output) {
   if (o.model.empty()) throw InputError("", 0, "--model", "sim gen needs --model FILE (a model description)");
   app::TraceSpec spec = trace_spec(o);
   auto source = app::open_trace(spec);
-  report::OutputFile out(output, "-o");
+  report::OutputFile out(output, "-o", {o.model, spec.generation.routing_path});
   const std::size_t steps = trace::write_trace(out.stream(), *source);
   out.commit();
   std::cerr << "wrote " << output << ": " << source->header().tensors.size() << " tensors, " << steps << " steps, "
@@ -1305,7 +1354,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "error: " << (std::strlen(e.what()) ? e.what() : "bad command line") << "\n"
+    std::cerr << "error: " << (std::strlen(e.what()) ? bounded(e.what()) : "bad command line") << "\n"
               << "run 'sim --help' or 'sim run --help' for usage\n";
     return 2;
   }
@@ -1319,8 +1368,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool json_errors = *run && (json || !config_path.empty());
-  auto fail = [&](const char* kind, const std::string& message, int code, const InputError* input,
+  auto fail = [&](const char* kind, const std::string& what, int code, const InputError* input,
                   const CapacityError* capacity) {
+    const std::string message = input ? what : bounded(what);  // an InputError's message is bounded already
     std::cerr << "error: " << message << "\n";
     if (json_errors) {
       nlohmann::ordered_json e = {{"kind", kind}, {"message", message}};
@@ -1329,8 +1379,8 @@ int main(int argc, char** argv) {
         e.update({{"device", capacity->device()},
                   {"needed_bytes", std::llround(capacity->needed())},
                   {"available_bytes", std::llround(capacity->available())}});
-      std::cout << nlohmann::ordered_json{{"schema_version", report::kJsonSchemaVersion}, {"exit_code", code}, {"error", e}}
-                       .dump(2)
+      // Written with dump_json: a message echoing a byte that is not UTF-8 must not throw here, in the handler.
+      std::cout << dump_json(nlohmann::ordered_json{{"schema_version", report::kJsonSchemaVersion}, {"exit_code", code}, {"error", e}}, 2)
                 << "\n";
     }
     return code;
@@ -1342,7 +1392,7 @@ int main(int argc, char** argv) {
         if (opt->count() > 0 && opt->get_name() != "--config" && opt->get_name() != "--json" &&
             opt->get_name() != "--timeline" && opt->get_name() != "--timeline-steps" && opt->get_name() != "--help")
           throw InputError("", 0, opt->get_name(), "cannot be combined with --config (the config holds every input)");
-      return run_command(app::inputs_from_config(config_path), true, timeline_path, timeline_steps);
+      return run_command(app::inputs_from_config(config_path), true, timeline_path, timeline_steps, config_path);
     }
     if (*run) {
       app::RunInputs in = run_inputs(run_o);
@@ -1416,6 +1466,7 @@ int main(int argc, char** argv) {
       }
       t.batch = train_batch;
       t.seq = train_seq;
+      app::check_alloc_conf(train_alloc_conf);
       // One machine: the full report. A list (commas, or the catalogue's words): a table ranked by price among
       // the machines the step fits (one GPU each: data parallelism across GPUs is not modelled).
       std::vector<std::string> machines;
@@ -1439,7 +1490,7 @@ int main(int argc, char** argv) {
       }
       if (reports.empty()) throw InputError("", 0, "--hw", "names no machine");
       if (reports.size() == 1) {
-        if (train_json_out) std::cout << app::train_json(reports.front()).dump(2) << "\n";
+        if (train_json_out) std::cout << dump_json(app::train_json(reports.front()), 2) << "\n";
         else app::write_train_console(std::cout, reports.front());
         report::check_stdout("standard output");
         return reports.front().fits() ? 0 : 3;
@@ -1456,7 +1507,7 @@ int main(int argc, char** argv) {
         for (const auto& [price, r] : ranked) {
           auto j = app::train_json(*r);
           if (price) j["price_usd"] = price->usd;
-          std::cout << j.dump() << "\n";
+          std::cout << dump_json(j) << "\n";
         }
       } else {
         std::cout << "| hw | fits | peak reserved (GiB) | step time (ms) | tokens/s | price (USD) | out of memory at |\n"

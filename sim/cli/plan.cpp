@@ -14,6 +14,7 @@
 #include "cli/sweep_grid.hpp"
 #include "report/reporters.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 
 namespace tiersim::app {
 
@@ -330,7 +331,7 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
         j["error"] = r.point.error;
       }
       j["command"] = point_command(r.args, r.subcommand);
-      out << j.dump() << '\n';
+      out << dump_json(j) << '\n';
     }
     return;
   }

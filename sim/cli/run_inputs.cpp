@@ -7,9 +7,11 @@
 #include <map>
 #include <sstream>
 
+#include "cli/allocator_replay.hpp"
 #include "hardware/profile_writer.hpp"
 #include "config/strict_reader.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "hardware/profile_loader.hpp"
 #include "model/model_family.hpp"
 #include "policies/strategy/presets.hpp"
@@ -42,8 +44,9 @@ strategy::PartSpec part_from(config::Section& parent, const std::string& key) {
 // FNV-1a of a file's first `limit` bytes (all of it by default): a .gguf model is named by its header,
 // which holds every number tiersim reads from it, not by gigabytes of weights.
 std::string file_digest(const std::string& path, std::uint64_t limit = UINT64_MAX) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path, 0, "", "cannot open to check it");
+  // A regular file only: a result naming /dev/zero or a FIFO as its trace would never finish its digest.
+  const auto file = io::open_file(path, "", "input file (to check its digest)", true);
+  std::ifstream& f = *file;
   std::uint64_t h = 1469598103934665603ull;
   char buf[65536];
   std::uint64_t left = limit;
@@ -136,23 +139,31 @@ std::vector<std::string> job_text_encoder_dtypes(const std::string& model_path) 
 }
 
 RunInputs inputs_from_config(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw InputError(path, 0, "--config", "cannot open the config (a result's JSON from sim run --json)");
-  std::stringstream text;
-  text << f.rdbuf();
-  const YAML::Node root = config::parse_document(text.str(), path);
+  const YAML::Node root =
+      config::parse_document(io::read_file(path, "--config", "config (a result's JSON from sim run --json)"), path);
   if (!root || !root.IsMap()) throw InputError(path, 0, "", "expected a JSON object (a result of sim run --json)");
   config::Section top(root, "", path);
   config::Section in = top.child("inputs");  // a result's other keys are outputs, not read
+  // A file the result names must be a regular file (a FIFO or /dev/zero would block or never end the digest read
+  // first); refused naming this config's key, the path and why.
+  auto require_file = [&](config::Section& s, const std::string& key, const std::string& file, const std::string& what) {
+    try {
+      io::require_regular_file(file, "", what);
+    } catch (const InputError& e) {
+      s.fail(key, "'" + file + "' " + e.message());
+    }
+  };
   RunInputs r;
   {
     config::Section t = in.child("trace");
     if (t.has("path")) {
       r.trace.trace_path = t.text("path");
+      require_file(t, "path", r.trace.trace_path, "trace file");
       if (file_digest(r.trace.trace_path) != t.text("fnv1a64"))
         t.fail("fnv1a64", "the trace '" + r.trace.trace_path + "' is not the file this result was computed from");
     } else {
       r.trace.model_path = t.text("model");
+      require_file(t, "model", r.trace.model_path, "model file");
       if (is_gguf_path(r.trace.model_path)) {
         use_gguf_file(r.trace);
         if (model::dtype_name(r.trace.generation) != t.text("dtype")) t.fail("dtype", "is not the .gguf file's type");
@@ -195,6 +206,7 @@ RunInputs inputs_from_config(const std::string& path) {
       if (t.has("routing_zipf")) r.trace.generation.routing_zipf = t.number("routing_zipf", 0.1, 4);
       if (t.has("routing_replay")) {
         r.trace.generation.routing_path = t.text("routing_replay");
+        require_file(t, "routing_replay", r.trace.generation.routing_path, "routing file");
         if (file_digest(r.trace.generation.routing_path) != t.text("routing_fnv1a64"))
           t.fail("routing_fnv1a64", "the routing file '" + r.trace.generation.routing_path +
                                         "' is not the file this result was computed from");
@@ -253,7 +265,14 @@ RunInputs inputs_from_config(const std::string& path) {
   const std::string rt_origin = in.text("runtime_origin");
   r.runtime = runtime::parse_runtime_node(in.child("runtime").node(), path);
   r.runtime.origin = rt_origin;
-  if (in.has("alloc_conf")) r.alloc_conf = in.text("alloc_conf");
+  if (in.has("alloc_conf")) {
+    r.alloc_conf = in.text("alloc_conf");
+    try {
+      check_alloc_conf(r.alloc_conf, "alloc_conf");
+    } catch (const InputError& e) {
+      in.fail("alloc_conf", e.message());
+    }
+  }
   for (const char* key : {"image_job", "video_job"}) {
     if (!in.has(key)) continue;
     config::Section j = in.child(key);
@@ -263,6 +282,10 @@ RunInputs inputs_from_config(const std::string& path) {
       j.fail("text_encoder_dtype", "must be " + allowed[0] + " or " + allowed[1] + ", not '" + d + "'");
     (key[0] == 'i' ? r.image_job : r.video_job) = ImageJobOptions{d};
     j.finish();
+  }
+  if (const std::string why = gguf_runtime_refusal(r.trace, r.runtime); !why.empty()) {
+    config::Section t = in.child("trace");  // named by this file's key, as the run would refuse it
+    t.fail("model", "'" + r.trace.model_path + "' " + why);
   }
   r.sampler_job = in.has("sampler_job") && in.flag("sampler_job");
   // The command line's rule: one job at a time.

@@ -107,7 +107,18 @@ std::optional<std::pair<double, double>> comfy_cond_batch_refused(const trace::H
 
 }  // namespace
 
+std::string gguf_runtime_refusal(const TraceSpec& trace, const runtime::RuntimeProfile& runtime) {
+  if (trace.model_path.empty() || !is_gguf_path(trace.model_path) || runtime.name.rfind("pytorch", 0) != 0) return "";
+  return "is a GGUF file (llama.cpp's format), and runtime '" + runtime.name +
+         "' is PyTorch's, whose strategies (resident, bytes, ratio, fraction, layers, um*, accelerate, comfyui) read a "
+         "model's config.json: a GGUF model runs under --policy llamacpp (llama.cpp's runtime; or --runtime llamacpp "
+         "with another placement)";
+}
+
 Simulation simulate(const replay::RunSetup& setup, const strategy::StrategySpec& strategy, EngineKind engine, const TraceSpec& trace, report::Timeline* timeline) {
+  // Before any work: the PyTorch allocator replay after the run would read the GGUF file as a config.json.
+  if (const std::string refusal = gguf_runtime_refusal(trace, setup.runtime); !refusal.empty())
+    throw InputError(trace.model_path, 0, "--model", refusal);
   if (timeline && engine != EngineKind::Event)
     throw InputError("", 0, "--timeline", "timelines come from the event engine; drop --engine analytic");
   auto source = open_trace(trace);

@@ -46,7 +46,12 @@ struct Simulation {
   result::RunResult result;
 };
 
-// `timeline` (event engine only) receives the spans of the first steps.
+// Why a run of this trace under this runtime is refused, or "" when it is not: a GGUF model (llama.cpp's format) under a
+// PyTorch runtime, whose strategies read a config.json (the reason says which strategies take a GGUF).
+std::string gguf_runtime_refusal(const TraceSpec& trace, const runtime::RuntimeProfile& runtime);
+
+// `timeline` (event engine only) receives the spans of the first steps. A GGUF model under a PyTorch runtime is an
+// InputError before any work (gguf_runtime_refusal).
 Simulation simulate(const replay::RunSetup& setup, const strategy::StrategySpec& strategy, EngineKind engine, const TraceSpec& trace, report::Timeline* timeline = nullptr);
 
 }  // namespace tiersim::app

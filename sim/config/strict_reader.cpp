@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <yaml-cpp/depthguard.h>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -41,6 +42,11 @@ std::size_t line_of(const YAML::Node& n) {
 YAML::Node parse_document(const std::string& text, const std::string& file) {
   try {
     return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own message for this is "bad file" (ErrorMsg::BAD_FILE), which says nothing of the cause.
+    throw InputError(file, e.mark.line >= 0 ? static_cast<std::size_t>(e.mark.line) + 1 : 0, "",
+                     "YAML nesting too deep (" + std::to_string(e.depth()) +
+                         " lists or mappings inside one another; the reader stops there)");
   } catch (const YAML::Exception& e) {
     throw InputError(file, e.mark.line >= 0 ? static_cast<std::size_t>(e.mark.line) + 1 : 0, "",
                      "YAML syntax error: " + e.msg);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/units.hpp"
 #include "config/embedded_files.hpp"
 #include "config/profile_source.hpp"
@@ -212,11 +213,7 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
 }
 
 HardwareProfile load_profile_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open hardware profile");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_profile(ss.str(), path);
+  return parse_profile(io::read_file(path, "", "hardware profile"), path);
 }
 
 std::pair<YAML::Node, std::string> profile_tree(const std::string& spec) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace tiersim::model {
 namespace {
@@ -107,7 +108,7 @@ ConfigJson parse_config_json(const std::string& text, const std::string& file) {
   // undefined and nlohmann resolves silently, are refused in every object, nested ones too).
   std::vector<std::string> path;
   std::vector<std::set<std::string>> objects;  // the keys of each object being parsed, innermost last
-  std::string duplicate;
+  std::optional<std::string> duplicate;  // set, even to "" (a device map's whole-model key), when a key repeats
   auto dotted = [&] {
     std::string out;
     for (const auto& k : path) out += (out.empty() ? "" : ".") + k;
@@ -120,7 +121,7 @@ ConfigJson parse_config_json(const std::string& text, const std::string& file) {
     if (event == E::key && depth >= 1) {
       path.resize(static_cast<std::size_t>(depth));
       path.back() = parsed.is_string() ? parsed.get<std::string>() : std::string();
-      if (!objects.empty() && !objects.back().insert(path.back()).second && duplicate.empty()) duplicate = dotted();
+      if (!objects.empty() && !objects.back().insert(path.back()).second && !duplicate) duplicate = dotted();
     }
     return true;
   };
@@ -136,17 +137,13 @@ ConfigJson parse_config_json(const std::string& text, const std::string& file) {
                      std::string("not a usable JSON value (numbers must fit a double): ") + e.what());
   }
   // The second occurrence is the one at fault.
-  if (!duplicate.empty()) throw InputError(file, duplicate_key_line(text), duplicate, "appears twice");
+  if (duplicate) throw InputError(file, duplicate_key_line(text), *duplicate, "appears twice");
   return {std::move(j), text, file};
 }
 
 
 ConfigJson load_config_json(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open " + what);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_config_json(ss.str(), path);
+  return parse_config_json(io::read_file(path, "", what), path);
 }
 
 void throw_unexpected_json(const std::string& file, const std::string& what) {

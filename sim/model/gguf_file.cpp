@@ -11,6 +11,8 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "core/json_text.hpp"
 
 namespace tiersim::model::gguf {
 namespace {
@@ -434,9 +436,9 @@ FileHeader read_header(std::istream& in, const std::string& file) {
 }
 
 FileHeader read_header_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, 0, "", "cannot open the GGUF file");
-  return read_header(in, path);
+  // A regular file only: /dev/zero would read gigabytes of "metadata" before a bound stops it.
+  const auto in = io::open_file(path, "", "GGUF file", true);
+  return read_header(*in, path);
 }
 
 namespace {
@@ -563,7 +565,7 @@ ModelConfig model_config(const FileHeader& h, const std::string& file) {
   // renamed here to the file's keys.
   ModelConfig m;
   try {
-    m = parse_model_config(j.dump(), file);
+    m = parse_model_config(dump_json(j), file);
   } catch (const InputError& e) {
     static const std::map<std::string, std::string> json_to_gguf{
         {"num_hidden_layers", ".block_count"},        {"hidden_size", ".embedding_length"},

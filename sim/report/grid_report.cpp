@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/json_text.hpp"
 #include "report/reporters.hpp"
 
 namespace tiersim::report {
@@ -111,7 +112,7 @@ void write_grid(std::ostream& out, GridFormat format, const std::vector<std::str
       j["status"] = r.ok ? "ok" : "error";
       if (!r.ok) j["error"] = r.error;
       j["command"] = r.command;
-      out << j.dump() << '\n';
+      out << dump_json(j) << '\n';
     }
   }
 }

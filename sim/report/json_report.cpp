@@ -7,6 +7,7 @@
 
 #include "git_sha.hpp"  // generated at build time (sim/report/write_git_sha.cmake)
 
+#include "core/json_text.hpp"
 #include "report/reporters.hpp"
 
 #ifndef TIERSIM_VERSION
@@ -245,7 +246,7 @@ void write_json(std::ostream& out, const Context& c) {
   }
   j["events"] = c.result->events;
   if (c.inputs) j["inputs"] = *c.inputs;
-  out << j.dump(2) << "\n";
+  out << dump_json(j, 2) << "\n";
 }
 
 }  // namespace tiersim::report

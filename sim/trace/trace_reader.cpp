@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "trace/transient_lifetimes.hpp"
 
 namespace tiersim::trace {
@@ -49,12 +50,14 @@ constexpr std::uint32_t kMaxLaunches = 1'000'000;
 constexpr std::uint32_t kMaxSyncs = 1'000;
 constexpr std::uint32_t kMaxBlocks = 2'147'483'647;
 constexpr double kMaxOpMicros = 1e9;  // 1000 s for one op
+// A tensor's name: GGUF caps them at 63 bytes (GGML_MAX_NAME); PyTorch module paths run to a few hundred. Bounded so
+// that matching names against patterns (-ot) and echoing them stays cheap.
+constexpr std::size_t kMaxTensorNameBytes = 4096;
 
 }  // namespace
 
 TraceReader::TraceReader(const std::string& path) : name_(path) {
-  auto file = std::make_unique<std::ifstream>(path);
-  if (!*file) throw InputError(path, 0, "", "cannot open trace file");
+  auto file = io::open_file(path, "", "trace file");
   in_ = std::move(file);
   read_header();
 }
@@ -127,6 +130,9 @@ void TraceReader::read_header() {
       if (!parse_int(layer, t.layer)) fail("tensor", "bad layer '" + std::string(layer) + "'");
       t.name = std::string(rest_trimmed(s));
       if (t.name.empty()) fail("tensor", "tensor " + std::to_string(t.id) + " has no name");
+      if (t.name.size() > kMaxTensorNameBytes)
+        fail("tensor", "tensor " + std::to_string(t.id) + "'s name is " + std::to_string(t.name.size()) +
+                           " bytes, more than the 4096 a tensor name may be (GGUF's are at most 63)");
       has_transients_ |= t.kind == TensorKind::Transient;
       header_.tensors.push_back(std::move(t));
     } else if (word == "component") {

@@ -69,7 +69,7 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode2) {
            {"--trace traces/qwen.trace --policy magic", "unknown policy 'magic'"},
            {"--trace traces/qwen.trace --policy ratio --split \"cuda:0,80;cpu\"", "--split"},
            {"--trace traces/qwen.trace --policy ratio --hw nosuch", "not a preset name"},
-           {"--trace nosuch.trace --policy ratio", "nosuch.trace: cannot open trace file"},
+           {"--trace nosuch.trace --policy ratio", "nosuch.trace: cannot open trace file: No such file or directory"},
            {"--trace traces/qwen.trace --policy ratio --prefetch -1", "prefetch"},
            {"--trace traces/qwen.trace --policy ratio --donor gpu7", "--donor"},
            {"--trace traces/qwen.trace --policy layers --layers 99", "--layers"},

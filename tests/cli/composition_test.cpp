@@ -84,7 +84,7 @@ TEST(Composition, OptionsAPartDoesNotReadAreErrorsNamingTheFlag) {
            {"--policy resident --batch 0", "--batch: must be a whole number from 1 to 65536"},
            {"--policy resident --prefetch 1.5", "--prefetch: must be a whole number"},
            // Found by review: each was an internal error (exit 1) or a capacity error (exit 3).
-           {"--placement device_map:file=/tmp", "is not a file"},
+           {"--placement device_map:file=/tmp", "'/tmp' is a directory, not a JSON device map"},
            {"--policy bytes --split \"cuda:5,2gb;cpu,*\"", "'--split': cuda:5 is not on 'rtx4090'"},
            {"--policy layers --donor cuda:1", "'--donor': cuda:1 is not on 'rtx4090'"},
            {"--placement layers:layers=50", "option 'layers': must be between 0 and 40"},

@@ -6,15 +6,21 @@
 // report or a broken invariant (__builtin_trap) is a finding.
 #include <cmath>
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "cli/sweep_grid.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "hardware/catalogue.hpp"
+#include "policies/placement_rules/rules.hpp"
+#include "policies/placement_rules/tensor_pattern.hpp"
 #include "fit/raw_csv.hpp"
 #include "hardware/profile_loader.hpp"
 #include "model/gguf_file.hpp"
@@ -161,6 +167,65 @@ inline int gguf_header(const std::uint8_t* data, std::size_t size) {
   return 0;
 }
 
+// A device map that parses places modules on devices tiersim names (a GPU index, the CPU, the disk).
+inline int device_map(const std::uint8_t* data, std::size_t size) {
+  expect_clean_failure([&] {
+    for (const auto& [module, device] : strategy::parse_device_map_json(text(data, size), "fuzz.json")) {
+      (void)module;
+      check(device >= placement::kDisk && device < 1024);
+    }
+  });
+  return 0;
+}
+
+// A catalogue composition (--hw 2xrtx3090+nvlink+ram128) that composes gives a profile the strict loader reads, with
+// a canonical spelling that composes to itself.
+inline int composition(const std::uint8_t* data, std::size_t size) {
+  expect_clean_failure([&] {
+    const hw::Composed c = hw::compose(text(data, size));
+    check(c.count >= 1 && !c.canonical.empty() && !c.gpu.empty());
+    check(hw::compose(c.canonical).canonical == c.canonical);
+  });
+  return 0;
+}
+
+// A sweep's grid (--ngl 10,20,30, --offload-gb 0:8:0.5): the arguments are the input's lines; a grid that expands
+// has points within its bound, each with one value per axis.
+inline int grid_spec(const std::uint8_t* data, std::size_t size) {
+  std::vector<std::string> args;
+  const std::string s = text(data, size);
+  for (std::size_t start = 0; start <= s.size();) {
+    const std::size_t nl = s.find('\n', start);
+    args.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    start = nl == std::string::npos ? s.size() + 1 : nl + 1;
+  }
+  expect_clean_failure([&] {
+    const app::Grid g = app::expand_grid(args);
+    check(!g.points.empty() && g.points.size() <= 100000);
+    for (const auto& p : g.points) check(p.values.size() == g.axes.size() && p.args.size() == args.size());
+  });
+  return 0;
+}
+
+// An -ot pattern (the first line) against tensor names (the other lines): compiles or is refused with a reason, and
+// matching ends; a match of the pattern's own literal text is found.
+inline int ot_pattern(const std::uint8_t* data, std::size_t size) {
+  const std::string s = text(data, size);
+  const std::size_t nl = s.find('\n');
+  const std::string pattern = s.substr(0, nl);
+  expect_clean_failure([&] {
+    const strategy::TensorPattern p(pattern);
+    // A pattern without metacharacters is a literal: it matches itself.
+    if (pattern.find_first_of("\\.*+?()[]{}|^$") == std::string::npos) check(p.search(pattern));
+    for (std::size_t start = nl == std::string::npos ? s.size() : nl + 1; start < s.size();) {
+      const std::size_t end = std::min(s.find('\n', start), s.size());
+      (void)p.search(std::string_view(s).substr(start, end - start));
+      start = end + 1;
+    }
+  });
+  return 0;
+}
+
 struct Target {
   const char* name;
   int (*run)(const std::uint8_t*, std::size_t);
@@ -168,6 +233,8 @@ struct Target {
 inline constexpr Target kTargets[] = {{"trace_reader", trace_reader}, {"model_config", model_config},
                                       {"units", units},               {"raw_csv", raw_csv},
                                       {"profile", profile},           {"split_string", split_string},
-                                      {"gguf_header", gguf_header}};
+                                      {"gguf_header", gguf_header},   {"device_map", device_map},
+                                      {"composition", composition},   {"grid_spec", grid_spec},
+                                      {"ot_pattern", ot_pattern}};
 
 }  // namespace tiersim::fuzz

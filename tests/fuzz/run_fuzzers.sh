@@ -13,7 +13,8 @@ ROOT=$PWD
 SECONDS_EACH=${1:?usage: tests/fuzz/run_fuzzers.sh SECONDS [FUZZER...]}
 shift
 FUZZERS=("$@")
-[ ${#FUZZERS[@]} -gt 0 ] || FUZZERS=(trace_reader model_config units raw_csv profile split_string gguf_header)
+[ ${#FUZZERS[@]} -gt 0 ] || FUZZERS=(trace_reader model_config units raw_csv profile split_string gguf_header device_map
+  composition grid_spec ot_pattern)
 BUILD=${FUZZ_BUILD:-build-fuzz}
 JOBS=${FUZZ_JOBS:-1}
 LOGS=${FUZZ_LOG:-$BUILD/fuzz-logs}
@@ -32,6 +33,12 @@ seed() {  # seed FUZZER: fills $BUILD/seeds/FUZZER
     profile) cp calib/profiles/*.yaml "$dir/" 2>/dev/null ;;
     raw_csv)
       for c in results/calib/*.csv; do [ -f "$c" ] && head -n 60 "$c" > "$dir/$(basename "$c")"; done ;;
+    composition)  # the presets as compositions (calib/catalogue/presets.yaml), one per file
+      local i=0
+      grep -o '"[^"]*"' calib/catalogue/presets.yaml | tr -d '"' | while read -r c; do
+        i=$((i + 1))
+        printf '%s' "$c" > "$dir/preset$i"
+      done ;;
   esac
   [ -d tests/fuzz/corpus/$1 ] && cp tests/fuzz/corpus/$1/* "$dir/" 2>/dev/null
   [ -d tests/fuzz/regressions/$1 ] && cp tests/fuzz/regressions/$1/* "$dir/" 2>/dev/null
@@ -39,7 +46,10 @@ seed() {  # seed FUZZER: fills $BUILD/seeds/FUZZER
 }
 
 max_len() {
-  case $1 in trace_reader) echo 32768 ;; profile | model_config | raw_csv) echo 16384 ;; gguf_header) echo 4096 ;; *) echo 1024 ;; esac
+  case $1 in
+    trace_reader) echo 32768 ;; profile | model_config | raw_csv | device_map) echo 16384 ;; gguf_header) echo 4096 ;;
+    *) echo 1024 ;;
+  esac
 }
 
 run_one() {  # run_one FUZZER: 0 when it ran clean
