@@ -25,7 +25,8 @@ the end of each line, and blank lines at the end of the output. An exit status o
 Two checks that need no binary go with it: every relative link of those files leads to a file that exists
 (and a `#anchor` to a heading of it, spelled as GitHub spells anchors), pages that others are still writing
 (PENDING) excepted while they are missing; and docs/layout.md's tree names folders that exist, and names every
-top-level folder and every folder of sim/, sim/model/ and policies/ that git tracks.
+top-level folder and every folder of sim/, sim/model/ and policies/ that git tracks; and the README's first
+console command is the one `./setup.sh demo` runs.
 
 Exit status: 0 when every command printed what the docs show and the checks pass, 1 otherwise (each
 difference as a unified diff), 2 for bad arguments or a malformed block. Only the Python standard library
@@ -253,6 +254,30 @@ def update(root, outputs):
         print(f"docs test: updated {len(changes)} output(s) in {rel}")
 
 
+def check_demo(root, commands):
+    """./setup.sh demo runs the README's worked example: the same command, word for word."""
+    try:
+        with open(os.path.join(root, "setup.sh"), encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except OSError:
+        return []
+    demo = None
+    in_demo = False
+    for line in lines:
+        if line.strip() == "demo)":
+            in_demo = True
+        elif in_demo and line.strip() == ";;":
+            break
+        elif in_demo and line.strip().startswith("./build/bin/sim"):
+            demo = line.strip()
+    first = next((c for c in commands if c.path == "README.md"), None)
+    if demo is None or first is None:
+        return ["setup.sh's demo runs no ./build/bin/sim command, or README.md shows none"]
+    if shlex.split(demo) != shlex.split(first.text):
+        return [f"README.md:{first.line}: the worked example is not what ./setup.sh demo runs ({demo})"]
+    return []
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sim", required=True, help="the built sim binary")
@@ -278,6 +303,8 @@ def main():
     for path in files:
         commands += parse_file(root, os.path.abspath(path))
     problems = check_links(root, files) + check_layout(root)
+    if not args.files:
+        problems += check_demo(root, commands)
     for p in problems:
         print(f"FAIL {p}")
     if args.list:
