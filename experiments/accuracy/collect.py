@@ -15,6 +15,12 @@ column per row, which wins over splits.csv. A new set needs no code here if its 
 `accuracy_rows.csv` with the columns of rows.csv (without `source`; `split` optional): see
 discovered_sets().
 
+Strategies: resident (everything in GPU memory); host-copy (weights copied from host memory per use: layer
+streaming, accelerate's hooks, DisTorch/ComfyUI casts, a model swap); peer (copied from a second GPU); managed
+(cudaMallocManaged, any advice, within VRAM); managed-oversubscribed (managed past VRAM); cpu-execute (some or
+all ops computed on the CPU: llama.cpp below -ngl all, -ot, --n-cpu-moe, -nkvo; torchao's CPU optimizer step);
+mixed (two memory strategies in one run: managed memory plus copied layers).
+
 Stdlib only (Debian's /usr/bin/python3).
 """
 import argparse
@@ -329,11 +335,11 @@ def gemv_chain():
 
 
 def llamacpp_strategy(flags):
-    if re.search(r"-ngl 0\b", flags):
-        return "cpu-execute"
+    """-ngl 99 alone: every layer on the GPU; anything else (-ngl 0 or part, -ot, --n-cpu-moe, -nkvo) computes
+    some or all ops on the CPU."""
     if re.search(r"-ngl 99\b", flags) and not re.search(r"-nkvo|-ot |-ncmoe|--n-cpu-moe", flags):
         return "resident"
-    return "mixed"
+    return "cpu-execute"
 
 
 def llamacpp_workload(d):
@@ -543,13 +549,13 @@ def optimizer_offload():
     label = lambda cells: "%s %s ckpt %s offload %s" % tuple(cells[t.col(c)] for c in ("model", "set-up", "ckpt", "offload"))
     out = pair_columns("optimizer-offload-memory", path, t, label,
                        [("alloc GiB meas / pred", "peak allocated"), ("reserved GiB meas / pred", "peak reserved")],
-                       "H100", "mixed", "GiB")
+                       "H100", "cpu-execute", "GiB")
     for cells in t.rows:
         where = "%s line %d" % (path, t.line)
         i = t.col("step ms meas / pred")
         m, p = pair(cells[i], where, "ms")
         out.append(row("optimizer-offload", path, label(cells) + " | step", "seconds", m, p, pct(cells[i + 1], where),
-                       "H100", "training", "mixed"))
+                       "H100", "training", "cpu-execute"))
     return out
 
 
@@ -619,6 +625,29 @@ SETS = [
 EXPECTED_EXTRA = {"regimes-prefill": 15, "regimes-batched": 15, "um-prefill": 3, "um-prefill-decode": 3}
 
 
+def csv_set(set_id, path, label_cols, measured, predicted, quantity, gpu, workload, strategy, keep=None,
+            error=None):
+    """Rows of a compare script's CSV: label columns joined, measured/predicted columns (base units), the error
+    column if given (else predicted / measured - 1); workload/strategy/gpu a value or a function of the row;
+    keep filters rows; a `split` column, where the CSV has one, is the row's split."""
+    out = []
+    with open(os.path.join(ROOT, path), newline="") as f:
+        reader = csv.DictReader(f)
+        need = set(label_cols) | {measured, predicted} | ({error} if error else set())
+        missing = sorted(need - set(reader.fieldnames or []))
+        if missing:
+            raise CollectError("%s: columns %s not found" % (path, missing))
+        for r in reader:
+            if keep and not keep(r):
+                continue
+            m, p = float(r[measured]), float(r[predicted])
+            val = lambda v: v(r) if callable(v) else v
+            out.append(row(set_id, path, " ".join(r[c] for c in label_cols), quantity, m, p,
+                           float(r[error]) if error else rel(m, p), val(gpu), val(workload), val(strategy),
+                           split=r.get("split", "") or ""))
+    return out
+
+
 def discovered_sets():
     """Sets that carry their rows themselves: any results/**/accuracy_rows.csv in rows.csv's columns (without
     `source`, which is the file; `split` optional, per row)."""
@@ -654,8 +683,12 @@ def read_splits():
             raise CollectError("%s: set %s: split %r is neither in nor out" % (SPLITS_FILE, r["set"], r["split"]))
         if not r.get("reason", "").strip():
             raise CollectError("%s: set %s: no reason" % (SPLITS_FILE, r["set"]))
-        rules.append((r["set"], r.get("row_filter", "") or "", r["split"]))
+        rules.append((r["set"], r.get("row_filter", "") or "", r["split"], r["reason"].strip()))
     return rules
+
+
+def read_splits_with_reasons():
+    return read_splits()
 
 
 def assign_splits(rows):
@@ -666,7 +699,7 @@ def assign_splits(rows):
                 raise CollectError("%s: row %r: split %r is neither in nor out" % (r["source"], r["row"], r["split"]))
             continue  # the set's own per-row split wins
         match = None
-        for set_id, filt, split in rules:  # the last matching rule wins: a row filter after the set's default
+        for set_id, filt, split, _ in rules:  # the last matching rule wins: a row filter after the set's default
             if set_id == r["set"] and (not filt or re.search(filt, r["row"])):
                 match = split
         if match is None:
@@ -685,9 +718,10 @@ def coverage(rows):
             if os.path.basename(p) == "README.md":
                 continue
             files.append(p)
+    carried = {os.path.dirname(p) for p in read if os.path.basename(p) == "accuracy_rows.csv"}
     for p in sorted(files):
-        if p in read or p in NOT_VALIDATION:
-            continue
+        if p in read or p in NOT_VALIDATION or os.path.dirname(p) in carried:
+            continue  # a folder with accuracy_rows.csv: its tables are that CSV's rendering
         if not any(t.rows for t in md_tables(p)):
             continue
         raise CollectError("%s: a table no set reads and not listed in NOT_VALIDATION (collect.py)" % p)
