@@ -186,7 +186,8 @@ def page(rows, band_rows, split_rules):
            "",
            "Every row of every validation set: %d rows in %d sets. Error = predicted / measured - 1 of the set's "
            "quantity (seconds of a step, an iteration or a stage; tokens/s for llama-bench; bytes for memory peaks), "
-           "as each set's table computes it from unrounded values; the tables below give its absolute value. "
+           "as each set's table computes it from unrounded values (diffusion-memory's table prints no error, so its "
+           "errors are computed from the GB it prints, two decimals); the tables below give its absolute value. "
            "Speed and memory rows are never averaged together." % (len(rows), len(by_set)),
            "",
            "**Split.** A row is out-of-sample only if it was scored after the calibration and the model it is "
