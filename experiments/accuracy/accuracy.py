@@ -131,8 +131,9 @@ def split_cells(rows, split):
 
 def glance(rows):
     lines = ["Mean |predicted / measured - 1| over every row of every validation set (H100 and H200 machines "
-             "measured here; whole sets, no subset). In-sample rows shaped a calibration or a model change; "
-             "out-of-sample rows were scored after both were fixed. Per set and per strategy: "
+             "measured here; whole sets, no subset). In-sample: rows a calibration or model change looked at, or "
+             "may have; out-of-sample: scored after both were fixed, nothing changed for them since. Per set and "
+             "per strategy: "
              "[docs/accuracy.md](docs/accuracy.md).",
              "",
              "| validation rows | in-sample rows | mean abs. error | out-of-sample rows | mean abs. error |",
