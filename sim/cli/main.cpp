@@ -1137,16 +1137,17 @@ int list_profiles() {
 // `sim catalogue`: the parts --hw composes, with their prices.
 int list_catalogue() {
   std::printf("GPUs (--hw [Nx]GPU[+HOST][+pcieG-xW][+nvlink|+PEER][+ramGIB]; calib/catalogue/README.md)\n");
-  std::printf("  %-16s %-49s %-11s %10s %10s %8s %-8s %s\n", "id", "name", "segment", "memory", "bandwidth",
-              "bf16", "pcie", "launch price (USD)");
+  std::printf("  %-16s %-49s %-11s %10s %10s %8s %-8s %-18s %s\n", "id", "name", "segment", "memory", "bandwidth",
+              "bf16", "pcie", "provenance", "launch price (USD)");
   for (const auto& g : hw::catalogue_gpus()) {
     char bw[32], bf16[32], pcie[16], price[32];
     std::snprintf(bw, sizeof bw, "%.0f GB/s", g.memory_bandwidth / 1e9);
     std::snprintf(bf16, sizeof bf16, "%.0f TF", g.bf16 / 1e12);
     std::snprintf(pcie, sizeof pcie, "%d.0 x%d", g.pcie_generation, g.pcie_width);
     std::snprintf(price, sizeof price, "%.0f", g.price ? g.price->usd : 0.0);
-    std::printf("  %-16s %-49s %-11s %10s %10s %8s %-8s %s%s\n", g.id.c_str(), g.name.c_str(), g.segment.c_str(),
-                units::format_bytes(g.memory).c_str(), bw, bf16, pcie, g.price ? price : "-",
+    std::printf("  %-16s %-49s %-11s %10s %10s %8s %-8s %-18s %s%s\n", g.id.c_str(), g.name.c_str(),
+                g.segment.c_str(), units::format_bytes(g.memory).c_str(), bw, bf16, pcie, g.provenance.c_str(),
+                g.price ? price : "-",
                 g.nvlink.empty() ? "" : ("  nvlink: " + g.nvlink).c_str());
   }
   std::printf("hosts\n");

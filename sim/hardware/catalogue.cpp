@@ -29,6 +29,7 @@ struct HostEntry {
 struct HostLinkEntry {
   int generation = 0, width = 0;
   double raw = 0, pinned = 0, pageable = 0, bidirectional = 0;
+  std::string source;  // optional: the published copy rates this entry was checked against
 };
 struct PeerEntry {
   std::string type, source;
@@ -103,6 +104,7 @@ void read_gpu(Catalogue& c, const config::EmbeddedFile& f) {
   e.info.memory_bandwidth = g.bandwidth("memory_bandwidth");
   const auto rates = g.rates("compute");
   if (const auto it = rates.find("bf16"); it != rates.end()) e.info.bf16 = it->second;
+  if (g.has("provenance")) e.info.provenance = g.text("provenance");  // checked when composed (profile_loader.cpp)
   top.finish();  // the gpu section's own keys are checked when a composition is loaded as a profile
   c.gpus.emplace(e.info.id, std::move(e));
 }
@@ -144,6 +146,7 @@ void read_host_links(Catalogue& c, const std::string& text) {
     e.pinned = l.bandwidth("pinned");
     e.pageable = l.bandwidth("pageable");
     e.bidirectional = l.bandwidth("bidirectional");
+    if (l.has("source")) e.source = l.text("source");
     if (e.pinned > e.raw) l.fail("pinned", "exceeds the raw rate");
     l.finish();
     const std::string expected = "pcie" + std::to_string(e.generation) + "-x" + std::to_string(e.width);
@@ -465,7 +468,8 @@ Composed compose(const std::string& spec) {
                  " raw per direction; the catalogue's link (calib/catalogue/host_links.yaml: pinned 83% of raw, "
                  "pageable rate, latency and bidirectional limit assumed" +
                  (c.fresh_pageable_d2h ? std::string("; d2h_fresh_pageable carried as the H100 validation host measured it)")
-                                       : std::string(")"));
+                                       : std::string(")")) +
+                 (link.source.empty() ? std::string() : "; " + link.source);
   hl["type"] = "pcie";
   hl["generation"] = generation;
   hl["width"] = width;

@@ -31,6 +31,7 @@ struct CatalogueGpu {
   double bf16 = 0;                              // dense FLOP/s (0: none listed)
   int pcie_generation = 0, pcie_width = 0;
   std::string default_host, nvlink;             // nvlink: "" when the part has none
+  std::string provenance = "datasheet";         // its gpu section's provenance (profile.hpp, GpuSpec)
   std::optional<Price> price;
 };
 // Every catalogue GPU, sorted by id.

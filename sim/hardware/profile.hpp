@@ -62,6 +62,10 @@ struct GpuSpec {
   // none of its kernel.
   double convolution_share(const trace::ConvShape& shape, double positions) const;
   double kernel_min_time = 0.0;      // shortest kernel, s (launch-to-completion on the device)
+  // Where the speed-setting values (memory_efficiency, compute_efficiency) come from, the weaker of the two:
+  // measured (here, by calib), published (a cited microbenchmark of this card), architecture-prior (derived from a
+  // measured or published sibling of its architecture) or datasheet (assumed). Absent from a file: datasheet.
+  std::string provenance = "datasheet";
 };
 
 // How fast the host's CPU runs llama.cpp's (ggml's) CPU kernels, by thread count: measured by

@@ -64,6 +64,12 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     p.gpu.compute = g.rates("compute");
     p.gpu.compute_efficiency = g.number("compute_efficiency", 0.01, 1.0);
     p.gpu.kernel_min_time = g.duration("kernel_min_time");
+    if (g.has("provenance")) {
+      p.gpu.provenance = g.text("provenance");
+      if (p.gpu.provenance != "measured" && p.gpu.provenance != "published" &&
+          p.gpu.provenance != "architecture-prior" && p.gpu.provenance != "datasheet")
+        g.fail("provenance", "measured, published, architecture-prior or datasheet, not '" + p.gpu.provenance + "'");
+    }
     if (g.has("attention_efficiency")) p.gpu.attention_efficiency = g.flop_efficiency_points("attention_efficiency");
     if (g.has("fp32_gemm_efficiency")) {
       p.gpu.fp32_gemm_efficiency = g.efficiency_points("fp32_gemm_efficiency", "a matrix product's output elements");

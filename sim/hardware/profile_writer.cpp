@@ -71,7 +71,8 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
               {"memory_efficiency", p.gpu.memory_efficiency},
               {"compute", rates(p.gpu.compute)},
               {"compute_efficiency", p.gpu.compute_efficiency},
-              {"kernel_min_time", quantity(p.gpu.kernel_min_time, "s")}};
+              {"kernel_min_time", quantity(p.gpu.kernel_min_time, "s")},
+              {"provenance", p.gpu.provenance}};
   if (!p.gpu.attention_efficiency.empty()) {
     ordered_json pts = ordered_json::array();
     for (const auto& [flops, eff] : p.gpu.attention_efficiency) pts.push_back({flops, eff});

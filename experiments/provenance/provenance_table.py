@@ -1,0 +1,210 @@
+#!/usr/bin/python3
+"""Tables every catalogue GPU key, host-link and peer-link value with its provenance class and source (issue 38).
+
+  /usr/bin/python3 experiments/provenance/provenance_table.py [--out results/provenance]
+
+Reads calib/catalogue/gpus/*.yaml, host_links.yaml and peer_links.yaml (stdlib only: the catalogue's own simple
+YAML, one key a line, flow maps on one line) and writes gpus.md and links.md. Classes (calib/profiles/SCHEMA.md):
+measured (by calib, here), published (a cited microbenchmark of that part), architecture-prior (a sibling's, named
+in the source), datasheet (a datasheet or specification value, or an assumption: the source says which).
+"""
+import argparse
+import glob
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CAT = os.path.join(ROOT, "calib", "catalogue")
+
+
+def unquote(v):
+    v = v.strip()
+    if len(v) >= 2 and v[0] == v[-1] == '"':
+        return v[1:-1]
+    return v
+
+
+def flow_map(text):
+    """{a: 1, b: "x, y"} -> dict (quoted values may hold commas)."""
+    body = text.strip()[1:-1]
+    out, key, buf, quoted = {}, None, "", False
+    for ch in body + ",":
+        if ch == '"':
+            quoted = not quoted
+            buf += ch
+        elif ch == ":" and not quoted and key is None:
+            key, buf = buf.strip(), ""
+        elif ch == "," and not quoted:
+            if key is not None:
+                out[key] = unquote(buf)
+            key, buf = None, ""
+        else:
+            buf += ch
+    return out
+
+
+def read_simple(path):
+    """Nested dict of a catalogue file: indentation by two spaces, comments and blank lines skipped."""
+    root, stack = {}, [(-1, None)]
+    stack[0] = (-1, root)
+    lines = open(path).read().split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        key, _, value = line.strip().partition(":")
+        value = value.strip()
+        if value.startswith("{") and not value.endswith("}"):  # a flow map over several lines
+            while not value.endswith("}"):
+                value += " " + lines[i].strip()
+                i += 1
+        while stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1]
+        if value == "":
+            parent[key] = {}
+            stack.append((indent, parent[key]))
+        elif value.startswith("{"):
+            parent[key] = flow_map(value)
+        else:
+            parent[key] = unquote(value)
+    return root
+
+
+def efficiency_parts(source):
+    """The datasheet part of a gpu source and its memory_efficiency / compute_efficiency clauses."""
+    cut = source.find("; efficiencies from microbenchmarks")
+    datasheet = source if cut < 0 else source[:cut]
+    parts = {}
+    for key in ("memory_efficiency", "compute_efficiency"):
+        m = re.search(key + r" [0-9.]+ = (.*?)(?=; (?:memory|compute)_efficiency |$)", source)
+        if m:
+            parts[key] = m.group(0)
+    return datasheet, parts
+
+
+def clause_class(text):
+    if "architecture prior" in text:
+        return "architecture-prior"
+    if "published" in text:
+        return "published"
+    return "datasheet"
+
+
+def md_escape(s):
+    return s.replace("|", "\\|")
+
+
+def gpu_rows():
+    rows = []
+    for path in sorted(glob.glob(os.path.join(CAT, "gpus", "*.yaml"))):
+        d = read_simple(path)
+        g = d["gpu"]
+        gid = d["id"]
+        src = g["source"]
+        datasheet, parts = efficiency_parts(src)
+        prov = g.get("provenance", "datasheet")
+        borrowed = "borrowed from the calibrated H100 SXM" in src  # h100-pcie
+        for key in ("memory", "reserved", "memory_bandwidth", "memory_efficiency", "compute", "compute_efficiency",
+                    "kernel_min_time"):
+            if key == "compute":
+                for dtype, rate in g["compute"].items():
+                    rows.append((gid, "compute." + dtype, rate, "datasheet", datasheet))
+                continue
+            value = g[key]
+            if key in parts:
+                cls, why = clause_class(parts[key]), parts[key]
+            elif key in ("memory_efficiency", "compute_efficiency", "kernel_min_time") and borrowed:
+                cls, why = "architecture-prior", datasheet
+            elif key in ("memory_efficiency", "compute_efficiency", "kernel_min_time", "reserved"):
+                cls, why = "datasheet", "assumed: " + datasheet
+            else:
+                cls, why = "datasheet", datasheet
+            rows.append((gid, key, value, cls, why))
+        rows.append((gid, "provenance", prov, prov, "the weaker class of memory_efficiency and compute_efficiency"))
+    return rows
+
+
+def write_gpus(out):
+    rows = gpu_rows()
+    lines = ["# Provenance of every catalogue GPU key", "",
+             "Generated by experiments/provenance/provenance_table.py from calib/catalogue/gpus/*.yaml; do not edit.",
+             "Classes: measured (by calib, here), published (a cited microbenchmark of that card), architecture-prior",
+             "(a sibling's of the same architecture, named), datasheet (a datasheet value, or assumed where the source",
+             "says so). Whole-model benchmarks are validation only (results/validation/published-consumer).", "",
+             "## Summary", "", "| gpu | memory_efficiency | class | compute_efficiency | class | provenance |",
+             "|---|---|---|---|---|---|"]
+    by = {}
+    for gid, key, value, cls, _ in rows:
+        by.setdefault(gid, {})[key] = (value, cls)
+    counts = {}
+    for gid in sorted(by):
+        b = by[gid]
+        counts[b["provenance"][0]] = counts.get(b["provenance"][0], 0) + 1
+        lines.append(f"| {gid} | {b['memory_efficiency'][0]} | {b['memory_efficiency'][1]} | "
+                     f"{b['compute_efficiency'][0]} | {b['compute_efficiency'][1]} | {b['provenance'][0]} |")
+    lines += ["", "GPUs by provenance: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), "",
+              "## Every key", "", "| gpu | key | value | class | source |", "|---|---|---|---|---|"]
+    for gid, key, value, cls, why in rows:
+        lines.append(f"| {gid} | {key} | {md_escape(str(value))} | {cls} | {md_escape(why)} |")
+    with open(os.path.join(out, "gpus.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return len(by), len(rows)
+
+
+def write_links(out):
+    hl = read_simple(os.path.join(CAT, "host_links.yaml"))
+    pl = read_simple(os.path.join(CAT, "peer_links.yaml"))
+    lines = ["# Provenance of the catalogue's host links and peer links", "",
+             "Generated by experiments/provenance/provenance_table.py from calib/catalogue/host_links.yaml and",
+             "peer_links.yaml; do not edit. The files' header comments carry the full citations.", "",
+             "## Host links", "", "| link | key | value | class | source |", "|---|---|---|---|---|"]
+    for lid, e in hl["host_links"].items():
+        src = e.get("source", "")
+        for key in ("raw", "pinned", "pageable", "bidirectional"):
+            if key == "raw":
+                cls, why = "datasheet", "PCIe specification: per-lane rate after 128b/130b encoding"
+            elif key == "pinned" and src:
+                cls = "published" if "published" in src.split(";")[0] else "measured"
+                why = src.split(";")[0]
+            elif key == "pinned":
+                cls, why = "datasheet", "83% of the raw rate (derived; the x16 links were checked against published runs)"
+            else:
+                cls, why = "datasheet", "assumed" + ("" if key == "bidirectional" else
+                                                     " (published PyTorch pageable copies lack their PCIe generation: header)")
+            lines.append(f"| {lid} | {key} | {e[key]} | {cls} | {md_escape(why)} |")
+    for key, value in hl["latency"].items():
+        lines.append(f"| all | latency.{key} | {value} | datasheet | assumed |")
+    lines += ["", "## Peer links", "", "| link | key | value | class | source |", "|---|---|---|---|---|"]
+    for pid, e in pl["peer_links"].items():
+        src = e["source"]
+        if e["type"] == "nvlink":
+            for key, value in (("transfer.bandwidth", e["transfer"]["bandwidth"]), ("transfer.latency", e["transfer"]["latency"]),
+                               ("bidirectional", e["bidirectional"])):
+                cls = "datasheet"
+                lines.append(f"| {pid} | {key} | {value} | {cls} | {md_escape(src if 'latency' not in key else 'assumed')} |")
+        else:
+            of = e["of_host_link"]
+            bid_cls = "published" if "checked against" in src else "datasheet"
+            lines.append(f"| {pid} | of_host_link.transfer | {of['transfer']} | datasheet | assumed: {md_escape(src)} |")
+            lines.append(f"| {pid} | of_host_link.bidirectional | {of['bidirectional']} | {bid_cls} | {md_escape(src)} |")
+            lines.append(f"| {pid} | latency | {e['latency']} | datasheet | assumed |")
+    with open(os.path.join(out, "links.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(ROOT, "results", "provenance"))
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    n, rows = write_gpus(a.out)
+    write_links(a.out)
+    print(f"provenance_table.py: {n} GPUs, {rows} GPU rows; host and peer links -> {a.out}")
+
+
+if __name__ == "__main__":
+    main()
