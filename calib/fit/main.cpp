@@ -2,6 +2,9 @@
 // side by side (repeatability).
 //   tiersim_fit --raw raw.csv --base h100-sxm --name h100-sxm-measured --out calib/profiles/h100-sxm-measured.yaml [--report r.md]
 //   tiersim_fit --compare a.csv b.csv
+//   tiersim_fit --oversubscribe RAW.csv --base PROFILE   managed_memory.evict_block_overhead and
+//     evict_writeback_bandwidth from tiersim_calib --only oversubscribe's rows, the fault path taken from PROFILE's
+//     managed_memory (fit/oversubscribe_fit.hpp): the two YAML lines to add to that section, on stdout
 //   tiersim_fit --cpu cpu.csv --cpu-cores 8 [--raw raw.csv | --base PRESET] --name NAME --out PROFILE.yaml
 //     adds host.cpu_kernels, fitted from experiments/llamacpp/cpu_matmul_bench's CSV (without --raw, to the
 //     base profile as it is); --cpu-experts RUN.csv (repeatable): ggml's MUL_MAT_ID from another run (cpu_matmul_bench
@@ -16,6 +19,7 @@
 
 #include "core/error.hpp"
 #include "fit/cpu_fit.hpp"
+#include "fit/oversubscribe_fit.hpp"
 #include "fit/profile_fit.hpp"
 #include "config/embedded_files.hpp"
 #include "config/profile_source.hpp"
@@ -40,6 +44,20 @@ int compare(const std::string& a_path, const std::string& b_path) {
   return 0;
 }
 
+int oversubscribe(const std::string& raw_path, const std::string& base) {
+  const auto raw = tiersim::calib::read_raw_csv(raw_path);
+  const auto profile = tiersim::hw::resolve_profile(base);
+  if (!profile.managed_memory)
+    throw tiersim::InputError(profile.origin, 0, "managed_memory", "--oversubscribe needs the base profile's fault costs");
+  const auto f = tiersim::calib::fit_oversubscription(raw, *profile.managed_memory);
+  if (!f.fitted) throw tiersim::InputError(raw_path, 0, "um_oversub_pass", f.why_not);
+  std::printf("# %d steady passes: plain %.2f GB/s, ReadMostly %.2f GB/s, the fault path alone %.2f GB/s\n", f.passes,
+              f.plain_rate / 1e9, f.read_mostly_rate / 1e9, f.fault_path_rate / 1e9);
+  std::printf("  evict_block_overhead: \"%.1f us\"\n", f.evict_block_overhead * 1e6);
+  std::printf("  evict_writeback_bandwidth: \"%.2f GB/s\"\n", f.evict_writeback_bandwidth / 1e9);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,6 +75,12 @@ int main(int argc, char** argv) {
       if (a == "--compare") {
         if (i + 2 >= argc) throw tiersim::InputError("", 0, "--compare", "needs two CSV files");
         return compare(argv[i + 1], argv[i + 2]);
+      }
+      if (a == "--oversubscribe") {
+        const std::string csv = value();
+        for (int k = 1; k + 1 < argc; ++k)
+          if (std::string(argv[k]) == "--base") return oversubscribe(csv, argv[k + 1]);
+        throw tiersim::InputError("", 0, "--oversubscribe", "needs --base PROFILE (the fault costs it subtracts)");
       }
       if (a == "--raw") raw = value();
       else if (a == "--base") base = value();
@@ -78,7 +102,7 @@ int main(int argc, char** argv) {
         }
       } else
         throw tiersim::InputError("", 0, a,
-                                  "unknown option (--raw, --extra, --base, --name, --out, --report, --compare, --cpu, "
+                                  "unknown option (--raw, --oversubscribe, --extra, --base, --name, --out, --report, --compare, --cpu, "
                                   "--cpu-cores, --cpu-source, --cpu-experts)");
     }
     if ((raw.empty() && cpu.empty()) || name.empty() || out.empty())

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "fit/fp32_gemm_fit.hpp"
+#include "fit/oversubscribe_fit.hpp"
 #include "core/units.hpp"
 
 namespace tiersim::calib {
@@ -347,7 +348,8 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     y << "    " << dtype << ": \"" << tflops(v) << "\"\n";
   }
   y << "  compute_efficiency: " << num(compute_eff) << "\n"
-    << "  kernel_min_time: \"" << us(kernel_min) << "\"\n";
+    << "  kernel_min_time: \"" << us(kernel_min) << "\"\n"
+    << "  provenance: measured\n";  // every speed-setting value of this section comes from calib's rows
   if (!attention.empty()) {
     y << "  attention_efficiency: [";
     for (std::size_t i = 0; i < attention.size(); ++i) {
@@ -464,6 +466,13 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     const RawRow* alloc_row = raw.one("um_alloc_call", "malloc_managed_64KiB");
     const RawRow* free_row = raw.one("um_free_call", "free_gpu_written_64KiB");
     const bool calls_measured = alloc_row && free_row;
+    // Past the GPU's memory (tiersim_calib --only oversubscribe), against the fault path just fitted.
+    hw::ManagedMemorySpec fault_path;
+    fault_path.fault_batch_count = std::stoi(raw.fact("uvm.uvm_perf_fault_batch_count", "256"));
+    fault_path.fault_latency = serial->median / serial->work;
+    fault_path.fault_block_overhead = block_overhead;
+    fault_path.fault_migration_bandwidth = migration_bw;
+    const OversubscribeFit oversub = fit_oversubscription(raw, fault_path);
     y << "managed_memory:\n"
       << "  source: " << yaml_quote(by + ": fault_latency = isolated faults (one thread, one touch per 2 MiB, each waiting); "
                                          "fault_block_overhead and fault_migration_bandwidth solved from 512 batched sparse faults and a dense first touch; "
@@ -478,7 +487,9 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                                          + (gemm_reads.empty() ? std::string("")
                                                                : "; remote_gemm_reads = cuBLAS bf16 GEMM on PreferredLocation=CPU + AccessedBy weights, its time at M rows over its time at M <= 64, the median over the measured shapes")
                                          + (touch.empty() ? std::string("")
-                                                          : "; fresh_touch = a fresh cudaMallocManaged range's first GPU write (no advice) less a second write, per size")) << "\n"
+                                                          : "; fresh_touch = a fresh cudaMallocManaged range's first GPU write (no advice) less a second write, per size")
+                                         + (!oversub.fitted ? std::string("")
+                                                            : "; evict_block_overhead and evict_writeback_bandwidth = tiersim_calib's oversubscribe passes past a ballooned GPU (ReadMostly passes less the fault path above, per evicted block; plain less ReadMostly passes, per written-back byte)")) << "\n"
       << "  va_block: \"2 MiB\"\n  big_page: \"64 KiB\"\n"
       << "  prefetch_threshold: " << num(std::stod(raw.fact("uvm.uvm_perf_prefetch_threshold", "51")) / 100.0) << "\n"
       << "  fault_batch_count: " << raw.fact("uvm.uvm_perf_fault_batch_count", "256") << "\n"
@@ -488,6 +499,9 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       << "  prefetch_to_gpu: \"" << gbs(pf_gpu->rate()) << "\"\n"
       << "  evict_to_cpu: \"" << gbs(pf_cpu->rate()) << "\"\n"
       << "  remote_read_bandwidth: \"" << gbs(median_of(remote)) << "\"\n";
+    if (oversub.fitted)
+      y << "  evict_block_overhead: \"" << us(oversub.evict_block_overhead) << "\"\n"
+        << "  evict_writeback_bandwidth: \"" << gbs(oversub.evict_writeback_bandwidth) << "\"\n";
     if (!remote_input.empty()) y << "  gemv_remote_input_bandwidth: \"" << gbs(median_of(remote_input)) << "\"\n";
     if (!gemm_reads.empty()) {
       y << "  remote_gemm_reads: [";

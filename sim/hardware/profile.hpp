@@ -128,6 +128,15 @@ struct ManagedMemorySpec {
   double fault_migration_bandwidth = 0;    // bytes moved by fault-driven migration to the GPU
   double prefetch_to_gpu = 0;              // cudaMemPrefetchAsync to the GPU
   double evict_to_cpu = 0;                 // write-back of evicted blocks (and prefetch to the CPU)
+  // Faults past the GPU's memory (calib's oversubscribe rows, a balloon shrinking the GPU; tiersim_fit
+  // --oversubscribe). Each fault that must evict takes a root chunk from the LRU head and re-runs its block's
+  // service (nvidia-uvm uvm_pmm_gpu.c evict_root_chunk, NV_ERR_MORE_PROCESSING_REQUIRED): evict_block_overhead per
+  // evicted block. The evicted chunk's copy back runs on the GPU->CPU copy engine while the next block's fill waits
+  // only for its own chunk (uvm_va_block.c's trackers), so write-back overlaps the fault path in part: a written-back
+  // byte adds 1 / evict_writeback_bandwidth to the faulting kernel. Optional (0: not measured; evictions then cost
+  // nothing more and write-back runs after the faults at evict_to_cpu, one after the other).
+  double evict_block_overhead = 0;
+  double evict_writeback_bandwidth = 0;
   double remote_read_bandwidth = 0;        // GPU kernels reading host-resident managed memory
   // A GEMV whose input vector is host-resident reads it over the link once per output row: its
   // weight's bytes at this rate. Optional (0: not measured; such reads are then charged once, at

@@ -150,6 +150,9 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
                            {"mapping_fault_cost", quantity(m.mapping_fault_cost, "s")},
                            {"alloc_call", quantity(m.alloc_call, "s")},
                            {"free_call", quantity(m.free_call, "s")}};
+    if (m.evict_block_overhead > 0) j["managed_memory"]["evict_block_overhead"] = quantity(m.evict_block_overhead, "s");
+    if (m.evict_writeback_bandwidth > 0)
+      j["managed_memory"]["evict_writeback_bandwidth"] = quantity(m.evict_writeback_bandwidth, "B/s");
     if (m.gemv_remote_input_bandwidth > 0)
       j["managed_memory"]["gemv_remote_input_bandwidth"] = quantity(m.gemv_remote_input_bandwidth, "B/s");
     if (!m.remote_gemm_reads.empty()) {

@@ -135,8 +135,14 @@ void ManagedMemory::touch_block(std::uint32_t b, double touched, bool write, boo
     return;
   }
   // Host-resident. PreferredLocation=CPU (unless explicitly prefetched) and mapped AccessedBy blocks
-  // are accessed where they are.
-  if (!prefetch && (prefer_cpu || mapped_[b])) {
+  // are accessed where they are, except a read of a ReadMostly block: read duplication overrides the preferred
+  // location ("if cudaMemAdviseSetReadMostly is also set on this memory region ..., then the policies associated
+  // with that advice will override the policies of this advice": CUDA Runtime API, cudaMemAdvise,
+  // cudaMemAdviseSetPreferredLocation), so the read makes a GPU copy. Seed 000's mode 3 (PreferredLocation=CPU +
+  // ReadMostly) past VRAM measured so (results/validation/um-oversubscription: at the ReadMostly fault rate, not
+  // the remote-read rate).
+  const bool duplicates = (advice_[b] & placement::kReadMostly) != 0 && !write && demand_paging_;
+  if (!prefetch && !duplicates && (prefer_cpu || mapped_[b])) {
     if (!mapped_[b]) {
       mapped_[b] = 1;
       ++cost.mapping_faults;
@@ -247,7 +253,8 @@ double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const Acc
   if (c.remote_input_bytes > 0) t += c.remote_input_bytes / spec.gemv_remote_input_bandwidth;
   t += c.mapping_faults * spec.mapping_fault_cost;
   t += c.fresh_touch_seconds;
-  t += c.written_back_bytes / spec.evict_to_cpu;
+  t += c.evicted_blocks * spec.evict_block_overhead;
+  t += c.written_back_bytes / (spec.evict_writeback_bandwidth > 0 ? spec.evict_writeback_bandwidth : spec.evict_to_cpu);
   return t;
 }
 

@@ -63,7 +63,8 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
   };
   for (const Case& c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {"results/calib/h200-remote-fresh/h200_remote_fresh.csv", "results/calib/h200-attention/attention.csv",
                         "results/calib/h200-fresh-d2h/fresh_d2h.csv", "results/calib/h200-fp32-gemm/raw_h200_run7_fp32_gemm.csv",
-                        "results/calib/h200-convolution/convolution.csv"}, "", 0, {}},
+                        "results/calib/h200-convolution/convolution.csv", "results/calib/h200-zero-copy/raw_h200_run8_input_gemv.csv",
+                        "results/calib/h200-oversubscribe/calib_oversubscribe.csv"}, "", 0, {}},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
                             {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv",
                              "results/calib/h100-remote-gemm/remote_gemm.csv", "results/calib/h100-fresh-touch/fresh_touch.csv",

@@ -1,0 +1,63 @@
+#include "fit/oversubscribe_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace tiersim::calib {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Seconds per byte of every steady pass (the second on) of `variant` at a ratio above 1. Variants are
+// VARIANT_rX.XX_pN (bench_oversubscribe.cu).
+std::vector<double> steady_seconds_per_byte(const RawMeasurements& raw, const std::string& variant) {
+  std::vector<double> out;
+  for (const RawRow* r : raw.find("um_oversub_pass", variant + "_r")) {
+    const std::string rest = r->variant.substr(variant.size() + 2);  // "1.25_p3"
+    const auto p = rest.find("_p");
+    if (p == std::string::npos || r->work <= 0 || r->median <= 0) continue;
+    const double ratio = std::stod(rest.substr(0, p));
+    const int pass = std::stoi(rest.substr(p + 2));
+    if (ratio > 1.0 && pass >= 2) out.push_back(r->median / r->work);
+  }
+  return out;
+}
+
+}  // namespace
+
+OversubscribeFit fit_oversubscription(const RawMeasurements& raw, const hw::ManagedMemorySpec& um) {
+  OversubscribeFit f;
+  const auto plain = steady_seconds_per_byte(raw, "plain");
+  const auto rm = steady_seconds_per_byte(raw, "read_mostly");
+  if (plain.empty() || rm.empty()) {
+    f.why_not = "no steady um_oversub_pass rows (plain and read_mostly, ratio above 1, second pass on)";
+    return f;
+  }
+  if (!(um.fault_migration_bandwidth > 0) || !(um.va_block > 0) || um.fault_batch_count < 1) {
+    f.why_not = "the profile has no fault costs to take the fault path from";
+    return f;
+  }
+  const double plain_t = median(plain), rm_t = median(rm);
+  const double blocks = kOversubscribeChunk / um.va_block;
+  const double chunk_s = std::ceil(blocks / um.fault_batch_count) * um.fault_latency + blocks * um.fault_block_overhead +
+                         kOversubscribeChunk / um.fault_migration_bandwidth;
+  const double base_t = chunk_s / kOversubscribeChunk;
+  f.plain_rate = 1 / plain_t, f.read_mostly_rate = 1 / rm_t, f.fault_path_rate = 1 / base_t;
+  f.passes = static_cast<int>(plain.size() + rm.size());
+  if (!(plain_t > rm_t)) {
+    f.why_not = "plain passes are not slower than ReadMostly ones: no write-back cost to fit";
+    return f;
+  }
+  f.evict_writeback_bandwidth = 1 / (plain_t - rm_t);
+  f.evict_block_overhead = std::max(0.0, (rm_t - base_t) * um.va_block);
+  f.fitted = true;
+  return f;
+}
+
+}  // namespace tiersim::calib
