@@ -1,0 +1,87 @@
+"""tiersim against managed memory past VRAM measured on an H200 (results/validation/um-oversubscription: seed 000's
+allocator, one cudaMallocManaged per tensor, its modes with the advice on every allocation, the GPU ballooned to
+the memory the row records). Predicted with the shipped h200-measured + pytorch-hf-h200, the GPU's memory set to
+what the balloon left (cudaMemGetInfo after it, plus the profile's reserve, which that free memory already lacks);
+nothing fitted to these rows.
+
+Split: Qwen3-8B's rows are the development set (looked at while the oversubscription model was built, `in`);
+Qwen3-14B's were measured in the same session but held back, read for the first time when this script scored them
+(`out`). Writes table.md and accuracy_rows.csv (experiments/accuracy/collect.py reads it) in that folder.
+  /usr/bin/python3 experiments/um/oversubscribe_compare.py [--only 8b]   (after building)
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
+HERE = os.path.join(ROOT, "results", "validation", "um-oversubscription")
+MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json"}
+SETS = {"8b": ("rows_8b.jsonl", "in"), "14b": ("rows_14b.jsonl", "out")}
+# Seed 000's modes (experiments/um/oversubscribe_decode.py) as tiersim's managed memory kind.
+ADVICE = {1: "", 2: "prefer-cpu,", 3: "prefer-cpu,read-mostly,", 4: "prefer-cpu,accessed-by,"}
+MODE_TEXT = {1: "1 managed", 2: "2 +PreferredLocation=CPU", 3: "3 +ReadMostly", 4: "4 PreferredLocation=CPU+AccessedBy"}
+RESERVED_GIB = 0.5145  # calib/profiles/h200-measured.yaml gpu.reserved: in use before any allocation
+
+
+def predict(row):
+    memory = row["gpu_left_bytes"] + RESERVED_GIB * 2**30
+    args = [SIM, "--model", MODELS[row["model"]], "--prompt", str(row["prompt"]),
+            "--decode", str(row["warmup"] + row["tokens"]), "--hw", "h200-measured", "--runtime", "pytorch-hf-h200",
+            "--lengths", "fresh", "--placement", "all-gpu",
+            "--memory", f"managed:{ADVICE[row['mode']]}allocator=per-tensor,advise=all,filled=gpu",
+            "--set", f"gpu.memory={memory:.0f} B", "--json"]
+    res = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+    if res.returncode != 0:
+        raise SystemExit(f"sim failed for {row['model']} mode {row['mode']}: {res.stderr.strip()}")
+    j = json.loads(res.stdout)
+    return j["step_seconds"], j
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=sorted(SETS), help="score one set (the held-back one is scored once)")
+    a = ap.parse_args()
+    lines = ["| model | mode | weights / GPU memory left | tokens measured (s, in order) | measured | predicted | error | split |",
+             "|---|---|---|---|---|---|---|---|"]
+    out_rows, errors = [], {"in": [], "out": []}
+    for key, (name, split) in SETS.items():
+        if a.only and key != a.only:
+            continue
+        for line in open(os.path.join(HERE, name)):
+            r = json.loads(line)
+            p, _ = predict(r)
+            m = r["decode_median_s"]
+            err = p / m - 1
+            errors[split].append(abs(err))
+            tokens = " ".join(f"{t:.2f}" for t in r["warmup_s"] + r["decode_s"])
+            label = f"{r['model']} mode {r['mode']} x{r['oversubscription']:.2f}" + (" (mild)" if r["label"] else "")
+            lines.append(f"| {r['model']} | {MODE_TEXT[r['mode']]} | {r['oversubscription']:.2f} "
+                         f"({r['gpu_left_bytes'] / 2**30:.2f} GiB) | {tokens} | {m:.3f} s | {p:.3f} s | "
+                         f"{100 * err:+.1f}% | {split} |")
+            out_rows.append(dict(set="um-oversubscription", row=label, quantity="seconds", measured=f"{m:.6g}",
+                                 predicted=f"{p:.6g}", error=f"{err:.5f}", gpu="H200", machine_class="measured",
+                                 workload="decode", strategy="managed-oversubscribed",
+                                 split=split))
+    lines.append("")
+    for split in ("in", "out"):
+        e = errors[split]
+        if e:
+            lines.append(f"- {split}-sample: {len(e)} rows, mean absolute error {100 * statistics.mean(e):.1f}%, "
+                         f"worst {100 * max(e):.1f}%.")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.only:
+        return  # a partial score is not written: the table and the accuracy rows are whole sets
+    open(os.path.join(HERE, "table.md"), "w").write(text)
+    with open(os.path.join(HERE, "accuracy_rows.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(out_rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(out_rows)
+
+
+if __name__ == "__main__":
+    main()
