@@ -1,5 +1,6 @@
 #include <cstdio>
 
+#include "accuracy/error_band.hpp"
 #include "core/units.hpp"
 #include "report/reporters.hpp"
 
@@ -178,7 +179,8 @@ void write_console(std::ostream& out, const Context& c) {
                                                 : ", cfg " + h.meta.at("cfg") + " (negative prompt in the batch)"));
   for (const auto& [k, v] : c.placement->resolved) line(k.c_str(), v);
   if (!c.strategy.empty()) line("strategy", c.strategy);
-  if (c.runtime->name != "pytorch-eager") line("runtime", c.runtime->name + " [" + c.runtime->origin + "]");
+  line("runtime", c.runtime->name + " [" + c.runtime->origin + "]" +
+                     (c.runtime->name == "pytorch-eager" ? " (the default when none is given: assumed host costs, not measured)" : ""));
   bool cpu_executes = false;
   for (std::size_t t = 0; t < c.placement->path.size(); ++t)
     cpu_executes |= c.placement->path[t] == placement::Path::Execute && c.placement->device[t] == placement::kCpu;
@@ -214,6 +216,8 @@ void write_console(std::ostream& out, const Context& c) {
                            (s.prefill_steps == 1 ? " decoder call" : " decoder calls, one per latent frame") + ")");
   else if (s.prefill_steps > 0)
     line("prefill", units::format_duration(s.prefill_seconds));
+  // How sure the figures above are: the validation rows of the run's class (sim/accuracy/error_band.hpp).
+  line("accuracy", accuracy::band_for(accuracy::classify(h, hw, *c.placement, s)).text());
   // The GPU's busy share is of the median decode step or iteration; a trace of prefill steps alone has neither.
   if (s.decode_steps > 0 || s.iteration_steps > 0)
     line("cuda:0 busy", num("%.0f%% of the ", 100.0 * s.gpu_busy_share) + step + " (its kernels and on-demand copies)");

@@ -7,6 +7,7 @@
 
 #include "git_sha.hpp"  // generated at build time (sim/report/write_git_sha.cmake)
 
+#include "accuracy/error_band.hpp"
 #include "core/json_text.hpp"
 #include "report/reporters.hpp"
 
@@ -75,6 +76,19 @@ void write_json(std::ostream& out, const Context& c) {
   j["prefill_seconds"] = s.prefill_seconds;
   j["total_seconds"] = s.total_seconds;
   j["first_step_seconds"] = c.result->steps.front().seconds;  // cold: managed memory faults in here
+  {
+    // How sure the figures are: the validation rows of the run's class (sim/accuracy/error_band.hpp); null where
+    // the class has none.
+    const accuracy::Band band = accuracy::band_for(accuracy::classify(h, hw, *c.placement, s));
+    auto rows = [](const std::optional<accuracy::BandRow>& r) -> ordered_json {
+      if (!r) return nullptr;
+      return {{"rows", r->rows}, {"mean_abs_error", r->mean_abs}, {"median_abs_error", r->median_abs},
+              {"p90_abs_error", r->p90_abs}, {"strategy", r->strategy}, {"sets", r->sets}};
+    };
+    j["accuracy"] = {{"machine_class", band.run.machine_class}, {"workload", band.run.workload},
+                     {"strategy", band.run.strategy}, {"in_sample", rows(band.in_sample)},
+                     {"out_of_sample", rows(band.out_of_sample)}, {"text", band.text()}};
+  }
   j["vram_peak_bytes"] = whole(c.result->peak_bytes.count("cuda:0") ? c.result->peak_bytes.at("cuda:0") : 0.0);
   j["offloaded_bytes"] = whole(placement::offloaded_weight_bytes(h, *c.placement));
   j["weight_bytes"] = whole(placement::weight_bytes(h));
