@@ -16,6 +16,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "accuracy/error_band.hpp"
 #include "analytic/step_bound.hpp"
 #include "cli/allocator_replay.hpp"
 #include "cli/plan.hpp"
@@ -1038,6 +1039,11 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
       if (const auto host = sim.result.peak_bytes.find("cpu"); host != sim.result.peak_bytes.end()) p.host_peak = host->second;
       p.offloaded = placement::offloaded_weight_bytes(sim.header, sim.placement);
       p.bottleneck = bottleneck(sim, at.machine->hw);
+      const accuracy::Band band = accuracy::band_for(accuracy::classify(sim.header, at.machine->hw, sim.placement, p.summary));
+      p.accuracy_class = band.run.machine_class + "/" + band.run.workload + "/" + band.run.strategy;
+      if (band.in_sample) p.error_in = band.in_sample->mean_abs;
+      if (band.out_of_sample) p.error_out = band.out_of_sample->mean_abs;
+      p.validated = band.in_sample || band.out_of_sample;
     } catch (const CapacityError& e) {
       p.error = e.what();
     } catch (const InputError& e) {

@@ -325,6 +325,9 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
         j["host_peak_bytes"] = std::llround(r.point.host_peak);
         j["offloaded_bytes"] = std::llround(r.point.offloaded);
         j["bottleneck"] = r.point.bottleneck;
+        j["accuracy"] = {{"class", r.point.accuracy_class},
+                         {"in_sample_mean_abs_error", r.point.error_in ? nlohmann::ordered_json(*r.point.error_in) : nullptr},
+                         {"out_of_sample_mean_abs_error", r.point.error_out ? nlohmann::ordered_json(*r.point.error_out) : nullptr}};
         j["pareto"] = r.pareto;
         if (goal_set) j["meets_goal"] = r.meets;
       } else {
@@ -336,14 +339,21 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
     return;
   }
   const bool workloads = std::any_of(rows.begin(), rows.end(), [](const PlanRow& r) { return !r.workload.empty(); });
-  std::vector<std::string> header{"rank", "hw", "strategy", "setting", speed_name, "meets goal", "price (USD)",
+  // The error band of each row's class (sim/accuracy): in-sample mean abs error, out-of-sample after a slash.
+  auto band = [](const PlanPoint& p) {
+    if (!p.ok) return std::string();
+    if (!p.validated) return std::string("not validated");
+    return (p.error_in ? fmt("±%.0f%%", 100 * *p.error_in) : std::string("-")) +
+           (p.error_out ? fmt(" / ±%.0f%% out", 100 * *p.error_out) : std::string());
+  };
+  std::vector<std::string> header{"rank", "hw", "strategy", "setting", speed_name, "error band", "meets goal", "price (USD)",
                                   "GPU peak (GiB)", "offloaded (GB)", "limited by", "pareto", "command"};
   if (workloads) header.insert(header.begin() + 2, "dtype");
   std::vector<std::vector<std::string>> table;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const bool ok = r.point.ok;
-    table.push_back({std::to_string(i + 1), r.hw, r.strategy, r.setting, ok ? speed(r) : "does not fit",
+    table.push_back({std::to_string(i + 1), r.hw, r.strategy, r.setting, ok ? speed(r) : "does not fit", band(r.point),
                      !goal_set || !ok ? "" : r.meets ? "yes" : "no", r.price ? fmt("%.0f", r.price->usd) : "",
                      ok ? fmt("%.2f", r.point.vram_peak / 1073741824.0) : "",
                      ok ? fmt("%.2f", r.point.offloaded / 1e9) : "", ok ? r.point.bottleneck : r.point.error,

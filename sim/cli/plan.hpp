@@ -27,6 +27,11 @@ struct PlanPoint {
   double host_peak = 0;     // bytes in host memory (weights kept there, pinned staging)
   double offloaded = 0;     // weight bytes off the compute GPU
   std::string bottleneck;   // what limits the step (plan.cpp bottleneck())
+  // How sure the speed is: the mean abs error of the validation rows of the point's class (sim/accuracy), in-sample
+  // where there are rows, out-of-sample too; empty optionals and `validated` false when the class has none.
+  std::optional<double> error_in, error_out;
+  bool validated = false;
+  std::string accuracy_class;  // machine class / workload / strategy, e.g. measured/decode/host-copy
   bool diffusion = false;   // speed in s/iteration, not tokens/s
   double speed() const;     // higher is better: tokens/s, or iterations/s
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "accuracy/error_band.hpp"
 #include "cli/train.hpp"
 #include "core/error.hpp"
 
@@ -116,6 +117,12 @@ std::vector<PlanRow> plan_training(const TrainPlanWorkload& workload, const std:
         row.args.insert(row.args.end(), {"--runtime", origin.rfind("preset:", 0) == 0 ? origin.substr(7) : origin});
       }
       row.point = point_of(r);
+      // A training step's band: every training row of the GPU's class (sim/accuracy; no per-strategy split).
+      const accuracy::Band band = accuracy::band_for({c.machine->hw.gpu.provenance, "training", "*"});
+      row.point.accuracy_class = c.machine->hw.gpu.provenance + "/training/*";
+      if (band.in_sample) row.point.error_in = band.in_sample->mean_abs;
+      if (band.out_of_sample) row.point.error_out = band.out_of_sample->mean_abs;
+      row.point.validated = band.in_sample || band.out_of_sample;
     } catch (const InputError& e) {
       refused[i] = e;
     }
