@@ -130,8 +130,11 @@ def split_cells(rows, split):
 
 
 def glance(rows):
+    classes = sorted({r["machine_class"] for r in rows if r["machine_class"] != "measured"})
+    others = (" and " + ", ".join(f"{sum(r['machine_class'] == c for r in rows)} rows of {c} GPUs"
+                                  for c in classes)) if classes else ""
     lines = ["Mean |predicted / measured - 1| over every row of every validation set (H100 and H200 machines "
-             "measured here; whole sets, no subset). In-sample: rows a calibration or model change looked at, or "
+             f"measured here{others}; whole sets, no subset). In-sample: rows a calibration or model change looked at, or "
              "may have; out-of-sample: scored after both were fixed, nothing changed for them since. Per set and "
              "per strategy: "
              "[docs/accuracy.md](docs/accuracy.md).",

@@ -35,6 +35,15 @@ def base_efficiencies(commit, gpu):
     return me, ce
 
 
+def provenance(hw):
+    """The card's gpu.provenance as `sim profiles show` prints its profile (the machine class of its rows)."""
+    out = subprocess.run([SIM, "profiles", "show", hw], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    m = re.search(r"\n\s*provenance: \"?([a-z-]+)", out)
+    if not m:
+        sys.exit(f"published_consumer_compare.py: no provenance in `sim profiles show {hw}`")
+    return m.group(1)
+
+
 def predict(r, sets):
     args = [SIM, "run", "--model", f"traces/models/{r['model']}.json", "--dtype", r["dtype"], "--hw", r["hw"],
             "--policy", "llamacpp", "--runtime", RUNTIME, "--ngl", r["ngl"], "--json", "--fit", "off",
@@ -65,6 +74,7 @@ def main():
              "| gpu | model | dtype | test | measured t/s | before | error | after | error | split | source |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     errs = {"before": [], "after": []}
+    accuracy_rows = []  # experiments/accuracy/collect.py reads them (the 'after' predictions: the catalogue as it is)
     for r in rows:
         me, ce = base_efficiencies(a.base, r["hw"])
         before = predict(r, [f"gpu.memory_efficiency={me}", f"gpu.compute_efficiency={ce}"])
@@ -73,6 +83,11 @@ def main():
         eb, ea = (before - m) / m, (after - m) / m
         errs["before"].append(abs(eb))
         errs["after"].append(abs(ea))
+        accuracy_rows.append(dict(set="published-consumer", row=f"{r['gpu']} {r['model']} {r['dtype']} {r['test']}",
+                                  quantity="tokens_per_s", measured=f"{m:.6g}", predicted=f"{after:.6g}",
+                                  error=f"{ea:.5f}", gpu=r["gpu"], machine_class=provenance(r["hw"]),
+                                  workload="prefill" if int(r["n_prompt"]) > 0 else "decode", strategy="resident",
+                                  split="out"))
         lines.append(f"| {r['gpu']} | {r['model']} | {r['dtype']} | {r['test']} | {m:.2f} | {before:.1f} | "
                      f"{100 * eb:+.1f}% | {after:.1f} | {100 * ea:+.1f}% | out | [{r['posted']}]({r['url']}) |")
     n = len(rows)
@@ -85,6 +100,10 @@ def main():
     text = "\n".join(lines) + "\n"
     with open(os.path.join(a.out, "table.md"), "w") as f:
         f.write(text)
+    with open(os.path.join(a.out, "accuracy_rows.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(accuracy_rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(accuracy_rows)
     sys.stdout.write(text)
 
 
