@@ -121,35 +121,37 @@ RunClass classify(const trace::Header& header, const hw::HardwareProfile& hw, co
 Band band_for(const RunClass& run) {
   Band b;
   b.run = run;
-  for (const char* split : {"in", "out"}) {
-    const BandRow* row = find(run.machine_class, run.workload, run.strategy, split);
-    if (row) (std::string(split) == "in" ? b.in_sample : b.out_of_sample) = *row;
-  }
-  if (!b.in_sample && !b.out_of_sample) {
-    b.strategy_fallback = true;
-    if (const BandRow* row = find(run.machine_class, run.workload, "*", "in")) b.in_sample = *row;
-    if (const BandRow* row = find(run.machine_class, run.workload, "*", "out")) b.out_of_sample = *row;
-  }
+  auto take = [&](const std::string& machine, const std::string& strategy, Band::Basis basis) {
+    const BandRow* in = find(machine, run.workload, strategy, "in");
+    const BandRow* out = find(machine, run.workload, strategy, "out");
+    if (!in && !out) return false;
+    if (in) b.in_sample = *in;
+    if (out) b.out_of_sample = *out;
+    b.basis = basis;
+    return true;
+  };
+  if (take(run.machine_class, run.strategy, Band::Basis::Exact)) return b;
+  if (run.machine_class != "measured" && take("measured", run.strategy, Band::Basis::MeasuredKinds)) return b;
+  take(run.machine_class, "*", Band::Basis::AnyStrategy);
   return b;
 }
 
 std::string Band::text() const {
-  const std::string what = machine_words(run.machine_class) + ", " + run.workload + ", " + run.strategy;
-  if (!in_sample && !out_of_sample) {
-    std::string s = "not validated: no validation row of a " + machine_words(run.machine_class) + " (" + run.workload + ")";
-    if (const BandRow* m = find("measured", run.workload, run.strategy, "in"))
-      s += "; on measured GPU kinds this strategy is " + percent(m->mean_abs) + " (" + std::to_string(m->rows) + " rows)";
-    return s;
-  }
   auto part = [](const std::optional<BandRow>& r, const char* name) {
     if (!r) return std::string(name) + ": none";
     return std::string(name) + " ±" + percent(r->mean_abs) + " (" + std::to_string(r->rows) + " rows)";
   };
+  const std::string splits = part(in_sample, "in-sample") + ", " + part(out_of_sample, "out-of-sample");
+  const std::string what = run.workload + ", " + run.strategy;
+  if (basis == Basis::None)
+    return "not validated: no validation row of a " + machine_words(run.machine_class) + " (" + run.workload + ")";
   const BandRow& head = in_sample ? *in_sample : *out_of_sample;
-  std::string s = "±" + percent(head.mean_abs) + " mean abs error, " + what;
-  if (strategy_fallback) s += " (no rows of this strategy: every " + run.workload + " row of the class)";
-  s += "; " + part(in_sample, "in-sample") + ", " + part(out_of_sample, "out-of-sample");
-  return s;
+  if (basis == Basis::MeasuredKinds)
+    return "not validated on a " + machine_words(run.machine_class) + "; on measured GPU kinds " + what + " is ±" +
+           percent(head.mean_abs) + " mean abs error (" + splits + "); expect more on this GPU";
+  std::string s = "±" + percent(head.mean_abs) + " mean abs error, " + machine_words(run.machine_class) + ", " + what;
+  if (basis == Basis::AnyStrategy) s += " (no rows of this strategy: every " + run.workload + " row of the class)";
+  return s + "; " + splits;
 }
 
 }  // namespace tiersim::accuracy

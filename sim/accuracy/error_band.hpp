@@ -32,10 +32,11 @@ struct RunClass {
 
 struct Band {
   RunClass run;
-  // The rows the band comes from: of the run's exact class, or (when it has none) of its machine class and
-  // workload over every strategy (`strategy_fallback`); none when the machine class has no row of the workload.
+  // The rows the band comes from, in this order: the run's exact class (basis Exact); else the same workload and
+  // strategy on measured GPU kinds (MeasuredKinds: the run's own GPU class has no such row, so its error is at least
+  // this); else its machine class and workload over every strategy (AnyStrategy); none when nothing applies.
+  enum class Basis { Exact, MeasuredKinds, AnyStrategy, None } basis = Basis::None;
   std::optional<BandRow> in_sample, out_of_sample;
-  bool strategy_fallback = false;
   // "±9.5% (245 validation rows, in-sample; out-of-sample: none), measured GPU kind, decode, host-copy" or
   // "not validated: no validation row of a datasheet GPU (decode); ..."
   std::string text() const;
@@ -44,7 +45,7 @@ struct Band {
 // The class of a finished run. `workload` is the step kind its headline figure describes.
 RunClass classify(const trace::Header& header, const hw::HardwareProfile& hw, const placement::Placement& placement,
                   const result::Summary& summary);
-// The band of a class: exact rows first, then the workload's rows of the machine class over every strategy.
+// The band of a class (Band::basis says which rows it comes from).
 Band band_for(const RunClass& run);
 // The compiled-in bands.csv, parsed once. A malformed table is a build defect: std::logic_error naming the line.
 const std::vector<BandRow>& bands();

@@ -1043,7 +1043,7 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
       p.accuracy_class = band.run.machine_class + "/" + band.run.workload + "/" + band.run.strategy;
       if (band.in_sample) p.error_in = band.in_sample->mean_abs;
       if (band.out_of_sample) p.error_out = band.out_of_sample->mean_abs;
-      p.validated = band.in_sample || band.out_of_sample;
+      p.validated = band.basis == accuracy::Band::Basis::Exact || band.basis == accuracy::Band::Basis::AnyStrategy;
     } catch (const CapacityError& e) {
       p.error = e.what();
     } catch (const InputError& e) {

@@ -342,9 +342,11 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
   // The error band of each row's class (sim/accuracy): in-sample mean abs error, out-of-sample after a slash.
   auto band = [](const PlanPoint& p) {
     if (!p.ok) return std::string();
-    if (!p.validated) return std::string("not validated");
-    return (p.error_in ? fmt("±%.0f%%", 100 * *p.error_in) : std::string("-")) +
-           (p.error_out ? fmt(" / ±%.0f%% out", 100 * *p.error_out) : std::string());
+    const std::string errors = (p.error_in ? fmt("±%.0f%%", 100 * *p.error_in) : std::string("-")) +
+                               (p.error_out ? fmt(" / ±%.0f%% out", 100 * *p.error_out) : std::string());
+    if (p.validated) return errors;
+    // No row of this GPU's class: the measured GPU kinds' error of the strategy, where there is one.
+    return p.error_in || p.error_out ? "not validated (measured kinds " + errors + ")" : std::string("not validated");
   };
   std::vector<std::string> header{"rank", "hw", "strategy", "setting", speed_name, "error band", "meets goal", "price (USD)",
                                   "GPU peak (GiB)", "offloaded (GB)", "limited by", "pareto", "command"};

@@ -28,7 +28,8 @@ struct PlanPoint {
   double offloaded = 0;     // weight bytes off the compute GPU
   std::string bottleneck;   // what limits the step (plan.cpp bottleneck())
   // How sure the speed is: the mean abs error of the validation rows of the point's class (sim/accuracy), in-sample
-  // where there are rows, out-of-sample too; empty optionals and `validated` false when the class has none.
+  // and out-of-sample where there are rows. `validated` false: the GPU's class has no row of the strategy; the errors
+  // are then the measured GPU kinds' (empty where those have none either).
   std::optional<double> error_in, error_out;
   bool validated = false;
   std::string accuracy_class;  // machine class / workload / strategy, e.g. measured/decode/host-copy

@@ -122,7 +122,7 @@ std::vector<PlanRow> plan_training(const TrainPlanWorkload& workload, const std:
       row.point.accuracy_class = c.machine->hw.gpu.provenance + "/training/*";
       if (band.in_sample) row.point.error_in = band.in_sample->mean_abs;
       if (band.out_of_sample) row.point.error_out = band.out_of_sample->mean_abs;
-      row.point.validated = band.in_sample || band.out_of_sample;
+      row.point.validated = band.basis == accuracy::Band::Basis::Exact || band.basis == accuracy::Band::Basis::AnyStrategy;
     } catch (const InputError& e) {
       refused[i] = e;
     }

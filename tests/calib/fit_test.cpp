@@ -14,6 +14,7 @@
 #include "config/profile_source.hpp"
 #include "fit/cpu_fit.hpp"
 #include "fit/fp32_gemm_fit.hpp"
+#include "fit/oversubscribe_fit.hpp"
 #include "fit/profile_fit.hpp"
 #include "fit/raw_csv.hpp"
 #include "hardware/profile_loader.hpp"
@@ -113,6 +114,41 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
 
 // The fp32 sweep's rows between a tile's multiples run at the padded rows' share times the real rows over them: the
 // fit finds the tile from rows made so, and runs of M 512 and 2048 alone give no curve.
+TEST(FitOversubscribe, WriteBackAndEvictionCostsComeFromPlainAndReadMostlyPasses) {
+  // 64 MiB buffers (32 blocks of 2 MiB). The fault path alone: one batch (10 us) + 32 x 5 us + 64 MiB at 10 GB/s.
+  const double chunk = 64.0 * 1048576;
+  hw::ManagedMemorySpec um;
+  um.fault_batch_count = 256;
+  um.fault_latency = 10e-6;
+  um.fault_block_overhead = 5e-6;
+  um.fault_migration_bandwidth = 10e9;
+  const double base = 10e-6 + 32 * 5e-6 + chunk / 10e9;
+  // ReadMostly passes: the fault path + 30 us per evicted block; plain ones: + 64 MiB at 20 GB/s of write-back.
+  const double rm = base + 32 * 30e-6, plain = rm + chunk / 20e9;
+  std::ostringstream csv;
+  csv.precision(17);
+  csv << "# gpu_name: X\nbenchmark,variant,work,work_unit,repeats,median_s,min_s,max_s\n";
+  auto row = [&](const std::string& v, double s) {
+    csv << "um_oversub_pass," << v << "," << chunk << ",bytes,1," << s << "," << s << "," << s << "\n";
+  };
+  row("plain_r0.50_p1", 10 * plain);  // below the GPU's memory: not a steady eviction pass, ignored
+  row("plain_r1.50_p1", 10 * plain);  // a first pass (it found free memory): ignored
+  for (const char* p : {"plain_r1.50_p2", "plain_r1.50_p3", "plain_r2.00_p2"}) row(p, plain);
+  for (const char* p : {"read_mostly_r1.50_p2", "read_mostly_r2.00_p2", "read_mostly_r2.00_p3"}) row(p, rm);
+  const auto f = fit_oversubscription(parse_raw_csv(csv.str(), "o.csv"), um);
+  ASSERT_TRUE(f.fitted) << f.why_not;
+  EXPECT_NEAR(f.evict_writeback_bandwidth, 20e9, 20e9 * 1e-6);
+  EXPECT_NEAR(f.evict_block_overhead, 30e-6, 1e-9);
+  EXPECT_EQ(f.passes, 6);
+  // Without ReadMostly rows there is nothing to tell write-back from the fault path: no fit, and why.
+  std::ostringstream only_plain;
+  only_plain << "# gpu_name: X\nbenchmark,variant,work,work_unit,repeats,median_s,min_s,max_s\n"
+             << "um_oversub_pass,plain_r1.50_p2," << chunk << ",bytes,1," << plain << "," << plain << "," << plain << "\n";
+  const auto none = fit_oversubscription(parse_raw_csv(only_plain.str(), "p.csv"), um);
+  EXPECT_FALSE(none.fitted);
+  EXPECT_FALSE(none.why_not.empty());
+}
+
 TEST(FitProfile, Fp32GemmFitFindsTheRowTileWhosePaddingExplainsTheRows) {
   auto share = [](double m, double n) {
     const double padded = std::ceil(m / 32) * 32;

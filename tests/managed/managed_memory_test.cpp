@@ -319,6 +319,37 @@ TEST(ManagedMemory, APerTensorAllocatorPaysTheFirstTouchOfEveryOutputItWrites) {
     EXPECT_NEAR(run(true, true, analytic).steps[2].seconds, run(true, false, analytic).steps[2].seconds, 1e-12) << analytic;
 }
 
+TEST(ManagedMemory, PastTheGpuAnEvictionPaysItsOverheadAndAPartlyOverlappedWriteBack) {
+  // calib's oversubscribe rows (fit/oversubscribe_fit.hpp): an evicted block re-runs its fault's service, and its
+  // write-back adds 1 / evict_writeback_bandwidth per byte; without the two keys write-back runs at evict_to_cpu.
+  hw::ManagedMemorySpec spec = *toy_with_gpu("16 MiB").hw.managed_memory;
+  managed::AccessCost c;
+  c.evicted_blocks = 3;
+  c.written_back_bytes = 3 * MiB;
+  EXPECT_NEAR(managed::ManagedMemory::stall_seconds(spec, c), 3 * MiB / 50e6, 1e-12);  // the toy's evict_to_cpu
+  spec.evict_block_overhead = 20e-6;
+  spec.evict_writeback_bandwidth = 200e6;
+  EXPECT_NEAR(managed::ManagedMemory::stall_seconds(spec, c), 3 * 20e-6 + 3 * MiB / 200e6, 1e-12);
+}
+
+TEST(ManagedMemory, ReadMostlyReadsDuplicateEvenUnderPreferredLocationCpu) {
+  // CUDA's documented precedence: ReadMostly's policy overrides PreferredLocation's, so a read makes a GPU copy
+  // (seed 000's mode 3), not a remote read; a write still goes where PreferredLocation says.
+  auto src = block_trace(4, 3);
+  const auto hw = toy_with_gpu("16 MiB");
+  const auto p = managed_weights(src->header(), placement::kPreferCpu | placement::kReadMostly);
+  const auto r = replay::run_event_engine(hw, p, *src);
+  EXPECT_EQ(r.managed.faulted_blocks, 4u);  // read-duplicated once
+  EXPECT_EQ(r.managed.mapping_faults, 0u);
+  EXPECT_EQ(r.managed.remote_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(r.managed.peak_resident_bytes, 4 * MiB);
+  managed::ManagedMemory um(*hw.hw.managed_memory, src->header(), p, 16 * MiB);
+  managed::AccessCost w;
+  um.access(0, 1048576, true, w);  // a write of a host-resident block: remote, as PreferredLocation=CPU
+  EXPECT_EQ(w.faulted_blocks, 0u);
+  EXPECT_DOUBLE_EQ(w.remote_bytes, 1048576.0);
+}
+
 TEST(ManagedMemory, AnalyticAgreesInSteadyState) {
   const auto hw = toy_with_gpu("40 MiB");
   for (std::uint8_t advice : {std::uint8_t(placement::kAdviseNone), std::uint8_t(placement::kReadMostly),
