@@ -109,7 +109,9 @@ RunClass classify(const trace::Header& header, const hw::HardwareProfile& hw, co
   }
   bool execute_cpu = false, peer = false, copied = false;
   for (const auto& t : header.tensors) {
-    if (t.kind != trace::TensorKind::Weight || p.device[t.id] == placement::kComputeGpu) continue;
+    // The token embedding (layer -1) is gathered a row at a time; llama.cpp always keeps it in host memory, and its
+    // home does not make a run an offloaded one (the validation rows file -ngl 99 as resident).
+    if (t.kind != trace::TensorKind::Weight || t.layer < 0 || p.device[t.id] == placement::kComputeGpu) continue;
     if (p.path[t.id] == placement::Path::Execute && p.device[t.id] == placement::kCpu) execute_cpu = true;
     else if (p.device[t.id] > placement::kComputeGpu) peer = true;
     else copied = true;
@@ -134,6 +136,18 @@ Band band_for(const RunClass& run) {
   if (run.machine_class != "measured" && take("measured", run.strategy, Band::Basis::MeasuredKinds)) return b;
   take(run.machine_class, "*", Band::Basis::AnyStrategy);
   return b;
+}
+
+std::string Band::short_text() const {
+  auto pc = [](double share) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f%%", 100 * share);
+    return std::string(buf);
+  };
+  if (basis == Basis::None) return "not validated";
+  const std::string errors = (in_sample ? "±" + pc(in_sample->mean_abs) : std::string("-")) +
+                             (out_of_sample ? " / ±" + pc(out_of_sample->mean_abs) + " out" : std::string());
+  return basis == Basis::MeasuredKinds ? "not validated (measured kinds " + errors + ")" : errors;
 }
 
 std::string Band::text() const {

@@ -40,6 +40,8 @@ struct Band {
   // "±9.5% (245 validation rows, in-sample; out-of-sample: none), measured GPU kind, decode, host-copy" or
   // "not validated: no validation row of a datasheet GPU (decode); ..."
   std::string text() const;
+  // A table cell: "±9%", "±9% / ±16% out", "not validated (measured kinds ±24%)", "not validated".
+  std::string short_text() const;
 };
 
 // The class of a finished run. `workload` is the step kind its headline figure describes.

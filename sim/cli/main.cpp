@@ -604,6 +604,7 @@ void simulate_point(Row& row, const app::RunInputs& machine, const strategy::Str
     row.summary = result::summarize(sim.result);
     row.vram_peak = sim.result.peak_bytes.at("cuda:0");
     row.offloaded = placement::offloaded_weight_bytes(sim.header, sim.placement);
+    row.error_band = accuracy::band_for(accuracy::classify(sim.header, machine.hw, sim.placement, row.summary)).short_text();
   } catch (const CapacityError& e) {
     row.error = e.what();
   }
@@ -1044,6 +1045,7 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
       if (band.in_sample) p.error_in = band.in_sample->mean_abs;
       if (band.out_of_sample) p.error_out = band.out_of_sample->mean_abs;
       p.validated = band.basis == accuracy::Band::Basis::Exact || band.basis == accuracy::Band::Basis::AnyStrategy;
+      p.error_band = band.short_text();
     } catch (const CapacityError& e) {
       p.error = e.what();
     } catch (const InputError& e) {

@@ -340,14 +340,7 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
   }
   const bool workloads = std::any_of(rows.begin(), rows.end(), [](const PlanRow& r) { return !r.workload.empty(); });
   // The error band of each row's class (sim/accuracy): in-sample mean abs error, out-of-sample after a slash.
-  auto band = [](const PlanPoint& p) {
-    if (!p.ok) return std::string();
-    const std::string errors = (p.error_in ? fmt("±%.0f%%", 100 * *p.error_in) : std::string("-")) +
-                               (p.error_out ? fmt(" / ±%.0f%% out", 100 * *p.error_out) : std::string());
-    if (p.validated) return errors;
-    // No row of this GPU's class: the measured GPU kinds' error of the strategy, where there is one.
-    return p.error_in || p.error_out ? "not validated (measured kinds " + errors + ")" : std::string("not validated");
-  };
+  auto band = [](const PlanPoint& p) { return p.ok ? p.error_band : std::string(); };
   std::vector<std::string> header{"rank", "hw", "strategy", "setting", speed_name, "error band", "meets goal", "price (USD)",
                                   "GPU peak (GiB)", "offloaded (GB)", "limited by", "pareto", "command"};
   if (workloads) header.insert(header.begin() + 2, "dtype");

@@ -33,6 +33,7 @@ struct PlanPoint {
   std::optional<double> error_in, error_out;
   bool validated = false;
   std::string accuracy_class;  // machine class / workload / strategy, e.g. measured/decode/host-copy
+  std::string error_band;      // accuracy::Band::short_text()
   bool diffusion = false;   // speed in s/iteration, not tokens/s
   double speed() const;     // higher is better: tokens/s, or iterations/s
 };

@@ -123,6 +123,7 @@ std::vector<PlanRow> plan_training(const TrainPlanWorkload& workload, const std:
       if (band.in_sample) row.point.error_in = band.in_sample->mean_abs;
       if (band.out_of_sample) row.point.error_out = band.out_of_sample->mean_abs;
       row.point.validated = band.basis == accuracy::Band::Basis::Exact || band.basis == accuracy::Band::Basis::AnyStrategy;
+      row.point.error_band = band.short_text();
     } catch (const InputError& e) {
       refused[i] = e;
     }

@@ -72,7 +72,7 @@ void write_grid(std::ostream& out, GridFormat format, const std::vector<std::str
   std::vector<std::string> header;
   for (const auto& a : axes) header.push_back(a.substr(a.find_first_not_of('-')));
   for (const char* c : {"tps", "decode_step_seconds", "iteration_seconds", "prefill_seconds", "vram_peak_bytes",
-                        "offloaded_bytes", "h2d_bytes_per_step", "peer_bytes_per_step", "status", "error", "command"})
+                        "offloaded_bytes", "h2d_bytes_per_step", "peer_bytes_per_step", "status", "error_band", "error", "command"})
     if (iterations || std::string(c) != "iteration_seconds") header.push_back(c);
   auto cells = [&](const GridRow& r) {
     std::vector<std::string> c = r.values;
@@ -87,6 +87,7 @@ void write_grid(std::ostream& out, GridFormat format, const std::vector<std::str
       c.insert(c.end(), iterations ? 8 : 7, "");
     }
     c.push_back(r.ok ? "ok" : "error");
+    c.push_back(r.ok ? r.error_band : "");
     c.push_back(r.error);
     c.push_back(r.command);
     return c;
@@ -110,6 +111,7 @@ void write_grid(std::ostream& out, GridFormat format, const std::vector<std::str
         j["peer_bytes_per_step"] = std::llround(r.summary.peer_bytes_per_step);
       }
       j["status"] = r.ok ? "ok" : "error";
+      if (r.ok) j["error_band"] = r.error_band;
       if (!r.ok) j["error"] = r.error;
       j["command"] = r.command;
       out << dump_json(j) << '\n';

@@ -76,6 +76,7 @@ struct SweepRow {
   result::Summary summary;
   double vram_peak = 0;
   double offloaded = 0;
+  std::string error_band;  // accuracy::Band::short_text() of the point's class
 };
 // step_seconds is the median decode step, or the median diffusion iteration for a trace without decode.
 void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows);
@@ -88,6 +89,7 @@ struct GridRow {
   result::Summary summary;
   double vram_peak = 0;
   double offloaded = 0;
+  std::string error_band;           // accuracy::Band::short_text() of the point's class
   std::string command;              // the sim command that reproduces the point
 };
 enum class GridFormat { Csv, Jsonl, Markdown };
@@ -95,7 +97,8 @@ enum class GridFormat { Csv, Jsonl, Markdown };
 // JSON lines, or a markdown table; the columns are the axes (by option name without dashes), then
 // tps, decode_step_seconds, iteration_seconds (only when some point has diffusion iterations),
 // prefill_seconds, vram_peak_bytes, offloaded_bytes, h2d_bytes_per_step,
-// peer_bytes_per_step, status (ok or error), error and command.
+// peer_bytes_per_step, status (ok or error), error_band (the validation rows' error of the point's class), error
+// and command.
 // A table of cells as RFC 4180 CSV or markdown (format Csv or Markdown): the grid's and sim plan's writer.
 void write_table(std::ostream& out, GridFormat format, const std::vector<std::string>& header,
                  const std::vector<std::vector<std::string>>& rows);
