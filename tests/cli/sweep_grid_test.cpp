@@ -67,6 +67,7 @@ TEST(GridReport, CsvQuotesAsRfc4180AndMarkdownEscapesPipes) {
   ok.summary.tps = 12.5;
   ok.vram_peak = 1e9;
   ok.command = "sim run --ngl 10";
+  ok.error_band = "±9% / ±16% out";
   report::GridRow bad;
   bad.values = {"20"};
   bad.error = "needs 2 GiB, \"a\" | b\nc";
@@ -76,8 +77,8 @@ TEST(GridReport, CsvQuotesAsRfc4180AndMarkdownEscapesPipes) {
   report::write_grid(md, report::GridFormat::Markdown, {"--ngl"}, {ok, bad});
   report::write_grid(jsonl, report::GridFormat::Jsonl, {"--ngl"}, {ok, bad});
   EXPECT_EQ(csv.str().substr(0, 5), "ngl,t");
-  EXPECT_NE(csv.str().find("\r\n10,12.5,0,0,1000000000,0,0,0,ok,,sim run --ngl 10\r\n"), std::string::npos) << csv.str();
-  EXPECT_NE(csv.str().find("20,,,,,,,,error,\"needs 2 GiB, \"\"a\"\" | b\nc\",sim run --ngl 20\r\n"), std::string::npos)
+  EXPECT_NE(csv.str().find("\r\n10,12.5,0,0,1000000000,0,0,0,ok,±9% / ±16% out,,sim run --ngl 10\r\n"), std::string::npos) << csv.str();
+  EXPECT_NE(csv.str().find("20,,,,,,,,error,,\"needs 2 GiB, \"\"a\"\" | b\nc\",sim run --ngl 20\r\n"), std::string::npos)
       << csv.str();
   EXPECT_NE(md.str().find("| needs 2 GiB, \"a\" \\| b c |"), std::string::npos) << md.str();
   std::istringstream lines(jsonl.str());
