@@ -4,17 +4,12 @@
 #include <cmath>
 #include <map>
 
+#include "fit/stats.hpp"
 #include "hardware/profile.hpp"
 
 namespace tiersim::calib {
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // The curve of one tile: the rows at its multiples, by octave of output elements.
 std::vector<std::pair<double, double>> curve_for(const std::vector<Fp32GemmRow>& rows, double tile) {

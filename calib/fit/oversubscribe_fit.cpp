@@ -4,15 +4,11 @@
 #include <cmath>
 #include <vector>
 
+#include "fit/stats.hpp"
+
 namespace tiersim::calib {
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Seconds per byte of every steady pass (the second on) of `variant` at a ratio above 1. Variants are
 // VARIANT_rX.XX_pN (bench_oversubscribe.cu).

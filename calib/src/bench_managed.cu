@@ -9,19 +9,6 @@
 namespace calib {
 namespace {
 
-cudaMemLocation device_loc(int d) {
-  cudaMemLocation l{};
-  l.type = cudaMemLocationTypeDevice;
-  l.id = d;
-  return l;
-}
-cudaMemLocation host_loc() {
-  cudaMemLocation l{};
-  l.type = cudaMemLocationTypeHost;
-  l.id = 0;
-  return l;
-}
-
 // `timed` after `setup`, `reps` times; for measurements whose first run changes the state.
 std::vector<double> with_setup(cudaStream_t s, int reps, const std::function<void()>& setup,
                                const std::function<void()>& timed) {

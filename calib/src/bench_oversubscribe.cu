@@ -26,13 +26,6 @@
 namespace calib {
 namespace {
 
-cudaMemLocation on_device(int d) {
-  cudaMemLocation l{};
-  l.type = cudaMemLocationTypeDevice;
-  l.id = d;
-  return l;
-}
-
 // One pass: chunk after chunk, in order, each its own kernel (read, or write when `write`).
 void pass(char* p, size_t bytes, size_t chunk, bool write, unsigned seed, unsigned long long* sink, cudaStream_t s,
           int blocks) {
@@ -107,7 +100,7 @@ void bench_oversubscribe(Csv& csv, const Options& o) {
       }
       char* um = nullptr;
       CUDA_CHECK(cudaMallocManaged(&um, bytes));
-      if (v.read_mostly) CUDA_CHECK(cudaMemAdvise(um, bytes, cudaMemAdviseSetReadMostly, on_device(o.device)));
+      if (v.read_mostly) CUDA_CHECK(cudaMemAdvise(um, bytes, cudaMemAdviseSetReadMostly, device_loc(o.device)));
       std::memset(um, 0x5a, bytes);  // every page written on the CPU: the CPU holds the only copy
       const int passes = o.quick ? 2 : (r > 1.0 && r < 1.2 ? 7 : 4);
       for (int i = 0; i < passes; ++i) {
@@ -128,7 +121,7 @@ void bench_oversubscribe(Csv& csv, const Options& o) {
     CUDA_CHECK(cudaMallocManaged(&um, bytes));
     std::memset(um, 0x5a, bytes);
     for (int i = 0; i < 2; ++i) {
-      const auto t = time_device(s, 0, 1, [&] { CUDA_CHECK(cudaMemPrefetchAsync(um, bytes, on_device(o.device), 0, s)); });
+      const auto t = time_device(s, 0, 1, [&] { CUDA_CHECK(cudaMemPrefetchAsync(um, bytes, device_loc(o.device), 0, s)); });
       csv.add({"um_oversub_prefetch", std::string("to_gpu_") + ratio_name(r) + "_p" + std::to_string(i + 1),
                double(bytes), "bytes", t});
     }

@@ -102,6 +102,20 @@ inline std::string size_name(double bytes) {
   return buf;
 }
 
+// Where cudaMemAdvise / cudaMemPrefetchAsync put a managed range: GPU `d`, or host memory.
+inline cudaMemLocation device_loc(int d) {
+  cudaMemLocation l{};
+  l.type = cudaMemLocationTypeDevice;
+  l.id = d;
+  return l;
+}
+inline cudaMemLocation host_loc() {
+  cudaMemLocation l{};
+  l.type = cudaMemLocationTypeHost;
+  l.id = 0;
+  return l;
+}
+
 // Kernels shared by the benchmarks (kernels.cu).
 void fill_random_bf16(void* p, size_t count, unsigned seed, cudaStream_t s);
 void fill_bytes(void* p, size_t bytes, unsigned seed, cudaStream_t s);
