@@ -45,7 +45,18 @@ std::shared_ptr<const LoadedTrace> load_trace(const TraceSpec& spec) {
   auto loaded = std::make_shared<LoadedTrace>();
   loaded->header = source->header();
   trace::Step step;
-  while (source->next(step)) loaded->steps.push_back(step);
+  std::size_t ops = 0;
+  while (source->next(step)) {
+    // A sweep or plan holds the whole trace (issue 41 will stream it): past this many ops (about 1 GB of them, some
+    // 1,500 decode steps of a 14B model) it is refused before memory runs out, not ended by bad_alloc.
+    ops += step.ops.size();
+    if (ops > kMaxHeldOps)
+      throw InputError(spec.name(), 0, spec.trace_path.empty() ? "--decode" : "--trace",
+                       "a sweep or plan holds the whole trace in memory, and this one passes " +
+                           std::to_string(kMaxHeldOps) + " ops by step " + std::to_string(loaded->steps.size() + 1) +
+                           "; ask for fewer steps here, or run it with `sim run`, which streams it");
+    loaded->steps.push_back(step);
+  }
   return loaded;
 }
 

@@ -37,7 +37,9 @@ bool is_gguf_path(const std::string& path);
 // Reads the .gguf model's header (never its weights) into the generation options: its tensors' types and
 // bytes, and its file type as the dtype (llama.cpp's name for general.file_type, else "GGUF").
 void use_gguf_file(TraceSpec& spec);
-// Reads the whole trace once (for a sweep: its file is not re-read per point).
+// Reads the whole trace once (for a sweep: its file is not re-read per point). A trace of more than kMaxHeldOps ops
+// is refused (InputError naming --decode or --trace): it would not fit in memory.
+inline constexpr std::size_t kMaxHeldOps = 2'000'000;
 std::shared_ptr<const LoadedTrace> load_trace(const TraceSpec& spec);
 
 struct Simulation {

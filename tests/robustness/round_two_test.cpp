@@ -143,6 +143,18 @@ TEST(RoundTwo, OverrideTensorPatternsAreLinearAndBounded) {
 }
 
 // 2 (names): a trace's tensor names are bounded (GGUF caps them at 63 bytes), refused with file, line and key.
+TEST(RoundTwo, ASweepOfARunTooLongToHoldIsRefusedNotEndedByBadAlloc) {
+  // Finding 4: sweeps and plans hold the whole trace (streaming them is issue 41); 100,000 decode steps ended in
+  // std::bad_alloc reported as an internal error. Now a clear refusal naming --decode, before memory runs out.
+  const SimRun r = run_sim("sweep --model traces/models/qwen3-0.6b.json --decode 100000 --hw rtx4090 --policy bytes --gb 1:2:1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "'--decode'")) << r.out;
+  EXPECT_TRUE(has(r.out, "holds the whole trace in memory")) << r.out;
+  EXPECT_FALSE(has(r.out, "internal error")) << r.out;
+  // A sweep of an ordinary length is untouched.
+  EXPECT_EQ(run_sim("sweep --model traces/models/qwen3-0.6b.json --decode 16 --hw rtx4090 --policy bytes --gb 0:1:1").code, 0);
+}
+
 TEST(RoundTwo, TraceTensorNamesAreBounded) {
   const std::string text = "tiersim-trace 1\ntensor 0 weight 1000 0 " + std::string(5000, 'n') + "\nstep decode tokens=1\nend\n";
   try {
