@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <charconv>
 #include <vector>
+
+#include "core/error.hpp"
 
 #include "fit/stats.hpp"
 
@@ -17,9 +20,15 @@ std::vector<double> steady_seconds_per_byte(const RawMeasurements& raw, const st
   for (const RawRow* r : raw.find("um_oversub_pass", variant + "_r")) {
     const std::string rest = r->variant.substr(variant.size() + 2);  // "1.25_p3"
     const auto p = rest.find("_p");
-    if (p == std::string::npos || r->work <= 0 || r->median <= 0) continue;
-    const double ratio = std::stod(rest.substr(0, p));
-    const int pass = std::stoi(rest.substr(p + 2));
+    double ratio = 0;
+    int pass = 0;
+    const char* end = rest.data() + rest.size();
+    const bool parsed = p != std::string::npos &&
+                        std::from_chars(rest.data(), rest.data() + p, ratio).ptr == rest.data() + p &&
+                        std::from_chars(rest.data() + p + 2, end, pass).ptr == end;
+    if (!parsed)
+      throw InputError(raw.file, 0, "um_oversub_pass", "variant '" + r->variant + "' is not " + variant + "_rRATIO_pPASS");
+    if (r->work <= 0 || r->median <= 0) continue;
     if (ratio > 1.0 && pass >= 2) out.push_back(r->median / r->work);
   }
   return out;

@@ -2,6 +2,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -468,7 +469,10 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     const bool calls_measured = alloc_row && free_row;
     // Past the GPU's memory (tiersim_calib --only oversubscribe), against the fault path just fitted.
     hw::ManagedMemorySpec fault_path;
-    fault_path.fault_batch_count = std::stoi(raw.fact("uvm.uvm_perf_fault_batch_count", "256"));
+    const std::string batch_fact = raw.fact("uvm.uvm_perf_fault_batch_count", "256");
+    if (std::from_chars(batch_fact.data(), batch_fact.data() + batch_fact.size(), fault_path.fault_batch_count).ptr !=
+            batch_fact.data() + batch_fact.size() || fault_path.fault_batch_count < 1)
+      throw InputError(raw.file, 0, "uvm.uvm_perf_fault_batch_count", "not a positive whole number: '" + batch_fact + "'");
     fault_path.fault_latency = serial->median / serial->work;
     fault_path.fault_block_overhead = block_overhead;
     fault_path.fault_migration_bandwidth = migration_bw;

@@ -29,9 +29,10 @@ std::string unsupported(const std::string& p) {
     }
     if (c == '[') {
       in_class = true;
-      // A ']' or '^]' right after the '[' is a literal in both.
       if (i + 1 < p.size() && p[i + 1] == '^') ++i;
-      if (i + 1 < p.size() && p[i + 1] == ']') ++i;
+      // A ']' right after '[' or '[^' differs: ECMAScript reads "[]" as an empty class (it matches nothing) and
+      // "[^]" as any character, RE2 as a literal ']' in the class.
+      if (i + 1 < p.size() && p[i + 1] == ']') return "a class that starts with ']' ([] or [^]: an empty class to std::regex)";
       continue;
     }
     if (c == '(' && i + 1 < p.size() && p[i + 1] == '?') {

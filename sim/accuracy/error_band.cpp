@@ -101,6 +101,11 @@ RunClass classify(const trace::Header& header, const hw::HardwareProfile& hw, co
   RunClass c;
   c.machine_class = hw.gpu.provenance;
   c.workload = summary.decode_steps > 0 ? "decode" : summary.iteration_steps > 0 ? "diffusion" : "prefill";
+  // A VAE's decode or encode and a text encoder's prompt are prefill-like steps, validated apart.
+  if (const auto f = header.meta.find("family"); f != header.meta.end()) {
+    if (f->second == "vae" || f->second == "wan-vae") c.workload = "vae";
+    if (f->second == "t5" || f->second == "clip_text_model" || f->second == "qwen2_5_vl") c.workload = "text-encoder";
+  }
   if (p.managed.enabled && placement::paged_managed_usage(header, p).total() > 0) {
     c.strategy = placement::paged_managed_usage(header, p).total() > placement::managed_gpu_capacity(header, hw, p)
                      ? "managed-oversubscribed"
@@ -138,6 +143,16 @@ Band band_for(const RunClass& run) {
   return b;
 }
 
+const char* basis_name(Band::Basis basis) {
+  switch (basis) {
+    case Band::Basis::Exact: return "exact";
+    case Band::Basis::MeasuredKinds: return "measured-kinds";
+    case Band::Basis::AnyStrategy: return "any-strategy";
+    case Band::Basis::None: break;
+  }
+  return "none";
+}
+
 std::string Band::short_text() const {
   auto pc = [](double share) {
     char buf[32];
@@ -147,7 +162,8 @@ std::string Band::short_text() const {
   if (basis == Basis::None) return "not validated";
   const std::string errors = (in_sample ? "±" + pc(in_sample->mean_abs) : std::string("-")) +
                              (out_of_sample ? " / ±" + pc(out_of_sample->mean_abs) + " out" : std::string());
-  return basis == Basis::MeasuredKinds ? "not validated (measured kinds " + errors + ")" : errors;
+  if (basis == Basis::MeasuredKinds) return "not validated (measured kinds " + errors + ")";
+  return basis == Basis::AnyStrategy ? errors + " (any strategy)" : errors;
 }
 
 std::string Band::text() const {

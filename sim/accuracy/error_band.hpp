@@ -26,7 +26,7 @@ struct BandRow {
 // What a run is, in the classes the validation rows are filed under.
 struct RunClass {
   std::string machine_class;  // the GPU's provenance: measured | published | architecture-prior | datasheet
-  std::string workload;       // decode | prefill | diffusion
+  std::string workload;       // decode | prefill | diffusion | vae | text-encoder
   std::string strategy;       // resident | host-copy | peer | cpu-execute | managed | managed-oversubscribed
 };
 
@@ -37,12 +37,17 @@ struct Band {
   // this); else its machine class and workload over every strategy (AnyStrategy); none when nothing applies.
   enum class Basis { Exact, MeasuredKinds, AnyStrategy, None } basis = Basis::None;
   std::optional<BandRow> in_sample, out_of_sample;
-  // "±9.5% (245 validation rows, in-sample; out-of-sample: none), measured GPU kind, decode, host-copy" or
-  // "not validated: no validation row of a datasheet GPU (decode); ..."
+  // "±9.5% mean abs error, measured GPU kind, decode, host-copy; in-sample ±9.5% (188 rows), out-of-sample: none";
+  // "not validated on a datasheet GPU; on measured GPU kinds decode, host-copy is ±9.5% ..."; or
+  // "not validated: no validation row of a datasheet GPU (decode)".
   std::string text() const;
-  // A table cell: "±9%", "±9% / ±16% out", "not validated (measured kinds ±24%)", "not validated".
+  // A table cell: "±9%", "±9% / ±16% out", "±13% (any strategy)", "not validated (measured kinds ±24%)",
+  // "not validated".
   std::string short_text() const;
 };
+
+// "exact", "measured-kinds", "any-strategy" or "none": how JSON names a band's basis.
+const char* basis_name(Band::Basis basis);
 
 // The class of a finished run. `workload` is the step kind its headline figure describes.
 RunClass classify(const trace::Header& header, const hw::HardwareProfile& hw, const placement::Placement& placement,

@@ -60,7 +60,8 @@ class SteadyStateManaged {
       const auto blocks = static_cast<std::uint32_t>(std::ceil((offset + bytes) / spec_.va_block) -
                                                      std::floor(offset / spec_.va_block));
       if (m.fresh) cost.fresh_touch_seconds += spec_.fresh_first_write_seconds(bytes);  // every step: a new allocation
-      if (advice & (placement::kPreferCpu | placement::kAccessedByGpu)) {
+      if ((advice & (placement::kPreferCpu | placement::kAccessedByGpu)) &&
+          !managed::read_duplicates(advice, m.write, placement_.managed.demand_paging)) {
         // A sysmem-fallback prefix of the tensor is in VRAM: the range's part before its end is local.
         const double local = std::clamp(placement::vram_prefix_of(placement_, m.tensor) - offset, 0.0, bytes);
         const double remote = bytes - local;
@@ -81,6 +82,7 @@ class SteadyStateManaged {
       }
       cost.faulted_blocks += blocks;
       cost.migrated_bytes += blocks * spec_.va_block;
+      if (!fits_) cost.evicted_blocks += blocks;  // each evicts one (managed_memory.evict_block_overhead)
       if (!fits_ && !(advice & placement::kReadMostly)) cost.written_back_bytes += blocks * spec_.va_block;
     }
   }
@@ -90,7 +92,7 @@ class SteadyStateManaged {
     const double moved = std::ceil(a.bytes / spec_.va_block) * spec_.va_block;
     cost.migrated_bytes += moved;
     if (!fits_) cost.written_back_bytes += moved;
-    return cost.migrated_bytes / spec_.prefetch_to_gpu + cost.written_back_bytes / spec_.evict_to_cpu;
+    return cost.migrated_bytes / spec_.prefetch_to_gpu + managed::writeback_seconds(spec_, cost.written_back_bytes);
   }
   const hw::ManagedMemorySpec& spec() const { return spec_; }
 
@@ -295,7 +297,9 @@ result::RunResult run_analytic(const replay::RunSetup& setup, const placement::P
     // Everything that ever reaches the GPU stays until capacity is reached.
     double gpu_bound = 0;  // blocks that can migrate at all (not kept in host memory by advice)
     for (const auto& t : header.tensors)
-      if (placement.managed.managed[t.id] && !(placement.managed.advice[t.id] & (placement::kPreferCpu | placement::kAccessedByGpu)))
+      if (placement.managed.managed[t.id] &&
+          (!(placement.managed.advice[t.id] & (placement::kPreferCpu | placement::kAccessedByGpu)) ||
+           managed::read_duplicates(placement.managed.advice[t.id], false, placement.managed.demand_paging)))
         gpu_bound += std::ceil(static_cast<double>(t.bytes) / hw.managed_memory->va_block) * hw.managed_memory->va_block;
     managed_peak = std::min(gpu_bound, um->capacity_bytes());
     result.managed.enabled = true;

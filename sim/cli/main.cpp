@@ -1046,6 +1046,7 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
       if (band.out_of_sample) p.error_out = band.out_of_sample->mean_abs;
       p.validated = band.basis == accuracy::Band::Basis::Exact || band.basis == accuracy::Band::Basis::AnyStrategy;
       p.error_band = band.short_text();
+      p.accuracy_basis = accuracy::basis_name(band.basis);
     } catch (const CapacityError& e) {
       p.error = e.what();
     } catch (const InputError& e) {

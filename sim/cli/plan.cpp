@@ -325,7 +325,7 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
         j["host_peak_bytes"] = std::llround(r.point.host_peak);
         j["offloaded_bytes"] = std::llround(r.point.offloaded);
         j["bottleneck"] = r.point.bottleneck;
-        j["accuracy"] = {{"class", r.point.accuracy_class},
+        j["accuracy"] = {{"class", r.point.accuracy_class}, {"basis", r.point.accuracy_basis},
                          {"in_sample_mean_abs_error", r.point.error_in ? nlohmann::ordered_json(*r.point.error_in) : nullptr},
                          {"out_of_sample_mean_abs_error", r.point.error_out ? nlohmann::ordered_json(*r.point.error_out) : nullptr}};
         j["pareto"] = r.pareto;

@@ -34,6 +34,7 @@ struct PlanPoint {
   bool validated = false;
   std::string accuracy_class;  // machine class / workload / strategy, e.g. measured/decode/host-copy
   std::string error_band;      // accuracy::Band::short_text()
+  std::string accuracy_basis;  // exact | measured-kinds | any-strategy | none (accuracy::basis_name)
   bool diffusion = false;   // speed in s/iteration, not tokens/s
   double speed() const;     // higher is better: tokens/s, or iterations/s
 };

@@ -124,6 +124,7 @@ std::vector<PlanRow> plan_training(const TrainPlanWorkload& workload, const std:
       if (band.out_of_sample) row.point.error_out = band.out_of_sample->mean_abs;
       row.point.validated = band.basis == accuracy::Band::Basis::Exact || band.basis == accuracy::Band::Basis::AnyStrategy;
       row.point.error_band = band.short_text();
+      row.point.accuracy_basis = accuracy::basis_name(band.basis);
     } catch (const InputError& e) {
       refused[i] = e;
     }

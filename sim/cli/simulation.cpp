@@ -54,7 +54,8 @@ std::shared_ptr<const LoadedTrace> load_trace(const TraceSpec& spec) {
       throw InputError(spec.name(), 0, spec.trace_path.empty() ? "--decode" : "--trace",
                        "a sweep or plan holds the whole trace in memory, and this one passes " +
                            std::to_string(kMaxHeldOps) + " ops by step " + std::to_string(loaded->steps.size() + 1) +
-                           "; ask for fewer steps here, or run it with `sim run`, which streams it");
+                           "; ask for fewer steps here (--decode, or --steps for a diffusion model), or run it with `sim run`, which "
+                           "streams it");
     loaded->steps.push_back(step);
   }
   return loaded;

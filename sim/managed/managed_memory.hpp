@@ -48,6 +48,21 @@ struct ManagedStats {
   double migrated_bytes = 0, written_back_bytes = 0, remote_bytes = 0, prefetched_bytes = 0;
 };
 
+// Whether a GPU access of a block with this advice makes a read-only GPU copy although PreferredLocation=CPU would
+// keep it in host memory: a read of a ReadMostly block under demand paging ("if cudaMemAdviseSetReadMostly is also
+// set on this memory region ..., then the policies associated with that advice will override the policies of this
+// advice": CUDA Runtime API, cudaMemAdvise, cudaMemAdviseSetPreferredLocation). Not with AccessedBy=GPU, whose
+// mapping means the GPU never faults (nothing measured says it duplicates then).
+inline bool read_duplicates(std::uint8_t advice, bool write, bool demand_paging) {
+  return (advice & placement::kReadMostly) != 0 && (advice & placement::kAccessedByGpu) == 0 && !write && demand_paging;
+}
+
+// What writing `bytes` of evicted blocks back adds to the fault or prefetch that evicted them: evict_writeback_bandwidth
+// where the profile measured it (the write-back overlaps the migration in part), else evict_to_cpu after it.
+inline double writeback_seconds(const hw::ManagedMemorySpec& spec, double bytes) {
+  return bytes / (spec.evict_writeback_bandwidth > 0 ? spec.evict_writeback_bandwidth : spec.evict_to_cpu);
+}
+
 class ManagedMemory {
  public:
   // `gpu_capacity` is the GPU memory managed blocks may occupy (bytes).

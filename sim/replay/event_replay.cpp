@@ -348,6 +348,7 @@ class Replay final : public engine::EventHandler,
   void show_driver_work(const Action& a, const managed::AccessCost& cost, std::uint64_t batches) {
     managed::AccessCost evicting;
     evicting.written_back_bytes = cost.written_back_bytes;
+    evicting.evicted_blocks = cost.evicted_blocks;  // its overhead is the eviction's too
     const SimTime evict_end = add_sim_time(sim_.now(), to_sim_time(um_->stall_seconds(evicting)));
     if (cost.evicted_blocks > 0)
       timeline_->span(kManagedTrack, "evict", sim_.now(), evict_end,

@@ -85,12 +85,8 @@ void write_json(std::ostream& out, const Context& c) {
       return {{"rows", r->rows}, {"mean_abs_error", r->mean_abs}, {"median_abs_error", r->median_abs},
               {"p90_abs_error", r->p90_abs}, {"strategy", r->strategy}, {"sets", r->sets}};
     };
-    using Basis = accuracy::Band::Basis;
-    const char* basis = band.basis == Basis::Exact           ? "exact"
-                        : band.basis == Basis::MeasuredKinds ? "measured-kinds"
-                        : band.basis == Basis::AnyStrategy   ? "any-strategy"
-                                                             : "none";
-    j["accuracy"] = {{"machine_class", band.run.machine_class}, {"workload", band.run.workload}, {"basis", basis},
+    j["accuracy"] = {{"machine_class", band.run.machine_class}, {"workload", band.run.workload},
+                     {"basis", accuracy::basis_name(band.basis)},
                      {"strategy", band.run.strategy}, {"in_sample", rows(band.in_sample)},
                      {"out_of_sample", rows(band.out_of_sample)}, {"text", band.text()}};
   }

@@ -351,13 +351,21 @@ TEST(ManagedMemory, ReadMostlyReadsDuplicateEvenUnderPreferredLocationCpu) {
 }
 
 TEST(ManagedMemory, AnalyticAgreesInSteadyState) {
-  const auto hw = toy_with_gpu("40 MiB");
-  for (std::uint8_t advice : {std::uint8_t(placement::kAdviseNone), std::uint8_t(placement::kReadMostly),
-                              std::uint8_t(placement::kPreferCpu)}) {
-    auto e = block_trace(42, 4), a = block_trace(42, 4);
-    const auto ev = replay::run_event_engine(hw, managed_weights(e->header(), advice), *e);
-    const auto an = analytic::run_analytic(hw, managed_weights(a->header(), advice), *a);
-    EXPECT_NEAR(an.steps[3].seconds, ev.steps[3].seconds, 0.02 * ev.steps[3].seconds) << int(advice);
+  // Also with the oversubscription costs (an evicted block's overhead, overlapped write-back) and with
+  // PreferredLocation=CPU + ReadMostly (read-duplicated, not remote): both engines price them alike.
+  auto hw = toy_with_gpu("40 MiB");
+  for (bool evict_costs : {false, true}) {
+    hw.hw.managed_memory->evict_block_overhead = evict_costs ? 20e-6 : 0.0;
+    hw.hw.managed_memory->evict_writeback_bandwidth = evict_costs ? 80e6 : 0.0;
+    for (std::uint8_t advice : {std::uint8_t(placement::kAdviseNone), std::uint8_t(placement::kReadMostly),
+                                std::uint8_t(placement::kPreferCpu),
+                                std::uint8_t(placement::kPreferCpu | placement::kReadMostly)}) {
+      auto e = block_trace(42, 4), a = block_trace(42, 4);
+      const auto ev = replay::run_event_engine(hw, managed_weights(e->header(), advice), *e);
+      const auto an = analytic::run_analytic(hw, managed_weights(a->header(), advice), *a);
+      EXPECT_NEAR(an.steps[3].seconds, ev.steps[3].seconds, 0.02 * ev.steps[3].seconds)
+          << int(advice) << (evict_costs ? " with eviction costs" : "");
+    }
   }
 }
 
