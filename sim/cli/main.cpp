@@ -533,7 +533,7 @@ app::RunInputs run_inputs(const CommonOptions& o) {
 std::vector<std::string> input_paths(const app::RunInputs& in, const std::string& more = "") {
   std::vector<std::string> out{in.trace.trace_path, in.trace.model_path, in.trace.generation.routing_path, more};
   for (const std::string* origin : {&in.hw.origin, &in.runtime.origin})
-    if (origin->rfind("preset:", 0) != 0) out.push_back(*origin);
+    if (origin->rfind("preset:", 0) != 0) out.push_back(origin->substr(0, origin->find(" with --set")));
   return out;
 }
 
@@ -617,7 +617,9 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
   const SweepRange range = parse_range(range_text);
   spec.loaded = app::load_trace(spec);  // read (or generated) once, replayed at every point
   // Checked before any point is simulated.
-  report::OutputFile out(output.empty() ? "-" : output, "-o", {o.trace, o.model, spec.generation.routing_path});
+  std::vector<std::string> inputs = input_paths(m);  // the profiles when they are files
+  inputs.insert(inputs.end(), {o.trace, o.model, spec.generation.routing_path});
+  report::OutputFile out(output.empty() ? "-" : output, "-o", inputs);
   if (o.split || o.offload_gb)
     throw InputError("", 0, o.split ? "--split" : "--offload-gb", "a sweep sets the amount offloaded itself; drop it");
   const app::EngineKind engine = app::parse_engine(o.engine);
@@ -705,7 +707,10 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
     points.push_back(std::move(q));
   }
   std::vector<std::string> inputs;
-  for (const Point& q : points) inputs.insert(inputs.end(), {q.o.trace, q.o.model, q.spec.generation.routing_path});
+  for (const Point& q : points) {
+    inputs.insert(inputs.end(), {q.o.trace, q.o.model, q.spec.generation.routing_path});
+    for (const std::string& f : input_paths(q.machine)) inputs.push_back(f);  // its profiles when they are files
+  }
   report::OutputFile out(output.empty() ? "-" : output, "-o", inputs);
   // Traces loaded once per workload and freed after the last point that uses them.
   std::map<std::string, std::size_t> last_use;

@@ -336,6 +336,18 @@ TEST(RoundTwo, OutputNamingAnInputIsRefused) {
   const SimRun gen = run_sim("gen --model " + model.string() + " -o " + model.string());
   EXPECT_EQ(gen.code, 2) << gen.out;
   EXPECT_TRUE(nlohmann::json::accept(slurp(model)));
+  // A hardware profile given as a file is an input of a sweep and of a grid, also with --set on top.
+  const fs::path profile = dir / "hw.yaml";
+  fs::copy_file(fs::path(TIERSIM_SOURCE_DIR) / "calib/profiles/rtx4090.yaml", profile);
+  const std::string hw_before = slurp(profile);
+  for (const std::string& args : {"sweep --trace " + trace.string() + " --policy bytes --gb 0:1:1",
+                                  "sweep --trace " + trace.string() + " --policy bytes --gb 0:1:1 --set gpu.memory=30GiB",
+                                  "sweep --trace " + trace.string() + " --policy layers --layers 10,20"}) {
+    const SimRun r = run_sim(args + " --hw " + profile.string() + " -o " + profile.string());
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "is the same file as the input")) << r.out;
+    EXPECT_EQ(slurp(profile), hw_before) << args;
+  }
 }
 
 // 6. A dangling symbolic link given as -o was replaced by a file, a live one written through: now refused.
