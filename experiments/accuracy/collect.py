@@ -230,46 +230,48 @@ def pair_columns(set_id, path, t, label, pairs, gpu, strategy, unit, err_after=T
     return out
 
 
+def read_csv_rows(path, need):
+    """A CSV file's rows as dicts, after checking that it has every column of `need` (named in that order if not)."""
+    with open(os.path.join(ROOT, path), newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in need if c not in (reader.fieldnames or [])]
+        if missing:
+            raise CollectError("%s: columns %s not found" % (path, missing))
+        return list(reader)
+
+
 # ---------------------------------------------------------------- the sets
 
 def hf_decode():
     path = "results/validation/comparison.csv"
     out = []
-    with open(os.path.join(ROOT, path), newline="") as f:
-        reader = csv.DictReader(f)
-        need = {"lease", "model", "config", "regime", "strategy", "calibration", "measured_s", "event_s"}
-        if not need <= set(reader.fieldnames or []):
-            raise CollectError("%s: columns %s not found" % (path, sorted(need - set(reader.fieldnames or []))))
-        for r in reader:
-            if r["calibration"] == "True":
-                continue  # the lease's declared calibration row: fitted, excluded from every error figure
-            strategy = {"resident": "resident", "pinned": "host-copy", "pageable": "host-copy",
-                        "peer": "peer", "managed": "managed"}[r["strategy"]]
-            m, p = float(r["measured_s"]), float(r["event_s"])
-            out.append(row("hf-decode", path, "%s %s %s %s" % (r["lease"], r["model"], r["config"], r["regime"]),
-                           "seconds", m, p, rel(m, p), "H100" if r["lease"].startswith("lease12") else "H200",
-                           "decode", strategy, split=r.get("split", "")))
+    need = sorted({"lease", "model", "config", "regime", "strategy", "calibration", "measured_s", "event_s"})
+    for r in read_csv_rows(path, need):
+        if r["calibration"] == "True":
+            continue  # the lease's declared calibration row: fitted, excluded from every error figure
+        strategy = {"resident": "resident", "pinned": "host-copy", "pageable": "host-copy",
+                    "peer": "peer", "managed": "managed"}[r["strategy"]]
+        m, p = float(r["measured_s"]), float(r["event_s"])
+        out.append(row("hf-decode", path, "%s %s %s %s" % (r["lease"], r["model"], r["config"], r["regime"]),
+                       "seconds", m, p, rel(m, p), "H100" if r["lease"].startswith("lease12") else "H200",
+                       "decode", strategy, split=r.get("split", "")))
     return out
 
 
 def regimes():
     path = "results/validation/regimes/comparison.csv"
     out = []
-    with open(os.path.join(ROOT, path), newline="") as f:
-        reader = csv.DictReader(f)
-        need = {"model", "regime", "prompt", "batch", "gpu", "repeat", "measured_s", "event_s"}
-        if not need <= set(reader.fieldnames or []):
-            raise CollectError("%s: columns %s not found" % (path, sorted(need - set(reader.fieldnames or []))))
-        for r in reader:
-            if r["repeat"] != "0":
-                continue  # batch 1 measured again at the end of a process: shown in the table, not counted
-            m, p = float(r["measured_s"]), float(r["event_s"])
-            prefill = r["regime"] == "prefill"
-            out.append(row("regimes-prefill" if prefill else "regimes-batched", path,
-                           "%s %s prompt %s batch %s warm" % (r["model"], r["regime"], r["prompt"], r["batch"]),
-                           "seconds", m, p, rel(m, p), gpu_of(r["gpu"]),
-                           "prefill" if prefill else ("decode" if r["batch"] == "1" else "batched-decode"),
-                           "resident", split=r.get("split", "")))
+    need = sorted({"model", "regime", "prompt", "batch", "gpu", "repeat", "measured_s", "event_s"})
+    for r in read_csv_rows(path, need):
+        if r["repeat"] != "0":
+            continue  # batch 1 measured again at the end of a process: shown in the table, not counted
+        m, p = float(r["measured_s"]), float(r["event_s"])
+        prefill = r["regime"] == "prefill"
+        out.append(row("regimes-prefill" if prefill else "regimes-batched", path,
+                       "%s %s prompt %s batch %s warm" % (r["model"], r["regime"], r["prompt"], r["batch"]),
+                       "seconds", m, p, rel(m, p), gpu_of(r["gpu"]),
+                       "prefill" if prefill else ("decode" if r["batch"] == "1" else "batched-decode"),
+                       "resident", split=r.get("split", "")))
     return out
 
 
@@ -631,20 +633,15 @@ def csv_set(set_id, path, label_cols, measured, predicted, quantity, gpu, worklo
     column if given (else predicted / measured - 1); workload/strategy/gpu a value or a function of the row;
     keep filters rows; a `split` column, where the CSV has one, is the row's split."""
     out = []
-    with open(os.path.join(ROOT, path), newline="") as f:
-        reader = csv.DictReader(f)
-        need = set(label_cols) | {measured, predicted} | ({error} if error else set())
-        missing = sorted(need - set(reader.fieldnames or []))
-        if missing:
-            raise CollectError("%s: columns %s not found" % (path, missing))
-        for r in reader:
-            if keep and not keep(r):
-                continue
-            m, p = float(r[measured]), float(r[predicted])
-            val = lambda v: v(r) if callable(v) else v
-            out.append(row(set_id, path, " ".join(r[c] for c in label_cols), quantity, m, p,
-                           float(r[error]) if error else rel(m, p), val(gpu), val(workload), val(strategy),
-                           split=r.get("split", "") or ""))
+    need = sorted(set(label_cols) | {measured, predicted} | ({error} if error else set()))
+    for r in read_csv_rows(path, need):
+        if keep and not keep(r):
+            continue
+        m, p = float(r[measured]), float(r[predicted])
+        val = lambda v: v(r) if callable(v) else v
+        out.append(row(set_id, path, " ".join(r[c] for c in label_cols), quantity, m, p,
+                       float(r[error]) if error else rel(m, p), val(gpu), val(workload), val(strategy),
+                       split=r.get("split", "") or ""))
     return out
 
 
@@ -656,16 +653,10 @@ def discovered_sets():
         path = os.path.relpath(full, ROOT)
         if path.startswith(os.path.join("results", "accuracy")):
             continue
-        with open(full, newline="") as f:
-            reader = csv.DictReader(f)
-            need = [c for c in COLUMNS if c not in ("source", "split")]
-            missing = [c for c in need if c not in (reader.fieldnames or [])]
-            if missing:
-                raise CollectError("%s: columns %s not found" % (path, missing))
-            for r in reader:
-                out.append(row(r["set"], path, r["row"], r["quantity"], float(r["measured"]), float(r["predicted"]),
-                               float(r["error"]), r["gpu"], r["workload"], r["strategy"], r["machine_class"],
-                               r.get("split", "") or ""))
+        for r in read_csv_rows(path, [c for c in COLUMNS if c not in ("source", "split")]):
+            out.append(row(r["set"], path, r["row"], r["quantity"], float(r["measured"]), float(r["predicted"]),
+                           float(r["error"]), r["gpu"], r["workload"], r["strategy"], r["machine_class"],
+                           r.get("split", "") or ""))
     return out
 
 

@@ -106,10 +106,8 @@ RunClass classify(const trace::Header& header, const hw::HardwareProfile& hw, co
     if (f->second == "vae" || f->second == "wan-vae") c.workload = "vae";
     if (f->second == "t5" || f->second == "clip_text_model" || f->second == "qwen2_5_vl") c.workload = "text-encoder";
   }
-  if (p.managed.enabled && placement::paged_managed_usage(header, p).total() > 0) {
-    c.strategy = placement::paged_managed_usage(header, p).total() > placement::managed_gpu_capacity(header, hw, p)
-                     ? "managed-oversubscribed"
-                     : "managed";
+  if (const double paged = p.managed.enabled ? placement::paged_managed_usage(header, p).total() : 0.0; paged > 0) {
+    c.strategy = paged > placement::managed_gpu_capacity(header, hw, p) ? "managed-oversubscribed" : "managed";
     return c;
   }
   bool execute_cpu = false, peer = false, copied = false;

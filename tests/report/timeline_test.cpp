@@ -12,6 +12,7 @@
 #include <streambuf>
 
 #include "replay/event_replay.hpp"
+#include "support/scratch_files.hpp"
 #include "report/timeline.hpp"
 #include "support/run_sim.hpp"
 #include "support/toy.hpp"
@@ -186,10 +187,7 @@ TEST(Timeline, AnEngineRunShowsStepsArgsAndArrows) {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using testing::slurp;
 
 // Runs `sim run ARGS --timeline FILE` and returns the timeline's text.
 std::string timeline_of(const std::string& args, const std::string& name) {

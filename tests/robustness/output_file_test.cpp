@@ -11,23 +11,15 @@
 #include "core/error.hpp"
 #include "report/output_file.hpp"
 #include "report/timeline.hpp"
+#include "support/scratch_files.hpp"
 
 namespace tiersim::report {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::path(TIERSIM_BINARY_DIR) / ("output_file_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+fs::path scratch_dir(const std::string& name) { return testing::scratch_dir("output_file_" + name); }
+using testing::slurp;
 
 std::size_t entries(const fs::path& dir) {
   return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));

@@ -23,6 +23,7 @@
 #include "policies/placement_rules/tensor_pattern.hpp"
 #include "report/output_file.hpp"
 #include "support/run_sim.hpp"
+#include "support/scratch_files.hpp"
 #include "trace/trace_reader.hpp"
 
 namespace tiersim::robustness {
@@ -37,17 +38,8 @@ const std::string kTrace = "traces/qwen.trace";
 const std::string kGguf = "tests/fuzz/corpus/gguf_header/qwen3-tiny.gguf";
 const std::string kFits = "--policy ratio --split 'cuda:0,75%;cpu,25%'";  // the README's run: fits the RTX 4090
 
-fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::path(TIERSIM_BINARY_DIR) / ("round_two_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+fs::path scratch_dir(const std::string& name) { return testing::scratch_dir("round_two_" + name); }
+using testing::slurp;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
