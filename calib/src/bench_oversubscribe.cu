@@ -2,7 +2,8 @@
 // memory but --oversubscribe-leave) shrinks the GPU first, then managed buffers of r times what is left are read
 // (or written) in order, one kernel per 64 MiB chunk, pass after pass — a model's weights read layer by layer each
 // decode token. Every managed buffer stays within 60% of host memory and at most 2.5x what the balloon leaves.
-// Runs only when asked (--only oversubscribe --oversubscribe-leave GIB): never part of a default calibration.
+// Runs only when asked (--only oversubscribe --oversubscribe-leave GIB, the two together: main.cu refuses either
+// alone): never part of a default calibration.
 //
 // What the rows answer (results/calib/h200-oversubscribe):
 // - um_oversub_pass (plain): each pass faults the buffer back in; blocks are evicted in the driver's order and, with
@@ -45,10 +46,6 @@ const char* ratio_name(double r) {
 }  // namespace
 
 void bench_oversubscribe(Csv& csv, const Options& o) {
-  if (o.oversubscribe_leave <= 0) {
-    csv.comment("oversubscribe", "not measured: needs --oversubscribe-leave GIB (it shrinks the GPU with a balloon)");
-    return;
-  }
   int concurrent = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, o.device));
   if (!concurrent) {

@@ -39,6 +39,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // The balloon's size only means something to the oversubscription part, which needs it: either alone is refused.
+  if ((o.oversubscribe_leave > 0) != (only.count("oversubscribe") > 0)) {
+    std::fprintf(stderr, "calib: --oversubscribe-leave GIB and --only oversubscribe go together (the part shrinks the "
+                         "GPU to that much with a balloon)\n");
+    return 2;
+  }
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
