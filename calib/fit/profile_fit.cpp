@@ -2,6 +2,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -136,6 +137,32 @@ std::vector<std::pair<int, double>> remote_gemm_reads(const RawMeasurements& raw
   std::vector<std::pair<int, double>> out;
   if (!reads.empty()) out.emplace_back(64, 1.0);
   for (const auto& [m, v] : reads) out.emplace_back(m, std::max(1.0, median_of(v)));
+  return out;
+}
+
+// cuBLAS bf16 GEMVs with a host-resident input vector, per shape (calib's remote_gemv): {input bytes, weight bytes,
+// median seconds with the weight on the GPU, with the weight host-resident too}, ascending. Empty without such rows;
+// a shape with one of the two placements and not the other is refused.
+std::vector<std::array<double, 4>> remote_gemv_rows(const RawMeasurements& raw) {
+  std::map<std::pair<int, int>, std::array<double, 2>> by_shape;  // {in, out} -> {input, both} seconds
+  for (const char* placement : {"input", "both"})
+    for (const RawRow* r : raw.find("remote_gemv", std::string("gemv_bf16_") + placement + "_")) {
+      int out = 0, in = 0;
+      char tail = 0;
+      const std::string format = std::string("gemv_bf16_") + placement + "_out%d_in%d%c";
+      if (std::sscanf(r->variant.c_str(), format.c_str(), &out, &in, &tail) != 2 || out < 1 || in < 1)
+        throw InputError(raw.file, 0, "remote_gemv," + r->variant, "expected gemv_bf16_" + std::string(placement) + "_out<N>_in<K>");
+      by_shape.try_emplace({in, out}, std::array<double, 2>{0, 0})
+          .first->second[std::string(placement) == "input" ? 0 : 1] = r->median;
+    }
+  std::vector<std::array<double, 4>> out;
+  for (const auto& [shape, t] : by_shape) {
+    if (!(t[0] > 0 && t[1] > 0))
+      throw InputError(raw.file, 0, "remote_gemv,gemv_bf16_*_out" + std::to_string(shape.second) + "_in" + std::to_string(shape.first),
+                       "needs both its input and its both row");
+    out.push_back({2.0 * shape.first, 2.0 * shape.first * shape.second, t[0], t[1]});
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -452,6 +479,7 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     for (const RawRow* r : raw.find("zero_copy", "input_gemv_")) remote_input.push_back(r->rate());
     const std::vector<std::pair<int, double>> gemm_reads = remote_gemm_reads(raw);
     const std::vector<std::pair<double, double>> touch = fresh_touch_points(raw);
+    const std::vector<std::array<double, 4>> gemv_rows = remote_gemv_rows(raw);
     double mapping = 0;
     const RawRow* fresh = raw.one("um_preferred_cpu", "fresh_first_read");
     const RawRow* first = raw.one("um_preferred_cpu", "first_read");
@@ -490,6 +518,8 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                                                                  : "; gemv_remote_input_bandwidth = median cuBLAS GEMV with its input vector in host memory, its weight's bytes per second")
                                          + (gemm_reads.empty() ? std::string("")
                                                                : "; remote_gemm_reads = cuBLAS bf16 GEMM on PreferredLocation=CPU + AccessedBy weights, its time at M rows over its time at M <= 64, the median over the measured shapes")
+                                         + (gemv_rows.empty() ? std::string("")
+                                                              : "; remote_gemv = cuBLAS bf16 GEMV with its input vector (and, in the last column, its weight too) in PreferredLocation=CPU + AccessedBy managed memory, median time per shape")
                                          + (touch.empty() ? std::string("")
                                                           : "; fresh_touch = a fresh cudaMallocManaged range's first GPU write (no advice) less a second write, per size")
                                          + (!oversub.fitted ? std::string("")
@@ -511,6 +541,13 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       y << "  remote_gemm_reads: [";
       for (std::size_t i = 0; i < gemm_reads.size(); ++i)
         y << (i ? ", " : "") << "[" << gemm_reads[i].first << ", " << num(gemm_reads[i].second, "%.2f") << "]";
+      y << "]\n";
+    }
+    if (!gemv_rows.empty()) {
+      y << "  remote_gemv: [";
+      for (std::size_t i = 0; i < gemv_rows.size(); ++i)
+        y << (i ? ", " : "") << "[\"" << num(gemv_rows[i][0], "%.0f") << " B\", \"" << num(gemv_rows[i][1], "%.0f")
+          << " B\", \"" << us(gemv_rows[i][2]) << "\", \"" << us(gemv_rows[i][3]) << "\"]";
       y << "]\n";
     }
     if (!touch.empty()) {

@@ -45,6 +45,50 @@ const char* ratio_name(double r) {
 
 }  // namespace
 
+// How the fault path past the GPU's memory depends on how much one kernel touches: the plain and ReadMostly passes at
+// r = 1.5 with chunks of 16 MiB and 256 MiB (the main part's are 64 MiB; a decode's GEMVs read 8-300 MiB weights),
+// and the same 64 MiB chunks as separate cudaMallocManaged ranges (a per-tensor allocator's weights). Rows
+// um_oversub_chunk,<plain|read_mostly>_<chunk|tensors64MiB>_r1.50_pN. Called by bench_oversubscribe with the balloon
+// in place and `left` the GPU memory it leaves.
+void oversubscribe_chunks(Csv& csv, const Options& o, BenchStream& bs, size_t left, double host) {
+  cudaStream_t s = bs.stream;
+  const size_t block = 2ull << 20;
+  const int blocks = bs.sms * 8;
+  const double r = 1.5;
+  const size_t bytes = size_t(r * double(left)) / block * block;
+  if (double(bytes) > 0.6 * host) {
+    csv.comment("oversubscribe", "skipped the chunk passes: past 60% of host memory");
+    return;
+  }
+  for (bool read_mostly : {false, true}) {
+    const std::string kind = read_mostly ? "read_mostly" : "plain";
+    for (size_t chunk : {16ull << 20, 256ull << 20, 0ull}) {  // 0: 64 MiB chunks, each its own allocation
+      const size_t step = chunk ? chunk : 64ull << 20;
+      std::vector<char*> ranges;
+      for (size_t off = 0; off < bytes; off += (chunk ? bytes : step)) {
+        const size_t n = chunk ? bytes : std::min(step, bytes - off);
+        char* um = nullptr;
+        CUDA_CHECK(cudaMallocManaged(&um, n));
+        if (read_mostly) CUDA_CHECK(cudaMemAdvise(um, n, cudaMemAdviseSetReadMostly, device_loc(o.device)));
+        std::memset(um, 0x5a, n);
+        ranges.push_back(um);
+      }
+      const std::string name = kind + "_" + (chunk ? size_name(double(chunk)) : std::string("tensors64MiB")) + "_" + ratio_name(r);
+      for (int i = 0; i < 4; ++i) {
+        const auto t = time_device(s, 0, 1, [&] {
+          if (chunk) pass(ranges[0], bytes, chunk, false, unsigned(i), bs.sink, s, blocks);
+          else
+            for (size_t k = 0; k < ranges.size(); ++k)
+              stream_read(ranges[k], std::min(step, bytes - k * step), bs.sink, s, blocks);
+        });
+        csv.add({"um_oversub_chunk", name + "_p" + std::to_string(i + 1), double(bytes), "bytes", t});
+      }
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      for (char* um : ranges) CUDA_CHECK(cudaFree(um));
+    }
+  }
+}
+
 void bench_oversubscribe(Csv& csv, const Options& o) {
   int concurrent = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, o.device));
@@ -81,7 +125,8 @@ void bench_oversubscribe(Csv& csv, const Options& o) {
   csv.comment("oversubscribe_host_memory_bytes", std::to_string(size_t(host)));
   const size_t block = 2ull << 20, chunk = 64ull << 20;
   const int blocks = bs.sms * 8;
-  const std::vector<double> ratios = o.quick ? std::vector<double>{0.5, 1.25} : std::vector<double>{0.5, 1.05, 1.1, 1.25, 1.5, 2.0};
+  const std::vector<double> ratios = o.oversubscribe_chunks_only ? std::vector<double>{}
+                                    : o.quick ? std::vector<double>{0.5, 1.25} : std::vector<double>{0.5, 1.05, 1.1, 1.25, 1.5, 2.0};
   struct Variant {
     const char* name;
     bool read_mostly, write;
@@ -111,7 +156,8 @@ void bench_oversubscribe(Csv& csv, const Options& o) {
   }
   // Explicit prefetch past the GPU's memory: the whole buffer to the GPU, twice (the second evicts what the first
   // brought), from host memory each time the first.
-  for (double r : o.quick ? std::vector<double>{1.25} : std::vector<double>{1.25, 2.0}) {
+  for (double r : o.oversubscribe_chunks_only ? std::vector<double>{}
+                  : o.quick ? std::vector<double>{1.25} : std::vector<double>{1.25, 2.0}) {
     const size_t bytes = size_t(r * double(left)) / block * block;
     if (double(bytes) > 0.6 * host) continue;
     char* um = nullptr;
@@ -125,6 +171,7 @@ void bench_oversubscribe(Csv& csv, const Options& o) {
     CUDA_CHECK(cudaStreamSynchronize(s));
     CUDA_CHECK(cudaFree(um));
   }
+  if (o.oversubscribe_chunks) oversubscribe_chunks(csv, o, bs, left, host);
   CUDA_CHECK(cudaFree(balloon));
 }
 

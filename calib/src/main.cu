@@ -35,14 +35,26 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,peer,managed,fresh_touch,oversubscribe] [--oversubscribe-leave GIB]\n");
+      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,remote_gemv,peer,managed,fresh_touch,oversubscribe,oversubscribe_chunks] [--oversubscribe-leave GIB]\n");
       return 2;
     }
   }
+  // A part name that is not one of them would run nothing at all: refused, naming it.
+  const std::set<std::string> parts = {"host_link", "device",      "fp32_gemm", "zero_copy",  "remote_gemm",
+                                       "remote_gemv", "peer",      "managed",   "fresh_touch", "oversubscribe",
+                                       "oversubscribe_chunks"};
+  for (const auto& name : only)
+    if (!parts.count(name)) {
+      std::fprintf(stderr, "calib: '--only': unknown part '%s'\n", name.c_str());
+      return 2;
+    }
   // The balloon's size only means something to the oversubscription part, which needs it: either alone is refused.
-  if ((o.oversubscribe_leave > 0) != (only.count("oversubscribe") > 0)) {
-    std::fprintf(stderr, "calib: --oversubscribe-leave GIB and --only oversubscribe go together (the part shrinks the "
-                         "GPU to that much with a balloon)\n");
+  o.oversubscribe_chunks = only.count("oversubscribe_chunks") > 0;
+  o.oversubscribe_chunks_only = o.oversubscribe_chunks && !only.count("oversubscribe");
+  const bool oversubscribes = only.count("oversubscribe") || o.oversubscribe_chunks;
+  if ((o.oversubscribe_leave > 0) != oversubscribes) {
+    std::fprintf(stderr, "calib: --oversubscribe-leave GIB and --only oversubscribe (or oversubscribe_chunks) go "
+                         "together (the part shrinks the GPU to that much with a balloon)\n");
     return 2;
   }
   int count = 0;
@@ -65,11 +77,12 @@ int main(int argc, char** argv) {
   if (want("fp32_gemm")) calib::bench_fp32_gemm(csv, o);
   if (want("zero_copy")) calib::bench_zero_copy(csv, o);
   if (want("remote_gemm")) calib::bench_remote_gemm(csv, o);
+  if (want("remote_gemv")) calib::bench_remote_gemv(csv, o);
   if (want("peer")) calib::bench_peer(csv, o);
   if (want("managed")) calib::bench_managed(csv, o);
   if (want("fresh_touch")) calib::bench_fresh_touch(csv, o);
   // Only when named: it shrinks the GPU with a balloon and oversubscribes what is left.
-  if (only.count("oversubscribe")) calib::bench_oversubscribe(csv, o);
+  if (oversubscribes) calib::bench_oversubscribe(csv, o);
   CUDA_CHECK(cudaDeviceSynchronize());
   csv.write();
   std::printf("calib: wrote %s\n", out.c_str());

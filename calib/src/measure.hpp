@@ -158,6 +158,8 @@ struct Options {
   int device = 0;
   bool quick = false;  // smaller sizes, fewer repeats (for a smoke test)
   double oversubscribe_leave = 0;  // GiB the balloon leaves free for bench_oversubscribe; 0: not run
+  bool oversubscribe_chunks = false;       // also the passes by chunk size (--only oversubscribe_chunks)
+  bool oversubscribe_chunks_only = false;  // only those (oversubscribe_chunks named without oversubscribe)
 };
 
 void bench_host_link(Csv& csv, const Options& o);
@@ -165,6 +167,7 @@ void bench_device(Csv& csv, const Options& o);
 void bench_fp32_gemm(Csv& csv, const Options& o);
 void bench_zero_copy(Csv& csv, const Options& o);
 void bench_remote_gemm(Csv& csv, const Options& o);
+void bench_remote_gemv(Csv& csv, const Options& o);
 void bench_fresh_touch(Csv& csv, const Options& o);
 void bench_peer(Csv& csv, const Options& o);
 void bench_managed(Csv& csv, const Options& o);

@@ -8,6 +8,10 @@
 #   PART=8b   OUT=... bash ...                                          the Qwen3-8B rows alone, then tiersim_calib
 #             --only zero_copy (GEMVs and products reading host memory, per kernel: the H200 had none)
 #   PART=14b  OUT=... bash ...                                          the Qwen3-14B rows (held back: scored once)
+#   PART=llama OUT=... bash ...                                         tiersim_calib --only oversubscribe_chunks,
+#             then the Llama-3.1-8B rows (held back: scored once)
+#   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
+#             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
 # 4 PreferredLocation=CPU + AccessedBy), the advice on every allocation as the seed's allocator applies it, at GPU
 # memory left = weights / r for r in 1.05 (mild: 8 tokens, to see the pattern), 1.1, 1.5 and 2.0.
@@ -15,7 +19,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib or PART=14b}
+part=${PART:?PART=calib, 8b, 14b, llama or modes24}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -71,6 +75,36 @@ elif [ "$part" = 8b ]; then
     timeout $((left - 10)) "$calib" --only zero_copy --out "$out/calib_zero_copy.csv" > "$out/calib_zero_copy.log" 2>&1
     echo "zero_copy exit $? at $SECONDS s"
   fi
+elif [ "$part" = llama ]; then
+  # First the fault path by how much one kernel touches (tiersim_calib --only oversubscribe_chunks, balloon leaving
+  # 4 GiB). Then session 25's held-back model, never used in development: Llama-3.1-8B (14.96 GiB of bf16 weights),
+  # the same row set. Nothing of its rows is printed (they are read when scored, once).
+  source experiments/calibrate/cublas_path.sh
+  find_cublas
+  calib=$(calib_binary)
+  timeout 120 "$calib" --only oversubscribe_chunks --oversubscribe-leave 4 --out "$out/calib_oversubscribe_chunks.csv" \
+    > "$out/calib_chunks.log" 2>&1
+  echo "chunks exit $? at $SECONDS s"
+  grep -E "um_oversub_chunk" "$out/calib_chunks.log" | awk '{print $2, $6, $7, $8, $9}'
+  rows traces/models/llama-3.1-8b.json 14.96 "$out/rows_llama8b.jsonl" "$out/log_llama8b.txt"
+  echo "llama rows: $(wc -l < "$out/rows_llama8b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_llama8b.txt")"
+elif [ "$part" = modes24 ]; then
+  # Session 25: the GEMV kernels of modes 2 and 4 per shape (tiersim_calib --only remote_gemv: input, weight or both
+  # host-resident), then the Qwen3-14B rows of modes 2 and 4 the first 14B call ran out of time for (held back like
+  # the others: not printed), then Qwen3-8B mode 4 at two more ratios (development set).
+  source experiments/calibrate/cublas_path.sh
+  find_cublas
+  calib=$(calib_binary)
+  timeout 90 "$calib" --only remote_gemv --out "$out/calib_remote_gemv.csv" > "$out/calib_remote_gemv.log" 2>&1
+  echo "remote_gemv exit $? at $SECONDS s"
+  for r in 1.1 2.0; do bounded 130 "$out/log_14b_modes24.txt" --model traces/models/qwen3-14b.json --mode 2 \
+    --leave-gib "$(python3 -c "print(round(27.51 / $r, 2))")" --out "$out/rows_14b_modes24.jsonl"; done
+  bounded 100 "$out/log_14b_modes24.txt" --model traces/models/qwen3-14b.json --mode 4 --leave-gib 18.34 \
+    --out "$out/rows_14b_modes24.jsonl"
+  echo "14b rows: $(wc -l < "$out/rows_14b_modes24.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_14b_modes24.txt")"
+  for r in 1.1 2.0; do bounded 70 "$out/log_8b_mode4.txt" --model traces/models/qwen3-8b.json --mode 4 \
+    --leave-gib "$(python3 -c "print(round(15.26 / $r, 2))")" --out "$out/rows_8b_mode4.jsonl"; done
+  grep -E "mode [0-9] leave|EXIT|SKIPPED|balloon|Error" "$out/log_8b_mode4.txt"
 else
   # Held back: nothing of these rows is printed (the log and rows stay in $OUT, read only when they are scored).
   rows traces/models/qwen3-14b.json 27.51 "$out/rows_14b.jsonl" "$out/log_14b.txt"

@@ -45,8 +45,8 @@ class SteadyStateManaged {
     managed::ManagedMemory layout(spec_, header, placement, placement::managed_gpu_capacity(header, hw, placement));
     // Without demand paging the strategy has refused a footprint past GPU memory (in bytes; the block
     // count also has each tensor's padding), so it fits.
-    fits_ = !placement.managed.demand_paging || layout.footprint_blocks() <= layout.capacity_blocks();
-    capacity_bytes_ = static_cast<double>(layout.capacity_blocks()) * spec_.va_block;
+    fits_ = !placement.managed.demand_paging || layout.footprint_bytes() <= layout.capacity_bytes();
+    capacity_bytes_ = layout.capacity_bytes();
   }
   double capacity_bytes() const { return capacity_bytes_; }
   void set_step(std::size_t index) { cold_ = index == 0; }
@@ -59,6 +59,8 @@ class SteadyStateManaged {
       // The blocks the byte range covers (the tensor taken to start on a block: the per-tensor allocator's layout).
       const auto blocks = static_cast<std::uint32_t>(std::ceil((offset + bytes) / spec_.va_block) -
                                                      std::floor(offset / spec_.va_block));
+      // The GPU memory those blocks take: the GPU pages (4 KiB) the range covers, a small tensor's not 2 MiB.
+      const double held = std::min(blocks * spec_.va_block, std::ceil(bytes / 4096.0) * 4096.0);
       if (m.fresh) cost.fresh_touch_seconds += spec_.fresh_first_write_seconds(bytes);  // every step: a new allocation
       if ((advice & (placement::kPreferCpu | placement::kAccessedByGpu)) &&
           !managed::read_duplicates(advice, m.write, placement_.managed.demand_paging)) {
@@ -67,8 +69,12 @@ class SteadyStateManaged {
         const double remote = bytes - local;
         if (remote <= 0) continue;
         cost.remote_bytes += remote;
-        if (m.reread > 0 && spec_.gemv_remote_input_bandwidth > 0)
+        if (m.reread > 0 && (spec_.gemv_remote_input_bandwidth > 0 || !spec_.remote_gemv.empty())) {
           cost.remote_input_bytes += static_cast<double>(m.reread) * remote / bytes;
+          cost.gemv_input_bytes += bytes;
+          cost.gemv_weight_bytes = static_cast<double>(m.reread);
+          cost.gemv_input_remote_bytes += remote;
+        }
         if (m.reads > 1) cost.remote_reread_bytes += (m.reads - 1) * remote;
         if (cold_ && !(advice & placement::kAccessedByGpu)) cost.mapping_faults += blocks;
         continue;
@@ -77,13 +83,13 @@ class SteadyStateManaged {
       if (!(cold_ || (weight && !fits_))) continue;
       if (weight && placement_.managed.prefetch > 0) continue;  // migrated by the prefetch instead
       if (!placement_.managed.demand_paging) {  // migrated at launch (Windows/WSL2; never oversubscribed)
-        cost.launch_migrated_bytes += blocks * spec_.va_block;
+        cost.launch_migrated_bytes += held;
         continue;
       }
       cost.faulted_blocks += blocks;
-      cost.migrated_bytes += blocks * spec_.va_block;
+      cost.migrated_bytes += held;
       if (!fits_) cost.evicted_blocks += blocks;  // each evicts one (managed_memory.evict_block_overhead)
-      if (!fits_ && !(advice & placement::kReadMostly)) cost.written_back_bytes += blocks * spec_.va_block;
+      if (!fits_ && !(advice & placement::kReadMostly)) cost.written_back_bytes += held;
     }
   }
 
@@ -145,7 +151,8 @@ class StepModel {
             managed::AccessCost cost;
             managed_->kernel(plan_, a, cost);
             work = managed::ManagedMemory::stall_seconds(managed_->spec(), cost) +
-                   a.cost.seconds(cost.remote_bytes, managed_->spec().remote_read_bandwidth, cost.remote_reread_bytes);
+                   std::max(a.cost.seconds(cost.remote_bytes, managed_->spec().remote_read_bandwidth, cost.remote_reread_bytes),
+                            managed::remote_gemv_seconds(managed_->spec(), cost));
             r.h2d_bytes += cost.migrated_bytes + cost.launch_migrated_bytes;
             r.d2h_bytes += cost.written_back_bytes;
             r.remote_read_bytes += cost.remote_bytes + cost.remote_input_bytes + cost.remote_reread_bytes;

@@ -225,6 +225,28 @@ std::vector<std::pair<double, double>> Section::size_rate_points(const std::stri
   return out;
 }
 
+std::vector<std::array<double, 4>> Section::size_size_duration_rows(const std::string& key) {
+  YAML::Node rows = require(key);
+  if (!rows.IsSequence() || rows.size() == 0) fail_at(rows, full(key), "expected a list of [size, size, duration, duration] rows");
+  std::vector<std::array<double, 4>> out;
+  for (const auto& r : rows) {
+    if (!r.IsSequence() || r.size() != 4 || !r[0].IsScalar() || !r[1].IsScalar() || !r[2].IsScalar() || !r[3].IsScalar())
+      fail_at(r, full(key), "each row is [\"8 KiB\", \"32 MiB\", \"2.42 ms\", \"2.8 ms\"]: two sizes, two durations");
+    try {
+      const std::array<double, 4> v = {units::parse_bytes(r[0].Scalar()), units::parse_bytes(r[1].Scalar()),
+                                       units::parse_duration(r[2].Scalar()), units::parse_duration(r[3].Scalar())};
+      for (double x : v)
+        if (!(x > 0) || !std::isfinite(x)) throw std::invalid_argument("sizes and durations must be positive and finite");
+      if (!out.empty() && !(v[0] > out.back()[0] || (v[0] == out.back()[0] && v[1] > out.back()[1])))
+        throw std::invalid_argument("rows must ascend by the first size, then the second");
+      out.push_back(v);
+    } catch (const std::invalid_argument& e) {
+      fail_at(r, full(key), e.what());
+    }
+  }
+  return out;
+}
+
 std::vector<std::pair<double, double>> Section::thread_rate_points(const std::string& key) {
   YAML::Node pts = require(key);
   if (!pts.IsSequence() || pts.size() == 0) fail_at(pts, full(key), "expected a list of [threads, bandwidth] pairs");

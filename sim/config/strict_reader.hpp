@@ -5,6 +5,7 @@
 // naming the file, line and dotted key. JSON is YAML, so a result's JSON is read the same way.
 #include <yaml-cpp/yaml.h>
 
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -50,6 +51,9 @@ class Section {
   // A list of [rows, times] pairs with ascending whole row counts (1 to 16M) and times from 1 to 1e6: how many times
   // a matrix product of that many rows reads its weight.
   std::vector<std::pair<double, double>> row_count_points(const std::string& key);
+  // A list of ["8 KiB", "32 MiB", "2.42 ms", "2.8 ms"] rows: two sizes and two durations, all positive and finite,
+  // ascending by the first size then the second (a kernel's time by the sizes of its operands).
+  std::vector<std::array<double, 4>> size_size_duration_rows(const std::string& key);
   // A list of [FLOPs, efficiency] pairs with ascending FLOPs (1 to 1e18) and efficiencies from 0.01 to 1: what share of
   // the dtype's rate a kind of kernel reaches at an op's size.
   std::vector<std::pair<double, double>> flop_efficiency_points(const std::string& key);

@@ -40,6 +40,22 @@ double ManagedMemorySpec::gemm_weight_reads(double rows) const {
   return log_interpolated_rate(remote_gemm_reads, rows);
 }
 
+double ManagedMemorySpec::remote_gemv_seconds(double input_bytes, double weight_bytes, bool weight_remote) const {
+  if (remote_gemv.empty() || !(input_bytes > 0) || !(weight_bytes > 0)) return 0.0;
+  // The measured input size nearest in ratio (the first of two equally near).
+  double nearest = remote_gemv.front().input_bytes;
+  for (const RemoteGemv& r : remote_gemv)
+    if (std::abs(std::log(r.input_bytes / input_bytes)) < std::abs(std::log(nearest / input_bytes))) nearest = r.input_bytes;
+  std::vector<std::pair<double, double>> by_weight;  // ascending weight bytes (the rows' order)
+  for (const RemoteGemv& r : remote_gemv)
+    if (r.input_bytes == nearest) by_weight.emplace_back(r.weight_bytes, weight_remote ? r.both_seconds : r.input_seconds);
+  double seconds = 0;
+  if (weight_bytes <= by_weight.front().first) seconds = by_weight.front().second * weight_bytes / by_weight.front().first;
+  else if (weight_bytes >= by_weight.back().first) seconds = by_weight.back().second * weight_bytes / by_weight.back().first;
+  else seconds = log_interpolated_rate(by_weight, weight_bytes);
+  return seconds * input_bytes / nearest;
+}
+
 double ManagedMemorySpec::fresh_touch_seconds(double bytes) const {
   if (fresh_touch.empty() || bytes <= 0) return 0.0;
   return bytes / log_interpolated_rate(fresh_touch, bytes);

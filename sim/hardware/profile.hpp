@@ -142,6 +142,20 @@ struct ManagedMemorySpec {
   // weight's bytes at this rate. Optional (0: not measured; such reads are then charged once, at
   // remote_read_bandwidth, which under-predicts them by far).
   double gemv_remote_input_bandwidth = 0;
+  // cuBLAS GEMVs with a host-resident input vector, per shape (calib's remote_gemv: bf16, operands in managed memory
+  // advised PreferredLocation=CPU + AccessedBy): an uncached input is re-read by every thread block, so the time
+  // follows cuBLAS's grid for the shape, not the vector's or the weight's bytes (0.9 ms for 2048 x 2048, 5.4 ms for
+  // 5120 x 5120, 19 ms for a 151936 x 5120 LM head on the H200). Each row: the input vector's bytes, the weight's
+  // bytes, the time with the weight on the GPU, the time with the weight host-resident too. Optional (empty:
+  // gemv_remote_input_bandwidth prices the re-reads).
+  struct RemoteGemv {
+    double input_bytes = 0, weight_bytes = 0, input_seconds = 0, both_seconds = 0;
+  };
+  std::vector<RemoteGemv> remote_gemv;  // ascending by input_bytes, then weight_bytes
+  // Seconds such a GEMV takes: the rows of the measured input size nearest (in ratio) to `input_bytes`, log-log
+  // interpolated in the weight's bytes, in proportion to the weight's bytes past the first or last row, and in
+  // proportion to the input's bytes over the row's (each block re-reads the whole vector). 0 without rows.
+  double remote_gemv_seconds(double input_bytes, double weight_bytes, bool weight_remote) const;
   // A matrix product reads its weight once per tile of its M rows, and a host-resident weight is not cached by the
   // GPU: every re-read crosses the link. [rows, times] points (calib's remote_gemm: cuBLAS bf16 GEMM on managed
   // PreferredLocation=CPU weights, the median over shapes of the time over the time at M <= 64). Optional (empty:

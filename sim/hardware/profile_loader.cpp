@@ -194,6 +194,8 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     if (m.has("evict_writeback_bandwidth")) um.evict_writeback_bandwidth = m.bandwidth("evict_writeback_bandwidth");
     if (m.has("gemv_remote_input_bandwidth")) um.gemv_remote_input_bandwidth = m.bandwidth("gemv_remote_input_bandwidth");
     if (m.has("remote_gemm_reads")) um.remote_gemm_reads = m.row_count_points("remote_gemm_reads");
+    if (m.has("remote_gemv"))
+      for (const auto& r : m.size_size_duration_rows("remote_gemv")) um.remote_gemv.push_back({r[0], r[1], r[2], r[3]});
     if (m.has("fresh_touch")) {
       um.fresh_touch = m.size_rate_points("fresh_touch");
       if (um.fresh_touch.empty()) m.fail("fresh_touch", "expected at least one [size, rate] point");

@@ -160,6 +160,13 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
       for (const auto& [rows, times] : m.remote_gemm_reads) pts.push_back({static_cast<long>(rows), times});
       j["managed_memory"]["remote_gemm_reads"] = pts;
     }
+    if (!m.remote_gemv.empty()) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& r : m.remote_gemv)
+        rows.push_back({quantity(r.input_bytes, "B"), quantity(r.weight_bytes, "B"), quantity(r.input_seconds, "s"),
+                        quantity(r.both_seconds, "s")});
+      j["managed_memory"]["remote_gemv"] = rows;
+    }
     if (!m.fresh_touch.empty()) {
       ordered_json pts = ordered_json::array();
       for (const auto& [size, rate] : m.fresh_touch) pts.push_back({quantity(size, "B"), quantity(rate, "B/s")});

@@ -14,6 +14,11 @@ namespace {
 
 // One Block of state per VA block is modelled; 2^24 of them is 32 TiB in 2 MiB blocks.
 constexpr double kMaxBlocks = 16'777'216.0;
+// The smallest GPU chunk the driver backs a block with (PAGE_SIZE): a block takes GPU memory in chunks no larger than
+// the part of the block its allocation covers (nvidia-uvm uvm_va_block.c block_gpu_chunk_size: "the largest allowed
+// size" that is aligned to the start and fits within block->end), so a 10 KiB tensor's block holds 12 KiB of GPU
+// memory, not 2 MiB.
+constexpr double kGpuPage = 4096.0;
 
 // Refuses a block size that would model an absurd number of blocks (va_block "1 B" under um took one
 // block per byte: 15 GB of memory, then bad_alloc) before anything is allocated.
@@ -41,7 +46,7 @@ ManagedMemory::ManagedMemory(const hw::ManagedMemorySpec& spec, const trace::Hea
       bytes_(header.tensors.size(), 0.0) {
   check_block_count(spec, header, placement);
   if (!(gpu_capacity < 1e18)) throw std::invalid_argument("managed memory: GPU capacity out of range");
-  capacity_blocks_ = static_cast<std::size_t>(std::max(0.0, std::floor(gpu_capacity / spec.va_block)));
+  capacity_bytes_ = std::max(0.0, std::floor(gpu_capacity / kGpuPage) * kGpuPage);
   demand_paging_ = placement.managed.demand_paging;
   // Layout: a caching allocator packs tensors into shared segments; cudaMallocManaged per tensor
   // gives each its own block-aligned range.
@@ -55,7 +60,16 @@ ManagedMemory::ManagedMemory(const hw::ManagedMemorySpec& spec, const trace::Hea
     offset_in_block_[t.id] = cursor - static_cast<double>(first) * spec.va_block;
     cursor += static_cast<double>(std::max<std::uint64_t>(t.bytes, 1));
     const auto last = static_cast<std::size_t>(std::ceil(cursor / spec.va_block));
-    if (where_.size() < last) where_.resize(last, Where::Host), mapped_.resize(last, 0), advice_.resize(last, 0);
+    if (where_.size() < last)
+      where_.resize(last, Where::Host), mapped_.resize(last, 0), advice_.resize(last, 0), size_.resize(last, 0);
+    // What of each block the tensor covers, in GPU pages: the GPU memory the block takes when resident.
+    for (std::size_t b = static_cast<std::size_t>(first); b < last; ++b) {
+      const double lo = std::max(cursor - static_cast<double>(std::max<std::uint64_t>(t.bytes, 1)),
+                                 static_cast<double>(b) * spec.va_block);
+      const double hi = std::min(cursor, static_cast<double>(b + 1) * spec.va_block);
+      const double covered = static_cast<double>(size_[b]) + std::ceil((hi - lo) / kGpuPage) * kGpuPage;
+      size_[b] = static_cast<std::uint32_t>(std::min(covered, std::ceil(spec.va_block / kGpuPage) * kGpuPage));
+    }
     const bool mapped_at_start = placement.managed.weights_mapped && t.kind == trace::TensorKind::Weight;
     for (std::size_t b = static_cast<std::size_t>(first); b < last; ++b) {
       advice_[b] |= placement.managed.advice[t.id];
@@ -89,12 +103,16 @@ void ManagedMemory::push_resident(std::uint32_t first, std::uint32_t count) {
   ++fifo_runs_;
 }
 
-void ManagedMemory::evict_oldest(std::size_t n, std::uint32_t& evicted, std::uint32_t& written_back) {
-  while (n > 0 && fifo_runs_ > 0) {
+void ManagedMemory::evict_for(double bytes, std::uint32_t& evicted, double& written_back) {
+  while (bytes > 0 && fifo_runs_ > 0) {
     Run& run = fifo_[fifo_head_];
-    const std::uint32_t take = static_cast<std::uint32_t>(std::min<std::size_t>(n, run.count));
+    // The oldest blocks of the run until they free `bytes`.
+    std::uint32_t take = 0;
+    double freed = 0;
+    while (take < run.count && freed < bytes) freed += size_[run.first + take++];
     const std::uint32_t end = run.first + take;
-    for (std::uint32_t b = run.first; b < end; ++b) written_back += where_[b] == Where::Gpu;  // the only copy
+    for (std::uint32_t b = run.first; b < end; ++b)
+      if (where_[b] == Where::Gpu) written_back += size_[b];  // the only copy
     std::fill(where_.begin() + run.first, where_.begin() + end, Where::Host);
     // With AccessedBy the GPU maps the host copy instead of faulting it back later.
     for (std::uint32_t b = run.first; b < end; ++b) mapped_[b] = (advice_[b] & placement::kAccessedByGpu) != 0;
@@ -104,27 +122,28 @@ void ManagedMemory::evict_oldest(std::size_t n, std::uint32_t& evicted, std::uin
       if (++fifo_head_ == fifo_.size()) fifo_head_ = 0;
       --fifo_runs_;
     }
-    resident_blocks_ -= take;
+    resident_bytes_ -= freed;
     evicted += take;
-    n -= take;
+    bytes -= freed;
   }
 }
 
 void ManagedMemory::become_resident(std::uint32_t b, Where where) {
   where_[b] = where;
   push_resident(b, 1);
-  ++resident_blocks_;
-  peak_blocks_ = std::max(peak_blocks_, resident_blocks_);
+  resident_bytes_ += size_[b];
+  peak_bytes_ = std::max(peak_bytes_, resident_bytes_);
 }
 
-void ManagedMemory::make_room(AccessCost& cost) {
-  if (resident_blocks_ >= capacity_blocks_) {
-    std::uint32_t evicted = 0, written_back = 0;
-    evict_oldest(resident_blocks_ - capacity_blocks_ + 1, evicted, written_back);
+void ManagedMemory::make_room(std::uint32_t b, AccessCost& cost) {
+  if (capacity_bytes_ < size_[b]) throw std::runtime_error("no GPU memory left for managed memory");
+  if (resident_bytes_ + size_[b] > capacity_bytes_) {
+    std::uint32_t evicted = 0;
+    double written_back = 0;
+    evict_for(resident_bytes_ + size_[b] - capacity_bytes_, evicted, written_back);
     cost.evicted_blocks += evicted;
-    cost.written_back_bytes += static_cast<double>(written_back) * spec_.va_block;
+    cost.written_back_bytes += written_back;
   }
-  if (capacity_blocks_ == 0) throw std::runtime_error("no GPU memory left for managed memory");
 }
 
 void ManagedMemory::touch_block(std::uint32_t b, double touched, bool write, bool prefetch, AccessCost& cost) {
@@ -149,19 +168,19 @@ void ManagedMemory::touch_block(std::uint32_t b, double touched, bool write, boo
     cost.remote_bytes += touched;
     return;
   }
-  make_room(cost);
+  make_room(b, cost);
   if (!demand_paging_ && !prefetch) {
     // Migrated whole with the launch of the kernel that uses it (Windows/WSL2); read duplication does
     // not occur without concurrentManagedAccess (cudaMemAdvise, CUDA runtime API).
-    cost.launch_migrated_bytes += spec_.va_block;
+    cost.launch_migrated_bytes += size_[b];
     become_resident(b, Where::Gpu);
     return;
   }
   const bool read_mostly = (advice_[b] & placement::kReadMostly) != 0 && !write;
   // The density prefetcher moves the whole block once more than the threshold of it is touched.
-  double moved = spec_.va_block;
+  double moved = size_[b];
   if (!prefetch && touched < spec_.prefetch_threshold * spec_.va_block)
-    moved = std::max(spec_.big_page, std::ceil(touched / spec_.big_page) * spec_.big_page);
+    moved = std::min(moved, std::max(spec_.big_page, std::ceil(touched / spec_.big_page) * spec_.big_page));
   cost.migrated_bytes += moved;
   if (read_mostly) cost.duplicated_bytes += moved;
   if (!prefetch) ++cost.faulted_blocks;
@@ -185,7 +204,8 @@ void ManagedMemory::touch_range(std::uint32_t tensor, double offset, double byte
   // of the block, exact in a double in any order. Everything else goes through touch_block.
   const double whole = spec_.prefetch_threshold * spec_.va_block;
   const bool fast = demand_paging_ && !prefetch;
-  std::uint32_t faulted = 0, evicted = 0, written_back = 0;
+  std::uint32_t faulted = 0, evicted = 0;
+  double written_back = 0, migrated = 0;
   auto touched = [&](std::int64_t i) {
     return std::min(end, static_cast<double>(i + 1) * spec_.va_block) - std::max(start, static_cast<double>(i) * spec_.va_block);
   };
@@ -209,24 +229,27 @@ void ManagedMemory::touch_range(std::uint32_t tensor, double offset, double byte
     std::int64_t j = i + 1;
     while (j < n && eligible(j)) ++j;
     const auto k = static_cast<std::size_t>(j - i);
-    if (capacity_blocks_ == 0) throw std::runtime_error("no GPU memory left for managed memory");
-    if (k > capacity_blocks_) {  // the run outgrows the GPU: block by block
+    const auto b0 = static_cast<std::uint32_t>(first + i);
+    double run_bytes = 0;
+    for (std::size_t b = b0; b < b0 + k; ++b) run_bytes += size_[b];
+    if (run_bytes > capacity_bytes_) {  // the run outgrows the GPU: block by block
       for (; i < j; ++i) touch_block(static_cast<std::uint32_t>(first + i), spec_.va_block, write, prefetch, cost);
       continue;
     }
-    if (resident_blocks_ + k > capacity_blocks_) evict_oldest(resident_blocks_ + k - capacity_blocks_, evicted, written_back);
-    const auto b0 = static_cast<std::uint32_t>(first + i);
+    if (resident_bytes_ + run_bytes > capacity_bytes_)
+      evict_for(resident_bytes_ + run_bytes - capacity_bytes_, evicted, written_back);
     std::fill(where_.begin() + b0, where_.begin() + b0 + k, Where::Gpu);
     push_resident(b0, static_cast<std::uint32_t>(k));
-    resident_blocks_ += k;
-    peak_blocks_ = std::max(peak_blocks_, resident_blocks_);
+    resident_bytes_ += run_bytes;
+    peak_bytes_ = std::max(peak_bytes_, resident_bytes_);
     faulted += static_cast<std::uint32_t>(k);
+    migrated += run_bytes;
     i = j;
   }
   cost.faulted_blocks += faulted;
   cost.evicted_blocks += evicted;
-  cost.migrated_bytes += static_cast<double>(faulted) * spec_.va_block;
-  cost.written_back_bytes += static_cast<double>(written_back) * spec_.va_block;
+  cost.migrated_bytes += migrated;
+  cost.written_back_bytes += written_back;
 }
 
 void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write, AccessCost& cost,
@@ -235,8 +258,12 @@ void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write
   touch_range(tensor, static_cast<double>(offset), static_cast<double>(bytes), write, false, cost);
   const double remote = cost.remote_bytes - remote_before;
   // The vector's own bytes stay a remote read of the kernel; its re-reads, one per output row, come on top.
-  if (reread > 0 && remote > 0 && spec_.gemv_remote_input_bandwidth > 0 && bytes > 0)
+  if (reread > 0 && remote > 0 && bytes > 0 && (spec_.gemv_remote_input_bandwidth > 0 || !spec_.remote_gemv.empty())) {
     cost.remote_input_bytes += static_cast<double>(reread) * remote / static_cast<double>(bytes);
+    cost.gemv_input_bytes += static_cast<double>(bytes);
+    cost.gemv_weight_bytes = static_cast<double>(reread);
+    cost.gemv_input_remote_bytes += remote;
+  }
   if (reads > 1) cost.remote_reread_bytes += (reads - 1) * remote;
   if (fresh) cost.fresh_touch_seconds += spec_.fresh_first_write_seconds(static_cast<double>(bytes));
 }
@@ -249,7 +276,8 @@ double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const Acc
          c.migrated_bytes / spec.fault_migration_bandwidth;
   }
   t += c.launch_migrated_bytes / spec.prefetch_to_gpu;
-  if (c.remote_input_bytes > 0) t += c.remote_input_bytes / spec.gemv_remote_input_bandwidth;
+  // Without per-shape times (remote_gemv_seconds), the re-reads at their rate.
+  if (c.remote_input_bytes > 0 && spec.remote_gemv.empty()) t += c.remote_input_bytes / spec.gemv_remote_input_bandwidth;
   t += c.mapping_faults * spec.mapping_fault_cost;
   t += c.fresh_touch_seconds;
   t += c.evicted_blocks * spec.evict_block_overhead;

@@ -1,6 +1,7 @@
 #pragma once
 // The managed-memory driver as the simulator sees it (shared/docs/uvm.md; nvidia-uvm on x86 + PCIe):
-// - memory is tracked in VA blocks (2 MiB); the GPU takes memory in whole blocks;
+// - memory is tracked in VA blocks (2 MiB); a resident block takes the GPU pages its allocations cover (a whole
+//   2 MiB for a large tensor's blocks, 12 KiB for a 10 KiB tensor's own block);
 // - a GPU access to a block that is not on the GPU faults; the density prefetcher turns a dense access
 //   into a migration of the whole block, a sparse one into the touched 64 KiB big pages;
 // - the faulting kernel stalls while its faults are serviced: one fault latency per batch of
@@ -13,8 +14,9 @@
 // - ReadMostly: a GPU read makes a read-only duplicate (the host copy stays valid); a write collapses
 //   it to the writer's copy.
 // - A GEMV whose input vector is host-resident (PreferredLocation=CPU, or mapped) reads it over the
-//   link once per output row: its weight's bytes at gemv_remote_input_bandwidth (calib's zero_copy
-//   input_gemv rows), not the vector's bytes once.
+//   link once per thread block: the time cuBLAS takes for that shape (calib's remote_gemv rows, with the weight on
+//   the GPU or host-resident too) where the profile measured it, else its weight's bytes at
+//   gemv_remote_input_bandwidth (calib's zero_copy input_gemv rows), not the vector's bytes once.
 // - Without demand paging (Windows and WSL2: concurrentManagedAccess = 0), the GPU never faults: the
 //   managed data a kernel uses is migrated whole when it is launched, at the bulk (prefetch) rate, and
 //   the footprint never exceeds GPU memory (the strategy refuses it), so nothing is evicted.
@@ -39,6 +41,9 @@ struct AccessCost {
   double duplicated_bytes = 0;   // part of migrated_bytes that left a valid host copy (ReadMostly)
   double launch_migrated_bytes = 0;  // host -> GPU at kernel launch, no faults (no demand paging)
   double remote_input_bytes = 0;     // a GEMV's host-resident input, re-read per output row
+  // A GEMV whose input vector is host-resident, for the profile's per-shape times (ManagedMemorySpec::remote_gemv):
+  // the vector's bytes, its weight's bytes, and the part of remote_bytes that is the vector's own.
+  double gemv_input_bytes = 0, gemv_weight_bytes = 0, gemv_input_remote_bytes = 0;
   double remote_reread_bytes = 0;    // a matrix product's host-resident weight read again, once per tile of its rows
   double fresh_touch_seconds = 0;    // the first writes of fresh allocations (a per-tensor allocator's), populated
 };
@@ -55,6 +60,15 @@ struct ManagedStats {
 // mapping means the GPU never faults (nothing measured says it duplicates then).
 inline bool read_duplicates(std::uint8_t advice, bool write, bool demand_paging) {
   return (advice & placement::kReadMostly) != 0 && (advice & placement::kAccessedByGpu) == 0 && !write && demand_paging;
+}
+
+// Seconds a GEMV whose input vector is host-resident takes by itself, from the profile's per-shape times (with the
+// weight host-resident too when most of the weight's bytes were read over the link); 0 when the kernel is none, or
+// the profile has no such times (gemv_remote_input_bandwidth then prices the re-reads as a stall).
+inline double remote_gemv_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& c) {
+  if (c.gemv_weight_bytes <= 0 || spec.remote_gemv.empty()) return 0.0;
+  const bool weight_remote = c.remote_bytes - c.gemv_input_remote_bytes >= 0.5 * c.gemv_weight_bytes;
+  return spec.remote_gemv_seconds(c.gemv_input_bytes, c.gemv_weight_bytes, weight_remote);
 }
 
 // What writing `bytes` of evicted blocks back adds to the fault or prefetch that evicted them: evict_writeback_bandwidth
@@ -83,24 +97,32 @@ class ManagedMemory {
   // Seconds the kernel stalls for the faults accumulated in `cost`.
   double stall_seconds(const AccessCost& cost) const { return stall_seconds(spec_, cost); }
   static double stall_seconds(const hw::ManagedMemorySpec& spec, const AccessCost& cost);
-  // Blocks the managed tensors occupy under the placement's allocator layout.
+  // Blocks the managed tensors occupy under the placement's allocator layout, and the GPU memory they take when all
+  // are resident (each block the GPU pages its allocations cover: a small tensor's block is not 2 MiB).
   std::size_t footprint_blocks() const { return where_.size(); }
+  double footprint_bytes() const {
+    double bytes = 0;
+    for (std::uint32_t s : size_) bytes += s;
+    return bytes;
+  }
   // cudaMemPrefetchAsync of a whole tensor to the GPU: migrates (evicting as needed) with no faults.
   // Returns its seconds on the copy stream.
   double prefetch_to_gpu(std::uint32_t tensor, AccessCost& cost);
   // Adds one kernel's or one prefetch's cost to the run's totals.
   void record(const AccessCost& cost, bool prefetch);
 
-  double resident_bytes() const { return resident_blocks_ * spec_.va_block; }
-  double peak_resident_bytes() const { return peak_blocks_ * spec_.va_block; }
-  std::size_t capacity_blocks() const { return capacity_blocks_; }
+  double resident_bytes() const { return resident_bytes_; }
+  double peak_resident_bytes() const { return peak_bytes_; }
+  double capacity_bytes() const { return capacity_bytes_; }
+  // The GPU memory block `b` takes when resident (the GPU pages of it its allocations cover).
+  double block_bytes(std::size_t b) const { return size_[b]; }
   const ManagedStats& stats() const { return stats_; }
   const hw::ManagedMemorySpec& spec() const { return spec_; }
 
  private:
   enum class Where : std::uint8_t { Host, Gpu, Both };
   // Each VA block's state, one array per field (the loops over a run of blocks read one field at a time).
-  void make_room(AccessCost& cost);
+  void make_room(std::uint32_t b, AccessCost& cost);  // frees what block b needs, evicting the oldest
   void become_resident(std::uint32_t b, Where where);
   void touch_block(std::uint32_t b, double touched, bool write, bool prefetch, AccessCost& cost);
   void touch_range(std::uint32_t tensor, double offset, double bytes, bool write, bool prefetch, AccessCost& cost);
@@ -112,6 +134,7 @@ class ManagedMemory {
   std::vector<Where> where_;          // by block: where its valid copy is
   std::vector<std::uint8_t> mapped_;  // by block: the GPU has a mapping to the host copy
   std::vector<std::uint8_t> advice_;  // by block: placement::kPreferCpu | kAccessedByGpu | kReadMostly
+  std::vector<std::uint32_t> size_;   // by block: the GPU memory it takes when resident (bytes, whole GPU pages)
   bool demand_paging_ = true;
   // The driver's eviction order: resident blocks, oldest first, as runs of consecutive block numbers in a ring
   // (a tensor's blocks become resident together, so runs are long). A block enters when it becomes resident (only
@@ -123,12 +146,12 @@ class ManagedMemory {
   std::vector<Run> fifo_;
   std::size_t fifo_head_ = 0, fifo_runs_ = 0;
   void push_resident(std::uint32_t first, std::uint32_t count);  // appends to the newest run when consecutive
-  // Evicts the `n` oldest resident blocks (n at most resident_blocks_), counting into `cost`'s evictions and
-  // write-backs.
-  void evict_oldest(std::size_t n, std::uint32_t& evicted, std::uint32_t& written_back);
-  std::size_t capacity_blocks_ = 0;
-  std::size_t resident_blocks_ = 0;
-  std::size_t peak_blocks_ = 0;
+  // Evicts the oldest resident blocks until they free `bytes` (or none is left), counting the blocks evicted and
+  // the bytes written back (those whose only copy was on the GPU).
+  void evict_for(double bytes, std::uint32_t& evicted, double& written_back);
+  double capacity_bytes_ = 0;
+  double resident_bytes_ = 0;
+  double peak_bytes_ = 0;
   ManagedStats stats_;
 };
 

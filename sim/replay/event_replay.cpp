@@ -200,7 +200,8 @@ class Replay final : public engine::EventHandler,
         um_->access(m.tensor, m.bytes, m.write, cost, m.reread, m.offset, m.reads, m.fresh);
       }
       seconds = um_->stall_seconds(cost) +
-                a.cost.seconds(cost.remote_bytes, um_->spec().remote_read_bandwidth, cost.remote_reread_bytes);
+                std::max(a.cost.seconds(cost.remote_bytes, um_->spec().remote_read_bandwidth, cost.remote_reread_bytes),
+                         managed::remote_gemv_seconds(um_->spec(), cost));
       um_->record(cost, false);
     }
     if (recording()) {

@@ -43,7 +43,17 @@ TEST(ManagedMemoryBounds, TheDriversBlockSizeIsUnchanged) {
   hw::ManagedMemorySpec spec;  // 2 MiB
   managed::ManagedMemory mm(spec, m.header, m.placement, 8e9);
   EXPECT_EQ(mm.footprint_blocks(), 512u);
-  EXPECT_EQ(mm.capacity_blocks(), 3814u);
+  EXPECT_EQ(mm.footprint_bytes(), double(std::uint64_t{1} << 30));
+  EXPECT_EQ(mm.capacity_bytes(), 1953125.0 * 4096);  // 8e9 B in whole 4 KiB GPU pages
+}
+
+// A small tensor's block takes the GPU pages it covers, not the 2 MiB block (nvidia-uvm block_gpu_chunk_size).
+TEST(ManagedMemoryBounds, ASmallTensorsBlockTakesItsPages) {
+  const OneTensor m(10 * 1024);
+  hw::ManagedMemorySpec spec;
+  managed::ManagedMemory mm(spec, m.header, m.placement, 8e9);
+  EXPECT_EQ(mm.footprint_blocks(), 1u);
+  EXPECT_EQ(mm.footprint_bytes(), 12.0 * 1024);
 }
 
 }  // namespace
