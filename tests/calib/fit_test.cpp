@@ -195,6 +195,31 @@ TEST(FitProfile, RemoteGemmReadsAreEachRowCountsTimeOverOneReadTheMedianOverShap
   EXPECT_THROW(fit_profile(raw, hw::resolve_profile("h100-sxm"), "t"), InputError);
 }
 
+TEST(FitProfile, RemoteGemvRowsAreEachShapesInputAndBothMedians) {
+  RawMeasurements raw = read_raw_csv(std::string(TIERSIM_SOURCE_DIR) + "/results/calib/raw_h100_run2.csv");
+  auto add = [&](const std::string& placement, int out, int in, double seconds) {
+    RawRow r;
+    r.benchmark = "remote_gemv";
+    r.variant = "gemv_bf16_" + placement + "_out" + std::to_string(out) + "_in" + std::to_string(in);
+    r.work = 2.0 * out * in;
+    r.work_unit = "bytes";
+    r.repeats = 3;
+    r.median = r.min = r.max = seconds;
+    raw.rows.push_back(r);
+  };
+  add("input", 4096, 4096, 2e-3);
+  add("both", 4096, 4096, 3e-3);
+  add("weight", 4096, 4096, 1e-3);  // the weight alone is remote_read_bandwidth's: not a row
+  add("input", 1024, 4096, 1e-3);
+  add("both", 1024, 4096, 1.2e-3);
+  const std::string yaml = fit_profile(raw, hw::resolve_profile("h100-sxm"), "t").yaml;
+  EXPECT_NE(yaml.find("  remote_gemv: [[\"8192 B\", \"8388608 B\", \"1000 us\", \"1200 us\"], "
+                      "[\"8192 B\", \"33554432 B\", \"2000 us\", \"3000 us\"]]\n"), std::string::npos) << yaml;
+  EXPECT_DOUBLE_EQ(hw::parse_profile(yaml, "t.yaml").managed_memory->remote_gemv_seconds(8192, 33554432, true), 3e-3);
+  add("input", 2048, 2048, 1e-3);  // no both row for this shape
+  EXPECT_THROW(fit_profile(raw, hw::resolve_profile("h100-sxm"), "t"), InputError);
+}
+
 TEST(FitProfile, FreshTouchIsEachSizeOverItsFirstWriteLessASecond) {
   RawMeasurements raw = read_raw_csv(std::string(TIERSIM_SOURCE_DIR) + "/results/calib/raw_h100_run2.csv");
   auto add = [&](const std::string& variant, double bytes, double seconds) {

@@ -85,6 +85,11 @@ TEST(Catalogue, PresetsAreTheirCompositions) {
     near(m.remote_read_bandwidth, n.remote_read_bandwidth, "remote_read_bandwidth");
     near(m.gemv_remote_input_bandwidth, n.gemv_remote_input_bandwidth, "gemv_remote_input_bandwidth");
     EXPECT_EQ(m.remote_gemm_reads, n.remote_gemm_reads) << "remote_gemm_reads";
+    ASSERT_EQ(m.remote_gemv.size(), n.remote_gemv.size()) << "remote_gemv";
+    for (std::size_t i = 0; i < m.remote_gemv.size(); ++i) {
+      near(m.remote_gemv[i].weight_bytes, n.remote_gemv[i].weight_bytes, "remote_gemv weight bytes");
+      near(m.remote_gemv[i].both_seconds, n.remote_gemv[i].both_seconds, "remote_gemv both seconds");
+    }
     EXPECT_EQ(m.fresh_touch, n.fresh_touch) << "fresh_touch";
     near(m.fault_latency, n.fault_latency, "fault_latency");
     near(m.fault_block_overhead, n.fault_block_overhead, "fault_block_overhead");

@@ -107,6 +107,37 @@ TEST(ProfileLoader, ManagedBlockSizeIsBounded) {
   }
 }
 
+TEST(ProfileLoader, RemoteGemvRowsArePerShapeTimesReadAtTheNearestInput) {
+  const std::string yaml = testing::toy_profile_yaml("1 GiB", true);
+  EXPECT_EQ(parse_profile(yaml, "toy.yaml").managed_memory->remote_gemv_seconds(8192, 1e8, true), 0.0);  // none
+  auto with = [&](const std::string& value) {
+    std::string y = yaml;
+    y.insert(y.find("  va_block:"), "  remote_gemv: " + value + "\n");
+    return y;
+  };
+  const auto m = *parse_profile(with("[[\"8 KiB\", \"8 MiB\", \"1 ms\", \"1.5 ms\"], [\"8 KiB\", \"32 MiB\", \"4 ms\", \"6 ms\"], "
+                                     "[\"16 KiB\", \"32 MiB\", \"10 ms\", \"12 ms\"]]"),
+                                "toy.yaml").managed_memory;
+  const double MiB = 1048576;
+  EXPECT_DOUBLE_EQ(m.remote_gemv_seconds(8192, 8 * MiB, false), 1e-3);    // a measured shape
+  EXPECT_DOUBLE_EQ(m.remote_gemv_seconds(8192, 8 * MiB, true), 1.5e-3);   // the weight host-resident too
+  EXPECT_NEAR(m.remote_gemv_seconds(8192, 16 * MiB, false), 2e-3, 1e-12);  // log-log between 8 and 32 MiB
+  EXPECT_DOUBLE_EQ(m.remote_gemv_seconds(8192, 4 * MiB, false), 0.5e-3);  // in proportion below the first
+  EXPECT_DOUBLE_EQ(m.remote_gemv_seconds(8192, 64 * MiB, false), 8e-3);   // and beyond the last
+  EXPECT_DOUBLE_EQ(m.remote_gemv_seconds(10240, 8 * MiB, false), 1.25e-3);  // nearest input 8 KiB, scaled by 10/8
+  EXPECT_DOUBLE_EQ(m.remote_gemv_seconds(16384, 32 * MiB, true), 12e-3);
+  for (const char* bad : {"[[\"16 KiB\", \"8 MiB\", \"1 ms\", \"1 ms\"], [\"8 KiB\", \"8 MiB\", \"1 ms\", \"1 ms\"]]",
+                          "[[\"8 KiB\", \"8 MiB\", \"1 ms\"]]", "[[\"8 KiB\", \"8 MiB\", \"0 ms\", \"1 ms\"]]",
+                          "[[\"8 KiB\", \"8 MiB\", \"1 ms\", \"fast\"]]", "[]", "{a: 1}"}) {
+    try {
+      parse_profile(with(bad), "bad.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "managed_memory.remote_gemv") << bad << ": " << e.what();
+    }
+  }
+}
+
 TEST(ProfileLoader, RemoteGemmReadsAreOptionalRowCountsAndTimes) {
   const std::string yaml = testing::toy_profile_yaml("1 GiB", true);
   const auto plain = parse_profile(yaml, "toy.yaml");
