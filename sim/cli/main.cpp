@@ -537,6 +537,19 @@ std::vector<std::string> input_paths(const app::RunInputs& in, const std::string
   return out;
 }
 
+// The profile files a plan's machines read (each --hw that is a file, and --runtime when it is one), for the check
+// that its -o names none of them: a plan resolves its machines per point, after the output is opened.
+std::vector<std::string> profile_files(const std::vector<std::string>& hardware, const std::string& runtime) {
+  app::RunInputs m;
+  m.runtime.origin = runtime.empty() ? "preset:" : runtime::resolve_runtime(runtime).origin;
+  std::vector<std::string> out;
+  for (const auto& h : hardware) {
+    m.hw = hw::resolve_profile(h);
+    for (std::string& f : input_paths(m)) out.push_back(std::move(f));
+  }
+  return out;
+}
+
 int run_command(const app::RunInputs& in, bool json, const std::string& timeline_path, std::size_t timeline_steps,
                 const std::string& config_path = "") {
   // Outputs are opened before the run (a path that cannot be written fails at once) and committed
@@ -907,7 +920,9 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
       return std::shared_ptr<const app::RunInputs>(m);
     };
     const app::PlanPricer price = [&](const std::string& h) { return hw::price_of(h, prices); };
-    report::OutputFile out(output.empty() ? "-" : output, "-o", {o.model});
+    std::vector<std::string> inputs = profile_files(hardware, o.runtime);
+    inputs.push_back(o.model);
+    report::OutputFile out(output.empty() ? "-" : output, "-o", inputs);
     std::vector<std::string> dropped;
     const auto rows = app::plan_training(w, hardware, setups, goal, price, jobs, resolve, hw_args, &dropped);
     std::cerr << "sim plan --train: " << rows.size() << " machine x set-up candidates predicted by sim train\n";
@@ -933,10 +948,12 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
   if (o.dtype && dtypes.empty()) throw InputError("", 0, "--dtype", "names no weight format");
   std::vector<app::PlanWorkload> workloads;
   trace::Header header;
+  std::string routing_path;  // a routing file the workloads replay (an input, like the trace)
   for (std::size_t k = 0; k < std::max<std::size_t>(1, dtypes.size()); ++k) {
     CommonOptions ov = o;
     if (!dtypes.empty()) ov.dtype = dtypes[k];
     const app::TraceSpec spec = trace_spec(ov);
+    routing_path = spec.generation.routing_path;
     header = app::open_trace(spec)->header();
     app::PlanWorkload w;
     for (const auto& t : header.tensors) w.layers = std::max(w.layers, t.layer);
@@ -996,7 +1013,9 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
       strategies = kept;
     }
   }
-  report::OutputFile out(output.empty() ? "-" : output, "-o", {o.trace, o.model});
+  std::vector<std::string> inputs = profile_files(hardware, o.runtime);
+  inputs.insert(inputs.end(), {o.trace, o.model, routing_path});
+  report::OutputFile out(output.empty() ? "-" : output, "-o", inputs);
   // A point's machine and trace, each resolved once (points differ in the strategy and its knob only).
   std::mutex cache;
   std::map<std::string, std::shared_ptr<const app::LoadedTrace>> traces;
