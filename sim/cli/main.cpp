@@ -537,6 +537,19 @@ std::vector<std::string> input_paths(const app::RunInputs& in, const std::string
   return out;
 }
 
+// The profile files a plan's machines read (each --hw that is a file, and --runtime when it is one), for the check
+// that its -o names none of them: a plan resolves its machines per point, after the output is opened.
+std::vector<std::string> profile_files(const std::vector<std::string>& hardware, const std::string& runtime) {
+  app::RunInputs m;
+  m.runtime.origin = runtime.empty() ? "preset:" : runtime::resolve_runtime(runtime).origin;
+  std::vector<std::string> out;
+  for (const auto& h : hardware) {
+    m.hw = hw::resolve_profile(h);
+    for (std::string& f : input_paths(m)) out.push_back(std::move(f));
+  }
+  return out;
+}
+
 int run_command(const app::RunInputs& in, bool json, const std::string& timeline_path, std::size_t timeline_steps,
                 const std::string& config_path = "") {
   // Outputs are opened before the run (a path that cannot be written fails at once) and committed
@@ -640,14 +653,16 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
 }
 
 // The sweep's own options, which a point's `sim run` command does not take.
-bool sweep_only(const std::string& a) { return a == "--gb" || a == "-o" || a == "--output" || a == "--format"; }
+bool sweep_only(const std::string& a) {
+  return a == "--gb" || a == "-o" || a == "--output" || a == "--format" || a == "--json";
+}
 std::vector<std::string> without_sweep_options(const std::vector<std::string>& args) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string name = args[i].substr(0, args[i].find('='));
     if (args[i].size() > 2 && args[i].rfind("-o", 0) == 0 && args[i][2] != '-') continue;  // -oFILE
     if (sweep_only(name)) {
-      if (name == args[i]) ++i;  // and its value
+      if (name == args[i] && name != "--json") ++i;  // and its value (--json is a flag)
       continue;
     }
     out.push_back(args[i]);
@@ -779,7 +794,8 @@ std::string bottleneck(const app::Simulation& sim, const hw::HardwareProfile& hw
 bool plan_only(const std::string& a) {
   return a == "--hw" || a == "--strategies" || a == "--min-tps" || a == "--max-s-per-iteration" || a == "--jobs" ||
          a == "--format" || a == "-o" || a == "--output" || a == "--price" || a == "--cheapest" ||
-         a == "--exhaustive" || a == "--max-price" || a == "--vram-margin" || a == "--host-ram" || a == "--count";
+         a == "--exhaustive" || a == "--max-price" || a == "--vram-margin" || a == "--host-ram" || a == "--count" ||
+         a == "--json";
 }
 
 // --price GPU=USD (comma lists and repeats): a catalogue GPU's price in place of its launch price.
@@ -907,7 +923,9 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
       return std::shared_ptr<const app::RunInputs>(m);
     };
     const app::PlanPricer price = [&](const std::string& h) { return hw::price_of(h, prices); };
-    report::OutputFile out(output.empty() ? "-" : output, "-o", {o.model});
+    std::vector<std::string> inputs = profile_files(hardware, o.runtime);
+    inputs.push_back(o.model);
+    report::OutputFile out(output.empty() ? "-" : output, "-o", inputs);
     std::vector<std::string> dropped;
     const auto rows = app::plan_training(w, hardware, setups, goal, price, jobs, resolve, hw_args, &dropped);
     std::cerr << "sim plan --train: " << rows.size() << " machine x set-up candidates predicted by sim train\n";
@@ -921,7 +939,9 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
   for (std::size_t i = 0; i < raw.size(); ++i) {
     const std::string name = raw[i].substr(0, raw[i].find('='));
     if (plan_only(name) || (raw[i].size() > 2 && raw[i].rfind("-o", 0) == 0 && raw[i][2] != '-')) {
-      if (name == raw[i] && raw[i] != "--cheapest" && raw[i] != "--exhaustive" && raw[i].rfind("-o", 0) != 0) ++i;
+      if (name == raw[i] && raw[i] != "--cheapest" && raw[i] != "--exhaustive" && raw[i] != "--json" &&
+          raw[i].rfind("-o", 0) != 0)
+        ++i;
       else if (raw[i] == "-o") ++i;
       continue;
     }
@@ -933,10 +953,12 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
   if (o.dtype && dtypes.empty()) throw InputError("", 0, "--dtype", "names no weight format");
   std::vector<app::PlanWorkload> workloads;
   trace::Header header;
+  std::string routing_path;  // a routing file the workloads replay (an input, like the trace)
   for (std::size_t k = 0; k < std::max<std::size_t>(1, dtypes.size()); ++k) {
     CommonOptions ov = o;
     if (!dtypes.empty()) ov.dtype = dtypes[k];
     const app::TraceSpec spec = trace_spec(ov);
+    routing_path = spec.generation.routing_path;
     header = app::open_trace(spec)->header();
     app::PlanWorkload w;
     for (const auto& t : header.tensors) w.layers = std::max(w.layers, t.layer);
@@ -996,7 +1018,9 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
       strategies = kept;
     }
   }
-  report::OutputFile out(output.empty() ? "-" : output, "-o", {o.trace, o.model});
+  std::vector<std::string> inputs = profile_files(hardware, o.runtime);
+  inputs.insert(inputs.end(), {o.trace, o.model, routing_path});
+  report::OutputFile out(output.empty() ? "-" : output, "-o", inputs);
   // A point's machine and trace, each resolved once (points differ in the strategy and its knob only).
   std::mutex cache;
   std::map<std::string, std::shared_ptr<const app::LoadedTrace>> traces;
@@ -1177,6 +1201,25 @@ int list_catalogue() {
   return 0;
 }
 
+// Whether the command line's words ask for errors as JSON (docs/errors.md): --json after run, sweep, plan or train, or
+// run's --config. For the errors found before the options are parsed (a grid's lists, the parser's own); once they
+// are, the options say.
+bool json_errors_asked(const std::vector<std::string>& args) {
+  if (args.size() < 2) return false;
+  const std::string& command = args[1];
+  if (command != "run" && command != "sweep" && command != "plan" && command != "train") return false;
+  for (std::size_t i = 2; i < args.size() && args[i] != "--"; ++i)
+    if (args[i] == "--json" || (command == "run" && (args[i] == "--config" || args[i].rfind("--config=", 0) == 0)))
+      return true;
+  return false;
+}
+
+// The option a command-line parser's message starts with ("--batch: must be ...", "--model is required"), or "".
+std::string parse_error_key(const std::string& message) {
+  if (message.rfind("-", 0) != 0) return "";
+  return message.substr(0, message.find_first_of(": "));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1185,6 +1228,26 @@ int main(int argc, char** argv) {
   if (args.size() > 1 && args[1].size() > 1 && args[1][0] == '-' && args[1] != "-h" && args[1] != "--help" &&
       args[1] != "--version")
     args.insert(args.begin() + 1, "run");
+  // Errors: one line on standard error, and under --json (always under run --config) one object on standard output,
+  // the same for every command (docs/errors.md). Until the options are parsed, the words say whether JSON is asked.
+  bool json_errors = json_errors_asked(args);
+  auto fail = [&](const char* kind, const std::string& what, int code, const InputError* input,
+                  const CapacityError* capacity) {
+    const std::string message = input ? what : bounded(what);  // an InputError's message is bounded already
+    std::cerr << "error: " << message << "\n";
+    if (json_errors) {
+      nlohmann::ordered_json e = {{"kind", kind}, {"message", message}};
+      if (input) e.update({{"file", input->file()}, {"line", input->line()}, {"key", input->key()}});
+      if (capacity && !capacity->device().empty())
+        e.update({{"device", capacity->device()},
+                  {"needed_bytes", std::llround(capacity->needed())},
+                  {"available_bytes", std::llround(capacity->available())}});
+      // Written with dump_json: a message echoing a byte that is not UTF-8 must not throw here, in the handler.
+      std::cout << dump_json(nlohmann::ordered_json{{"schema_version", report::kJsonSchemaVersion}, {"exit_code", code}, {"error", e}}, 2)
+                << "\n";
+    }
+    return code;
+  };
   // A sweep with lists (--ngl 10,20,30) is a grid: parsed here with each list's first value, every point
   // parsed again when it runs.
   app::Grid grid;
@@ -1192,8 +1255,7 @@ int main(int argc, char** argv) {
     try {
       grid = app::expand_grid(std::vector<std::string>(args.begin() + 2, args.end()));
     } catch (const InputError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      return 2;
+      return fail("input", e.what(), 2, &e, nullptr);
     }
     std::copy(grid.points.front().args.begin(), grid.points.front().args.end(), args.begin() + 2);
   }
@@ -1249,6 +1311,9 @@ int main(int argc, char** argv) {
   sweep->add_option("--gb", range, "FROM:TO:STEP in GB (1e9 bytes) moved off the compute GPU (the offload sweep)");
   sweep->add_option("--format", sweep_format, "a grid's output: csv (RFC 4180, the default), jsonl or md");
   sweep->add_option("-o,--output", sweep_out, "output file (default: standard output)");
+  bool sweep_json = false;
+  sweep->add_flag("--json", sweep_json,
+                  "an error as one JSON object on standard output, as for run --json (the output is --format's)");
 
   CommonOptions plan_o;
   std::string plan_hw, plan_strategies_text, plan_format = "md", plan_out;
@@ -1301,6 +1366,9 @@ int main(int argc, char** argv) {
       ->check(number_in(1, 16777216, "tokens", true));
   planc->add_option("--format", plan_format, "md (default), csv (RFC 4180) or jsonl");
   planc->add_option("-o,--output", plan_out, "output file (default: standard output)");
+  bool plan_json = false;
+  planc->add_flag("--json", plan_json,
+                  "an error as one JSON object on standard output, as for run --json (the plan is --format's)");
 
   std::string train_model, train_hw = hw::kDefaultProfile, train_precision = "bf16", train_optimizer = "adamw";
   bool train_checkpointing = false, train_json_out = false;
@@ -1327,7 +1395,9 @@ int main(int argc, char** argv) {
   trainc->add_flag("--checkpointing", train_checkpointing, "gradient checkpointing per decoder layer");
   trainc->add_option("--batch", train_batch, "sequences per step")->capture_default_str()->check(number_in(1, 65536, "sequences", true));
   trainc->add_option("--seq", train_seq, "tokens per sequence")->capture_default_str()->check(number_in(1, 16777216, "tokens", true));
-  trainc->add_flag("--json", train_json_out, "print one JSON object instead of the summary");
+  trainc->add_flag("--json", train_json_out,
+                   "print one JSON object instead of the summary (a JSON line per machine for a list), and an error "
+                   "as one JSON object, as for run --json");
   std::uint32_t train_lora = 0;
   std::string train_lora_targets = "q_proj,v_proj";
   trainc->add_option("--lora", train_lora,
@@ -1369,8 +1439,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "error: " << (std::strlen(e.what()) ? bounded(e.what()) : "bad command line") << "\n"
-              << "run 'sim --help' or 'sim run --help' for usage\n";
+    const std::string message = std::strlen(e.what()) ? bounded(e.what()) : "bad command line";
+    const InputError input("", 0, parse_error_key(message), message);  // the option, for the JSON error's key
+    fail("input", message, 2, &input, nullptr);
+    std::cerr << "run 'sim --help' or 'sim run --help' for usage\n";
     return 2;
   }
   if (show_version) {
@@ -1382,24 +1454,8 @@ int main(int argc, char** argv) {
               << "run 'sim --help' for usage\n";
     return 2;
   }
-  const bool json_errors = *run && (json || !config_path.empty());
-  auto fail = [&](const char* kind, const std::string& what, int code, const InputError* input,
-                  const CapacityError* capacity) {
-    const std::string message = input ? what : bounded(what);  // an InputError's message is bounded already
-    std::cerr << "error: " << message << "\n";
-    if (json_errors) {
-      nlohmann::ordered_json e = {{"kind", kind}, {"message", message}};
-      if (input) e.update({{"file", input->file()}, {"line", input->line()}, {"key", input->key()}});
-      if (capacity && !capacity->device().empty())
-        e.update({{"device", capacity->device()},
-                  {"needed_bytes", std::llround(capacity->needed())},
-                  {"available_bytes", std::llround(capacity->available())}});
-      // Written with dump_json: a message echoing a byte that is not UTF-8 must not throw here, in the handler.
-      std::cout << dump_json(nlohmann::ordered_json{{"schema_version", report::kJsonSchemaVersion}, {"exit_code", code}, {"error", e}}, 2)
-                << "\n";
-    }
-    return code;
-  };
+  json_errors = (*run && (json || !config_path.empty())) || (*sweep && sweep_json) || (*planc && plan_json) ||
+                (*trainc && train_json_out);
   try {
     if (*run && !config_path.empty()) {
       // Only the result's inputs: a flag would silently disagree with them.

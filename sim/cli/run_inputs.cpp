@@ -139,8 +139,11 @@ std::vector<std::string> job_text_encoder_dtypes(const std::string& model_path) 
 }
 
 RunInputs inputs_from_config(const std::string& path) {
-  const YAML::Node root =
-      config::parse_document(io::read_file(path, "--config", "config (a result's JSON from sim run --json)"), path);
+  return inputs_from_config_text(io::read_file(path, "--config", "config (a result's JSON from sim run --json)"), path);
+}
+
+RunInputs inputs_from_config_text(const std::string& text, const std::string& path) {
+  const YAML::Node root = config::parse_document(text, path);
   if (!root || !root.IsMap()) throw InputError(path, 0, "", "expected a JSON object (a result of sim run --json)");
   config::Section top(root, "", path);
   config::Section in = top.child("inputs");  // a result's other keys are outputs, not read

@@ -49,5 +49,7 @@ nlohmann::ordered_json inputs_to_json(const RunInputs& in);
 // Reads the "inputs" object of a result (or a file holding just such an object under "inputs") with
 // the strict reader: errors name the file, line and key.
 RunInputs inputs_from_config(const std::string& path);
+// The same from the config's text (`path` names it in messages; the files it names are still read).
+RunInputs inputs_from_config_text(const std::string& text, const std::string& path);
 
 }  // namespace tiersim::app

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "model/config_json.hpp"
 
 namespace tiersim::model {
@@ -15,7 +16,11 @@ constexpr Bound kVersion{"tiersim_routing", 1, "1"};
 }  // namespace
 
 RoutingTable load_routing_file(const std::string& path) {
-  const ConfigJson doc = load_config_json(path, "routing file");
+  return parse_routing_file(io::read_file(path, "", "routing file"), path);
+}
+
+RoutingTable parse_routing_file(const std::string& text, const std::string& path) {
+  const ConfigJson doc = parse_config_json(text, path);
   if (!doc.json.is_object()) throw InputError(path, 1, "", "expected a JSON object (a tiersim routing file)");
   const ConfigReader r(doc);
   r.refuse_unknown({"tiersim_routing", "num_experts", "experts_per_token", "layers", "sequences", "source"}, {},

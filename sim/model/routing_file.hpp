@@ -26,5 +26,7 @@ struct RoutingTable {
 // the key; a list's position in the message): every entry has experts_per_token distinct experts below
 // num_experts.
 RoutingTable load_routing_file(const std::string& path);
+// The same from the file's text (`path` names it in messages): what load_routing_file does after the read.
+RoutingTable parse_routing_file(const std::string& text, const std::string& path);
 
 }  // namespace tiersim::model

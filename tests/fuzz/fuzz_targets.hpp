@@ -15,8 +15,10 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/run_inputs.hpp"
 #include "cli/sweep_grid.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/units.hpp"
 #include "hardware/catalogue.hpp"
 #include "policies/placement_rules/rules.hpp"
@@ -25,6 +27,7 @@
 #include "hardware/profile_loader.hpp"
 #include "model/gguf_file.hpp"
 #include "model/model_config.hpp"
+#include "model/routing_file.hpp"
 #include "model/trace_generator.hpp"
 // The split-string parser is moving under policies/placement_rules/ (the composition work).
 #if __has_include("policies/placement_rules/split_string.hpp")
@@ -226,6 +229,64 @@ inline int ot_pattern(const std::uint8_t* data, std::size_t size) {
   return 0;
 }
 
+// A result's "inputs" as sim run --config RESULT.json reads them: a config that reads writes back (inputs_to_json, as
+// the re-run's own result holds it) into a config that reads to the same inputs. The files it names (a trace, a
+// model, a routing file) are read as the command reads them: relative paths from the repository root, where
+// run_fuzzers.sh and the corpus replay run.
+inline int run_config(const std::uint8_t* data, std::size_t size) {
+  expect_clean_failure([&] {
+    const app::RunInputs r = app::inputs_from_config_text(text(data, size), "fuzz.json");
+    check(r.trace.trace_path.empty() != r.trace.model_path.empty());
+    const std::string once = dump_json(nlohmann::ordered_json{{"inputs", app::inputs_to_json(r)}});
+    const app::RunInputs again = app::inputs_from_config_text(once, "rewritten.json");
+    check(dump_json(nlohmann::ordered_json{{"inputs", app::inputs_to_json(again)}}) == once);
+  });
+  return 0;
+}
+
+// A routing replay file (--routing replay:FILE) that reads holds, for each sequence, tokens x layers x
+// experts_per_token distinct experts below num_experts; a small one drives a mixture-of-experts model of its shape
+// through its first steps (every token it routes) with no error at all: any exception there is a finding.
+inline int routing_file(const std::uint8_t* data, std::size_t size) {
+  std::shared_ptr<model::RoutingTable> t;
+  expect_clean_failure(
+      [&] { t = std::make_shared<model::RoutingTable>(model::parse_routing_file(text(data, size), "fuzz.json")); });
+  if (!t) return 0;
+  check(t->experts_per_token >= 1 && t->experts_per_token <= t->num_experts && t->layers >= 1);
+  check(!t->tokens.empty() && t->tokens.size() == t->experts.size());
+  for (std::size_t s = 0; s < t->tokens.size(); ++s) {
+    check(t->tokens[s] >= 1);
+    check(t->experts[s].size() == std::uint64_t{t->tokens[s]} * t->layers * t->experts_per_token);
+    for (std::uint32_t tok = 0; tok < t->tokens[s]; ++tok)
+      for (std::uint32_t l = 0; l < t->layers; ++l) {
+        const std::uint16_t* e = t->at(s, tok, l);
+        for (std::uint32_t j = 0; j < t->experts_per_token; ++j) {
+          check(e[j] < t->num_experts);
+          for (std::uint32_t i = 0; i < j; ++i) check(e[i] != e[j]);
+        }
+      }
+  }
+  if (t->layers > 4 || t->num_experts > 64 || t->tokens.front() < 2) return 0;
+  const model::ModelConfig m = model::parse_model_config(
+      R"({"model_type": "qwen3_moe", "name": "tiny-moe", "hidden_size": 64, "intermediate_size": 128,
+          "moe_intermediate_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+          "vocab_size": 100, "num_hidden_layers": )" +
+          std::to_string(t->layers) + R"(, "num_experts": )" + std::to_string(t->num_experts) +
+          R"(, "num_experts_per_tok": )" + std::to_string(t->experts_per_token) + "}",
+      "tiny-moe.json");
+  model::GenerationOptions o;
+  o.prompt_tokens = t->tokens.front() - 1;
+  o.decode_tokens = 1;
+  o.routing_replay = t;
+  o.routing_path = "fuzz.json";
+  model::LlmTraceGenerator gen(m, o);
+  trace::Step step;
+  std::size_t steps = 0;
+  while (gen.next(step)) ++steps;
+  check(steps == 2);  // the prompt, then the one decoded token
+  return 0;
+}
+
 struct Target {
   const char* name;
   int (*run)(const std::uint8_t*, std::size_t);
@@ -235,6 +296,7 @@ inline constexpr Target kTargets[] = {{"trace_reader", trace_reader}, {"model_co
                                       {"profile", profile},           {"split_string", split_string},
                                       {"gguf_header", gguf_header},   {"device_map", device_map},
                                       {"composition", composition},   {"grid_spec", grid_spec},
-                                      {"ot_pattern", ot_pattern}};
+                                      {"ot_pattern", ot_pattern},     {"run_config", run_config},
+                                      {"routing_file", routing_file}};
 
 }  // namespace tiersim::fuzz

@@ -3,7 +3,7 @@
 #   tests/fuzz/run_fuzzers.sh SECONDS [FUZZER...]      (default: every fuzzer)
 # Environment: FUZZ_BUILD (default build-fuzz, configured with -DTIERSIM_FUZZ=ON and clang),
 # FUZZ_JOBS (fuzzers run side by side, default 1), FUZZ_LOG (default $FUZZ_BUILD/fuzz-logs).
-# Seeds come from the project's own files (traces, model configs, profiles, raw calibration CSVs)
+# Seeds come from the project's own files (traces, model configs, profiles, raw calibration CSVs, golden results)
 # plus tests/fuzz/corpus/<fuzzer>/ and earlier findings; the growing corpus stays in
 # $FUZZ_BUILD/corpus/<fuzzer>/. A crash, leak, timeout or out-of-memory input is written to
 # tests/fuzz/regressions/<fuzzer>/ (the normal test suite replays that folder) and the script exits 1.
@@ -14,7 +14,7 @@ SECONDS_EACH=${1:?usage: tests/fuzz/run_fuzzers.sh SECONDS [FUZZER...]}
 shift
 FUZZERS=("$@")
 [ ${#FUZZERS[@]} -gt 0 ] || FUZZERS=(trace_reader model_config units raw_csv profile split_string gguf_header device_map
-  composition grid_spec ot_pattern)
+  composition grid_spec ot_pattern run_config routing_file)
 BUILD=${FUZZ_BUILD:-build-fuzz}
 JOBS=${FUZZ_JOBS:-1}
 LOGS=${FUZZ_LOG:-$BUILD/fuzz-logs}
@@ -30,6 +30,10 @@ seed() {  # seed FUZZER: fills $BUILD/seeds/FUZZER
         [ -f "$t" ] && { head -n 120 "$t"; echo end; } > "$dir/$(basename "$t").head"
       done ;;
     model_config) cp traces/models/*.json "$dir/" 2>/dev/null ;;
+    run_config)  # the golden results (sim run --json) that generate from a model: their "inputs" re-run them (those
+      # naming a traces/ file, megabytes digested at every run, are left out: the corpus's tiny trace stands in)
+      grep -l '"hardware_origin"' tests/golden/expected/*.json | xargs grep -L '"path": "traces/' |
+        while read -r r; do cp "$r" "$dir/golden-$(basename "$r")"; done ;;
     profile) cp calib/profiles/*.yaml "$dir/" 2>/dev/null ;;
     raw_csv)
       for c in results/calib/*.csv; do [ -f "$c" ] && head -n 60 "$c" > "$dir/$(basename "$c")"; done ;;
@@ -47,7 +51,8 @@ seed() {  # seed FUZZER: fills $BUILD/seeds/FUZZER
 
 max_len() {
   case $1 in
-    trace_reader) echo 32768 ;; profile | model_config | raw_csv | device_map) echo 16384 ;; gguf_header) echo 4096 ;;
+    trace_reader | run_config) echo 32768 ;; profile | model_config | raw_csv | device_map | routing_file) echo 16384 ;;
+    gguf_header) echo 4096 ;;
     *) echo 1024 ;;
   esac
 }

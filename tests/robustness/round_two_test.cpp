@@ -342,6 +342,31 @@ TEST(RoundTwo, OutputNamingAnInputIsRefused) {
   }
 }
 
+// 6 (review): sim plan resolves its machines per point, after -o is opened: an -o naming a machine's hardware or
+// runtime profile file (also with --set on top) overwrote it.
+TEST(RoundTwo, PlanOutputNamingAMachinesProfileIsRefused) {
+  const fs::path dir = scratch_dir("plan_output");
+  const fs::path profile = dir / "hw.yaml", runtime = dir / "rt.yaml";
+  fs::copy_file(fs::path(TIERSIM_SOURCE_DIR) / "calib/profiles/rtx4090.yaml", profile);
+  fs::copy_file(fs::path(TIERSIM_SOURCE_DIR) / "calib/runtimes/llamacpp-h100.yaml", runtime);
+  const std::string hw_before = slurp(profile), rt_before = slurp(runtime);
+  const std::string model = " --model traces/models/qwen3-0.6b.json ";
+  for (const std::string& args :
+       {"plan" + model + "--prompt 16 --decode 2 --strategies resident --hw rtx4070," + profile.string() +
+            " -o " + profile.string(),
+        "plan" + model + "--prompt 16 --decode 2 --strategies resident --hw " + profile.string() +
+            " --set gpu.memory=30GiB -o " + profile.string(),
+        "plan" + model + "--prompt 16 --decode 2 --strategies llamacpp --hw rtx4070 --runtime " + runtime.string() +
+            " -o " + runtime.string(),
+        "plan --train" + model + "--strategies bf16-adamw --hw " + profile.string() + " -o " + profile.string()}) {
+    const SimRun r = run_sim(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "is the same file as the input")) << r.out;
+  }
+  EXPECT_EQ(slurp(profile), hw_before);
+  EXPECT_EQ(slurp(runtime), rt_before);
+}
+
 // 6. A dangling symbolic link given as -o was replaced by a file, a live one written through: now refused.
 TEST(RoundTwo, DanglingSymlinkOutputIsRefused) {
   const fs::path dir = scratch_dir("dangling");
