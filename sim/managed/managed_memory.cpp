@@ -86,6 +86,7 @@ ManagedMemory::ManagedMemory(const hw::ManagedMemorySpec& spec, const trace::Hea
   }
   if (where_.size() > UINT32_MAX) throw std::length_error("managed footprint too large");
   fifo_.assign(std::max<std::size_t>(where_.size(), 1), Run{});
+  touched_step_.assign(where_.size(), 0);
 }
 
 void ManagedMemory::push_resident(std::uint32_t first, std::uint32_t count) {
@@ -151,6 +152,7 @@ void ManagedMemory::touch_block(std::uint32_t b, double touched, bool write, boo
   if (where_[b] != Where::Host) {
     // On the GPU already. A write to a read-only duplicate invalidates the host copy.
     if (write && where_[b] == Where::Both) where_[b] = Where::Gpu;
+    if (!prefetch) count_working(b);
     return;
   }
   // Host-resident. PreferredLocation=CPU (unless explicitly prefetched) and mapped AccessedBy blocks
@@ -174,6 +176,7 @@ void ManagedMemory::touch_block(std::uint32_t b, double touched, bool write, boo
     // not occur without concurrentManagedAccess (cudaMemAdvise, CUDA runtime API).
     cost.launch_migrated_bytes += size_[b];
     become_resident(b, Where::Gpu);
+    count_working(b);
     return;
   }
   const bool read_mostly = (advice_[b] & placement::kReadMostly) != 0 && !write;
@@ -185,6 +188,7 @@ void ManagedMemory::touch_block(std::uint32_t b, double touched, bool write, boo
   if (read_mostly) cost.duplicated_bytes += moved;
   if (!prefetch) ++cost.faulted_blocks;
   become_resident(b, read_mostly ? Where::Both : Where::Gpu);
+  if (!prefetch) count_working(b);
 }
 
 void ManagedMemory::touch_range(std::uint32_t tensor, double offset, double bytes, bool write, bool prefetch,
@@ -218,6 +222,7 @@ void ManagedMemory::touch_range(std::uint32_t tensor, double offset, double byte
     Where& where = where_[static_cast<std::size_t>(first + i)];
     if (where != Where::Host) {  // on the GPU already (touch_block's first case)
       if (write && where == Where::Both) where = Where::Gpu;
+      if (!prefetch) count_working(static_cast<std::uint32_t>(first + i));
       ++i;
       continue;
     }
@@ -244,6 +249,7 @@ void ManagedMemory::touch_range(std::uint32_t tensor, double offset, double byte
     peak_bytes_ = std::max(peak_bytes_, resident_bytes_);
     faulted += static_cast<std::uint32_t>(k);
     migrated += run_bytes;
+    for (std::size_t b = b0; b < b0 + k; ++b) count_working(static_cast<std::uint32_t>(b));
     i = j;
   }
   cost.faulted_blocks += faulted;

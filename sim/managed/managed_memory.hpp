@@ -111,6 +111,14 @@ class ManagedMemory {
   // Adds one kernel's or one prefetch's cost to the run's totals.
   void record(const AccessCost& cost, bool prefetch);
 
+  // A new step begins: step_working_bytes() counts from zero again.
+  void begin_step() {
+    ++step_;
+    step_working_ = 0;
+  }
+  // The GPU memory of the blocks the current step has touched on the GPU (faulted in, or resident already; not the
+  // blocks read over the link): a decode step's working set, which decides whether the run fits or thrashes.
+  double step_working_bytes() const { return step_working_; }
   double resident_bytes() const { return resident_bytes_; }
   double peak_resident_bytes() const { return peak_bytes_; }
   double capacity_bytes() const { return capacity_bytes_; }
@@ -150,6 +158,12 @@ class ManagedMemory {
   // the bytes written back (those whose only copy was on the GPU).
   void evict_for(double bytes, std::uint32_t& evicted, double& written_back);
   double capacity_bytes_ = 0;
+  std::vector<std::uint32_t> touched_step_;  // by block: the last step that touched it on the GPU (0: none)
+  std::uint32_t step_ = 1;
+  double step_working_ = 0;
+  void count_working(std::uint32_t b) {
+    if (touched_step_[b] != step_) touched_step_[b] = step_, step_working_ += size_[b];
+  }
   double resident_bytes_ = 0;
   double peak_bytes_ = 0;
   ManagedStats stats_;

@@ -139,7 +139,7 @@ class Replay final : public engine::EventHandler,
       const auto& st = um_->stats();
       result.managed = {true, st.faulted_blocks, st.fault_batches, st.mapping_faults, st.evicted_blocks,
                         st.migrated_bytes, st.written_back_bytes, st.remote_bytes, st.prefetched_bytes,
-                        um_->peak_resident_bytes()};
+                        um_->peak_resident_bytes(), um_->step_working_bytes(), um_->capacity_bytes()};
     }
     placement::add_static_peaks(source_.header(), hw_, placement_, result.peak_bytes);
     add_transient_peaks(transient_peak_, hw_, false, result);
@@ -390,6 +390,7 @@ class Replay final : public engine::EventHandler,
     peer_start_ = peer_bytes();
     busy_start_ = compute_[0]->busy_time();
     step_um_ = {};
+    if (um_) um_->begin_step();
     return true;
   }
 

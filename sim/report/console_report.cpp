@@ -236,6 +236,12 @@ void write_console(std::ostream& out, const Context& c) {
                                    units::format_bytes(m.migrated_bytes) + " migrated in, " +
                                    units::format_bytes(m.written_back_bytes) + " written back, peak resident " +
                                    units::format_bytes(m.peak_resident_bytes));
+    if (m.working_set_bytes > 0)
+      line("managed: working set", units::format_bytes(m.working_set_bytes) + " touched on the GPU in the last step, " +
+                                       units::format_bytes(m.capacity_bytes) + " of GPU memory for it");
+    if (m.at_capacity_edge())
+      line("capacity edge", "GPU memory within 1% of the working set: measured runs there alternate fast and "
+                            "thrashing tokens, or thrash now and then; expect anything from the fit to the thrash");
   }
   out << "\n  memory per tier         weights      KV cache   activations   peak\n";
   if (c.placement->managed.enabled && managed.total() > 0) {

@@ -128,6 +128,10 @@ void write_json(std::ostream& out, const Context& c) {
                            {"remote_read_bytes", whole(m.remote_bytes)},
                            {"prefetched_bytes", whole(m.prefetched_bytes)},
                            {"peak_resident_bytes", whole(m.peak_resident_bytes)}};
+    if (m.working_set_bytes > 0) {
+      j["managed_memory"]["working_set_bytes"] = whole(m.working_set_bytes);
+      j["managed_memory"]["capacity_edge"] = m.at_capacity_edge();
+    }
   }
   ordered_json tiers = ordered_json::object();
   for (const auto& [dev, peak] : c.result->peak_bytes) {

@@ -1,5 +1,6 @@
 #pragma once
 // What a simulation produces, whichever engine made it. Metric definitions: README "Metrics".
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -28,6 +29,19 @@ struct ManagedTotals {
   std::uint64_t faulted_blocks = 0, fault_batches = 0, mapping_faults = 0, evicted_blocks = 0;
   double migrated_bytes = 0, written_back_bytes = 0, remote_bytes = 0, prefetched_bytes = 0;
   double peak_resident_bytes = 0;
+  // The last step's working set on the GPU (managed::ManagedMemory::step_working_bytes) and the GPU memory managed
+  // blocks may take: within a few percent of each other the run is at the capacity edge (event engine; 0: not known).
+  double working_set_bytes = 0, capacity_bytes = 0;
+  // At the capacity edge, where a real run is neither the fit nor the thrash tiersim predicts: the GPU's memory for
+  // managed blocks within kCapacityEdge of the working set. Measured on the H200 (results/validation/
+  // um-oversubscription rows_8b_edge.jsonl, Qwen3-8B mode 1, tiersim's 14.12 GiB working set against the memory
+  // left): 2.3% and 1.3% more memory ran every token fast, 0.2% more mostly fast with two slow tokens in seven, 0.9%
+  // less alternated slow and fast tokens, 1.8% less ran every token slow (docs/managed-memory.md). Never when either
+  // is unknown (0).
+  static constexpr double kCapacityEdge = 0.01;
+  bool at_capacity_edge() const {
+    return working_set_bytes > 0 && capacity_bytes > 0 && std::abs(capacity_bytes / working_set_bytes - 1.0) <= kCapacityEdge;
+  }
 };
 
 struct RunResult {

@@ -282,6 +282,24 @@ TEST(ManagedMemory, AGemvOnAHostResidentInputTakesItsShapesMeasuredTime) {
   }
 }
 
+TEST(ManagedMemory, TheWorkingSetIsWhatAStepTouchesOnTheGpuAndTheEdgeIsWithinOnePercent) {
+  // 42 one-block weights read every step: the working set is 42 MiB whether the GPU holds them all or thrashes.
+  for (const char* gpu : {"64 MiB", "40 MiB"}) {
+    auto src = block_trace(42, 3);
+    const auto r = replay::run_event_engine(toy_with_gpu(gpu), managed_weights(src->header(), placement::kAdviseNone), *src);
+    EXPECT_DOUBLE_EQ(r.managed.working_set_bytes, 42 * MiB) << gpu;
+    EXPECT_GT(r.managed.capacity_bytes, 0.0) << gpu;
+  }
+  result::ManagedTotals m;
+  m.working_set_bytes = 100 * MiB;
+  for (auto [capacity, edge] : {std::pair{100.5, true}, {99.2, true}, {101.5, false}, {98.0, false}}) {
+    m.capacity_bytes = capacity * MiB;
+    EXPECT_EQ(m.at_capacity_edge(), edge) << capacity;
+  }
+  m.working_set_bytes = 0;  // unknown (the analytic engine): never at the edge
+  EXPECT_FALSE(m.at_capacity_edge());
+}
+
 TEST(ManagedMemory, ASmallTensorsBlockTakesItsPagesNotTheWholeBlock) {
   // Eight 10,000-byte weights, each in its own block under a per-tensor allocator: resident they take 12 KiB of
   // GPU pages each (nvidia-uvm block_gpu_chunk_size), so a GPU of 1 MiB holds all eight and nothing is evicted
