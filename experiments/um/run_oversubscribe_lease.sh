@@ -10,6 +10,7 @@
 #   PART=14b  OUT=... bash ...                                          the Qwen3-14B rows (held back: scored once)
 #   PART=llama OUT=... bash ...                                         tiersim_calib --only oversubscribe_chunks,
 #             then the Llama-3.1-8B rows (held back: scored once)
+#   PART=census OUT=... bash ...                                        allocations per decode token (no balloon)
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -19,7 +20,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama or modes24}
+part=${PART:?PART=calib, 8b, 14b, llama, census or modes24}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -75,6 +76,12 @@ elif [ "$part" = 8b ]; then
     timeout $((left - 10)) "$calib" --only zero_copy --out "$out/calib_zero_copy.csv" > "$out/calib_zero_copy.log" 2>&1
     echo "zero_copy exit $? at $SECONDS s"
   fi
+elif [ "$part" = census ]; then
+  # The allocator's calls per decode token with the model fitting the GPU (experiments/um/allocator_census.py).
+  for m in qwen3-8b llama-3.1-8b qwen3-14b; do
+    timeout 120 python3 experiments/um/allocator_census.py --model traces/models/$m.json --allocator-so "$so" \
+      --out "$out/allocator_census.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -2
+  done
 elif [ "$part" = llama ]; then
   # First the fault path by how much one kernel touches (tiersim_calib --only oversubscribe_chunks, balloon leaving
   # 4 GiB). Then session 25's held-back model, never used in development: Llama-3.1-8B (14.96 GiB of bf16 weights),

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include "device_common.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <sys/types.h>
@@ -22,6 +23,12 @@ size_t g_budget = 0, g_in_use = 0;
 void* g_balloon = nullptr;
 size_t g_balloon_bytes = 0;
 bool g_failed = false;
+// The allocator's census (tiersim_census): calls, and host seconds inside cudaMallocManaged + advice and cudaFree.
+size_t g_allocs = 0, g_frees = 0;
+double g_alloc_seconds = 0, g_free_seconds = 0;
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 bool check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
@@ -85,6 +92,14 @@ size_t tiersim_balloon(size_t leave) {
 }
 size_t tiersim_balloon_bytes() { return g_balloon_bytes; }
 int tiersim_failed() { return g_failed ? 1 : 0; }
+// The census so far: allocations, frees, host seconds in cudaMallocManaged (with its advice) and in cudaFree.
+void tiersim_census(size_t* allocs, size_t* frees, double* alloc_seconds, double* free_seconds) {
+  std::lock_guard<std::mutex> l(g_lock);
+  *allocs = g_allocs;
+  *frees = g_frees;
+  *alloc_seconds = g_alloc_seconds;
+  *free_seconds = g_free_seconds;
+}
 
 void* tiersim_alloc(ssize_t size, int device, cudaStream_t) {
   std::lock_guard<std::mutex> l(g_lock);
@@ -99,15 +114,21 @@ void* tiersim_alloc(ssize_t size, int device, cudaStream_t) {
     return nullptr;
   }
   void* p = nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
   if (!check(cudaMallocManaged(&p, size_t(size), cudaMemAttachGlobal), "cudaMallocManaged")) return nullptr;
   apply_advice(p, size_t(size), g_advice, device);  // a failure is recorded (tiersim_failed)
+  g_alloc_seconds += seconds_since(t0);
+  ++g_allocs;
   g_in_use += size_t(size);
   return p;
 }
 
 void tiersim_free(void* p, ssize_t size, int, cudaStream_t) {
   std::lock_guard<std::mutex> l(g_lock);
+  const auto t0 = std::chrono::steady_clock::now();
   check(cudaFree(p), "cudaFree");
+  g_free_seconds += seconds_since(t0);
+  ++g_frees;
   g_in_use -= size_t(size > 0 ? size : 1);
 }
 
