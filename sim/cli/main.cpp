@@ -37,6 +37,7 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/units.hpp"
+#include "hardware/link_lanes.hpp"
 #include "hardware/profile_loader.hpp"
 #include "runtime/runtime_loader.hpp"
 #include "model/model_config.hpp"
@@ -508,9 +509,26 @@ void resolve_machine(const CommonOptions& o, app::RunInputs& in) {
   } else {
     auto [hw_root, hw_origin] = profile_tree(o.hw, false);
     auto [rt_root, rt_origin] = profile_tree(runtime, true);
-    apply_sets(hw_root, rt_root, o.sets);
+    // A changed PCIe generation or lane count scales the link's copy curves from the link they were measured on
+    // (every other --set applied first: a host_link section taken from another profile brings its own).
+    std::vector<std::string> relink, others;
+    for (const std::string& s : o.sets)
+      (s.rfind("host_link.width=", 0) == 0 || s.rfind("host_link.generation=", 0) == 0 ? relink : others).push_back(s);
+    apply_sets(hw_root, rt_root, others);
+    int generation = 0, width = 0;
+    if (!relink.empty()) {
+      const hw::HardwareProfile measured = hw::parse_profile_node(YAML::Clone(hw_root), hw_origin + " with --set");
+      generation = measured.host_link.generation;
+      width = measured.host_link.width;
+      apply_sets(hw_root, rt_root, relink);
+    }
     in.hw = hw::parse_profile_node(hw_root, hw_origin + " with --set");
     in.hw.origin = hw_origin + " with --set";
+    if (generation > 0 && (generation != in.hw.host_link.generation || width != in.hw.host_link.width)) {
+      hw::rescale_host_link(in.hw.host_link, generation, width);
+      in.hw.origin += "; host link copies scaled from PCIe " + std::to_string(generation) + ".0 x" + std::to_string(width) +
+                      " to " + std::to_string(in.hw.host_link.generation) + ".0 x" + std::to_string(in.hw.host_link.width);
+    }
     in.runtime = runtime::parse_runtime_node(rt_root, rt_origin + " with --set");
     in.runtime.origin = rt_origin + " with --set";
   }
