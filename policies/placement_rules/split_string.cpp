@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -41,6 +42,12 @@ double split_bytes(std::string_view value) {
                               value[i] == 'E' || value[i] == '+' || value[i] == '-'))
     ++i;
   std::string_view unit = trim(value.substr(i));
+  // DisTorch reads a bare number as bytes (distorch_2.py parse_memory_string: "b or no unit"), and a split with no
+  // g, m, k or b anywhere not as bytes at all (it is then a fraction split): "cuda:0,4" meant 4 GiB, never 4 bytes.
+  if (unit.empty() && i > 0)
+    throw std::invalid_argument("'" + std::string(value) + "' has no unit: DisTorch reads a bare number as bytes, and a "
+                                "split with no unit at all as fractions; write " + std::string(value) + "gb (GiB), or " +
+                                std::string(value) + "b for bytes");
   static const std::set<std::string_view> kTiersimUnits{"KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB"};
   if (kTiersimUnits.count(unit)) return units::parse_bytes(value);
   return units::parse_distorch_bytes(value);

@@ -270,6 +270,9 @@ app::TraceSpec trace_spec(const CommonOptions& o) {
   if (!o.trace.empty() && !o.model.empty()) throw InputError("", 0, "--trace", "give --trace or --model, not both");
   if (!o.trace.empty() && o.ubatch)
     throw InputError("", 0, "--ubatch", "splits a generated prompt (--model); a trace file's steps are as written");
+  if (!o.trace.empty() && o.dtype)
+    throw InputError("", 0, "--dtype", "sets the weight format of a generated model (--model); a trace file's tensors "
+                                       "carry their own sizes and types: drop --dtype, or generate with --model");
   app::TraceSpec spec;
   spec.trace_path = o.trace;
   spec.model_path = o.model;
