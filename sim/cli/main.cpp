@@ -1431,7 +1431,10 @@ int main(int argc, char** argv) {
   prof->add_option("--set", prof_sets, "override a key before printing, as for run");
   auto* rts = app.add_subcommand("runtimes", "list the embedded runtime profiles (framework host costs)");
   auto* models = app.add_subcommand("models", "list the model configs that ship (--model NAME): each one's model_type or "
-                                              "diffusers class and its parameters");
+                                              "diffusers class and its parameters; 'models DIR' checks a Hugging "
+                                              "Face snapshot's safetensors headers against its config.json");
+  std::string models_dir;
+  models->add_option("folder", models_dir, "a snapshot folder: config.json and its *.safetensors headers");
   auto* cat = app.add_subcommand("catalogue", "list the hardware catalogue's parts (GPUs with launch prices, hosts, links) "
                                               "that --hw composes: --hw 2xrtx3090+nvlink");
 
@@ -1607,7 +1610,7 @@ int main(int argc, char** argv) {
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();
     if (*cat) return list_catalogue();
-    if (*models) return app::list_models();
+    if (*models) return models_dir.empty() ? app::list_models() : app::check_snapshot(models_dir);
     if (*parts) return list_parts();
     if (*prof && prof_args.empty()) {
       if (!prof_sets.empty()) throw InputError("", 0, "--set", "is for 'profiles show NAME'");

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "model/config_json.hpp"
 #include "model/flux/flux_config.hpp"
+#include "model/hf_snapshot.hpp"
 #include "model/model_config.hpp"
 #include "model/qwen_image/qwen_image_config.hpp"
 #include "model/shipped_models.hpp"
@@ -46,6 +47,52 @@ std::vector<ShippedModel> shipped_models() {
     out.push_back({name, kind, params_of(name, kind, diffusers)});
   }
   return out;
+}
+
+int check_snapshot(const std::string& dir) {
+  if (!model::is_snapshot_dir(dir)) throw InputError(dir, 0, "models", "is no folder (give a Hugging Face snapshot's)");
+  const model::ConfigJson doc = model::load_config_json(dir);
+  const bool diffusers = doc.json.is_object() && doc.json.contains("_class_name");
+  const char* key = diffusers ? "_class_name" : "model_type";
+  const model::ConfigReader r(doc);
+  const auto kind = r.optional_string(key);
+  if (!kind) r.fail(key, "missing: the family the config is read by");
+  const std::uint64_t params = params_of(dir, *kind, diffusers);
+  const auto dtype = r.optional_string("torch_dtype");
+  // The checkpoint's bytes at the config's own dtype (transformers' torch_dtype names).
+  const std::uint64_t width = !dtype ? 0 : *dtype == "float32" ? 4 : *dtype == "bfloat16" || *dtype == "float16" ? 2 : 0;
+  std::printf("%s: %s %s, %llu parameters as tiersim counts them\n", doc.file.c_str(), key, kind->c_str(),
+              static_cast<unsigned long long>(params));
+  const model::SnapshotWeights w = model::read_snapshot_weights(dir);
+  if (w.files.empty()) {
+    std::printf("safetensors: none in the folder (nothing to check the config against)\n");
+    report::check_stdout("standard output");
+    return 0;
+  }
+  std::string by_dtype;
+  for (const auto& [d, b] : w.bytes_by_dtype) by_dtype += (by_dtype.empty() ? "" : ", ") + d + " " + std::to_string(b);
+  std::printf("safetensors: %zu file(s), %llu tensors, %llu parameters, %llu bytes (%s)\n", w.files.size(),
+              static_cast<unsigned long long>(w.tensors), static_cast<unsigned long long>(w.elements),
+              static_cast<unsigned long long>(w.bytes), by_dtype.c_str());
+  auto signed_diff = [](std::uint64_t a, std::uint64_t b) {
+    return a >= b ? "+" + std::to_string(a - b) : "-" + std::to_string(b - a);
+  };
+  if (w.elements == params)
+    std::printf("parameters: the headers and the config agree\n");
+  else
+    std::printf("parameters: differ: the headers hold %s against the config's count\n",
+                signed_diff(w.elements, params).c_str());
+  if (width == 0)
+    std::printf("bytes: not checked (torch_dtype %s is not float32, bfloat16 or float16)\n", dtype ? dtype->c_str() : "absent");
+  else if (w.bytes == params * width)
+    std::printf("bytes: the headers and the config at %s agree (%llu)\n", dtype->c_str(),
+                static_cast<unsigned long long>(w.bytes));
+  else
+    std::printf("bytes: differ: the headers hold %s against the config at %s (%llu)\n",
+                signed_diff(w.bytes, params * width).c_str(), dtype->c_str(),
+                static_cast<unsigned long long>(params * width));
+  report::check_stdout("standard output");
+  return 0;
 }
 
 int list_models() {

@@ -15,5 +15,8 @@ struct ShippedModel {
 
 std::vector<ShippedModel> shipped_models();  // sorted by name
 int list_models();                           // prints them; 0
+// `sim models DIR`: a Hugging Face snapshot's config read as --model DIR reads it, and its safetensors headers'
+// parameters and bytes against the config's (the config's count at its torch_dtype), saying by how much they differ.
+int check_snapshot(const std::string& dir);
 
 }  // namespace tiersim::app

@@ -6,6 +6,7 @@
 #include "config/nearest_names.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "model/hf_snapshot.hpp"
 
 namespace tiersim::model {
 namespace {
@@ -37,6 +38,10 @@ std::vector<std::string> shipped_model_names() {
 
 ModelText read_model_text(const std::string& spec, const std::string& what) {
   if (const auto* f = shipped_model(spec)) return {f->text, "model:" + f->name};
+  if (is_snapshot_dir(spec)) {  // a Hugging Face snapshot: its config.json
+    const std::string config = model_config_file(spec);
+    return {io::read_file(config, "", what), config};
+  }
   std::error_code ec;
   if (reads_as_name(spec) && !std::filesystem::exists(spec, ec)) {
     std::string near;
