@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "model/shipped_models.hpp"
 #include "replay/event_replay.hpp"
 
 namespace tiersim::app {
@@ -20,6 +21,11 @@ strategy::StrategySpec comfy_job_load(double free, double memory_required, doubl
 }
 
 std::string job_component(const std::string& model_path, const char* file, const char* flag) {
+  // A shipped model's companions ship beside it: named as it is (t5-v1_1-xxl.json -> t5-v1_1-xxl).
+  if (model::shipped_model(model_path)) {
+    const std::string name = std::filesystem::path(file).stem().string();
+    if (model::shipped_model(name)) return name;
+  }
   const std::filesystem::path p = std::filesystem::path(model_path).parent_path() / file;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(p, ec))

@@ -23,6 +23,7 @@
 #include "cli/expert_job_run.hpp"
 #include "cli/image_job_run.hpp"
 #include "cli/inference_memory.hpp"
+#include "cli/model_list.hpp"
 #include "cli/plan_training.hpp"
 #include "cli/train.hpp"
 #include "cli/run_inputs.hpp"
@@ -177,7 +178,7 @@ void add_alloc_conf_option(CLI::App& cmd, std::string& alloc_conf) {
 
 void add_common_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--trace", o.trace, "trace file (traces/FORMAT.md)");
-  cmd.add_option("--model", o.model, "model description (HF config.json fields) to generate the trace from");
+  cmd.add_option("--model", o.model, "model description: a shipped model's name (sim models) or an HF config.json file, to generate the trace from");
   add_generation_options(cmd, o);
   cmd.add_option("--hw", o.hw, "hardware profile: a YAML file or a preset name (sim profiles)")->capture_default_str();
   cmd.add_option("--runtime", o.runtime,
@@ -1450,6 +1451,11 @@ int main(int argc, char** argv) {
   prof->add_option("action", prof_args, "show NAME|FILE: print the profile as the loader read it (YAML)");
   prof->add_option("--set", prof_sets, "override a key before printing, as for run");
   auto* rts = app.add_subcommand("runtimes", "list the embedded runtime profiles (framework host costs)");
+  auto* models = app.add_subcommand("models", "list the model configs that ship (--model NAME): each one's model_type or "
+                                              "diffusers class and its parameters; 'models DIR' checks a Hugging "
+                                              "Face snapshot's safetensors headers against its config.json");
+  std::string models_dir;
+  models->add_option("folder", models_dir, "a snapshot folder: config.json and its *.safetensors headers");
   auto* cat = app.add_subcommand("catalogue", "list the hardware catalogue's parts (GPUs with launch prices, hosts, links) "
                                               "that --hw composes: --hw 2xrtx3090+nvlink");
 
@@ -1471,7 +1477,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "error: give a subcommand (run, sweep, plan, train, gen, policies, parts, profiles, runtimes, catalogue)\n"
+    std::cerr << "error: give a subcommand (run, sweep, plan, train, gen, policies, parts, profiles, runtimes, catalogue, models)\n"
               << "run 'sim --help' for usage\n";
     return 2;
   }
@@ -1625,6 +1631,7 @@ int main(int argc, char** argv) {
     if (*gen) return gen_command(gen_o, gen_out);
     if (*pol) return list_policies();
     if (*cat) return list_catalogue();
+    if (*models) return models_dir.empty() ? app::list_models() : app::check_snapshot(models_dir);
     if (*parts) return list_parts();
     if (*prof && prof_args.empty()) {
       if (!prof_sets.empty()) throw InputError("", 0, "--set", "is for 'profiles show NAME'");

@@ -14,6 +14,8 @@
 #include "core/input_file.hpp"
 #include "hardware/profile_loader.hpp"
 #include "model/model_family.hpp"
+#include "model/hf_snapshot.hpp"
+#include "model/shipped_models.hpp"
 #include "policies/strategy/presets.hpp"
 #include "runtime/runtime_loader.hpp"
 
@@ -63,10 +65,24 @@ std::string file_digest(const std::string& path, std::uint64_t limit = UINT64_MA
   return hex;
 }
 
-// The digest a generated trace's model is named by: the whole description, or a .gguf file's header.
+// FNV-1a 64 of a text in memory, in hex: a shipped model's config (model::shipped_model), as file_digest its file's.
+std::string text_digest(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+// The digest a generated trace's model is named by: the whole description (a shipped one's text), or a .gguf file's
+// header.
 std::string model_digest(const TraceSpec& spec) {
+  if (const auto* shipped = model::shipped_model(spec.model_path)) return text_digest(shipped->text);
   const auto& gguf = spec.generation.gguf_file;
-  return gguf ? file_digest(spec.model_path, gguf->data_offset) : file_digest(spec.model_path);
+  return gguf ? file_digest(spec.model_path, gguf->data_offset) : file_digest(model::model_config_file(spec.model_path));
 }
 
 // Whether the generated trace is a diffusion transformer's (its options differ from a decoder's).
@@ -166,7 +182,8 @@ RunInputs inputs_from_config_text(const std::string& text, const std::string& pa
         t.fail("fnv1a64", "the trace '" + r.trace.trace_path + "' is not the file this result was computed from");
     } else {
       r.trace.model_path = t.text("model");
-      require_file(t, "model", r.trace.model_path, "model file");
+      if (!model::shipped_model(r.trace.model_path) && !model::is_snapshot_dir(r.trace.model_path))
+        require_file(t, "model", r.trace.model_path, "model file");
       if (is_gguf_path(r.trace.model_path)) {
         use_gguf_file(r.trace);
         if (model::dtype_name(r.trace.generation) != t.text("dtype")) t.fail("dtype", "is not the .gguf file's type");

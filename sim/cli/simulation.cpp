@@ -6,6 +6,7 @@
 
 #include "analytic/analytic_model.hpp"
 #include "core/error.hpp"
+#include "model/hf_snapshot.hpp"
 #include "model/gguf_file.hpp"
 #include "model/model_config.hpp"
 #include "model/model_family.hpp"
@@ -65,7 +66,8 @@ std::unique_ptr<trace::StepSource> open_trace(const TraceSpec& spec) {
   if (spec.loaded) return std::make_unique<MemoryTrace>(spec.loaded);
   std::error_code ec;
   for (const std::string* path : {&spec.trace_path, &spec.model_path})
-    if (!path->empty() && std::filesystem::is_directory(*path, ec))
+    if (!path->empty() && std::filesystem::is_directory(*path, ec) &&
+        !(path == &spec.model_path && !is_gguf_path(*path) && model::model_config_file(*path) != *path))
       throw InputError(*path, 0, path == &spec.trace_path ? "--trace" : "--model", "is a directory; give a file");
   if (!spec.trace_path.empty()) return std::make_unique<trace::TraceReader>(spec.trace_path);
   if (spec.model_path.empty()) throw InputError("", 0, "--trace", "give a trace (--trace FILE) or a model (--model FILE)");

@@ -1,10 +1,13 @@
-# Writes a C++ source holding every DIR/*.yaml as a string, sorted by name, returned by FUNCTION.
-# Inputs: DIR, FUNCTION, OUTPUT.
-file(GLOB files "${DIR}/*.yaml")
+# Writes a C++ source holding every DIR/*.EXT as a string, sorted by name, returned by FUNCTION.
+# Inputs: DIR, FUNCTION, OUTPUT; EXT (the files' extension) defaults to yaml.
+if(NOT DEFINED EXT)
+  set(EXT yaml)
+endif()
+file(GLOB files "${DIR}/*.${EXT}")
 list(SORT files)
 set(body "")
 foreach(f ${files})
-  get_filename_component(name "${f}" NAME_WE)
+  get_filename_component(name "${f}" NAME_WLE)  # qwen3-0.6b.json: the last extension only
   file(READ "${f}" text)
   string(APPEND body "      {\"${name}\", R\"tiersim_yaml(${text})tiersim_yaml\"},\n")
 endforeach()

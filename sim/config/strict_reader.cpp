@@ -5,26 +5,12 @@
 #include <sstream>
 #include <yaml-cpp/depthguard.h>
 
+#include "config/nearest_names.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 
 namespace tiersim::config {
 namespace {
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 std::string trim_number(double v) {
   std::ostringstream os;

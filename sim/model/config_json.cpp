@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "model/shipped_models.hpp"
 
 namespace tiersim::model {
 namespace {
@@ -143,7 +144,8 @@ ConfigJson parse_config_json(const std::string& text, const std::string& file) {
 
 
 ConfigJson load_config_json(const std::string& path, const std::string& what) {
-  return parse_config_json(io::read_file(path, "", what), path);
+  ModelText source = read_model_text(path, what);  // a file, or a shipped config by name
+  return parse_config_json(source.text, source.origin);
 }
 
 void throw_unexpected_json(const std::string& file, const std::string& what) {

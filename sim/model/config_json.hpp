@@ -21,7 +21,8 @@ struct ConfigJson {
 
 // Parses `text` (errors: InputError naming `file`, the line and the key being read).
 ConfigJson parse_config_json(const std::string& text, const std::string& file);
-// Reads and parses the file at `path`; `what` names it in the error when it cannot be opened.
+// Reads and parses the file at `path`, or the shipped config that `path` names (model/shipped_models.hpp: `qwen3-8b`);
+// `what` names it in the error when it cannot be opened.
 ConfigJson load_config_json(const std::string& path, const std::string& what = "model description");
 [[noreturn]] void throw_unexpected_json(const std::string& file, const std::string& what);
 

@@ -290,9 +290,8 @@ ModelConfig read_config(const ConfigJson& doc) {
       "max_position_embeddings", "num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step",
       "mlp_only_layers", "num_local_experts", "experts_per_token", "quantization_config", "swiglu_limit",
       "initial_context_length"};
-  std::set<std::string> all_known = known;
-  all_known.insert(deepseek_fields().begin(), deepseek_fields().end());
-  r.refuse_unknown(all_known, ignored_hf_fields(), "config.json");
+  // The family first: another family's config (gemma2, phi3) has fields of its own, and "unknown fields" would hide
+  // that its model_type is the reason.
   ModelConfig m;
   const auto model_type = r.optional_string("model_type");
   if (!model_type)
@@ -301,9 +300,12 @@ ModelConfig read_config(const ConfigJson& doc) {
   if (m.model_type != "qwen3" && m.model_type != "qwen2" && m.model_type != "llama" && m.model_type != "mistral" &&
       m.model_type != "qwen3_moe" && m.model_type != "mixtral" && m.model_type != "gpt_oss" &&
       m.model_type != "deepseek_v3" && m.model_type != "deepseek_v2")
-    r.fail("model_type", "unsupported '" + m.model_type +
+    r.fail("model_type", "unsupported model_type '" + m.model_type +
                              "': dense decoders qwen3, qwen2, llama, mistral and the qwen3_moe, mixtral, gpt_oss, "
                              "deepseek_v3 and deepseek_v2 mixtures of experts are modelled");
+  std::set<std::string> all_known = known;
+  all_known.insert(deepseek_fields().begin(), deepseek_fields().end());
+  r.refuse_unknown(all_known, ignored_hf_fields(), "config.json");
   const bool qwen_moe = m.model_type == "qwen3_moe", gpt_oss = m.model_type == "gpt_oss";
   const bool mixtral = m.model_type == "mixtral" || gpt_oss;  // gpt_oss names its experts as Mixtral does
   const bool moe = qwen_moe || mixtral;

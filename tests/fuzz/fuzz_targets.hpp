@@ -28,6 +28,7 @@
 #include "model/gguf_file.hpp"
 #include "model/model_config.hpp"
 #include "model/routing_file.hpp"
+#include "model/safetensors_header.hpp"
 #include "model/trace_generator.hpp"
 // The split-string parser is moving under policies/placement_rules/ (the composition work).
 #if __has_include("policies/placement_rules/split_string.hpp")
@@ -287,6 +288,23 @@ inline int routing_file(const std::uint8_t* data, std::size_t size) {
   return 0;
 }
 
+// A safetensors file's header (8-byte length, JSON), read as --model DIR reads each file: one that reads describes
+// tensors lying end to end from 0, each its shape's elements x its dtype's bits, within the bytes given.
+inline int safetensors_header(const std::uint8_t* data, std::size_t size) {
+  expect_clean_failure([&] {
+    std::istringstream in(text(data, size));
+    const model::safetensors::Header h = model::safetensors::read_header(in, size, "fuzz.safetensors");
+    check(h.header_bytes <= size - 8 && h.data_bytes <= size - 8 - h.header_bytes);
+    std::uint64_t at = 0;
+    for (const auto& t : h.tensors) {
+      check(!t.dtype.empty() && t.elements * model::safetensors::dtype_bits(t.dtype) == t.bytes * 8);
+      at += t.bytes;
+    }
+    check(at == h.data_bytes);
+  });
+  return 0;
+}
+
 struct Target {
   const char* name;
   int (*run)(const std::uint8_t*, std::size_t);
@@ -297,6 +315,6 @@ inline constexpr Target kTargets[] = {{"trace_reader", trace_reader}, {"model_co
                                       {"gguf_header", gguf_header},   {"device_map", device_map},
                                       {"composition", composition},   {"grid_spec", grid_spec},
                                       {"ot_pattern", ot_pattern},     {"run_config", run_config},
-                                      {"routing_file", routing_file}};
+                                      {"routing_file", routing_file}, {"safetensors_header", safetensors_header}};
 
 }  // namespace tiersim::fuzz

@@ -14,7 +14,7 @@ SECONDS_EACH=${1:?usage: tests/fuzz/run_fuzzers.sh SECONDS [FUZZER...]}
 shift
 FUZZERS=("$@")
 [ ${#FUZZERS[@]} -gt 0 ] || FUZZERS=(trace_reader model_config units raw_csv profile split_string gguf_header device_map
-  composition grid_spec ot_pattern run_config routing_file)
+  composition grid_spec ot_pattern run_config routing_file safetensors_header)
 BUILD=${FUZZ_BUILD:-build-fuzz}
 JOBS=${FUZZ_JOBS:-1}
 LOGS=${FUZZ_LOG:-$BUILD/fuzz-logs}
@@ -52,7 +52,7 @@ seed() {  # seed FUZZER: fills $BUILD/seeds/FUZZER
 max_len() {
   case $1 in
     trace_reader | run_config) echo 32768 ;; profile | model_config | raw_csv | device_map | routing_file) echo 16384 ;;
-    gguf_header) echo 4096 ;;
+    gguf_header | safetensors_header) echo 4096 ;;
     *) echo 1024 ;;
   esac
 }
@@ -73,7 +73,7 @@ run_one() {  # run_one FUZZER: 0 when it ran clean
   local rc=$?
   local execs
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$LOGS/$f.log" | grep -o '[0-9]*$' | tail -1)
-  printf 'fuzz %-13s %12s executions in %ss, exit %d%s\n' "$f" "${execs:-?}" "$SECONDS_EACH" "$rc" \
+  printf 'fuzz %-18s %12s executions in %ss, exit %d%s\n' "$f" "${execs:-?}" "$SECONDS_EACH" "$rc" \
     "$([ $rc -ne 0 ] && echo ", FINDING (input in tests/fuzz/regressions/$f/, log $LOGS/$f.log)")"
   if [ $rc -ne 0 ]; then
     grep -m 5 -E 'ERROR|runtime error|SUMMARY|deadly|Test unit written' "$LOGS/$f.log" | sed 's/^/    /'

@@ -1,0 +1,26 @@
+#pragma once
+// A Hugging Face snapshot folder given to --model (what `huggingface-cli download` leaves): config.json read as the
+// model's description, and the safetensors files' headers (model.safetensors.index.json's weight_map, else every
+// *.safetensors in the folder) for the tensors' dtypes and shapes, never their data.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tiersim::model {
+
+// The file a --model argument's description is read from: DIR/config.json for a folder, else the argument itself.
+std::string model_config_file(const std::string& spec);
+bool is_snapshot_dir(const std::string& spec);
+
+struct SnapshotWeights {
+  std::vector<std::string> files;                 // the safetensors files read, sorted
+  std::uint64_t tensors = 0, elements = 0, bytes = 0;
+  std::map<std::string, std::uint64_t> bytes_by_dtype;
+};
+
+// The weights the folder's safetensors headers describe (files empty when it has none). Errors name the file and key:
+// an index whose weight_map names a file outside the folder or a tensor its file lacks, a malformed header.
+SnapshotWeights read_snapshot_weights(const std::string& dir);
+
+}  // namespace tiersim::model
