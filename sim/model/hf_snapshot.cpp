@@ -26,6 +26,21 @@ std::string model_config_file(const std::string& spec) {
   return config;
 }
 
+std::map<std::string, std::set<std::string>> parse_safetensors_index(const std::string& text, const std::string& file) {
+  const ConfigJson doc = parse_config_json(text, file);
+  const ConfigReader r(doc);
+  if (!doc.json.is_object() || !doc.json.contains("weight_map") || !doc.json["weight_map"].is_object())
+    r.fail("weight_map", "missing, or not an object of tensor name -> file");
+  std::map<std::string, std::set<std::string>> indexed;
+  for (const auto& [tensor, name] : doc.json["weight_map"].items()) {
+    const std::string f = name.is_string() ? name.get<std::string>() : "";
+    if (f.empty() || f.find('/') != std::string::npos || f == "." || f == ".." || fs::path(f).extension() != ".safetensors")
+      r.fail("weight_map", "'" + tensor + "': " + name.dump() + " is no .safetensors file of this folder");
+    indexed[f].insert(tensor);
+  }
+  return indexed;
+}
+
 SnapshotWeights read_snapshot_weights(const std::string& dir) {
   const fs::path root(dir);
   const std::string index_path = (root / "model.safetensors.index.json").string();
@@ -33,17 +48,8 @@ SnapshotWeights read_snapshot_weights(const std::string& dir) {
   std::map<std::string, std::set<std::string>> indexed;  // file -> the tensors the index puts in it
   std::error_code ec;
   if (fs::exists(index_path, ec)) {
-    const ConfigJson doc = load_config_json(index_path, "safetensors index");
-    const ConfigReader r(doc);
-    if (!doc.json.is_object() || !doc.json.contains("weight_map") || !doc.json["weight_map"].is_object())
-      r.fail("weight_map", "missing, or not an object of tensor name -> file");
-    for (const auto& [tensor, file] : doc.json["weight_map"].items()) {
-      const std::string f = file.is_string() ? file.get<std::string>() : "";
-      if (f.empty() || f.find('/') != std::string::npos || f == "." || f == ".." || fs::path(f).extension() != ".safetensors")
-        r.fail("weight_map", "'" + tensor + "': " + file.dump() + " is no .safetensors file of this folder");
-      files.insert(f);
-      indexed[f].insert(tensor);
-    }
+    indexed = parse_safetensors_index(load_config_json(index_path, "safetensors index").text, index_path);
+    for (const auto& [f, tensors] : indexed) files.insert(f);
   } else {
     for (const auto& e : fs::directory_iterator(root, ec))
       if (e.path().extension() == ".safetensors") files.insert(e.path().filename().string());

@@ -4,6 +4,7 @@
 // *.safetensors in the folder) for the tensors' dtypes and shapes, never their data.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ struct SnapshotWeights {
   std::uint64_t tensors = 0, elements = 0, bytes = 0;
   std::map<std::string, std::uint64_t> bytes_by_dtype;
 };
+
+// A model.safetensors.index.json's text: each .safetensors file of the folder its weight_map names -> the tensors it
+// puts there. InputError naming `file` and the key: not JSON, no weight_map object, a file that is not a plain
+// .safetensors name of the folder (a path, "..", another extension).
+std::map<std::string, std::set<std::string>> parse_safetensors_index(const std::string& text, const std::string& file);
 
 // The weights the folder's safetensors headers describe (files empty when it has none). Errors name the file and key:
 // an index whose weight_map names a file outside the folder or a tensor its file lacks, a malformed header.

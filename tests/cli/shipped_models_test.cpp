@@ -30,7 +30,11 @@ SimRun sim_in(const std::string& dir, const std::string& args, bool with_stderr 
   return r;
 }
 
-std::string elsewhere() { return tiersim::testing::scratch_dir("shipped-models-cwd").string(); }
+// A folder of the test's own: ctest runs the tests side by side, and a shared one was removed under a running test.
+std::string elsewhere() {
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  return tiersim::testing::scratch_dir(std::string("shipped-models-cwd-") + test->name()).string();
+}
 
 TEST(ShippedModels, ANameWorksFromAnyDirectoryAndPredictsWhatItsFileDoes) {
   const std::string run = " --decode 2 --policy resident --hw h200 --json";

@@ -4,11 +4,15 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
 #include <sstream>
 #include <string>
 
 #include "core/error.hpp"
 #include "model/safetensors_header.hpp"
+#include "model/hf_snapshot.hpp"
 
 namespace {
 
@@ -41,6 +45,12 @@ TEST(SafetensorsHeader, TheFuzzerSeedsReadWhole) {
   const std::filesystem::path dir = std::filesystem::path(TIERSIM_SOURCE_DIR) / "tests/fuzz/corpus/safetensors_header";
   std::size_t n = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".json") {  // the fuzzer's other format: a snapshot's index
+      std::ifstream in(e.path());
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(tiersim::model::parse_safetensors_index(text, e.path().string()).size(), 2u) << e.path();
+      continue;
+    }
     EXPECT_NO_THROW(st::read_header_file(e.path().string())) << e.path();
     ++n;
   }
@@ -82,3 +92,28 @@ TEST(SafetensorsHeader, MalformedHeadersAreRefusedNamingTheFileAndKey) {
 }
 
 }  // namespace
+
+namespace tiersim::model {
+namespace {
+
+TEST(SafetensorsIndex, NamesEachFileOfTheFolderAndItsTensorsOrSaysWhichKey) {
+  const auto idx = parse_safetensors_index(
+      R"({"metadata": {}, "weight_map": {"a.weight": "m-1.safetensors", "b.weight": "m-2.safetensors", "c": "m-1.safetensors"}})",
+      "index.json");
+  ASSERT_EQ(idx.size(), 2u);
+  EXPECT_EQ(idx.at("m-1.safetensors"), (std::set<std::string>{"a.weight", "c"}));
+  for (const char* bad : {R"({"weight_map": {"a": "../x.safetensors"}})", R"({"weight_map": {"a": "x.bin"}})",
+                          R"({"weight_map": {"a": 3}})", R"({"metadata": {}})", R"({"weight_map": [1]})"}) {
+    try {
+      parse_safetensors_index(bad, "index.json");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "weight_map") << bad << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("index.json"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(parse_safetensors_index("{not json", "index.json"), InputError);
+}
+
+}  // namespace
+}  // namespace tiersim::model
