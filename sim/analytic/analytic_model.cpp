@@ -60,7 +60,7 @@ class SteadyStateManaged {
       const auto blocks = static_cast<std::uint32_t>(std::ceil((offset + bytes) / spec_.va_block) -
                                                      std::floor(offset / spec_.va_block));
       // The GPU memory those blocks take: the GPU pages (4 KiB) the range covers, a small tensor's not 2 MiB.
-      const double held = std::min(blocks * spec_.va_block, std::ceil(bytes / 4096.0) * 4096.0);
+      const double held = std::min(blocks * spec_.va_block, std::ceil(bytes / managed::kGpuPage) * managed::kGpuPage);
       if (m.fresh) cost.fresh_touch_seconds += spec_.fresh_first_write_seconds(bytes);  // every step: a new allocation
       if ((advice & (placement::kPreferCpu | placement::kAccessedByGpu)) &&
           !managed::read_duplicates(advice, m.write, placement_.managed.demand_paging)) {
@@ -69,12 +69,7 @@ class SteadyStateManaged {
         const double remote = bytes - local;
         if (remote <= 0) continue;
         cost.remote_bytes += remote;
-        if (m.reread > 0 && (spec_.gemv_remote_input_bandwidth > 0 || !spec_.remote_gemv.empty())) {
-          cost.remote_input_bytes += static_cast<double>(m.reread) * remote / bytes;
-          cost.gemv_input_bytes += bytes;
-          cost.gemv_weight_bytes = static_cast<double>(m.reread);
-          cost.gemv_input_remote_bytes += remote;
-        }
+        managed::add_remote_gemv_input(spec_, static_cast<double>(m.reread), bytes, remote, cost);
         if (m.reads > 1) cost.remote_reread_bytes += (m.reads - 1) * remote;
         if (cold_ && !(advice & placement::kAccessedByGpu)) cost.mapping_faults += blocks;
         continue;
@@ -150,9 +145,7 @@ class StepModel {
           if (a.managed_count > 0) {
             managed::AccessCost cost;
             managed_->kernel(plan_, a, cost);
-            work = managed::ManagedMemory::stall_seconds(managed_->spec(), cost) +
-                   std::max(a.cost.seconds(cost.remote_bytes, managed_->spec().remote_read_bandwidth, cost.remote_reread_bytes),
-                            managed::remote_gemv_seconds(managed_->spec(), cost));
+            work = managed::kernel_seconds(managed_->spec(), a.cost, cost);
             r.h2d_bytes += cost.migrated_bytes + cost.launch_migrated_bytes;
             r.d2h_bytes += cost.written_back_bytes;
             r.remote_read_bytes += cost.remote_bytes + cost.remote_input_bytes + cost.remote_reread_bytes;

@@ -14,11 +14,6 @@ namespace {
 
 // One Block of state per VA block is modelled; 2^24 of them is 32 TiB in 2 MiB blocks.
 constexpr double kMaxBlocks = 16'777'216.0;
-// The smallest GPU chunk the driver backs a block with (PAGE_SIZE): a block takes GPU memory in chunks no larger than
-// the part of the block its allocation covers (nvidia-uvm uvm_va_block.c block_gpu_chunk_size: "the largest allowed
-// size" that is aligned to the start and fits within block->end), so a 10 KiB tensor's block holds 12 KiB of GPU
-// memory, not 2 MiB.
-constexpr double kGpuPage = 4096.0;
 
 // Refuses a block size that would model an absurd number of blocks (va_block "1 B" under um took one
 // block per byte: 15 GB of memory, then bad_alloc) before anything is allocated.
@@ -264,12 +259,7 @@ void ManagedMemory::access(std::uint32_t tensor, std::uint64_t bytes, bool write
   touch_range(tensor, static_cast<double>(offset), static_cast<double>(bytes), write, false, cost);
   const double remote = cost.remote_bytes - remote_before;
   // The vector's own bytes stay a remote read of the kernel; its re-reads, one per output row, come on top.
-  if (reread > 0 && remote > 0 && bytes > 0 && (spec_.gemv_remote_input_bandwidth > 0 || !spec_.remote_gemv.empty())) {
-    cost.remote_input_bytes += static_cast<double>(reread) * remote / static_cast<double>(bytes);
-    cost.gemv_input_bytes += static_cast<double>(bytes);
-    cost.gemv_weight_bytes = static_cast<double>(reread);
-    cost.gemv_input_remote_bytes += remote;
-  }
+  add_remote_gemv_input(spec_, static_cast<double>(reread), static_cast<double>(bytes), remote, cost);
   if (reads > 1) cost.remote_reread_bytes += (reads - 1) * remote;
   if (fresh) cost.fresh_touch_seconds += spec_.fresh_first_write_seconds(static_cast<double>(bytes));
 }

@@ -21,14 +21,22 @@
 //   managed data a kernel uses is migrated whole when it is launched, at the bulk (prefetch) rate, and
 //   the footprint never exceeds GPU memory (the strategy refuses it), so nothing is evicted.
 // Costs come from hw::ManagedMemorySpec (calibrated by calib/src/bench_managed.cu).
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "hardware/op_cost.hpp"
 #include "hardware/profile.hpp"
 #include "placement/placement.hpp"
 #include "trace/trace.hpp"
 
 namespace tiersim::managed {
+
+// The smallest GPU chunk the driver backs a block with (PAGE_SIZE): a block takes GPU memory in chunks no larger than
+// the part of the block its allocation covers (nvidia-uvm uvm_va_block.c block_gpu_chunk_size: "the largest allowed
+// size" that is aligned to the start and fits within block->end), so a 10 KiB tensor's block holds 12 KiB of GPU
+// memory, not 2 MiB.
+constexpr double kGpuPage = 4096.0;
 
 // What servicing one kernel's (or one prefetch's) accesses cost and moved.
 struct AccessCost {
@@ -60,6 +68,18 @@ struct ManagedStats {
 // mapping means the GPU never faults (nothing measured says it duplicates then).
 inline bool read_duplicates(std::uint8_t advice, bool write, bool demand_paging) {
   return (advice & placement::kReadMostly) != 0 && (advice & placement::kAccessedByGpu) == 0 && !write && demand_paging;
+}
+
+// A GEMV's input vector of `bytes`, `remote` of them reached over the link, whose weight has `weight_bytes`: its
+// re-reads (one per output row) and, for the per-shape times, its operands' sizes, when the profile prices either.
+inline void add_remote_gemv_input(const hw::ManagedMemorySpec& spec, double weight_bytes, double bytes, double remote,
+                                  AccessCost& c) {
+  if (!(weight_bytes > 0 && remote > 0 && bytes > 0) || (spec.gemv_remote_input_bandwidth <= 0 && spec.remote_gemv.empty()))
+    return;
+  c.remote_input_bytes += weight_bytes * remote / bytes;
+  c.gemv_input_bytes += bytes;
+  c.gemv_weight_bytes = weight_bytes;
+  c.gemv_input_remote_bytes += remote;
 }
 
 // Seconds a GEMV whose input vector is host-resident takes by itself, from the profile's per-shape times (with the
@@ -168,5 +188,12 @@ class ManagedMemory {
   double peak_bytes_ = 0;
   ManagedStats stats_;
 };
+
+// Seconds a kernel on managed memory takes, as both engines price it: its faults' stall, then the kernel at its other
+// bounds with what it reads over the link, or a host-input GEMV's measured time where that is longer.
+inline double kernel_seconds(const hw::ManagedMemorySpec& spec, const hw::GpuOpCost& op, const AccessCost& c) {
+  return ManagedMemory::stall_seconds(spec, c) +
+         std::max(op.seconds(c.remote_bytes, spec.remote_read_bandwidth, c.remote_reread_bytes), remote_gemv_seconds(spec, c));
+}
 
 }  // namespace tiersim::managed

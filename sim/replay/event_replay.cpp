@@ -199,9 +199,7 @@ class Replay final : public engine::EventHandler,
         const ManagedAccess& m = plan_.managed[a.managed_begin + i];
         um_->access(m.tensor, m.bytes, m.write, cost, m.reread, m.offset, m.reads, m.fresh);
       }
-      seconds = um_->stall_seconds(cost) +
-                std::max(a.cost.seconds(cost.remote_bytes, um_->spec().remote_read_bandwidth, cost.remote_reread_bytes),
-                         managed::remote_gemv_seconds(um_->spec(), cost));
+      seconds = managed::kernel_seconds(um_->spec(), a.cost, cost);
       um_->record(cost, false);
     }
     if (recording()) {

@@ -30,7 +30,7 @@ struct ManagedTotals {
   double migrated_bytes = 0, written_back_bytes = 0, remote_bytes = 0, prefetched_bytes = 0;
   double peak_resident_bytes = 0;
   // The last step's working set on the GPU (managed::ManagedMemory::step_working_bytes) and the GPU memory managed
-  // blocks may take: within a few percent of each other the run is at the capacity edge (event engine; 0: not known).
+  // blocks may take: within kCapacityEdge of each other the run is at the capacity edge (event engine; 0: not known).
   double working_set_bytes = 0, capacity_bytes = 0;
   // At the capacity edge, where a real run is neither the fit nor the thrash tiersim predicts: the GPU's memory for
   // managed blocks within kCapacityEdge of the working set. Measured on the H200 (results/validation/
