@@ -12,17 +12,6 @@
 
 namespace calib {
 
-namespace {
-
-cudaMemLocation location_of(int device) {
-  cudaMemLocation l{};
-  l.type = device < 0 ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
-  l.id = device < 0 ? 0 : device;
-  return l;
-}
-
-}  // namespace
-
 void bench_remote_gemm(Csv& csv, const Options& o) {
   BenchStream bs(o.device);
   cudaStream_t s = bs.stream;
@@ -51,11 +40,7 @@ void bench_remote_gemm(Csv& csv, const Options& o) {
         CUDA_CHECK(cudaMalloc(&w, wbytes));
         fill_random_bf16(w, wbytes / 2, 5, s);
       } else {
-        CUDA_CHECK(cudaMallocManaged(&w, wbytes));
-        fill_random_bf16(w, wbytes / 2, 5, s);  // written by the GPU, then sent to the host and advised there
-        CUDA_CHECK(cudaMemAdvise(w, wbytes, cudaMemAdviseSetPreferredLocation, location_of(-1)));
-        CUDA_CHECK(cudaMemAdvise(w, wbytes, cudaMemAdviseSetAccessedBy, location_of(o.device)));
-        CUDA_CHECK(cudaMemPrefetchAsync(w, wbytes, location_of(-1), 0, s));
+        w = managed_on_host_bf16(wbytes, 5, o.device, s);  // written by the GPU, then advised and sent to the host
       }
       CUDA_CHECK(cudaStreamSynchronize(s));
       for (int m : rows) {

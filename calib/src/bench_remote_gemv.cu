@@ -17,18 +17,6 @@ namespace calib {
 
 namespace {
 
-void* managed_on_host(size_t bytes, unsigned seed, int device, cudaStream_t s) {
-  void* p = nullptr;
-  CUDA_CHECK(cudaMallocManaged(&p, bytes));
-  fill_random_bf16(p, bytes / 2, seed, s);  // written by the GPU, then advised to the host and sent there
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  CUDA_CHECK(cudaMemAdvise(p, bytes, cudaMemAdviseSetPreferredLocation, host_loc()));
-  CUDA_CHECK(cudaMemAdvise(p, bytes, cudaMemAdviseSetAccessedBy, device_loc(device)));
-  CUDA_CHECK(cudaMemPrefetchAsync(p, bytes, host_loc(), 0, s));
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  return p;
-}
-
 void* on_device(size_t bytes, unsigned seed, cudaStream_t s) {
   void* p = nullptr;
   CUDA_CHECK(cudaMalloc(&p, bytes));
@@ -57,8 +45,8 @@ void bench_remote_gemv(Csv& csv, const Options& o) {
     CUDA_CHECK(cudaMalloc(&y, size_t(out) * 2));
     for (const char* placement : placements) {
       const std::string p = placement;
-      void* w = p == "input" ? on_device(wbytes, 5, s) : managed_on_host(wbytes, 5, o.device, s);
-      void* x = p == "weight" ? on_device(size_t(in) * 2, 9, s) : managed_on_host(size_t(in) * 2, 9, o.device, s);
+      void* w = p == "input" ? on_device(wbytes, 5, s) : managed_on_host_bf16(wbytes, 5, o.device, s);
+      void* x = p == "weight" ? on_device(size_t(in) * 2, 9, s) : managed_on_host_bf16(size_t(in) * 2, 9, o.device, s);
       CUDA_CHECK(cudaStreamSynchronize(s));
       char variant[96];
       std::snprintf(variant, sizeof variant, "gemv_bf16_%s_out%d_in%d", placement, out, in);

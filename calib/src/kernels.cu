@@ -59,6 +59,17 @@ void fill_random_bf16(void* p, size_t count, unsigned seed, cudaStream_t s) {
   LAUNCH_CHECK();
 }
 
+void* managed_on_host_bf16(size_t bytes, unsigned seed, int device, cudaStream_t s) {
+  void* p = nullptr;
+  CUDA_CHECK(cudaMallocManaged(&p, bytes));
+  fill_random_bf16(p, bytes / 2, seed, s);
+  CUDA_CHECK(cudaMemAdvise(p, bytes, cudaMemAdviseSetPreferredLocation, host_loc()));
+  CUDA_CHECK(cudaMemAdvise(p, bytes, cudaMemAdviseSetAccessedBy, device_loc(device)));
+  CUDA_CHECK(cudaMemPrefetchAsync(p, bytes, host_loc(), 0, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  return p;
+}
+
 void fill_bytes(void* p, size_t bytes, unsigned seed, cudaStream_t s) {
   fill_bytes_kernel<<<1024, 256, 0, s>>>(static_cast<unsigned*>(p), bytes / 4, seed);
   LAUNCH_CHECK();

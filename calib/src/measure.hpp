@@ -118,6 +118,10 @@ inline cudaMemLocation host_loc() {
 
 // Kernels shared by the benchmarks (kernels.cu).
 void fill_random_bf16(void* p, size_t count, unsigned seed, cudaStream_t s);
+// A managed range of random bf16 written by the GPU, then advised PreferredLocation=CPU + AccessedBy=`device` and
+// prefetched to the host (a per-tensor allocator's tensors after seed 000's mode 4): what remote_gemm's and
+// remote_gemv's host-resident operands are. Synchronizes `s` before returning.
+void* managed_on_host_bf16(size_t bytes, unsigned seed, int device, cudaStream_t s);
 void fill_bytes(void* p, size_t bytes, unsigned seed, cudaStream_t s);
 // Reads every 16-byte word of [p, p + bytes) and folds it into *sink: a streaming read.
 void stream_read(const void* p, size_t bytes, unsigned long long* sink, cudaStream_t s, int blocks);

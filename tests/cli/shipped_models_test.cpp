@@ -1,12 +1,9 @@
 // `--model NAME` for the configs that ship (traces/models/NAME.json, compiled in) and `sim models`, which lists them.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
 #include "model/model_config.hpp"
 #include "support/run_sim.hpp"
@@ -18,16 +15,7 @@ using tiersim::testing::SimRun;
 
 // The binary run from `dir` (a folder with no traces/ in it), stdout only when `with_stderr` is false.
 SimRun sim_in(const std::string& dir, const std::string& args, bool with_stderr = true) {
-  const std::string cmd = "cd " + dir + " && " + TIERSIM_SIM_BINARY + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  SimRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return tiersim::testing::run_sim(args, with_stderr, dir);
 }
 
 // A folder of the test's own: ctest runs the tests side by side, and a shared one was removed under a running test.

@@ -228,25 +228,31 @@ TEST(ManagedMemory, WithoutDemandPagingDataMovesWholeAtLaunchWithoutFaults) {
   EXPECT_DOUBLE_EQ(ev.steps[0].h2d_bytes, 4 * MiB);
 }
 
-TEST(ManagedMemory, AGemvReadsAHostResidentInputOncePerOutputRow) {
-  // One GEMV: a 1e6-byte weight in device memory and an activation (its input) in managed memory
-  // advised to the CPU. The kernel reads the weight locally (1 ms at 1 GB/s) and the input's 1e3 bytes
-  // remotely (10 us at 100 MB/s, overlapped); with gemv_remote_input_bandwidth (200 MB/s here) the
-  // input is read again per output row, the weight's bytes at that rate: 5 ms more.
+// One GEMV over two steps: a 1e6-byte weight and an activation (its 1e3-byte input) in managed memory advised to the
+// CPU (PreferredLocation=CPU + AccessedBy); the weight too when `weight_remote`, else in device memory.
+result::RunResult run_gemv(const testing::ToyMachine& hw, bool weight_remote, bool analytic) {
   const std::string text =
       "tiersim-trace 1\nmeta model gemv\ntensor 0 weight 1000000 0 w\ntensor 1 act 1000 -1 x\n"
       "step decode tokens=1\nop gemv layer=0 read=0,1\nstep decode tokens=1\nop gemv layer=0 read=0,1\nend\n";
+  trace::TraceReader src(std::make_unique<std::istringstream>(text), "gemv.trace");
+  const std::uint8_t host = placement::kPreferCpu | placement::kAccessedByGpu;
+  placement::Placement p;
+  p.device = {weight_remote ? placement::kCpu : placement::kComputeGpu, placement::kCpu};
+  p.path = {weight_remote ? placement::Path::Managed : placement::Path::Local, placement::Path::Managed};
+  p.managed.enabled = true;
+  p.managed.managed = {weight_remote, true};
+  p.managed.advice = {static_cast<std::uint8_t>(weight_remote ? host : std::uint8_t{placement::kAdviseNone}), host};
+  return analytic ? analytic::run_analytic(hw, p, src) : replay::run_event_engine(hw, p, src);
+}
+
+TEST(ManagedMemory, AGemvReadsAHostResidentInputOncePerOutputRow) {
+  // The weight in device memory: the kernel reads it locally (1 ms at 1 GB/s) and the input's 1e3 bytes remotely
+  // (10 us at 100 MB/s, overlapped); with gemv_remote_input_bandwidth (200 MB/s here) the input is read again per
+  // output row, the weight's bytes at that rate: 5 ms more.
   auto run = [&](double input_rate, bool analytic) {
-    trace::TraceReader src(std::make_unique<std::istringstream>(text), "gemv.trace");
     auto hw = toy_with_gpu("16 MiB");
     hw.hw.managed_memory->gemv_remote_input_bandwidth = input_rate;
-    placement::Placement p;
-    p.device = {placement::kComputeGpu, placement::kCpu};
-    p.path = {placement::Path::Local, placement::Path::Managed};
-    p.managed.enabled = true;
-    p.managed.managed = {false, true};
-    p.managed.advice = {placement::kAdviseNone, placement::kPreferCpu | placement::kAccessedByGpu};
-    return analytic ? analytic::run_analytic(hw, p, src) : replay::run_event_engine(hw, p, src);
+    return run_gemv(hw, false, analytic);
   };
   const double kernel = 1e6 / 1e9;
   for (bool analytic : {false, true}) {
@@ -259,26 +265,12 @@ TEST(ManagedMemory, AGemvOnAHostResidentInputTakesItsShapesMeasuredTime) {
   // The GEMV above with per-shape times (calib's remote_gemv): 3 ms with the weight on the GPU, 40 ms with the
   // weight host-resident too (more than its 10 ms of remote reads at the toy's 100 MB/s). The kernel takes the
   // measured time, not the re-reads at a rate (that rate is ignored), and never less than its other bounds.
-  const std::string text =
-      "tiersim-trace 1\nmeta model gemv\ntensor 0 weight 1000000 0 w\ntensor 1 act 1000 -1 x\n"
-      "step decode tokens=1\nop gemv layer=0 read=0,1\nstep decode tokens=1\nop gemv layer=0 read=0,1\nend\n";
-  auto run = [&](bool weight_remote, bool analytic) {
-    trace::TraceReader src(std::make_unique<std::istringstream>(text), "gemv.trace");
-    auto hw = toy_with_gpu("16 MiB");
-    hw.hw.managed_memory->gemv_remote_input_bandwidth = 200e6;
-    hw.hw.managed_memory->remote_gemv = {{1000, 1e6, 3e-3, 40e-3}};
-    const std::uint8_t host = placement::kPreferCpu | placement::kAccessedByGpu;
-    placement::Placement p;
-    p.device = {weight_remote ? placement::kCpu : placement::kComputeGpu, placement::kCpu};
-    p.path = {weight_remote ? placement::Path::Managed : placement::Path::Local, placement::Path::Managed};
-    p.managed.enabled = true;
-    p.managed.managed = {weight_remote, true};
-    p.managed.advice = {static_cast<std::uint8_t>(weight_remote ? host : std::uint8_t{placement::kAdviseNone}), host};
-    return analytic ? analytic::run_analytic(hw, p, src) : replay::run_event_engine(hw, p, src);
-  };
+  auto hw = toy_with_gpu("16 MiB");
+  hw.hw.managed_memory->gemv_remote_input_bandwidth = 200e6;
+  hw.hw.managed_memory->remote_gemv = {{1000, 1e6, 3e-3, 40e-3}};
   for (bool analytic : {false, true}) {
-    EXPECT_NEAR(run(false, analytic).steps[1].seconds, 3e-3, 1e-9) << analytic;
-    EXPECT_NEAR(run(true, analytic).steps[1].seconds, 40e-3, 1e-9) << analytic;
+    EXPECT_NEAR(run_gemv(hw, false, analytic).steps[1].seconds, 3e-3, 1e-9) << analytic;
+    EXPECT_NEAR(run_gemv(hw, true, analytic).steps[1].seconds, 40e-3, 1e-9) << analytic;
   }
 }
 

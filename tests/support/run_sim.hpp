@@ -17,9 +17,9 @@ struct SimRun {
   std::string out;    // stdout and stderr together (stdout alone with with_stderr false, for JSON)
 };
 
-inline SimRun run_sim(const std::string& args, bool with_stderr = true) {
-  const std::string cmd = std::string("cd ") + TIERSIM_SOURCE_DIR + " && " + TIERSIM_SIM_BINARY + " " + args +
-                          (with_stderr ? " 2>&1" : " 2>/dev/null");
+// Runs from the repository root, or from `dir` when given (a folder with no traces/ in it, say).
+inline SimRun run_sim(const std::string& args, bool with_stderr = true, const std::string& dir = TIERSIM_SOURCE_DIR) {
+  const std::string cmd = "cd " + dir + " && " + TIERSIM_SIM_BINARY + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   SimRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
