@@ -11,6 +11,9 @@
 #   PART=llama OUT=... bash ...                                         tiersim_calib --only oversubscribe_chunks,
 #             then the Llama-3.1-8B rows (held back: scored once)
 #   PART=census OUT=... bash ...                                        allocations per decode token (no balloon)
+#   PART=sizes OUT=... bash ...                                         session 26: the second decode token's allocator
+#             calls in order for Qwen3-8B and Llama-3.1-8B (no balloon), then the Qwen3-4B rows (held back)
+#   PART=llama2 OUT=... bash ...                                        session 26: the Llama-2-7B rows (held back)
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -20,7 +23,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama, census or modes24}
+part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes or llama2}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -55,7 +58,26 @@ rows() {  # MODEL WEIGHT_GIB OUTFILE LOG: the row set for one model
   bounded 80 "$log" --model "$model" --mode 4 --leave-gib "$(leave 1.5)" --out "$file"
 }
 
-if [ "$part" = calib ]; then
+heldout_rows() {  # MODEL WEIGHT_GIB OUTFILE LOG: a fitting row (x0.9), then rows()
+  bounded 80 "$4" --model "$1" --mode 1 --leave-gib "$(python3 -c "print(round($2 / 0.9, 2))")" --tokens 6 --warmup 1 \
+    --label fit --out "$3"
+  rows "$@"
+}
+
+if [ "$part" = sizes ]; then
+  # Development models only: what the allocator is called with, to set beside inference_allocations' sequence.
+  for m in qwen3-8b llama-3.1-8b; do
+    timeout 120 python3 experiments/um/allocator_census.py --model traces/models/$m.json --allocator-so "$so" \
+      --sizes --tokens 4 --out "$out/allocator_sizes.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -2
+  done
+  # Session 26's held-back model (never used in development): Qwen3-4B, 7.49 GiB of bf16 weights. Not printed.
+  heldout_rows traces/models/qwen3-4b.json 7.49 "$out/rows_qwen3_4b.jsonl" "$out/log_qwen3_4b.txt"
+  echo "qwen3-4b rows: $(wc -l < "$out/rows_qwen3_4b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_qwen3_4b.txt")"
+elif [ "$part" = llama2 ]; then
+  # Session 26's second held-back model: Llama-2-7B (12.55 GiB of bf16 weights, multi-head attention). Not printed.
+  heldout_rows traces/models/llama-2-7b.json 12.55 "$out/rows_llama2_7b.jsonl" "$out/log_llama2_7b.txt"
+  echo "llama-2-7b rows: $(wc -l < "$out/rows_llama2_7b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_llama2_7b.txt")"
+elif [ "$part" = calib ]; then
   source experiments/calibrate/cublas_path.sh
   find_cublas
   calib=$(calib_binary)

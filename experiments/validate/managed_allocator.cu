@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <vector>
 #include <sys/types.h>
 
 namespace {
@@ -26,6 +27,9 @@ bool g_failed = false;
 // The allocator's census (tiersim_census): calls, and host seconds inside cudaMallocManaged + advice and cudaFree.
 size_t g_allocs = 0, g_frees = 0;
 double g_alloc_seconds = 0, g_free_seconds = 0;
+// The size log (tiersim_size_log): while on, every allocation's size (+) and every free's (-), in call order.
+bool g_logging = false;
+std::vector<long long> g_size_log;
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -101,6 +105,19 @@ void tiersim_census(size_t* allocs, size_t* frees, double* alloc_seconds, double
   *free_seconds = g_free_seconds;
 }
 
+// The size log: tiersim_size_log(1) clears it and starts it, tiersim_size_log(0) stops it; tiersim_size_log_read
+// copies up to `cap` entries (allocation sizes +, frees -, in order) and returns how many it holds.
+void tiersim_size_log(int on) {
+  std::lock_guard<std::mutex> l(g_lock);
+  if (on) g_size_log.clear();
+  g_logging = on != 0;
+}
+size_t tiersim_size_log_read(long long* out, size_t cap) {
+  std::lock_guard<std::mutex> l(g_lock);
+  for (size_t i = 0; i < g_size_log.size() && i < cap; ++i) out[i] = g_size_log[i];
+  return g_size_log.size();
+}
+
 void* tiersim_alloc(ssize_t size, int device, cudaStream_t) {
   std::lock_guard<std::mutex> l(g_lock);
   if (g_budget == 0) {
@@ -119,6 +136,7 @@ void* tiersim_alloc(ssize_t size, int device, cudaStream_t) {
   apply_advice(p, size_t(size), g_advice, device);  // a failure is recorded (tiersim_failed)
   g_alloc_seconds += seconds_since(t0);
   ++g_allocs;
+  if (g_logging) g_size_log.push_back(static_cast<long long>(size));
   g_in_use += size_t(size);
   return p;
 }
@@ -129,6 +147,7 @@ void tiersim_free(void* p, ssize_t size, int, cudaStream_t) {
   check(cudaFree(p), "cudaFree");
   g_free_seconds += seconds_since(t0);
   ++g_frees;
+  if (g_logging) g_size_log.push_back(-static_cast<long long>(size > 0 ? size : 1));
   g_in_use -= size_t(size > 0 ? size : 1);
 }
 
