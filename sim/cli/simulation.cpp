@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "analytic/analytic_model.hpp"
+#include "cli/generate_allocator_calls.hpp"
 #include "core/error.hpp"
 #include "model/hf_snapshot.hpp"
 #include "model/gguf_file.hpp"
@@ -158,6 +159,20 @@ Simulation simulate(const replay::RunSetup& setup, const strategy::StrategySpec&
     }
   } else {
     sim.placement = strategy::compose(sim.header, setup.hw, strategy);
+  }
+  if (sim.placement.managed.enabled && !sim.placement.managed.caching_allocator) {
+    // The per-tensor allocator's calls: transformers generate()'s own allocations where they are modelled.
+    if (const auto calls = generate_allocator_calls(trace, setup.runtime)) {
+      sim.placement.managed.allocations_per_prefill = calls->prefill;
+      sim.placement.managed.allocations_per_decode = calls->decode;
+      sim.placement.resolved.emplace_back(
+          "allocator calls", std::to_string(static_cast<long long>(calls->prefill)) + " in the prefill, " +
+                                 std::to_string(static_cast<long long>(calls->decode)) +
+                                 " per decode token (transformers generate's tensors, modelled; its own bookkeeping, "
+                                 "about 10 per token, not)");
+    } else {
+      sim.placement.resolved.emplace_back("allocator calls", "one cudaMallocManaged and one cudaFree per trace op (assumed)");
+    }
   }
   sim.result = engine == EngineKind::Event ? replay::run_event_engine(setup, sim.placement, *source, timeline)
                                            : analytic::run_analytic(setup, sim.placement, *source);

@@ -95,6 +95,11 @@ struct ManagedSpec {
   // activation workspace is one tensor in a trace, but many allocations in a run: those made while VRAM
   // had room stay there, the rest fall back). Accesses within the prefix are local.
   std::vector<double> vram_prefix;
+  // Under the per-tensor allocator (caching_allocator false): the cudaMallocManaged/cudaFree pairs one prefill and one
+  // decode step make, where the framework's allocations are modelled (transformers generate:
+  // model::inference_allocations); 0: one pair per trace op (assumed).
+  double allocations_per_prefill = 0;
+  double allocations_per_decode = 0;
 };
 
 struct Placement {

@@ -327,6 +327,13 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   const bool transients = has_transients_ && !derive_transient_lifetimes(header_, step, lifetimes_).has_value();
   out.transient_peak.assign(transients ? transient_live_.size() : 0, 0.0);
   std::fill(transient_live_.begin(), transient_live_.end(), 0.0);
+  // The per-tensor allocator's calls per trace op: the framework's modelled count for this kind of step spread over
+  // its ops, else one cudaMallocManaged and one cudaFree per op.
+  const double modelled_calls = step.kind == trace::StepKind::Prefill  ? placement_.managed.allocations_per_prefill
+                                : step.kind == trace::StepKind::Decode ? placement_.managed.allocations_per_decode
+                                                                       : 0.0;
+  const double calls_per_op =
+      modelled_calls > 0 && !step.ops.empty() ? modelled_calls / static_cast<double>(step.ops.size()) : 1.0;
   std::size_t next_start = 0, next_end = 0;
   auto transient_effects = [&](Action& a, std::size_t i, DeviceId device) {
     if (!transients) return;
@@ -623,7 +630,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       a.deps_count = static_cast<std::uint32_t>(out.deps.size()) - a.deps_begin;
       a.frees_count = static_cast<std::uint32_t>(out.frees.size()) - a.frees_begin;
       a.managed_count = static_cast<std::uint32_t>(out.managed.size()) - a.managed_begin;
-      if (per_tensor_allocator && hw_.managed_memory) a.host_seconds += hw_.managed_memory->alloc_call;
+      if (per_tensor_allocator && hw_.managed_memory) a.host_seconds += calls_per_op * hw_.managed_memory->alloc_call;
       transient_effects(a, i, device);
       out.actions.push_back(a);
       for (std::uint32_t s = 0; s < op.syncs; ++s) {
@@ -636,10 +643,11 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         out.actions.push_back(sync);
       }
       if (per_tensor_allocator && hw_.managed_memory) {
-        // The op's temporaries are released with cudaFree, which waits for the device to be idle.
+        // The op's temporaries are released with cudaFree, which waits for the device to be idle (one wait: the
+        // op's further frees find it idle).
         Action release;
         release.kind = ActionKind::AllocatorSync;
-        release.after_wait_seconds = hw_.managed_memory->free_call;
+        release.after_wait_seconds = calls_per_op * hw_.managed_memory->free_call;
         release.host_waits = true;
         out.actions.push_back(release);
       }

@@ -196,6 +196,22 @@ TEST(ManagedMemory, APerTensorAllocatorSerialisesEveryOp) {
   EXPECT_NEAR(analytic.steps[2].seconds, 4 * (20e-6 + kernel + 30e-6), 1e-9);
 }
 
+TEST(ManagedMemory, APerTensorAllocatorPaysTheFrameworksModelledCallsSpreadOverTheStepsOps) {
+  // 10 allocations per decode step (say transformers generate's tensors) over the step's 4 ops: 2.5 calls per op, each
+  // a 20 us cudaMallocManaged before the launch and a 30 us cudaFree after the kernel. The prefill count applies to
+  // prefill steps only: this trace has none, so it changes nothing.
+  const auto hw = toy_with_gpu("16 MiB");
+  const double kernel = MiB / 1e9;
+  for (const bool analytic_engine : {false, true}) {
+    auto src = block_trace(4, 3);
+    placement::Placement p = managed_weights(src->header(), placement::kAdviseNone, false);
+    p.managed.allocations_per_decode = 10;
+    p.managed.allocations_per_prefill = 1000;
+    const auto r = analytic_engine ? analytic::run_analytic(hw, p, *src) : replay::run_event_engine(hw, p, *src);
+    EXPECT_NEAR(r.steps[2].seconds, 4 * kernel + 10 * (20e-6 + 30e-6), 1e-9) << (analytic_engine ? "analytic" : "event");
+  }
+}
+
 TEST(ManagedMemory, WithoutDemandPagingDataMovesWholeAtLaunchWithoutFaults) {
   // Windows/WSL2: no GPU faults; what a kernel uses is migrated whole at launch, at the bulk rate.
   hw::ManagedMemorySpec spec = *toy_with_gpu("16 MiB").hw.managed_memory;

@@ -11,20 +11,28 @@
 namespace tiersim::model {
 namespace {
 
-// Qwen3RMSNorm / LlamaRMSNorm over `rows` x `width`: hidden_states.to(float32), .pow(2).mean(-1), the product with
-// rsqrt(variance + eps) (a new fp32 tensor, the copy freed), .to(input_dtype), weight * that. Returns the output.
+// Qwen3RMSNorm / LlamaRMSNorm over `rows` x `width` (modeling_qwen3.py Qwen3RMSNorm.forward):
+// hidden_states.to(float32); variance = .pow(2).mean(-1) (the square freed); hidden_states * torch.rsqrt(variance +
+// eps): the sum and its rsqrt are tensors of their own (rows fp32 values each), then the product (a new fp32 tensor;
+// the rsqrt and the fp32 copy freed on rebinding); .to(input_dtype); weight * that; the cast, the product and the
+// variance go when the function returns. The order of these calls is the allocator's own, logged for one decode token
+// (results/validation/um-oversubscription/allocator_sizes.jsonl). Returns the output.
 std::uint64_t rms_norm(AllocationSequence& s, double rows, double width, double a, const std::string& what) {
   const std::uint64_t f32 = s.alloc(rows * width * 4, what + " fp32 copy");
   const std::uint64_t sq = s.alloc(rows * width * 4, what + " square");
   const std::uint64_t var = s.alloc(rows * 4, what + " variance");
   s.free(sq);
+  const std::uint64_t var_eps = s.alloc(rows * 4, what + " variance + eps");
+  const std::uint64_t inv = s.alloc(rows * 4, what + " rsqrt");
+  s.free(var_eps);
   const std::uint64_t scaled = s.alloc(rows * width * 4, what + " normalised");
+  s.free(inv);
   s.free(f32);
-  s.free(var);
   const std::uint64_t cast = s.alloc(rows * width * a, what + " cast");
-  s.free(scaled);
   const std::uint64_t out = s.alloc(rows * width * a, what + " output");
   s.free(cast);
+  s.free(scaled);
+  s.free(var);
   return out;
 }
 
@@ -210,7 +218,15 @@ std::vector<AllocationEvent> inference_allocations(const ModelConfig& m, const I
       values[l] = nv;
       s.free(kr);
       s.free(v);
+      // SDPA's cuDNN path (aten/src/ATen/native/transformers/cuda/attention.cu,
+      // _scaled_dot_product_cudnn_attention_cuda): cudnn_seed and cudnn_offset, one int64 each on the GPU, then the
+      // output; a one-byte tensor follows (the allocator's size log shows it, its source is not identified here).
+      const std::uint64_t seed = s.alloc(8, layer + "sdpa cudnn_seed");
+      const std::uint64_t offset = s.alloc(8, layer + "sdpa cudnn_offset");
       const std::uint64_t attn = s.alloc(T * qd * a, layer + "sdpa output");
+      s.free(s.alloc(1, layer + "sdpa one-byte tensor"));
+      s.free(seed);
+      s.free(offset);
       s.free(qr);
       const std::uint64_t attn_c = s.alloc(T * qd * a, layer + "attention output, contiguous");
       s.free(attn);

@@ -8,10 +8,11 @@
 // and the new keys, every step):
 // - load: every parameter, one tensor each (a tied embedding once);
 // - prefill over batch x prompt tokens: the embedding output (held by Qwen3Model.forward's inputs_embeds to the
-//   end), RoPE's cos and sin; per layer the norm's fp32 copy, its square and its scaled copy, then the bf16 cast and
-//   the weighted output; q, k, v projections, the q/k norms (per head, the same pattern), RoPE's products and
-//   rotate_half's negation and concatenation; the cache's concatenated keys and values (kept); SDPA's output and its
-//   contiguous transposed copy; o_proj; the residual sum; the second norm; the MLP as Python evaluates
+//   end), RoPE's cos and sin; per layer the norm's fp32 copy, its square, its variance, the variance plus eps and its
+//   rsqrt, the scaled copy, then the bf16 cast and the weighted output (in the order the allocator's size log shows); q, k, v projections, the q/k norms (per head, the same pattern), RoPE's products and
+//   rotate_half's negation and concatenation; the cache's concatenated keys and values (kept); SDPA's cuDNN seed and
+//   offset (8 bytes each), its output, a one-byte tensor the size log shows beside it, and the output's contiguous
+//   transposed copy; o_proj; the residual sum; the second norm; the MLP as Python evaluates
 //   act_fn(gate_proj(x)) * up_proj(x) (gate freed once SiLU is taken, then up, then their product), down_proj; the
 //   residual sum; the layer's input freed by the caller (not the embedding output). Then the final norm and the
 //   head over the last token only (logits_to_keep=1), and the logits' fp32 copy generate takes;
