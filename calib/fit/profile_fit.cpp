@@ -490,10 +490,16 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     if (fresh && second) mapping = std::max(0.0, (fresh->median - second->median) / (fresh->work / block));
     else if (first && second) mapping = std::max(0.0, (first->max - second->median) / (first->work / block));
     const auto& bum = base.managed_memory;
-    // Per-tensor allocator call costs: the 64 KiB rows (most of a decode step's tensors are small
-    // activations); runs before 2026-11-22 (run 3) did not measure them.
-    const RawRow* alloc_row = raw.one("um_alloc_call", "malloc_managed_64KiB");
-    const RawRow* free_row = raw.one("um_free_call", "free_gpu_written_64KiB");
+    // Per-tensor allocator call costs. Since session 29 (tiersim_calib --only alloc_calls) the calls as a step makes
+    // them, beside live ranges (every call of the size cycle): a framework's calls always have live neighbours, and
+    // a call with none (the 64 KiB rows of run 4, each free releasing the last range of its VA block) costs 2-3x
+    // more. Before that the 64 KiB rows (most of a decode step's tensors are small activations); runs before
+    // 2026-11-22 (run 3) measured neither.
+    const RawRow* live_alloc = raw.one("um_alloc_call_live", "malloc_managed_all");
+    const RawRow* live_free = raw.one("um_free_call_live", "free_gpu_written_all");
+    const bool calls_live = live_alloc && live_free;
+    const RawRow* alloc_row = calls_live ? live_alloc : raw.one("um_alloc_call", "malloc_managed_64KiB");
+    const RawRow* free_row = calls_live ? live_free : raw.one("um_free_call", "free_gpu_written_64KiB");
     const bool calls_measured = alloc_row && free_row;
     // Past the GPU's memory (tiersim_calib --only oversubscribe), against the fault path just fitted.
     hw::ManagedMemorySpec fault_path;
@@ -512,7 +518,8 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                                          + (fresh && second ? std::string("mapping cost = PreferredLocation=CPU first read of a fresh host-written allocation minus a second read, per block; ")
                                                   : std::string("mapping cost = PreferredLocation=CPU cold first read (its slowest repetition) minus second, per block; ")) +
                                          "driver constants from nvidia_uvm parameters; "
-                                         + (calls_measured ? std::string("alloc_call and free_call = median host time of cudaMallocManaged and of cudaFree of a GPU-written range, 64 KiB")
+                                         + (calls_live ? std::string("alloc_call and free_call = median host time of cudaMallocManaged and of cudaFree of a GPU-written range beside live ones, a step's sizes (16 B - 256 KiB, tiersim_calib alloc_calls)")
+                                            : calls_measured ? std::string("alloc_call and free_call = median host time of cudaMallocManaged and of cudaFree of a GPU-written range, 64 KiB")
                                                            : "alloc/free call costs NOT measured: base preset '" + base.name + "'")
                                          + (remote_input.empty() ? std::string("")
                                                                  : "; gemv_remote_input_bandwidth = median cuBLAS GEMV with its input vector in host memory, its weight's bytes per second")

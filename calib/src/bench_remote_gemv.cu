@@ -9,7 +9,12 @@
 // on the zero_copy rows it was ~5 ms whatever the shape. The shapes are the projections of Qwen3-8B (4096 wide) and
 // Qwen3-14B (5120 wide) and their LM heads, and a 2048- and 8192-wide pair around them; rows are
 // remote_gemv,gemv_bf16_<placement>_out<O>_in<I>, work = the weight's bytes. Managed buffers at most 1.6 GB.
+// Since session 29 also a grid that no model's widths picked: inputs 2048 to 23168 wide in steps of about sqrt(2)
+// (multiples of 64), outputs 512 to 32768 in steps of 2 (weights up to 1.6 GB), the input and both placements only
+// (what the fit reads): tiersim interpolates between input widths instead of scaling the nearest one.
 #include <cuda_bf16.h>
+
+#include <algorithm>
 
 #include "measure.hpp"
 
@@ -37,13 +42,24 @@ void bench_remote_gemv(Csv& csv, const Options& o) {
               : std::vector<std::pair<int, int>>{{2048, 2048}, {1024, 4096}, {4096, 4096}, {12288, 4096},
                                                  {4096, 12288}, {151936, 4096}, {1024, 5120}, {5120, 5120},
                                                  {17408, 5120}, {5120, 17408}, {151936, 5120}, {8192, 8192}};
-  const char* placements[] = {"input", "weight", "both"};
-  for (const auto& shape : shapes) {
+  std::vector<std::pair<std::pair<int, int>, int>> runs;  // {{out, in}, placements: 3 = all, 2 = input and both}
+  for (const auto& shape : shapes) runs.push_back({shape, 3});
+  if (!o.quick)
+    for (int in : {2048, 2880, 4096, 5824, 8192, 11584, 16384, 23168})
+      for (int out = 512; out <= 32768; out *= 2)
+        if (size_t(out) * in * 2 <= (size_t(1600) << 20) &&
+            std::find(shapes.begin(), shapes.end(), std::make_pair(out, in)) == shapes.end())
+          runs.push_back({{out, in}, 2});
+  const char* all_placements[] = {"input", "weight", "both"};
+  const char* grid_placements[] = {"input", "both"};
+  for (const auto& [shape, n_placements] : runs) {
     const int out = shape.first, in = shape.second;
+    const char* const* placements = n_placements == 3 ? all_placements : grid_placements;
     const size_t wbytes = size_t(out) * in * 2;
     void* y = nullptr;
     CUDA_CHECK(cudaMalloc(&y, size_t(out) * 2));
-    for (const char* placement : placements) {
+    for (int pi = 0; pi < n_placements; ++pi) {
+      const char* placement = placements[pi];
       const std::string p = placement;
       void* w = p == "input" ? on_device(wbytes, 5, s) : managed_on_host_bf16(wbytes, 5, o.device, s);
       void* x = p == "weight" ? on_device(size_t(in) * 2, 9, s) : managed_on_host_bf16(size_t(in) * 2, 9, o.device, s);

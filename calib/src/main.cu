@@ -35,14 +35,14 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,remote_gemv,peer,managed,fresh_touch,oversubscribe,oversubscribe_chunks] [--oversubscribe-leave GIB]\n");
+      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,remote_gemv,peer,managed,fresh_touch,alloc_calls,oversubscribe,oversubscribe_chunks] [--oversubscribe-leave GIB]\n");
       return 2;
     }
   }
   // A part name that is not one of them would run nothing at all: refused, naming it.
   const std::set<std::string> parts = {"host_link", "device",      "fp32_gemm", "zero_copy",  "remote_gemm",
-                                       "remote_gemv", "peer",      "managed",   "fresh_touch", "oversubscribe",
-                                       "oversubscribe_chunks"};
+                                       "remote_gemv", "peer",      "managed",   "fresh_touch", "alloc_calls",
+                                       "oversubscribe", "oversubscribe_chunks"};
   for (const auto& name : only)
     if (!parts.count(name)) {
       std::fprintf(stderr, "calib: '--only': unknown part '%s'\n", name.c_str());
@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
   if (want("peer")) calib::bench_peer(csv, o);
   if (want("managed")) calib::bench_managed(csv, o);
   if (want("fresh_touch")) calib::bench_fresh_touch(csv, o);
+  if (want("alloc_calls")) calib::bench_alloc_calls(csv, o);
   // Only when named: it shrinks the GPU with a balloon and oversubscribes what is left.
   if (oversubscribes) calib::bench_oversubscribe(csv, o);
   CUDA_CHECK(cudaDeviceSynchronize());

@@ -20,15 +20,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
 HERE = os.path.join(ROOT, "results", "validation", "um-oversubscription")
 MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json",
-          "Llama-3.1-8B": "traces/models/llama-3.1-8b.json"}
+          "Llama-3.1-8B": "traces/models/llama-3.1-8b.json", "Qwen3-4B": "traces/models/qwen3-4b.json",
+          "Llama-2-7B": "traces/models/llama-2-7b.json"}
 # Row sets and their split. Development ("in"): every Qwen3-8B row. The first Qwen3-14B rows were held back and scored
 # once (2026-12-02, session 24: 7 rows, 270% mean); the model was changed after that score was seen (small tensors'
 # GPU pages, per-shape GEMVs on host inputs), so they count as development since. Held back ("out"), scored once
 # each: the Qwen3-14B rows of modes 2 and 4 (session 25's first call) and the Llama-3.1-8B rows (a model never used
-# in development).
+# in development). Session 26's Qwen3-4B and Llama-2-7B rows (models never used in development) were held back and
+# first scored in session 28, after the per-tensor allocator's calls came from transformers' modelled tensors
+# (cli/generate_allocator_calls.hpp) instead of one pair per trace op.
 SETS = {"8b": ("rows_8b.jsonl", "in"), "8b-mode4": ("rows_8b_mode4.jsonl", "in"), "8b-edge": ("rows_8b_edge.jsonl", "in"),
         "14b": ("rows_14b.jsonl", "in"), "14b-modes24": ("rows_14b_modes24.jsonl", "out"),
-        "llama": ("rows_llama8b.jsonl", "out")}
+        "llama": ("rows_llama8b.jsonl", "out"), "qwen3-4b": ("rows_qwen3_4b.jsonl", "out"),
+        "llama2": ("rows_llama2_7b.jsonl", "out")}
 # Seed 000's modes (experiments/um/oversubscribe_decode.py) as tiersim's managed memory kind.
 ADVICE = {1: "", 2: "prefer-cpu,", 3: "prefer-cpu,read-mostly,", 4: "prefer-cpu,accessed-by,"}
 MODE_TEXT = {1: "1 managed", 2: "2 +PreferredLocation=CPU", 3: "3 +ReadMostly", 4: "4 PreferredLocation=CPU+AccessedBy"}

@@ -14,6 +14,11 @@
 #   PART=sizes OUT=... bash ...                                         session 26: the second decode token's allocator
 #             calls in order for Qwen3-8B and Llama-3.1-8B (no balloon), then the Qwen3-4B rows (held back)
 #   PART=llama2 OUT=... bash ...                                        session 26: the Llama-2-7B rows (held back)
+#   PART=s29 OUT=... bash ...                                           session 29: tiersim_calib --only
+#             alloc_calls,remote_gemv (the allocator's calls beside live ranges; GEMVs on host-resident operands
+#             over a width grid), then the allocator's calls of one Qwen2.5-7B token in order (no balloon)
+#   PART=qwen2 OUT=... bash ...                                         session 29: the Qwen2.5-7B rows (held back:
+#             a family, qwen2, never used in development)
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -23,7 +28,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes or llama2}
+part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29 or qwen2}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -73,6 +78,22 @@ if [ "$part" = sizes ]; then
   # Session 26's held-back model (never used in development): Qwen3-4B, 7.49 GiB of bf16 weights. Not printed.
   heldout_rows traces/models/qwen3-4b.json 7.49 "$out/rows_qwen3_4b.jsonl" "$out/log_qwen3_4b.txt"
   echo "qwen3-4b rows: $(wc -l < "$out/rows_qwen3_4b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_qwen3_4b.txt")"
+elif [ "$part" = s29 ]; then
+  source experiments/calibrate/cublas_path.sh
+  find_cublas
+  calib=$(calib_binary)
+  timeout 150 "$calib" --only alloc_calls,remote_gemv --out "$out/calib_s29.csv" > "$out/calib_s29.log" 2>&1
+  echo "calib exit $? at $SECONDS s"
+  grep -E "um_(alloc|free)_call_live" "$out/calib_s29.log"
+  # The GEMV grid again (repeatability: the first call's 1024 x 2048 took 12 ms, 2048 x 2048 0.9 ms).
+  timeout 60 "$calib" --only remote_gemv --out "$out/calib_s29b.csv" > /dev/null 2>&1
+  echo "second remote_gemv exit $? at $SECONDS s"
+  [ -n "${SKIP_CENSUS:-}" ] || timeout 90 python3 experiments/um/allocator_census.py --model traces/models/qwen2.5-7b.json --allocator-so "$so" \
+    --sizes --tokens 4 --out "$out/allocator_sizes_qwen2.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -2
+elif [ "$part" = qwen2 ]; then
+  # Held back (never used in development): Qwen2.5-7B, 14.18 GiB of bf16 weights. Not printed.
+  heldout_rows traces/models/qwen2.5-7b.json 14.18 "$out/rows_qwen2_5_7b.jsonl" "$out/log_qwen2_5_7b.txt"
+  echo "qwen2.5-7b rows: $(wc -l < "$out/rows_qwen2_5_7b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_qwen2_5_7b.txt")"
 elif [ "$part" = llama2 ]; then
   # Session 26's second held-back model: Llama-2-7B (12.55 GiB of bf16 weights, multi-head attention). Not printed.
   heldout_rows traces/models/llama-2-7b.json 12.55 "$out/rows_llama2_7b.jsonl" "$out/log_llama2_7b.txt"

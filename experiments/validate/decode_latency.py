@@ -77,14 +77,14 @@ def progress(what):
 
 
 ARCHITECTURES = {"qwen3": ("Qwen3Config", "Qwen3ForCausalLM"), "llama": ("LlamaConfig", "LlamaForCausalLM"),
-                 "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM")}
+                 "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM"), "qwen2": ("Qwen2Config", "Qwen2ForCausalLM")}
 # Mixture-of-experts fields passed through when the description has them (Qwen3MoeConfig's names).
 MOE_KEYS = ["num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step", "norm_topk_prob",
             "mlp_only_layers", "router_aux_loss_coef", "output_router_logits"]
 
 
 def load_config(path):
-    """The Hugging Face config of a tiersim model description (model_type qwen3, llama or qwen3_moe)."""
+    """The Hugging Face config of a tiersim model description (model_type qwen3, llama, qwen3_moe or qwen2)."""
     import transformers
     with open(path) as f:
         d = json.load(f)

@@ -1,0 +1,79 @@
+// The host cost of a per-tensor managed allocator's calls (the seeds', experiments/validate/managed_allocator.cu)
+// as a framework's step makes them: cudaMallocManaged for every tensor, a kernel writing it, cudaFree when the
+// tensor dies, always beside live allocations (the weights, the KV cache, the step's other activations).
+// bench_managed's um_alloc_call / um_free_call time one call with nothing else allocated (each free releases the
+// last range of its VA block); these time the same calls in a steady state:
+// - a live set: 256 MiB of "weights" and 512 small ranges (512 B - 64 KiB), allocated and written first;
+// - then, per call: cudaMallocManaged of the next size of a fixed cycle (16 B - 256 KiB, log-spaced), a kernel
+//   writing the new range, and cudaFree of the range allocated `depth` calls before (a FIFO of in-flight tensors,
+//   as an op's outputs outlive it by a few ops). cudaFree waits for the device; tiersim charges that wait apart
+//   (the step's kernels, their faults), so the free is timed after the stream has drained: its own host cost.
+// Rows: um_alloc_call_live,malloc_managed_<size> and um_free_call_live,free_gpu_written_<size> (host seconds per
+// call, by size), and um_alloc_call_live,malloc_managed_all / um_free_call_live,free_gpu_written_all (every call).
+#include <deque>
+
+#include "measure.hpp"
+
+namespace calib {
+
+void bench_alloc_calls(Csv& csv, const Options& o) {
+  BenchStream bs(o.device);
+  cudaStream_t s = bs.stream;
+  const size_t weights_bytes = size_t(256) << 20;
+  void* weights = nullptr;
+  CUDA_CHECK(cudaMallocManaged(&weights, weights_bytes));
+  fill_bytes(weights, weights_bytes, 1, s);
+  std::vector<void*> live(o.quick ? 64 : 512, nullptr);
+  for (size_t i = 0; i < live.size(); ++i) {
+    const size_t bytes = size_t(512) << (i % 8);  // 512 B .. 64 KiB
+    CUDA_CHECK(cudaMallocManaged(&live[i], bytes));
+    fill_bytes(live[i], bytes, 3, s);
+  }
+  CUDA_CHECK(cudaStreamSynchronize(s));
+
+  const std::vector<size_t> cycle = {16, 256, 4096, 16384, 65536, 262144};
+  const int depth = 4;
+  const int calls = o.quick ? 120 : 3000;
+  const int warmup = 60;
+  std::vector<std::vector<double>> alloc_s(cycle.size()), free_s(cycle.size());
+  std::vector<double> all_alloc, all_free;
+  std::deque<std::pair<void*, size_t>> in_flight;  // {range, index into cycle}
+  for (int i = 0; i < warmup + calls; ++i) {
+    const size_t k = size_t(i) % cycle.size();
+    void* p = nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    CUDA_CHECK(cudaMallocManaged(&p, cycle[k]));
+    const double a = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fill_bytes(p, cycle[k], 5, s);
+    in_flight.emplace_back(p, k);
+    if (i >= warmup) {
+      alloc_s[k].push_back(a);
+      all_alloc.push_back(a);
+    }
+    if (in_flight.size() > size_t(depth)) {
+      const auto [old, ok] = in_flight.front();
+      in_flight.pop_front();
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      const auto t1 = std::chrono::steady_clock::now();
+      CUDA_CHECK(cudaFree(old));
+      const double f = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+      if (i >= warmup) {
+        free_s[ok].push_back(f);
+        all_free.push_back(f);
+      }
+    }
+  }
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  for (const auto& [p, k] : in_flight) CUDA_CHECK(cudaFree(p));
+  for (size_t k = 0; k < cycle.size(); ++k) {
+    const std::string sz = cycle[k] < 1024 ? std::to_string(cycle[k]) + "B" : size_name(double(cycle[k]));
+    if (!alloc_s[k].empty()) csv.add({"um_alloc_call_live", "malloc_managed_" + sz, 1, "calls", alloc_s[k]});
+    if (!free_s[k].empty()) csv.add({"um_free_call_live", "free_gpu_written_" + sz, 1, "calls", free_s[k]});
+  }
+  csv.add({"um_alloc_call_live", "malloc_managed_all", 1, "calls", all_alloc});
+  csv.add({"um_free_call_live", "free_gpu_written_all", 1, "calls", all_free});
+  for (void* p : live) CUDA_CHECK(cudaFree(p));
+  CUDA_CHECK(cudaFree(weights));
+}
+
+}  // namespace calib
