@@ -11,7 +11,8 @@
 // remote_gemv,gemv_bf16_<placement>_out<O>_in<I>, work = the weight's bytes. Managed buffers at most 1.6 GB.
 // Since session 29 also a grid that no model's widths picked: inputs 2048 to 23168 wide in steps of about sqrt(2)
 // (multiples of 64), outputs 512 to 32768 in steps of 2 (weights up to 1.6 GB), the input and both placements only
-// (what the fit reads): tiersim interpolates between input widths instead of scaling the nearest one.
+// (what the fit reads). tiersim still prices a GEMV from the nearest measured input width, scaled; interpolating
+// between widths over this grid is not in the model yet.
 #include <cuda_bf16.h>
 
 #include <algorithm>
