@@ -12,7 +12,10 @@
 // Since session 29 also a grid that no model's widths picked: inputs 2048 to 23168 wide in steps of about sqrt(2)
 // (multiples of 64), outputs 512 to 32768 in steps of 2 (weights up to 1.6 GB), the input and both placements only
 // (what the fit reads). tiersim still prices a GEMV from the nearest measured input width, scaled; interpolating
-// between widths over this grid is not in the model yet.
+// between widths over this grid is not in the model yet. With --gemv-shapes FILE, the file's shapes instead of both
+// (input and both placements): the exact shapes of the shipped decoders the grid lacks
+// (experiments/calibrate/decoder_gemv_shapes.py), since cuBLAS's kernel choice makes neighbours poor guides (the grid's
+// 1024 x 2048 takes 11.5 ms, 2048 x 2048 0.9 ms).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -44,8 +47,10 @@ void bench_remote_gemv(Csv& csv, const Options& o) {
                                                  {4096, 12288}, {151936, 4096}, {1024, 5120}, {5120, 5120},
                                                  {17408, 5120}, {5120, 17408}, {151936, 5120}, {8192, 8192}};
   std::vector<std::pair<std::pair<int, int>, int>> runs;  // {{out, in}, placements: 3 = all, 2 = input and both}
-  for (const auto& shape : shapes) runs.push_back({shape, 3});
-  if (!o.quick)
+  for (const auto& shape : o.gemv_shapes) runs.push_back({shape, 2});
+  if (o.gemv_shapes.empty())
+    for (const auto& shape : shapes) runs.push_back({shape, 3});
+  if (!o.quick && o.gemv_shapes.empty())
     for (int in : {2048, 2880, 4096, 5824, 8192, 11584, 16384, 23168})
       for (int out = 512; out <= 32768; out *= 2)
         if (size_t(out) * in * 2 <= (size_t(1600) << 20) &&

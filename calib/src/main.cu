@@ -2,8 +2,11 @@
 // hardware profile. Runs in a few minutes; allocates managed memory only within free GPU memory.
 //   tiersim_calib --out results/calib/raw.csv [--device 0] [--quick] [--only host_link,device,fp32_gemm,...]
 //   tiersim_calib --only oversubscribe --oversubscribe-leave GIB --out FILE   managed memory past a ballooned GPU
+//   tiersim_calib --only remote_gemv --gemv-shapes FILE --out FILE   GEMVs on host operands at the file's shapes
 #include <cstring>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "measure.hpp"
@@ -25,6 +28,39 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    else if (a == "--gemv-shapes" && i + 1 < argc) {
+      // One shape a line, "OUT IN" (output rows, input width), '#' starts a comment; anything else is refused.
+      const std::string path = argv[++i];
+      std::ifstream in(path);
+      if (!in) {
+        std::fprintf(stderr, "calib: --gemv-shapes: cannot open '%s'\n", path.c_str());
+        return 2;
+      }
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n) {
+        const std::string text = line.substr(0, line.find('#'));
+        std::istringstream fields(text);
+        long out = 0, width = 0;
+        std::string rest;
+        if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+        if (!(fields >> out >> width) || (fields >> rest) || out < 1 || width < 1 || out > (1 << 20) || width > (1 << 20) ||
+            double(out) * width * 2 > 1.6 * (1 << 30)) {
+          std::fprintf(stderr, "%s:%d: gemv shape: expected 'OUT IN', two whole numbers from 1 to 1048576 whose bf16 "
+                               "weight is at most 1.6 GiB, got '%s'\n", path.c_str(), n, line.c_str());
+          return 2;
+        }
+        for (const auto& seen : o.gemv_shapes)
+          if (seen == std::make_pair(int(out), int(width))) {
+            std::fprintf(stderr, "%s:%d: gemv shape %ld %ld is listed twice\n", path.c_str(), n, out, width);
+            return 2;
+          }
+        o.gemv_shapes.push_back({int(out), int(width)});
+      }
+      if (o.gemv_shapes.empty()) {
+        std::fprintf(stderr, "calib: --gemv-shapes: '%s' has no shape\n", path.c_str());
+        return 2;
+      }
+    }
     else if (a == "--only" && i + 1 < argc) {
       std::string list = argv[++i];
       size_t start = 0;
@@ -35,7 +71,7 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,remote_gemv,peer,managed,fresh_touch,alloc_calls,oversubscribe,oversubscribe_chunks] [--oversubscribe-leave GIB]\n");
+      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,remote_gemv,peer,managed,fresh_touch,alloc_calls,oversubscribe,oversubscribe_chunks] [--oversubscribe-leave GIB] [--gemv-shapes FILE]\n");
       return 2;
     }
   }
@@ -55,6 +91,10 @@ int main(int argc, char** argv) {
   if ((o.oversubscribe_leave > 0) != oversubscribes) {
     std::fprintf(stderr, "calib: --oversubscribe-leave GIB and --only oversubscribe (or oversubscribe_chunks) go "
                          "together (the part shrinks the GPU to that much with a balloon)\n");
+    return 2;
+  }
+  if (!o.gemv_shapes.empty() && !(only.size() == 1 && only.count("remote_gemv"))) {
+    std::fprintf(stderr, "calib: --gemv-shapes FILE goes with --only remote_gemv (the shapes are that part's)\n");
     return 2;
   }
   int count = 0;

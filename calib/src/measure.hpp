@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_check.hpp"
@@ -164,6 +165,8 @@ struct Options {
   double oversubscribe_leave = 0;  // GiB the balloon leaves free for bench_oversubscribe; 0: not run
   bool oversubscribe_chunks = false;       // also the passes by chunk size (--only oversubscribe_chunks)
   bool oversubscribe_chunks_only = false;  // only those (oversubscribe_chunks named without oversubscribe)
+  // remote_gemv's shapes {out, in} from --gemv-shapes FILE (read by main): measured in place of its own list and grid.
+  std::vector<std::pair<int, int>> gemv_shapes;
 };
 
 void bench_host_link(Csv& csv, const Options& o);

@@ -4,9 +4,9 @@ the memory the row records). Predicted with the shipped h200-measured + pytorch-
 what the balloon left (cudaMemGetInfo after it, plus the profile's reserve, which that free memory already lacks);
 nothing fitted to these rows.
 
-Split: Qwen3-8B's rows are the development set (looked at while the oversubscription model was built, `in`);
-Qwen3-14B's were measured in the same session but held back, read for the first time when this script scored them
-(`out`). Writes table.md and accuracy_rows.csv (experiments/accuracy/collect.py reads it) in that folder.
+Split (SETS below): the development set (`in`) is every set already scored once before the model last changed;
+the held-back set (`out`) was measured before the current model and is read for the first time when this script
+scores it. Writes table.md and accuracy_rows.csv (experiments/accuracy/collect.py reads it) in that folder.
   /usr/bin/python3 experiments/um/oversubscribe_compare.py [--only 8b]   (after building)
 """
 import argparse
@@ -21,18 +21,21 @@ SIM = os.environ.get("TIERSIM_SIM", os.path.join(ROOT, "build", "bin", "sim"))
 HERE = os.path.join(ROOT, "results", "validation", "um-oversubscription")
 MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json",
           "Llama-3.1-8B": "traces/models/llama-3.1-8b.json", "Qwen3-4B": "traces/models/qwen3-4b.json",
-          "Llama-2-7B": "traces/models/llama-2-7b.json"}
-# Row sets and their split. Development ("in"): every Qwen3-8B row. The first Qwen3-14B rows were held back and scored
-# once (2026-12-02, session 24: 7 rows, 270% mean); the model was changed after that score was seen (small tensors'
-# GPU pages, per-shape GEMVs on host inputs), so they count as development since. Held back ("out"), scored once
-# each: the Qwen3-14B rows of modes 2 and 4 (session 25's first call) and the Llama-3.1-8B rows (a model never used
-# in development). Session 26's Qwen3-4B and Llama-2-7B rows (models never used in development) were held back and
-# first scored in session 28, after the per-tensor allocator's calls came from transformers' modelled tensors
-# (cli/generate_allocator_calls.hpp) instead of one pair per trace op.
+          "Llama-2-7B": "traces/models/llama-2-7b.json", "Qwen2.5-7B": "traces/models/qwen2.5-7b.json"}
+# Row sets and their split. Development ("in"): every Qwen3-8B row. Each other set was held back, measured before the
+# model it was first scored with, and scored once; the model changed after each first score was seen, so each counts as
+# development since. First scores (mean absolute error, rows):
+#   14b          session 24, 7 rows: 270% (the mild 1.05x row predicted to thrash)
+#   14b-modes24  session 25, 3 rows: 13.4% together with llama (13 rows)
+#   llama        session 25, 10 rows (Llama-3.1-8B, a model never used in development): see 14b-modes24
+#   qwen3-4b     session 29, 11 rows: 23.1% (allocator calls from transformers' modelled tensors, isolated call costs)
+#   llama2       session 29, 11 rows (Llama-2-7B): 17.4%, same model
+# Held back ("out"): session 29's Qwen2.5-7B rows (qwen2, a family never used in development), measured before the
+# session-30 profile (allocator calls timed beside live ranges, the GEMV width grid) and scored once with it.
 SETS = {"8b": ("rows_8b.jsonl", "in"), "8b-mode4": ("rows_8b_mode4.jsonl", "in"), "8b-edge": ("rows_8b_edge.jsonl", "in"),
-        "14b": ("rows_14b.jsonl", "in"), "14b-modes24": ("rows_14b_modes24.jsonl", "out"),
-        "llama": ("rows_llama8b.jsonl", "out"), "qwen3-4b": ("rows_qwen3_4b.jsonl", "out"),
-        "llama2": ("rows_llama2_7b.jsonl", "out")}
+        "14b": ("rows_14b.jsonl", "in"), "14b-modes24": ("rows_14b_modes24.jsonl", "in"),
+        "llama": ("rows_llama8b.jsonl", "in"), "qwen3-4b": ("rows_qwen3_4b.jsonl", "in"),
+        "llama2": ("rows_llama2_7b.jsonl", "in"), "qwen2.5-7b": ("rows_qwen2_5_7b.jsonl", "out")}
 # Seed 000's modes (experiments/um/oversubscribe_decode.py) as tiersim's managed memory kind.
 ADVICE = {1: "", 2: "prefer-cpu,", 3: "prefer-cpu,read-mostly,", 4: "prefer-cpu,accessed-by,"}
 MODE_TEXT = {1: "1 managed", 2: "2 +PreferredLocation=CPU", 3: "3 +ReadMostly", 4: "4 PreferredLocation=CPU+AccessedBy"}

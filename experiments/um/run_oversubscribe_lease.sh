@@ -19,6 +19,10 @@
 #             over a width grid), then the allocator's calls of one Qwen2.5-7B token in order (no balloon)
 #   PART=qwen2 OUT=... bash ...                                         session 29: the Qwen2.5-7B rows (held back:
 #             a family, qwen2, never used in development)
+#   PART=s30 OUT=... bash ...                                           session 30: tiersim_calib --only remote_gemv
+#             --gemv-shapes (the shipped dense decoders' decode GEMVs that h200-s29 lacks:
+#             experiments/calibrate/decoder_gemv_shapes.py), then the Qwen3-1.7B rows (held back: hidden 2048, where
+#             cuBLAS's GEMVs on host inputs are slowest per byte)
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -28,7 +32,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29 or qwen2}
+part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2 or s30}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -90,6 +94,18 @@ elif [ "$part" = s29 ]; then
   echo "second remote_gemv exit $? at $SECONDS s"
   [ -n "${SKIP_CENSUS:-}" ] || timeout 90 python3 experiments/um/allocator_census.py --model traces/models/qwen2.5-7b.json --allocator-so "$so" \
     --sizes --tokens 4 --out "$out/allocator_sizes_qwen2.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -2
+elif [ "$part" = s30 ]; then
+  source experiments/calibrate/cublas_path.sh
+  find_cublas
+  calib=$(calib_binary)
+  python3 experiments/calibrate/decoder_gemv_shapes.py --measured results/calib/h200-s29/calib_s29.csv \
+    > "$out/gemv_shapes_s30.txt" || exit 1
+  timeout 150 "$calib" --only remote_gemv --gemv-shapes "$out/gemv_shapes_s30.txt" --out "$out/calib_s30.csv" \
+    > "$out/calib_s30.log" 2>&1
+  echo "calib exit $? at $SECONDS s"
+  # Held back (never used in development): Qwen3-1.7B, 3.20 GiB of bf16 weights. Not printed.
+  heldout_rows traces/models/qwen3-1.7b.json 3.20 "$out/rows_qwen3_1_7b.jsonl" "$out/log_qwen3_1_7b.txt"
+  echo "qwen3-1.7b rows: $(wc -l < "$out/rows_qwen3_1_7b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_qwen3_1_7b.txt")"
 elif [ "$part" = qwen2 ]; then
   # Held back (never used in development): Qwen2.5-7B, 14.18 GiB of bf16 weights. Not printed.
   heldout_rows traces/models/qwen2.5-7b.json 14.18 "$out/rows_qwen2_5_7b.jsonl" "$out/log_qwen2_5_7b.txt"

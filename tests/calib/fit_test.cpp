@@ -66,7 +66,7 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
                         "results/calib/h200-fresh-d2h/fresh_d2h.csv", "results/calib/h200-fp32-gemm/raw_h200_run7_fp32_gemm.csv",
                         "results/calib/h200-convolution/convolution.csv", "results/calib/h200-zero-copy/raw_h200_run8_input_gemv.csv",
                         "results/calib/h200-oversubscribe/calib_oversubscribe.csv",
-                        "results/calib/h200-remote-gemv/calib_remote_gemv.csv"}, "", 0, {}},
+                        "results/calib/h200-s29/calib_s29.csv"}, "", 0, {}},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
                             {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv",
                              "results/calib/h100-remote-gemm/remote_gemm.csv", "results/calib/h100-fresh-touch/fresh_touch.csv",
@@ -256,6 +256,35 @@ TEST(CalibBinary, RunsOnAGpuOrSaysThereIsNone) {
   if (code == 3) GTEST_SKIP() << "no CUDA device here: calibration runs on a GPU machine";
   ASSERT_EQ(code, 0);
   EXPECT_FALSE(read_raw_csv(out).find("h2d", "pinned_").empty());
+}
+
+// --gemv-shapes is read before any device is looked for: a bad line is refused with its file and line, no GPU needed.
+TEST(CalibBinary, RefusesABadGemvShapesFile) {
+  const std::string bin = std::string(TIERSIM_BINARY_DIR) + "/bin/tiersim_calib";
+  if (FILE* f = std::fopen(bin.c_str(), "r")) {
+    std::fclose(f);
+  } else {
+    GTEST_SKIP() << "tiersim_calib not built (no CUDA compiler)";
+  }
+  const std::string dir = std::string(TIERSIM_BINARY_DIR);
+  const auto run = [&](const std::string& text, const std::string& only) {
+    const std::string shapes = dir + "/gemv_shapes_test.txt", log = dir + "/gemv_shapes_test.log";
+    std::ofstream(shapes) << text;
+    const int status = std::system((bin + " --only " + only + " --gemv-shapes " + shapes + " --out " + dir +
+                                    "/gemv_shapes_test.csv > " + log + " 2>&1").c_str());
+    std::ifstream in(log);
+    std::stringstream msg;
+    msg << in.rdbuf();
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, msg.str());
+  };
+  for (const char* bad : {"4096 4096\n4096 x\n", "4096\n", "4096 4096 7\n", "0 4096\n", "1000000 4096\n",
+                          "2048 2048\n2048 2048\n"}) {
+    const auto [code, msg] = run(bad, "remote_gemv");
+    EXPECT_EQ(code, 2) << bad;
+    EXPECT_NE(msg.find("gemv_shapes_test.txt:"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(run("# nothing\n", "remote_gemv").first, 2);             // no shape at all
+  EXPECT_EQ(run("4096 4096\n", "remote_gemv,host_link").first, 2);  // the shapes are remote_gemv's alone
 }
 
 }  // namespace
