@@ -23,6 +23,12 @@
 #             --gemv-shapes (the shipped dense decoders' decode GEMVs that h200-s29 lacks:
 #             experiments/calibrate/decoder_gemv_shapes.py), then the Qwen3-1.7B rows (held back: hidden 2048, where
 #             cuBLAS's GEMVs on host inputs are slowest per byte)
+#   PART=s30b OUT=... bash ...                                          session 30, one lease calibrated for its host
+#             (results/validation/lease13-s30): lscpu, sdpa_shapes.py, Qwen3-8B resident (the calibration row
+#             compare.py fits the lease's host costs to) and managed:none (a validation row), tiersim_calib --only
+#             alloc_calls; then the Qwen3-0.6B rows (held back) and five Qwen3-8B rows (development) on that host
+#   PART=s30c OUT=... bash ...                                          straight after s30b on the same machine: its
+#             sdpa_shapes.json and the Qwen3-0.6B rows again (s30b's did not come back), in one tar
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -32,7 +38,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2 or s30}
+part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30 s30b or s30c}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -106,6 +112,39 @@ elif [ "$part" = s30 ]; then
   # Held back (never used in development): Qwen3-1.7B, 3.20 GiB of bf16 weights. Not printed.
   heldout_rows traces/models/qwen3-1.7b.json 3.20 "$out/rows_qwen3_1_7b.jsonl" "$out/log_qwen3_1_7b.txt"
   echo "qwen3-1.7b rows: $(wc -l < "$out/rows_qwen3_1_7b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_qwen3_1_7b.txt")"
+elif [ "$part" = s30b ]; then
+  source experiments/calibrate/cublas_path.sh
+  find_cublas
+  calib=$(calib_binary)
+  { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$out/host_cpu.txt" 2>&1
+  timeout 60 python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn" | tail -1
+  echo "sdpa at $SECONDS s"
+  timeout 90 python3 experiments/validate/decode_latency.py --model traces/models/qwen3-8b.json --placements resident \
+    --count-kernels --out "$out/measured.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -1
+  echo "resident at $SECONDS s"
+  timeout 120 python3 experiments/validate/decode_latency.py --model traces/models/qwen3-8b.json --managed none \
+    --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -1
+  echo "managed at $SECONDS s"
+  timeout 60 "$calib" --only alloc_calls --out "$out/calib_alloc_s30.csv" > "$out/calib_alloc_s30.log" 2>&1
+  echo "alloc_calls exit $? at $SECONDS s"
+  # Held back (never used in development): Qwen3-0.6B, 1.11 GiB of bf16 weights. Not printed.
+  heldout_rows traces/models/qwen3-0.6b.json 1.11 "$out/rows_qwen3_0_6b.jsonl" "$out/log_qwen3_0_6b.txt"
+  echo "qwen3-0.6b rows: $(wc -l < "$out/rows_qwen3_0_6b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_qwen3_0_6b.txt")"
+  # Development rows on this calibrated host: the fitting row, full thrash, and modes 2, 3, 4.
+  f=rows_8b_lease13.jsonl l="$out/log_8b_lease13.txt"
+  bounded 70 "$l" --model traces/models/qwen3-8b.json --mode 1 --leave-gib 16.96 --tokens 6 --warmup 1 --label fit --out "$out/$f"
+  bounded 90 "$l" --model traces/models/qwen3-8b.json --mode 1 --leave-gib 10.17 --out "$out/$f"
+  bounded 70 "$l" --model traces/models/qwen3-8b.json --mode 2 --leave-gib 13.87 --out "$out/$f"
+  bounded 80 "$l" --model traces/models/qwen3-8b.json --mode 3 --leave-gib 10.17 --out "$out/$f"
+  bounded 70 "$l" --model traces/models/qwen3-8b.json --mode 4 --leave-gib 10.17 --out "$out/$f"
+  grep -E "mode [0-9] leave|EXIT|SKIPPED" "$l"
+elif [ "$part" = s30c ]; then
+  # The same lease as s30b, straight after it (whose Qwen3-0.6B rows and sdpa_shapes.json did not come back: the
+  # device returns at most 8 files): both again, into one tar.
+  timeout 60 python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn" | tail -1
+  heldout_rows traces/models/qwen3-0.6b.json 1.11 "$out/rows_qwen3_0_6b.jsonl" "$out/log_qwen3_0_6b.txt"
+  echo "qwen3-0.6b rows: $(wc -l < "$out/rows_qwen3_0_6b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_qwen3_0_6b.txt")"
+  (cd "$out" && tar czf s30c.tgz sdpa_shapes.json rows_qwen3_0_6b.jsonl log_qwen3_0_6b.txt gpu_s30c.txt && rm -f sdpa_shapes.json rows_qwen3_0_6b.jsonl log_qwen3_0_6b.txt)
 elif [ "$part" = qwen2 ]; then
   # Held back (never used in development): Qwen2.5-7B, 14.18 GiB of bf16 weights. Not printed.
   heldout_rows traces/models/qwen2.5-7b.json 14.18 "$out/rows_qwen2_5_7b.jsonl" "$out/log_qwen2_5_7b.txt"

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Measured against predicted, for every configuration and both sequence-length regimes measured on
-the validation leases (results/validation/lease5, lease3, lease4-peer, lease8-pageable-ahead, lease10).
+the validation leases (results/validation/lease5, lease3, lease4-peer, lease8-pageable-ahead, lease10, lease12-h100,
+lease13-s30).
 
     /usr/bin/python3 experiments/validate/compare.py        (from the repository root, after building)
 
@@ -23,7 +24,8 @@ Calibration, per lease (a lease is one machine; calibrating tiersim for a machin
     with which the event engine reproduces the lease's CALIBRATION row (Qwen3-8B resident, warm
     lengths; the first such row of the lease). That row is never a validation row. per_launch gets the
     factor too (op kinds per_op lacks); the earlier per-launch model is predicted beside it.
-Everything else comes from calib/profiles/h200-measured.yaml (CUDA microbenchmarks, another lease).
+Everything else comes from calib/profiles/h200-measured.yaml (CUDA microbenchmarks, another lease), except the
+managed allocator's call costs of a lease that measured its own (ALLOC_CALLS: tiersim_calib --only alloc_calls).
 Every other row, in both regimes, is predicted from a generated trace (event and analytic engines)
 and, on the lease the traces were captured on, from the captured trace of the same regime, after
 removing the profiler's own host cost (measured in the capturing process: profiled minus unprofiled
@@ -66,7 +68,11 @@ LEASES = {"lease5": ("lease5", "nvidia-h200-x2", "lease5", ["measured.jsonl"]),
           "lease8": ("lease8-pageable-ahead", "nvidia-h200", "lease5", ["measured.jsonl"]),
           "lease10": ("lease10", "nvidia-h200-x2", "lease10", ["measured.jsonl", "measured_llama.jsonl"]),
           "lease12": ("lease12-h100", "nvidia-h100-x1", "lease12-h100",
-                      ["measured.jsonl", "measured_b.jsonl", "measured_managed.jsonl"])}
+                      ["measured.jsonl", "measured_b.jsonl", "measured_managed.jsonl"]),
+          "lease13": ("lease13-s30", "nvidia-h200", "lease13-s30", ["measured.jsonl"])}
+# A lease's own managed allocator call costs (tiersim_calib --only alloc_calls on that machine, the `_all` medians),
+# where it measured them; the other leases take the hardware profile's (another lease's).
+ALLOC_CALLS = {"lease13": "results/calib/h200-s30/calib_alloc_s30.csv"}
 # The calibrated hardware profile a lease's framework calibration builds on (calib/profiles/NAME.yaml),
 # when not h200-measured; and the leases whose runtime calibration is shipped (calib/runtimes/).
 BASES = {"lease12": "h100-measured"}
@@ -94,6 +100,23 @@ def base_name(lease):
 
 GPU_KIND = {"h200-measured": "h200", "h100-measured": "h100"}
 HW_OF = {}  # runtime file -> the hardware profile it was calibrated with
+SETS_OF = {}  # runtime file -> --set overrides of that profile measured on the lease (its allocator call costs)
+
+
+def alloc_call_sets(lease):
+    """--set arguments giving the lease's own cudaMallocManaged / cudaFree costs, when it measured them."""
+    if lease not in ALLOC_CALLS:
+        return []
+    median = {}
+    with open(os.path.join(ROOT, ALLOC_CALLS[lease])) as f:
+        for line in f:
+            parts = line.strip().split(",")
+            if len(parts) > 5 and parts[1] in ("malloc_managed_all", "free_gpu_written_all"):
+                median[parts[1]] = float(parts[5])
+    if len(median) != 2:
+        sys.exit(f"{ALLOC_CALLS[lease]}: expected malloc_managed_all and free_gpu_written_all rows")
+    return ["--set", f"managed_memory.alloc_call={median['malloc_managed_all'] * 1e6:.3f} us",
+            "--set", f"managed_memory.free_call={median['free_gpu_written_all'] * 1e6:.3f} us"]
 
 
 def runtime_path(lease):
@@ -140,6 +163,7 @@ def write_runtime(path, lease, fw):
     if per_op:
         text += "per_op: {" + ", ".join(f'{k}: "{v:.3f} us"' for k, v in sorted(per_op.items())) + "}\n"
     HW_OF[path] = base_name(lease)
+    SETS_OF[path] = alloc_call_sets(lease)
     # The blocks other scripts write are kept as they are: training (experiments/validate/train_host_fit.py),
     # cpu_offload (cpu_offload_fit.py), gpu_cast (from experiments/calibrate/cast_rate.py, results/calib/h100-cast, h200-cast) and
     # gpu_block_reduction (experiments/calibrate/group_norm_rate.py, results/calib/h100-groupnorm).
@@ -172,7 +196,8 @@ def sim_args(row):
 def predict(row, regime, engine, runtime, trace=None):
     source = (["--trace", trace] if trace else
               ["--model", MODELS[row["model"]], "--prompt", str(row["prompt"]), "--decode", str(row["warmup"] + row["tokens"])])
-    args = [SIM] + source + ["--hw", HW_OF[runtime], "--runtime", runtime, "--engine", engine, "--lengths", regime, "--json"] + sim_args(row)
+    args = ([SIM] + source + ["--hw", HW_OF[runtime]] + SETS_OF.get(runtime, []) +
+            ["--runtime", runtime, "--engine", engine, "--lengths", regime, "--json"] + sim_args(row))
     p = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
     if p.returncode != 0:
         sys.exit(f"sim failed for {row['model']} {row['config']}: {p.stderr}")
@@ -373,13 +398,45 @@ def strategy(config):
     return "peer" if mem.startswith("cuda:") else mem
 
 
-def main():
+def calibrate_lease(lease, per_copy_s, per_prefetch_s):
+    """The lease's framework calibration (the steps of this file's docstring), written to runtime_path(lease):
+    (calibration row, runtime path, per-launch runtime path, new-length cost s, fw, per-op source lease, shares,
+    scale)."""
+    folder, _kind, sdpa_folder, files = LEASES[lease]
+    data = [r for name in files for r in rows(os.path.join(VAL, folder, name))]
+    cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])  # the first such row
+    path = runtime_path(lease)
+    uniform_path = os.path.join(WORK, f"pytorch-hf-{lease}-per-launch.yaml")
+    new_length_s = new_length_cost(sdpa_folder)
+    fw = dict(new_length_us=new_length_s * 1e6, per_copy_us=per_copy_s * 1e6, per_prefetch_us=per_prefetch_s * 1e6)
+    fw["per_launch_us"] = calibrate(cal_row, fw, uniform_path, lease)
+    # The framework's structure per op kind from a captured run: this lease's, else lease 10's (the
+    # same software; only the host's speed differs between machines, and the scale takes that).
+    source = lease if "Qwen3-8B" in CAPTURED.get(lease, {}) else PER_OP_LEASE
+    shares, source_trace = per_op_structure(source)
+    scale = calibrate_per_op(cal_row, fw, shares, source_trace, path, lease)
+    return cal_row, path, uniform_path, new_length_s, fw, source, shares, scale
+
+
+def setup():
+    """The lease-independent framework measurements: (per_copy s, per_prefetch s); sets the peer-copy globals."""
     os.makedirs(WORK, exist_ok=True)
     global PEER_COPY_SYNC_S, PEER_OVERLAP
     PEER_COPY_SYNC_S = peer_copy_sync_cost()
     PEER_OVERLAP = peer_overlap_share()
-    per_copy_s = streaming_copy_cost()
-    per_prefetch_s = streaming_copy_cost("offload:24:1:cuda:1")
+    return streaming_copy_cost(), streaming_copy_cost("offload:24:1:cuda:1")
+
+
+def lease_runtime(lease):
+    """For another script (experiments/um/oversubscribe_compare.py): the lease's calibrated runtime file and the
+    hardware arguments its rows are predicted with (--hw NAME and the lease's own measured --set overrides)."""
+    per_copy_s, per_prefetch_s = setup()
+    path = calibrate_lease(lease, per_copy_s, per_prefetch_s)[1]
+    return path, ["--hw", HW_OF[path]] + SETS_OF[path]
+
+
+def main():
+    per_copy_s, per_prefetch_s = setup()
     results, notes, profiles = [], [], {}
     notes.append(f"per_copy = {per_copy_s * 1e6:.1f} us and per_prefetch = {per_prefetch_s * 1e6:.1f} us per streamed "
                  f"tensor, on demand and one layer ahead (host timeline, lease6); a bare .to() costs "
@@ -391,17 +448,8 @@ def main():
                  f"{'true' if PEER_OVERLAP > 0.5 else 'false'}.")
     for lease, (folder, kind, sdpa_folder, files) in LEASES.items():
         data = [r for name in files for r in rows(os.path.join(VAL, folder, name))]
-        cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])  # the first such row
-        path = runtime_path(lease)
-        uniform_path = os.path.join(WORK, f"pytorch-hf-{lease}-per-launch.yaml")
-        new_length_s = new_length_cost(sdpa_folder)
-        fw = dict(new_length_us=new_length_s * 1e6, per_copy_us=per_copy_s * 1e6, per_prefetch_us=per_prefetch_s * 1e6)
-        fw["per_launch_us"] = calibrate(cal_row, fw, uniform_path, lease)
-        # The framework's structure per op kind from a captured run: this lease's, else lease 10's (the
-        # same software; only the host's speed differs between machines, and the scale takes that).
-        source = lease if "Qwen3-8B" in CAPTURED.get(lease, {}) else PER_OP_LEASE
-        shares, source_trace = per_op_structure(source)
-        scale = calibrate_per_op(cal_row, fw, shares, source_trace, path, lease)
+        _, path, uniform_path, new_length_s, fw, source, shares, scale = calibrate_lease(lease, per_copy_s, per_prefetch_s)
+        cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])  # calibrate_lease's row, in data
         profiles[lease] = path
         note = (f"{lease} ({kind}): new_length_attention {new_length_s * 1e3:.1f} ms; host cost per op kind = the "
                 f"shares of {source}'s captured run x {scale:.3f} ("
@@ -418,6 +466,9 @@ def main():
         captured = CAPTURED.get(lease, {})
         if "Qwen3-8B" in captured:
             note += capture_calibration_note(lease, cal_row, data, fw)
+        if SETS_OF[path]:
+            note += (f"; the managed allocator's calls measured on this lease ({ALLOC_CALLS[lease]}): "
+                     + ", ".join(a.split(".", 1)[1] for a in SETS_OF[path] if a != "--set"))
         notes.append(note + ".")
         for r in data:
             for regime in ("fresh", "warm"):

@@ -66,7 +66,7 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
                         "results/calib/h200-fresh-d2h/fresh_d2h.csv", "results/calib/h200-fp32-gemm/raw_h200_run7_fp32_gemm.csv",
                         "results/calib/h200-convolution/convolution.csv", "results/calib/h200-zero-copy/raw_h200_run8_input_gemv.csv",
                         "results/calib/h200-oversubscribe/calib_oversubscribe.csv",
-                        "results/calib/h200-s29/calib_s29.csv"}, "", 0, {}},
+                        "results/calib/h200-s29/calib_s29.csv", "results/calib/h200-s30/calib_s30.csv"}, "", 0, {}},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
                             {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv",
                              "results/calib/h100-remote-gemm/remote_gemm.csv", "results/calib/h100-fresh-touch/fresh_touch.csv",
