@@ -115,6 +115,7 @@ class StepModel {
         copy_stream_(header.tensors.size(), 0) {}
 
   const SteadyStateManaged* managed() const { return managed_.get(); }
+  const managed::GemvShapeCoverage& gemv_coverage() const { return gemv_coverage_; }
   // By GPU: the most transient activation bytes alive at once in any step so far.
   const std::vector<double>& transient_peak() const { return transient_peak_; }
 
@@ -146,6 +147,7 @@ class StepModel {
             managed::AccessCost cost;
             managed_->kernel(plan_, a, cost);
             work = managed::kernel_seconds(managed_->spec(), a.cost, cost);
+            gemv_coverage_.add(managed_->spec(), cost);
             r.h2d_bytes += cost.migrated_bytes + cost.launch_migrated_bytes;
             r.d2h_bytes += cost.written_back_bytes;
             r.remote_read_bytes += cost.remote_bytes + cost.remote_input_bytes + cost.remote_reread_bytes;
@@ -271,6 +273,7 @@ class StepModel {
 
   replay::StepPlanner planner_;
   std::unique_ptr<SteadyStateManaged> managed_;
+  managed::GemvShapeCoverage gemv_coverage_;
   std::size_t steps_done_ = 0;
   std::vector<double> transient_peak_;
   replay::StepPlan plan_;
@@ -304,6 +307,8 @@ result::RunResult run_analytic(const replay::RunSetup& setup, const placement::P
     managed_peak = std::min(gpu_bound, um->capacity_bytes());
     result.managed.enabled = true;
     result.managed.peak_resident_bytes = managed_peak;
+    result.managed.gemv_shapes_measured = model.gemv_coverage().measured();
+    result.managed.gemv_shapes_from_nearest = model.gemv_coverage().from_nearest();
     for (const auto& st : result.steps) {
       result.managed.faulted_blocks += st.faulted_blocks;
       result.managed.remote_bytes += st.remote_read_bytes;

@@ -56,6 +56,12 @@ double ManagedMemorySpec::remote_gemv_seconds(double input_bytes, double weight_
   return seconds * input_bytes / nearest;
 }
 
+bool ManagedMemorySpec::remote_gemv_measured(double input_bytes, double weight_bytes) const {
+  for (const RemoteGemv& r : remote_gemv)
+    if (r.input_bytes == input_bytes && r.weight_bytes == weight_bytes) return true;
+  return false;
+}
+
 double ManagedMemorySpec::fresh_touch_seconds(double bytes) const {
   if (fresh_touch.empty() || bytes <= 0) return 0.0;
   return bytes / log_interpolated_rate(fresh_touch, bytes);

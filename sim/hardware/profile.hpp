@@ -156,6 +156,8 @@ struct ManagedMemorySpec {
   // interpolated in the weight's bytes, in proportion to the weight's bytes past the first or last row, and in
   // proportion to the input's bytes over the row's (each block re-reads the whole vector). 0 without rows.
   double remote_gemv_seconds(double input_bytes, double weight_bytes, bool weight_remote) const;
+  // Whether remote_gemv has a row of exactly this shape (its time as measured, not from the nearest input width).
+  bool remote_gemv_measured(double input_bytes, double weight_bytes) const;
   // A matrix product reads its weight once per tile of its M rows, and a host-resident weight is not cached by the
   // GPU: every re-read crosses the link. [rows, times] points (calib's remote_gemm: cuBLAS bf16 GEMM on managed
   // PreferredLocation=CPU weights, the median over shapes of the time over the time at M <= 64). Optional (empty:

@@ -290,6 +290,7 @@ double ManagedMemory::prefetch_to_gpu(std::uint32_t tensor, AccessCost& cost) {
 }
 
 void ManagedMemory::record(const AccessCost& c, bool prefetch) {
+  gemv_coverage_.add(spec_, c);
   stats_.faulted_blocks += c.faulted_blocks;
   if (c.faulted_blocks > 0)
     stats_.fault_batches += static_cast<std::uint64_t>(std::ceil(static_cast<double>(c.faulted_blocks) / spec_.fault_batch_count));

@@ -23,6 +23,8 @@
 // Costs come from hw::ManagedMemorySpec (calibrated by calib/src/bench_managed.cu).
 #include <algorithm>
 #include <cstdint>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "hardware/op_cost.hpp"
@@ -90,6 +92,23 @@ inline double remote_gemv_seconds(const hw::ManagedMemorySpec& spec, const Acces
   const bool weight_remote = c.remote_bytes - c.gemv_input_remote_bytes >= 0.5 * c.gemv_weight_bytes;
   return spec.remote_gemv_seconds(c.gemv_input_bytes, c.gemv_weight_bytes, weight_remote);
 }
+
+// The distinct host-input GEMV shapes a run priced from the profile's per-shape times, split by whether the profile
+// measured the shape itself or took it from the nearest measured input width (a neighbour can be 10x off: cuBLAS's
+// grid for 1024 x 2560 takes 13 ms on the H200, for 4096 x 2560 2.3 ms). What the answer says it assumed.
+class GemvShapeCoverage {
+ public:
+  void add(const hw::ManagedMemorySpec& spec, const AccessCost& c) {
+    if (c.gemv_weight_bytes <= 0 || spec.remote_gemv.empty()) return;
+    const std::pair<double, double> shape{c.gemv_input_bytes, c.gemv_weight_bytes};
+    (spec.remote_gemv_measured(shape.first, shape.second) ? measured_ : nearest_).insert(shape);
+  }
+  std::uint64_t measured() const { return measured_.size(); }
+  std::uint64_t from_nearest() const { return nearest_.size(); }
+
+ private:
+  std::set<std::pair<double, double>> measured_, nearest_;
+};
 
 // What writing `bytes` of evicted blocks back adds to the fault or prefetch that evicted them: evict_writeback_bandwidth
 // where the profile measured it (the write-back overlaps the migration in part), else evict_to_cpu after it.
@@ -187,6 +206,10 @@ class ManagedMemory {
   double resident_bytes_ = 0;
   double peak_bytes_ = 0;
   ManagedStats stats_;
+  GemvShapeCoverage gemv_coverage_;
+
+ public:
+  const GemvShapeCoverage& gemv_coverage() const { return gemv_coverage_; }
 };
 
 // Seconds a kernel on managed memory takes, as both engines price it: its faults' stall, then the kernel at its other

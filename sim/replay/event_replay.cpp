@@ -140,6 +140,8 @@ class Replay final : public engine::EventHandler,
       result.managed = {true, st.faulted_blocks, st.fault_batches, st.mapping_faults, st.evicted_blocks,
                         st.migrated_bytes, st.written_back_bytes, st.remote_bytes, st.prefetched_bytes,
                         um_->peak_resident_bytes(), um_->step_working_bytes(), um_->capacity_bytes()};
+      result.managed.gemv_shapes_measured = um_->gemv_coverage().measured();
+      result.managed.gemv_shapes_from_nearest = um_->gemv_coverage().from_nearest();
     }
     placement::add_static_peaks(source_.header(), hw_, placement_, result.peak_bytes);
     add_transient_peaks(transient_peak_, hw_, false, result);

@@ -239,6 +239,13 @@ void write_console(std::ostream& out, const Context& c) {
     if (m.working_set_bytes > 0)
       line("managed: working set", units::format_bytes(m.working_set_bytes) + " touched on the GPU in the last step, " +
                                        units::format_bytes(m.capacity_bytes) + " of GPU memory for it");
+    if (m.gemv_shapes_measured + m.gemv_shapes_from_nearest > 0)
+      line("managed: GEMV shapes",
+           m.gemv_shapes_from_nearest == 0
+               ? std::to_string(m.gemv_shapes_measured) + " host-input GEMV shapes, each as measured"
+               : std::to_string(m.gemv_shapes_measured) + " host-input GEMV shapes as measured, " +
+                     std::to_string(m.gemv_shapes_from_nearest) +
+                     " from the nearest measured width (a neighbour's time can be 10x off)");
     if (m.at_capacity_edge())
       line("capacity edge", "GPU memory within 1% of the working set: measured runs there alternate fast and "
                             "thrashing tokens, or thrash now and then; expect anything from the fit to the thrash");

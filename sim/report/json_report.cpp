@@ -128,6 +128,9 @@ void write_json(std::ostream& out, const Context& c) {
                            {"remote_read_bytes", whole(m.remote_bytes)},
                            {"prefetched_bytes", whole(m.prefetched_bytes)},
                            {"peak_resident_bytes", whole(m.peak_resident_bytes)}};
+    if (m.gemv_shapes_measured + m.gemv_shapes_from_nearest > 0)
+      j["managed_memory"]["host_input_gemv_shapes"] = {{"measured", m.gemv_shapes_measured},
+                                                       {"from_nearest_width", m.gemv_shapes_from_nearest}};
     if (m.working_set_bytes > 0) {
       j["managed_memory"]["working_set_bytes"] = whole(m.working_set_bytes);
       j["managed_memory"]["capacity_edge"] = m.at_capacity_edge();

@@ -32,6 +32,9 @@ struct ManagedTotals {
   // The last step's working set on the GPU (managed::ManagedMemory::step_working_bytes) and the GPU memory managed
   // blocks may take: within kCapacityEdge of each other the run is at the capacity edge (event engine; 0: not known).
   double working_set_bytes = 0, capacity_bytes = 0;
+  // Distinct host-input GEMV shapes priced from measured rows of that shape / from the nearest measured input width
+  // (managed::GemvShapeCoverage).
+  std::uint64_t gemv_shapes_measured = 0, gemv_shapes_from_nearest = 0;
   // At the capacity edge, where a real run is neither the fit nor the thrash tiersim predicts: the GPU's memory for
   // managed blocks within kCapacityEdge of the working set. Measured on the H200 (results/validation/
   // um-oversubscription rows_8b_edge.jsonl, Qwen3-8B mode 1, tiersim's 14.12 GiB working set against the memory

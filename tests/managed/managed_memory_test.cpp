@@ -290,6 +290,27 @@ TEST(ManagedMemory, AGemvOnAHostResidentInputTakesItsShapesMeasuredTime) {
   }
 }
 
+TEST(ManagedMemory, AnAnswerCountsItsGemvShapesMeasuredAndTakenFromANeighbour) {
+  // The GEMV above: its shape (1000 B of input, 1e6 B of weight) measured, then only a neighbour (2000 B of input).
+  auto hw = toy_with_gpu("16 MiB");
+  hw.hw.managed_memory->remote_gemv = {{1000, 1e6, 3e-3, 40e-3}};
+  EXPECT_TRUE(hw.hw.managed_memory->remote_gemv_measured(1000, 1e6));
+  EXPECT_FALSE(hw.hw.managed_memory->remote_gemv_measured(1000, 2e6));
+  for (bool analytic : {false, true}) {
+    const auto r = run_gemv(hw, false, analytic);
+    EXPECT_EQ(r.managed.gemv_shapes_measured, 1u) << analytic;
+    EXPECT_EQ(r.managed.gemv_shapes_from_nearest, 0u) << analytic;
+  }
+  hw.hw.managed_memory->remote_gemv = {{2000, 1e6, 3e-3, 40e-3}};
+  for (bool analytic : {false, true}) {
+    const auto r = run_gemv(hw, false, analytic);
+    EXPECT_EQ(r.managed.gemv_shapes_measured, 0u) << analytic;
+    EXPECT_EQ(r.managed.gemv_shapes_from_nearest, 1u) << analytic;
+  }
+  hw.hw.managed_memory->remote_gemv.clear();  // no per-shape times: nothing is priced per shape, nothing counted
+  EXPECT_EQ(run_gemv(hw, false, false).managed.gemv_shapes_from_nearest, 0u);
+}
+
 TEST(ManagedMemory, TheWorkingSetIsWhatAStepTouchesOnTheGpuAndTheEdgeIsWithinOnePercent) {
   // 42 one-block weights read every step: the working set is 42 MiB whether the GPU holds them all or thrashes.
   for (const char* gpu : {"64 MiB", "40 MiB"}) {
