@@ -43,7 +43,11 @@ case "${1:-}" in
   test)
     install_missing
     if [ "${2:-}" = "--sanitize" ]; then
-      build build-sanitize -DTIERSIM_SANITIZE=ON -DTIERSIM_BUILD_CALIB=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+      # -O1 -g1: line tables for the sanitizers' reports at half the compile time of RelWithDebInfo's -O2 -g
+      # (one TU each under ASan + UBSan with g++ 12 on 2 cores: sim/cli/main.cpp 133 -> 73 s, sim/replay/step_plan.cpp
+      # 14.1 -> 6.3 s, tests/managed/managed_memory_test.cpp 23.5 -> 12.5 s; session 30). Asserts stay off as before.
+      build build-sanitize -DTIERSIM_SANITIZE=ON -DTIERSIM_BUILD_CALIB=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
       ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)"
     else
       build build
