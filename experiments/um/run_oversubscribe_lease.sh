@@ -29,6 +29,8 @@
 #             alloc_calls; then the Qwen3-0.6B rows (held back) and five Qwen3-8B rows (development) on that host
 #   PART=s30c OUT=... bash ...                                          straight after s30b on the same machine: its
 #             sdpa_shapes.json and the Qwen3-0.6B rows again (s30b's did not come back), in one tar
+#   PART=s30d OUT=... bash ...                                          lease 14 calibrated for its host as s30b, then
+#             Llama-3.1-8B and Qwen3-4B rows at a 1024-token prompt, held back for a later session, in one tar
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -38,7 +40,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30 s30b or s30c}
+part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30 s30b, s30c or s30d}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -145,6 +147,32 @@ elif [ "$part" = s30c ]; then
   heldout_rows traces/models/qwen3-0.6b.json 1.11 "$out/rows_qwen3_0_6b.jsonl" "$out/log_qwen3_0_6b.txt"
   echo "qwen3-0.6b rows: $(wc -l < "$out/rows_qwen3_0_6b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_qwen3_0_6b.txt")"
   (cd "$out" && tar czf s30c.tgz sdpa_shapes.json rows_qwen3_0_6b.jsonl log_qwen3_0_6b.txt gpu_s30c.txt && rm -f sdpa_shapes.json rows_qwen3_0_6b.jsonl log_qwen3_0_6b.txt)
+elif [ "$part" = s30d ]; then
+  # A second lease calibrated for its host (lease 14), then rows held back for a later session (not printed, not
+  # scored in session 30): Llama-3.1-8B and Qwen3-4B at a 1024-token prompt, a fitting row and modes 1-4. Everything
+  # in one tar (the device returns at most 8 files).
+  source experiments/calibrate/cublas_path.sh
+  find_cublas
+  calib=$(calib_binary)
+  { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$out/host_cpu.txt" 2>&1
+  timeout 60 python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn" | tail -1
+  timeout 90 python3 experiments/validate/decode_latency.py --model traces/models/qwen3-8b.json --placements resident \
+    --count-kernels --out "$out/measured.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -1
+  timeout 60 "$calib" --only alloc_calls --out "$out/calib_alloc_s30d.csv" > "$out/calib_alloc_s30d.log" 2>&1
+  echo "calibration done at $SECONDS s"
+  for spec in "llama-3.1-8b 14.96 llama8b" "qwen3-4b 7.49 qwen3_4b"; do
+    set -- $spec
+    f="$out/rows_${3}_p1024.jsonl" l="$out/log_${3}_p1024.txt"
+    leave() { python3 -c "print(round($2 / $1, 2))"; }
+    bounded 80 "$l" --model traces/models/$1.json --mode 1 --prompt 1024 --leave-gib "$(leave 0.9 $2)" --tokens 6 --label fit --out "$f"
+    bounded 90 "$l" --model traces/models/$1.json --mode 1 --prompt 1024 --leave-gib "$(leave 1.5 $2)" --out "$f"
+    bounded 80 "$l" --model traces/models/$1.json --mode 2 --prompt 1024 --leave-gib "$(leave 1.1 $2)" --out "$f"
+    bounded 80 "$l" --model traces/models/$1.json --mode 3 --prompt 1024 --leave-gib "$(leave 1.5 $2)" --out "$f"
+    bounded 80 "$l" --model traces/models/$1.json --mode 4 --prompt 1024 --leave-gib "$(leave 1.5 $2)" --out "$f"
+    echo "$1 rows: $(wc -l < "$f" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$l")"
+  done
+  (cd "$out" && tar czf s30d.tgz --remove-files host_cpu.txt sdpa_shapes.json measured.jsonl calib_alloc_s30d.csv \
+    calib_alloc_s30d.log rows_*_p1024.jsonl log_*_p1024.txt)
 elif [ "$part" = qwen2 ]; then
   # Held back (never used in development): Qwen2.5-7B, 14.18 GiB of bf16 weights. Not printed.
   heldout_rows traces/models/qwen2.5-7b.json 14.18 "$out/rows_qwen2_5_7b.jsonl" "$out/log_qwen2_5_7b.txt"
