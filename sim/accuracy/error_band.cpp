@@ -135,10 +135,18 @@ Band band_for(const RunClass& run) {
     b.basis = basis;
     return true;
   };
-  if (take(run.machine_class, run.strategy, Band::Basis::Exact)) return b;
-  if (run.machine_class != "measured" && take("measured", run.strategy, Band::Basis::MeasuredKinds)) return b;
+  // A band made of measured GPU kinds' rows, for a decode: what another host with the shipped host costs adds.
+  auto other_host = [&]() {
+    if (run.workload != "decode" || !(run.machine_class == "measured" || b.basis == Band::Basis::MeasuredKinds)) return b;
+    const BandRow* other = find("measured-other-host", run.workload, run.strategy, "in");
+    if (!other) other = find("measured-other-host", run.workload, "*", "in");
+    if (other) b.other_host = *other;
+    return b;
+  };
+  if (take(run.machine_class, run.strategy, Band::Basis::Exact)) return other_host();
+  if (run.machine_class != "measured" && take("measured", run.strategy, Band::Basis::MeasuredKinds)) return other_host();
   take(run.machine_class, "*", Band::Basis::AnyStrategy);
-  return b;
+  return other_host();
 }
 
 const char* basis_name(Band::Basis basis) {
@@ -179,7 +187,11 @@ std::string Band::text() const {
            percent(head.mean_abs) + " mean abs error (" + splits + "); expect more on this GPU";
   std::string s = "±" + percent(head.mean_abs) + " mean abs error, " + machine_words(run.machine_class) + ", " + what;
   if (basis == Basis::AnyStrategy) s += " (no rows of this strategy: every " + run.workload + " row of the class)";
-  return s + "; " + splits;
+  s += "; " + splits;
+  if (other_host)
+    s += "; on another host of this GPU kind (host costs not recalibrated) ±" + percent(other_host->mean_abs) + " (" +
+         std::to_string(other_host->rows) + " rows" + (other_host->strategy == "*" ? ", every strategy" : "") + ")";
+  return s;
 }
 
 }  // namespace tiersim::accuracy

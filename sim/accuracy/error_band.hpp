@@ -37,6 +37,9 @@ struct Band {
   // this); else its machine class and workload over every strategy (AnyStrategy); none when nothing applies.
   enum class Basis { Exact, MeasuredKinds, AnyStrategy, None } basis = Basis::None;
   std::optional<BandRow> in_sample, out_of_sample;
+  // A decode on a measured GPU kind: the rows of machine class measured-other-host (the main HF decode rows of other
+  // hosts of the kind predicted with the shipped runtime's host costs): what a host nobody calibrated adds.
+  std::optional<BandRow> other_host;
   // "±9.5% mean abs error, measured GPU kind, decode, host-copy; in-sample ±9.5% (188 rows), out-of-sample: none";
   // "not validated on a datasheet GPU; on measured GPU kinds decode, host-copy is ±9.5% ..."; or
   // "not validated: no validation row of a datasheet GPU (decode)".

@@ -88,7 +88,8 @@ void write_json(std::ostream& out, const Context& c) {
     j["accuracy"] = {{"machine_class", band.run.machine_class}, {"workload", band.run.workload},
                      {"basis", accuracy::basis_name(band.basis)},
                      {"strategy", band.run.strategy}, {"in_sample", rows(band.in_sample)},
-                     {"out_of_sample", rows(band.out_of_sample)}, {"text", band.text()}};
+                     {"out_of_sample", rows(band.out_of_sample)}, {"other_host", rows(band.other_host)},
+                     {"text", band.text()}};
   }
   j["vram_peak_bytes"] = whole(c.result->peak_bytes.count("cuda:0") ? c.result->peak_bytes.at("cuda:0") : 0.0);
   j["offloaded_bytes"] = whole(placement::offloaded_weight_bytes(h, *c.placement));

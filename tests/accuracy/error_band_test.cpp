@@ -54,6 +54,19 @@ TEST(ErrorBand, AnUnmeasuredGpuIsNotValidatedAndGetsTheMeasuredKindsErrorAsAFloo
   EXPECT_EQ(b.text().rfind("not validated on a datasheet GPU", 0), 0u) << b.text();
 }
 
+TEST(ErrorBand, ADecodeOnMeasuredKindsSaysWhatAnotherHostAdds) {
+  // bands.csv's measured-other-host rows: the main decode rows of other hosts with the shipped host costs.
+  const Band b = band_for({"measured", "decode", "resident"});
+  ASSERT_TRUE(b.other_host);
+  EXPECT_EQ(b.other_host->strategy, "resident");
+  EXPECT_NE(b.text().find("on another host of this GPU kind"), std::string::npos) << b.text();
+  const Band any = band_for({"measured", "decode", "cpu-execute"});  // no such rows of that strategy: every one
+  ASSERT_TRUE(any.other_host);
+  EXPECT_EQ(any.other_host->strategy, "*");
+  EXPECT_FALSE(band_for({"measured", "prefill", "resident"}).other_host);  // decode rows only
+  EXPECT_TRUE(band_for({"datasheet", "decode", "host-copy"}).other_host);   // the measured kinds' floor, too
+}
+
 TEST(ErrorBand, NothingToGoOnSaysSo) {
   const Band b = band_for({"datasheet", "no-such-workload", "resident"});
   EXPECT_EQ(b.basis, Band::Basis::None);
