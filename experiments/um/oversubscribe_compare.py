@@ -30,8 +30,9 @@ MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models
 #   14b          session 24, 7 rows: 270% (the mild 1.05x row predicted to thrash)
 #   14b-modes24  session 25, 3 rows: 13.4% together with llama (13 rows)
 #   llama        session 25, 10 rows (Llama-3.1-8B, a model never used in development): see 14b-modes24
-#   qwen3-4b     session 29, 11 rows: 23.1% (allocator calls from transformers' modelled tensors, isolated call costs)
-#   llama2       session 29, 11 rows (Llama-2-7B): 17.4%, same model
+#   qwen3-4b     session 28 (its table committed in 29), 11 rows: 23.1% (allocator calls from transformers'
+#                modelled tensors, isolated call costs)
+#   llama2       session 28, 11 rows (Llama-2-7B): 17.4%, same model
 #   qwen2.5-7b   session 30, 11 rows (Qwen2.5-7B, qwen2, a family never used in development): 26.7%, after the
 #                allocator calls timed beside live ranges and the GEMV width grid, before the exact decoder shapes
 # Held back ("out"), measured in session 30 before the exact decoder GEMV shapes (results/calib/h200-s30) were fitted:
