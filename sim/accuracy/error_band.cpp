@@ -182,16 +182,20 @@ std::string Band::text() const {
   if (basis == Basis::None)
     return "not validated: no validation row of a " + machine_words(run.machine_class) + " (" + run.workload + ")";
   const BandRow& head = in_sample ? *in_sample : *out_of_sample;
-  if (basis == Basis::MeasuredKinds)
-    return "not validated on a " + machine_words(run.machine_class) + "; on measured GPU kinds " + what + " is ±" +
-           percent(head.mean_abs) + " mean abs error (" + splits + "); expect more on this GPU";
-  std::string s = "±" + percent(head.mean_abs) + " mean abs error, " + machine_words(run.machine_class) + ", " + what;
-  if (basis == Basis::AnyStrategy) s += " (no rows of this strategy: every " + run.workload + " row of the class)";
-  s += "; " + splits;
+  std::string s;
+  if (basis == Basis::MeasuredKinds) {
+    s = "not validated on a " + machine_words(run.machine_class) + "; on measured GPU kinds " + what + " is ±" +
+        percent(head.mean_abs) + " mean abs error (" + splits + ")";
+  } else {
+    s = "±" + percent(head.mean_abs) + " mean abs error, " + machine_words(run.machine_class) + ", " + what;
+    if (basis == Basis::AnyStrategy) s += " (no rows of this strategy: every " + run.workload + " row of the class)";
+    s += "; " + splits;
+  }
   if (other_host)
-    s += "; on another host of this GPU kind (host costs not recalibrated) ±" + percent(other_host->mean_abs) + " (" +
-         std::to_string(other_host->rows) + " rows" + (other_host->strategy == "*" ? ", every strategy" : "") + ")";
-  return s;
+    s += std::string("; on another host ") + (basis == Basis::MeasuredKinds ? "of those kinds" : "of this GPU kind") +
+         " (host costs not recalibrated) ±" + percent(other_host->mean_abs) + " (" + std::to_string(other_host->rows) +
+         " rows" + (other_host->strategy == "*" ? ", every strategy" : "") + ")";
+  return basis == Basis::MeasuredKinds ? s + "; expect more on this GPU" : s;
 }
 
 }  // namespace tiersim::accuracy
