@@ -81,6 +81,16 @@ heldout_rows() {  # MODEL WEIGHT_GIB OUTFILE LOG: a fitting row (x0.9), then row
   rows "$@"
 }
 
+host_calibration() {  # what experiments/validate/compare.py calibrates a lease's host costs from: this host's CPU,
+  # its SDPA new-length cost and the calibration row (Qwen3-8B resident) in $out/measured.jsonl
+  { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$out/host_cpu.txt" 2>&1
+  timeout 60 python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn" | tail -1
+  echo "sdpa at $SECONDS s"
+  timeout 90 python3 experiments/validate/decode_latency.py --model traces/models/qwen3-8b.json --placements resident \
+    --count-kernels --out "$out/measured.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -1
+  echo "resident at $SECONDS s"
+}
+
 if [ "$part" = sizes ]; then
   # Development models only: what the allocator is called with, to set beside inference_allocations' sequence.
   for m in qwen3-8b llama-3.1-8b; do
@@ -118,12 +128,7 @@ elif [ "$part" = s30b ]; then
   source experiments/calibrate/cublas_path.sh
   find_cublas
   calib=$(calib_binary)
-  { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$out/host_cpu.txt" 2>&1
-  timeout 60 python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn" | tail -1
-  echo "sdpa at $SECONDS s"
-  timeout 90 python3 experiments/validate/decode_latency.py --model traces/models/qwen3-8b.json --placements resident \
-    --count-kernels --out "$out/measured.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -1
-  echo "resident at $SECONDS s"
+  host_calibration
   timeout 120 python3 experiments/validate/decode_latency.py --model traces/models/qwen3-8b.json --managed none \
     --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -1
   echo "managed at $SECONDS s"
@@ -154,10 +159,7 @@ elif [ "$part" = s30d ]; then
   source experiments/calibrate/cublas_path.sh
   find_cublas
   calib=$(calib_binary)
-  { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$out/host_cpu.txt" 2>&1
-  timeout 60 python3 experiments/validate/sdpa_shapes.py --out "$out/sdpa_shapes.json" 2>&1 | grep -v -E "warn" | tail -1
-  timeout 90 python3 experiments/validate/decode_latency.py --model traces/models/qwen3-8b.json --placements resident \
-    --count-kernels --out "$out/measured.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -1
+  host_calibration
   timeout 60 "$calib" --only alloc_calls --out "$out/calib_alloc_s30d.csv" > "$out/calib_alloc_s30d.log" 2>&1
   echo "calibration done at $SECONDS s"
   for spec in "llama-3.1-8b 14.96 llama8b" "qwen3-4b 7.49 qwen3_4b"; do

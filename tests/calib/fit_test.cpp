@@ -243,13 +243,18 @@ TEST(FitProfile, FreshTouchIsEachSizeOverItsFirstWriteLessASecond) {
   EXPECT_THROW(fit_profile(raw, hw::resolve_profile("h100-sxm"), "t"), InputError);
 }
 
-TEST(CalibBinary, RunsOnAGpuOrSaysThereIsNone) {
+// The calibration binary's path, or "" where it was not built (no CUDA compiler).
+std::string calib_binary() {
   const std::string bin = std::string(TIERSIM_BINARY_DIR) + "/bin/tiersim_calib";
-  if (FILE* f = std::fopen(bin.c_str(), "r")) {
-    std::fclose(f);
-  } else {
-    GTEST_SKIP() << "tiersim_calib not built (no CUDA compiler)";
-  }
+  FILE* f = std::fopen(bin.c_str(), "r");
+  if (!f) return "";
+  std::fclose(f);
+  return bin;
+}
+
+TEST(CalibBinary, RunsOnAGpuOrSaysThereIsNone) {
+  const std::string bin = calib_binary();
+  if (bin.empty()) GTEST_SKIP() << "tiersim_calib not built (no CUDA compiler)";
   const std::string out = std::string(TIERSIM_BINARY_DIR) + "/calib_smoke.csv";
   const int status = std::system((bin + " --quick --only host_link --out " + out + " > /dev/null 2>&1").c_str());
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -260,12 +265,8 @@ TEST(CalibBinary, RunsOnAGpuOrSaysThereIsNone) {
 
 // --gemv-shapes is read before any device is looked for: a bad line is refused with its file and line, no GPU needed.
 TEST(CalibBinary, RefusesABadGemvShapesFile) {
-  const std::string bin = std::string(TIERSIM_BINARY_DIR) + "/bin/tiersim_calib";
-  if (FILE* f = std::fopen(bin.c_str(), "r")) {
-    std::fclose(f);
-  } else {
-    GTEST_SKIP() << "tiersim_calib not built (no CUDA compiler)";
-  }
+  const std::string bin = calib_binary();
+  if (bin.empty()) GTEST_SKIP() << "tiersim_calib not built (no CUDA compiler)";
   const std::string dir = std::string(TIERSIM_BINARY_DIR);
   const auto run = [&](const std::string& text, const std::string& only) {
     const std::string shapes = dir + "/gemv_shapes_test.txt", log = dir + "/gemv_shapes_test.log";
