@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "config/embedded_models.hpp"
 #include "config/nearest_names.hpp"
 #include "core/error.hpp"
@@ -20,6 +22,26 @@ bool reads_as_name(const std::string& spec) {
   return !spec.empty() && spec.find('/') == std::string::npos && !ends_with(spec, ".json") && !ends_with(spec, ".gguf");
 }
 
+// A Hugging Face repository id, ORG/NAME: one '/', neither side empty, no file ending.
+bool reads_as_hub_id(const std::string& spec) {
+  const std::size_t slash = spec.find('/');
+  return slash != std::string::npos && slash > 0 && slash + 1 < spec.size() && spec.find('/', slash + 1) == std::string::npos &&
+         !ends_with(spec, ".json") && !ends_with(spec, ".gguf");
+}
+
+// The shipped config copied from repository `id`: the one whose recorded source is that repository's config.json,
+// else (a diffusers pipeline) its transformer/config.json. Every shipped file's "source" starts with where it came from.
+const config::EmbeddedFile* shipped_from_repository(const std::string& id) {
+  for (const char* file : {" config.json", " transformer/config.json"})
+    for (const auto& f : config::embedded_models()) {
+      const auto j = nlohmann::json::parse(f.text, nullptr, false);
+      if (j.is_object() && j.contains("source") && j["source"].is_string() &&
+          j["source"].get<std::string>().rfind(id + file, 0) == 0)
+        return &f;
+    }
+  return nullptr;
+}
+
 }  // namespace
 
 const config::EmbeddedFile* shipped_model(const std::string& spec) {
@@ -27,7 +49,7 @@ const config::EmbeddedFile* shipped_model(const std::string& spec) {
   if (spec.empty() || std::filesystem::exists(spec, ec)) return nullptr;
   for (const auto& f : config::embedded_models())
     if (f.name == spec) return &f;
-  return nullptr;
+  return reads_as_hub_id(spec) ? shipped_from_repository(spec) : nullptr;
 }
 
 std::vector<std::string> shipped_model_names() {
@@ -43,6 +65,11 @@ ModelText read_model_text(const std::string& spec, const std::string& what) {
     return {io::read_file(config, "", what), config};
   }
   std::error_code ec;
+  if (reads_as_hub_id(spec) && !std::filesystem::exists(spec, ec))
+    throw InputError(spec, 0, "--model",
+                     "no such file or folder here, and no shipped model comes from that Hugging Face repository "
+                     "(tiersim downloads nothing: give the model's config.json or a snapshot folder; 'sim models' "
+                     "lists the shipped ones)");
   if (reads_as_name(spec) && !std::filesystem::exists(spec, ec)) {
     std::string near;
     for (const auto& n : config::nearest_names(spec, shipped_model_names(), 3)) near += (near.empty() ? "" : ", ") + n;

@@ -72,6 +72,22 @@ TEST(ShippedModels, AnUnknownNameIsRefusedNamingTheOptionAndTheNearestNames) {
   EXPECT_EQ(path.out.find("shipped"), std::string::npos) << path.out;
 }
 
+TEST(ShippedModels, ARepositoryIdNamesTheShippedConfigCopiedFromItAndNothingIsDownloaded) {
+  const std::string run = " --decode 2 --policy resident --hw h200 --json";
+  const SimRun by_id = sim_in(elsewhere(), "--model Qwen/Qwen3-8B" + run, false);
+  ASSERT_EQ(by_id.code, 0) << by_id.out;
+  const SimRun by_name = sim_in(elsewhere(), "--model qwen3-8b" + run, false);
+  ASSERT_EQ(by_name.code, 0) << by_name.out;
+  auto a = nlohmann::json::parse(by_id.out), b = nlohmann::json::parse(by_name.out);
+  EXPECT_EQ(a["inputs"]["trace"]["fnv1a64"], b["inputs"]["trace"]["fnv1a64"]);  // the same shipped bytes
+  for (const char* key : {"tps", "step_seconds", "vram_peak_bytes"}) EXPECT_EQ(a[key], b[key]) << key;
+  // A repository none of the shipped configs came from: refused, saying tiersim fetches nothing.
+  const SimRun other = sim_in(elsewhere(), "--model Qwen/Qwen3-9B --decode 2 --policy resident");
+  EXPECT_EQ(other.code, 2) << other.out;
+  EXPECT_NE(other.out.find("'--model'"), std::string::npos) << other.out;
+  EXPECT_NE(other.out.find("downloads nothing"), std::string::npos) << other.out;
+}
+
 TEST(ShippedModels, ADiffusionJobFindsItsShippedCompanions) {
   // --image-job reads FLUX's text encoders and VAE beside the model: for a shipped name, the shipped ones.
   const SimRun r = sim_in(elsewhere(), "--model flux.1-dev --policy resident --image-job --hw h200 --json", false);
