@@ -1291,6 +1291,16 @@ int main(int argc, char** argv) {
   CommonOptions run_o, sweep_o, gen_o;
   bool json = false;
   std::string range, sweep_out, sweep_format, gen_out, timeline_path;
+  // `-o md` would write a file named md in the default format: what a user means by it is --format md.
+  const CLI::Validator not_a_format_name(
+      [](std::string& value) -> std::string {
+        for (const char* f : {"csv", "jsonl", "json", "md"})
+          if (value == f)
+            return "'" + value + "' is a format's name, not a file: write --format " + value +
+                   " (and -o FILE for a file), or -o ./" + value + " for a file of that name";
+        return "";
+      },
+      "FILE");
   std::size_t timeline_steps = 3;
 
   auto* run = app.add_subcommand("run", "predict one configuration (the default subcommand)");
@@ -1332,7 +1342,7 @@ int main(int argc, char** argv) {
   add_common_options(*sweep, sweep_o);
   sweep->add_option("--gb", range, "FROM:TO:STEP in GB (1e9 bytes) moved off the compute GPU (the offload sweep)");
   sweep->add_option("--format", sweep_format, "a grid's output: csv (RFC 4180, the default), jsonl or md");
-  sweep->add_option("-o,--output", sweep_out, "output file (default: standard output)");
+  sweep->add_option("-o,--output", sweep_out, "output file (default: standard output)")->check(not_a_format_name);
   bool sweep_json = false;
   sweep->add_flag("--json", sweep_json,
                   "an error as one JSON object on standard output, as for run --json (the output is --format's)");
@@ -1387,7 +1397,7 @@ int main(int argc, char** argv) {
   planc->add_option("--seq", plan_train_seq, "with --train: tokens per sequence (default 1024; --batch sequences a step)")
       ->check(number_in(1, 16777216, "tokens", true));
   planc->add_option("--format", plan_format, "md (default), csv (RFC 4180) or jsonl");
-  planc->add_option("-o,--output", plan_out, "output file (default: standard output)");
+  planc->add_option("-o,--output", plan_out, "output file (default: standard output)")->check(not_a_format_name);
   bool plan_json = false;
   planc->add_flag("--json", plan_json,
                   "an error as one JSON object on standard output, as for run --json (the plan is --format's)");

@@ -39,5 +39,14 @@ TEST(CliOutputs, ADirectoryOrAMissingDirectoryIsNamed) {
   expect_lost(gen + "-o no-such-dir/x.trace", "directory 'no-such-dir' does not exist");
 }
 
+// `-o md` meant --format md: refused before anything runs, never a CSV file named md.
+TEST(CliOutputs, AFormatsNameGivenAsTheOutputFileIsRefused) {
+  for (const char* f : {"md", "csv", "jsonl", "json"}) {
+    expect_lost(std::string("sweep --trace traces/qwen.trace --policy ratio --gb 0:2:1 -o ") + f, "--format " + std::string(f));
+    EXPECT_FALSE(std::filesystem::exists(std::string(TIERSIM_SOURCE_DIR) + "/" + f)) << f;
+  }
+  expect_lost("plan --model qwen3-8b --hw h200 -o md", "is a format's name");
+}
+
 }  // namespace
 }  // namespace tiersim::robustness
