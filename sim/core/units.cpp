@@ -1,5 +1,6 @@
 #include "core/units.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -145,6 +146,23 @@ std::string format_bytes(double bytes) {
   else if (a >= 1024.0) std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
   else std::snprintf(buf, sizeof buf, "%.0f B", bytes);
   return buf;
+}
+
+std::pair<std::string, std::string> format_bytes_apart(double a, double b) {
+  std::pair<std::string, std::string> out{format_bytes(a), format_bytes(b)};
+  if (out.first != out.second || a == b) return out;
+  const double m = std::max(std::fabs(a), std::fabs(b));
+  const double unit = m >= 1073741824.0 ? 1073741824.0 : m >= 1048576.0 ? 1048576.0 : m >= 1024.0 ? 1024.0 : 1.0;
+  const char* name = unit == 1073741824.0 ? "GiB" : unit == 1048576.0 ? "MiB" : unit == 1024.0 ? "KiB" : "B";
+  char x[64], y[64];
+  for (int digits = 3; digits <= 6; ++digits) {
+    std::snprintf(x, sizeof x, "%.*f %s", digits, a / unit, name);
+    std::snprintf(y, sizeof y, "%.*f %s", digits, b / unit, name);
+    if (std::string(x) != y) return {x, y};
+  }
+  std::snprintf(x, sizeof x, "%.0f B", a);
+  std::snprintf(y, sizeof y, "%.0f B", b);
+  return {x, y};
 }
 
 std::string format_duration(double seconds) {

@@ -3,6 +3,7 @@
 // are converted here, once, to plain SI doubles: bytes, bytes per second, seconds, FLOP per second.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <string_view>
 
 namespace tiersim::units {
@@ -18,6 +19,9 @@ double parse_flop_rate(std::string_view text);   // "165 TFLOP/s", "1.2 PFLOP/s"
 double parse_distorch_bytes(std::string_view text);
 
 std::string format_bytes(double bytes);          // "13.76 GiB"
+// Two sizes a message sets side by side ("needs A, but has B"), each as format_bytes writes it unless the two would
+// read alike although they differ: then with as many more decimals as tell them apart, or in bytes.
+std::pair<std::string, std::string> format_bytes_apart(double a, double b);
 std::string format_duration(double seconds);     // "42.1 ms"
 
 }  // namespace tiersim::units

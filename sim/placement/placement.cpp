@@ -213,8 +213,9 @@ void finalize(const trace::Header& header, const hw::HardwareProfile& hw, Placem
   if (need > hw.gpu.memory) {
     std::string what = usage_text(gpu, hw.gpu.reserved);
     if (staging > 0) what += ", staging for " + std::to_string(p.copy.prefetch + 1) + " copied layer(s) " + units::format_bytes(staging);
-    throw CapacityError(model + " under '" + policy + "' needs " + units::format_bytes(need) + " on cuda:0 (" + what +
-                            "), but cuda:0 has " + units::format_bytes(hw.gpu.memory) + " on '" + hw.name + "'",
+    const auto [needs, has] = units::format_bytes_apart(need, hw.gpu.memory);
+    throw CapacityError(model + " under '" + policy + "' needs " + needs + " on cuda:0 (" + what + "), but cuda:0 has " +
+                            has + " on '" + hw.name + "'",
                         "cuda:0", need, hw.gpu.memory);
   }
   for (DeviceId d = 1; d < hw.gpu.count; ++d) {

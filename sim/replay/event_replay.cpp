@@ -159,9 +159,10 @@ class Replay final : public engine::EventHandler,
           where = "; it first runs out in step " + std::to_string(first_over_->step) + " at '" + first_over_->action +
                   "', allocating " + units::format_bytes(first_over_->bytes) + " with " +
                   units::format_bytes(first_over_->in_use) + " in use";
-        throw CapacityError(model + ": the run's peak on cuda:0 reaches " + units::format_bytes(peak) +
+        const auto [reaches, has] = units::format_bytes_apart(peak, hw_.gpu.memory);
+        throw CapacityError(model + ": the run's peak on cuda:0 reaches " + reaches +
                                 " (weights, activations, the driver's reserve and the copies staged ahead of use), "
-                                "but cuda:0 has " + units::format_bytes(hw_.gpu.memory) + " on '" + hw_.name + "'" + where,
+                                "but cuda:0 has " + has + " on '" + hw_.name + "'" + where,
                             "cuda:0", peak, hw_.gpu.memory);
       }
     }

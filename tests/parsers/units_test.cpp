@@ -32,3 +32,20 @@ TEST(Units, RejectsMissingOrUnknownUnits) {
 
 }  // namespace
 }  // namespace tiersim::units
+
+namespace tiersim::units {
+namespace {
+
+// "needs 24.00 GiB ... has 24.00 GiB" read as if it fit: two sizes set side by side are written so they differ.
+TEST(Units, TwoSizesSideBySideReadApartWhenTheyDiffer) {
+  const double gib = 1073741824.0;
+  EXPECT_EQ(format_bytes_apart(20 * gib, 24 * gib), std::make_pair(std::string("20.00 GiB"), std::string("24.00 GiB")));
+  EXPECT_EQ(format_bytes_apart(24.001 * gib, 24 * gib), std::make_pair(std::string("24.001 GiB"), std::string("24.000 GiB")));
+  const auto [a, b] = format_bytes_apart(24 * gib + 3, 24 * gib);  // three bytes over: only bytes tell them apart
+  EXPECT_EQ(a, "25769803779 B");
+  EXPECT_EQ(b, "25769803776 B");
+  EXPECT_EQ(format_bytes_apart(24 * gib, 24 * gib).first, "24.00 GiB");  // equal sizes stay as they are
+}
+
+}  // namespace
+}  // namespace tiersim::units
