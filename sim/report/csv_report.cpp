@@ -18,11 +18,9 @@ void write_sweep_csv(std::ostream& out, const std::vector<SweepRow>& rows) {
                     r.summary.h2d_bytes_per_step, r.summary.peer_bytes_per_step);
       out << buf << r.error_band << "\n";  // no comma, quote or line break in a band
     } else {
-      std::string err = r.error;
-      for (char& ch : err)
-        if (ch == ',' || ch == '\n' || ch == '"') ch = ' ';
+      // The refusal as it was written, commas and all: quoted as RFC 4180 says, as the grid's CSV does.
       std::snprintf(buf, sizeof buf, "%.3f,%s,,,,,,,,", r.offload_gb, r.donor.c_str());
-      out << buf << "\"" << err << "\",\n";
+      out << buf << csv_field(r.error) << ",\n";
     }
   }
 }

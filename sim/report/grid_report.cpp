@@ -6,6 +6,15 @@
 #include "report/reporters.hpp"
 
 namespace tiersim::report {
+// RFC 4180 section 2: fields holding a comma, a double quote or a line break are enclosed in double
+// quotes, and a double quote inside is written twice.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 namespace {
 
 std::string num(double v) {
@@ -17,15 +26,6 @@ std::string whole(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.0f", v);
   return buf;
-}
-
-// RFC 4180 section 2: fields holding a comma, a double quote or a line break are enclosed in double
-// quotes, and a double quote inside is written twice.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
 }
 
 // A markdown cell: pipes escaped, line breaks as spaces.

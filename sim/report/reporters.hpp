@@ -99,6 +99,8 @@ enum class GridFormat { Csv, Jsonl, Markdown };
 // prefill_seconds, vram_peak_bytes, offloaded_bytes, h2d_bytes_per_step,
 // peer_bytes_per_step, status (ok or error), error_band (the validation rows' error of the point's class), error
 // and command.
+// One CSV field as RFC 4180 writes it: quoted where it holds a comma, a double quote or a line break, quotes doubled.
+std::string csv_field(const std::string& s);
 // A table of cells as RFC 4180 CSV or markdown (format Csv or Markdown): the grid's and sim plan's writer.
 void write_table(std::ostream& out, GridFormat format, const std::vector<std::string>& header,
                  const std::vector<std::vector<std::string>>& rows);

@@ -89,6 +89,19 @@ TEST(GridReport, CsvQuotesAsRfc4180AndMarkdownEscapesPipes) {
   EXPECT_EQ(nlohmann::json::parse(line)["status"], "error");
 }
 
+// The offload sweep's CSV quotes as the grid's does: a refusal keeps its commas and quotes (they were blanked).
+TEST(GridReport, TheOffloadSweepsCsvKeepsARefusalWhole) {
+  report::SweepRow bad;
+  bad.offload_gb = 4;
+  bad.donor = "cpu";
+  bad.error = "needs 25.98 GiB (weights 23.78 GiB, \"x\"), but cuda:0 has 24.00 GiB";
+  std::ostringstream csv;
+  report::write_sweep_csv(csv, {bad});
+  EXPECT_NE(csv.str().find("\n4.000,cpu,,,,,,,,\"needs 25.98 GiB (weights 23.78 GiB, \"\"x\"\"), but cuda:0 has 24.00 GiB\",\n"),
+            std::string::npos)
+      << csv.str();
+}
+
 TEST(SweepGrid, TheCommandRunsEveryPointAndRefusesABadOneBeforeAny) {
   const auto r = testing::run_sim(
       "sweep --trace traces/qwen.trace --policy layers --layers 10,20 --hw rtx4090,rtx3090 --decode 2 --engine analytic "
