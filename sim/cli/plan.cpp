@@ -305,6 +305,9 @@ std::vector<PlanRow> rank_plan(std::vector<PlanRow> rows, const std::vector<std:
 void write_plan(std::ostream& out, const std::string& format, const std::vector<PlanRow>& rows, const PlanGoal& goal) {
   const bool diffusion = std::any_of(rows.begin(), rows.end(), [](const PlanRow& r) { return r.point.diffusion; });
   const std::string speed_name = diffusion ? "s_per_iteration" : "tokens_per_s";
+  // A prefill (time to the first token) where the rows are inference of a language model: not for diffusion
+  // iterations, not for training steps (sim plan --train).
+  const bool prefill = !diffusion && std::none_of(rows.begin(), rows.end(), [](const PlanRow& r) { return r.subcommand == "train"; });
   auto speed = [&](const PlanRow& r) {
     if (!r.point.ok) return std::string();
     return diffusion ? fmt("%.4g", r.point.summary.iteration_median) : fmt("%.4g", r.point.summary.tps);
@@ -321,6 +324,9 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
       if (r.point.ok) {
         j[speed_name] = diffusion ? r.point.summary.iteration_median : r.point.summary.tps;
         if (r.bound) j[speed_name + "_bound"] = diffusion ? 1.0 / *r.bound : *r.bound;
+        // What a chat user waits for before the first token: the prompt's prefill (decode speed alone ranks a row
+        // whose prefill is 40 s over one of 3 s).
+        if (prefill) j["prefill_seconds"] = r.point.summary.prefill_seconds;
         j["vram_peak_bytes"] = std::llround(r.point.vram_peak);
         j["host_peak_bytes"] = std::llround(r.point.host_peak);
         j["offloaded_bytes"] = std::llround(r.point.offloaded);
@@ -343,6 +349,7 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
   auto band = [](const PlanPoint& p) { return p.ok ? p.error_band : std::string(); };
   std::vector<std::string> header{"rank", "hw", "strategy", "setting", speed_name, "error band", "meets goal", "price (USD)",
                                   "GPU peak (GiB)", "offloaded (GB)", "limited by", "pareto", "command"};
+  if (prefill) header.insert(header.begin() + 5, "prefill (s)");
   if (workloads) header.insert(header.begin() + 2, "dtype");
   std::vector<std::vector<std::string>> table;
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -353,6 +360,7 @@ void write_plan(std::ostream& out, const std::string& format, const std::vector<
                      ok ? fmt("%.2f", r.point.vram_peak / 1073741824.0) : "",
                      ok ? fmt("%.2f", r.point.offloaded / 1e9) : "", ok ? r.point.bottleneck : r.point.error,
                      ok && r.pareto ? "yes" : "", point_command(r.args, r.subcommand)});
+    if (prefill) table.back().insert(table.back().begin() + 5, ok ? fmt("%.3g", r.point.summary.prefill_seconds) : "");
     if (workloads) table.back().insert(table.back().begin() + 2, r.workload);
   }
   report::write_table(out, format == "csv" ? report::GridFormat::Csv : report::GridFormat::Markdown, header, table);

@@ -47,6 +47,20 @@ TEST(Plan, EachSearchedKnobIsTheBestPointOfAFineGrid) {
   }
 }
 
+// Each row says its prefill (time to the first token), the run's own: the same number `sim run` gives for the point.
+TEST(Plan, EachLanguageModelRowSaysItsPrefillAsRunGivesIt) {
+  const auto plan = run_sim("plan " + kWorkload + " --hw rtx4070 --strategies layers-cpu --format jsonl", false);
+  ASSERT_EQ(plan.code, 0) << plan.out;
+  const auto rows = lines(plan.out);
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].contains("prefill_seconds")) << rows[0].dump();
+  const std::string command = rows[0]["command"].get<std::string>();
+  const auto run = run_sim(command.substr(std::string("sim ").size()) + " --json", false);
+  ASSERT_EQ(run.code, 0) << run.out;
+  EXPECT_DOUBLE_EQ(rows[0]["prefill_seconds"].get<double>(), nlohmann::json::parse(run.out)["prefill_seconds"].get<double>());
+  EXPECT_GT(rows[0]["prefill_seconds"].get<double>(), 0.0);
+}
+
 // A mixture of experts: llama.cpp with --n-cpu-moe N, the best point of the whole 0..48 grid (a sweep of the same
 // space), dropped for a dense model (it moves no experts) and where plain llama.cpp fits with none on the CPU.
 TEST(Plan, LlamaCppsCpuMoeIsSearchedForAMixtureOfExperts) {
