@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 
 #include "accuracy/error_band.hpp"
@@ -266,16 +267,32 @@ void write_console(std::ostream& out, const Context& c) {
                   units::format_bytes(sysmem.activations).c_str(), units::format_bytes(sysmem.total()).c_str());
     out << buf;
   }
+  std::vector<placement::DeviceId> idle;  // GPUs past the compute GPU that hold nothing: one line for them all
   for (const auto& [dev, peak] : c.result->peak_bytes) {
     const placement::DeviceId d = placement::parse_device(dev, true);
     auto u = placement::usage_on(h, *c.placement, d);
     u.activations += placement::workspace_on(h, *c.placement, d);
     if (const auto t = c.result->transient_peak_bytes.find(dev); t != c.result->transient_peak_bytes.end()) u.activations += t->second;
+    if (d > placement::kComputeGpu && u.total() == 0 && peak == 0) {
+      idle.push_back(d);
+      continue;
+    }
     char buf[256];
     std::snprintf(buf, sizeof buf, "  %-22s %-12s %-10s %-13s %s\n", dev.c_str(), units::format_bytes(u.weights).c_str(),
                   units::format_bytes(u.kv).c_str(), units::format_bytes(u.activations).c_str(),
                   units::format_bytes(peak).c_str());
     out << buf;
+  }
+  if (!idle.empty()) {
+    std::sort(idle.begin(), idle.end());
+    const bool run = idle.back() - idle.front() + 1 == static_cast<placement::DeviceId>(idle.size());
+    std::string names;
+    if (run && idle.size() > 2) {
+      names = placement::device_name(idle.front()) + " to " + placement::device_name(idle.back());
+    } else {
+      for (const placement::DeviceId d : idle) names += (names.empty() ? "" : ", ") + placement::device_name(d);
+    }
+    out << "  " << names << ": nothing placed (0 B)\n";
   }
   if (c.allocator && c.allocator->not_modelled.empty()) {  // why not is said in the JSON only
     const AllocatorMemory& a = *c.allocator;

@@ -39,6 +39,18 @@ TEST(CliOutputs, ADirectoryOrAMissingDirectoryIsNamed) {
   expect_lost(gen + "-o no-such-dir/x.trace", "directory 'no-such-dir' does not exist");
 }
 
+// A machine of eight GPUs with one in use: the idle seven are one line, not seven rows of 0 B (issue 42).
+TEST(CliOutputs, IdleGpusAreOneLineOfTheMemoryTable) {
+  const SimRun r = run_sim("--trace traces/qwen.trace --policy resident --hw h100-sxm");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("  cuda:1 to cuda:7: nothing placed (0 B)\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n  cuda:3 "), std::string::npos) << r.out;
+  const SimRun split = run_sim("--model qwen3-8b --decode 2 --policy ratio --split \"cuda:0,60%;cuda:1,40%\" --hw h200");
+  ASSERT_EQ(split.code, 0) << split.out;
+  EXPECT_NE(split.out.find("\n  cuda:1                 6.10 GiB"), std::string::npos) << split.out;  // a donor keeps its row
+  EXPECT_NE(split.out.find("  cuda:2 to cuda:7: nothing placed"), std::string::npos) << split.out;
+}
+
 // `-o md` meant --format md: refused before anything runs, never a CSV file named md.
 TEST(CliOutputs, AFormatsNameGivenAsTheOutputFileIsRefused) {
   for (const char* f : {"md", "csv", "jsonl", "json"}) {
