@@ -215,7 +215,12 @@ void write_console(std::ostream& out, const Context& c) {
   if (s.prefill_steps > 0 && vae)
     line("VAE decode", units::format_duration(s.prefill_seconds) + " (" + std::to_string(s.prefill_steps) +
                            (s.prefill_steps == 1 ? " decoder call" : " decoder calls, one per latent frame") + ")");
-  else if (s.prefill_steps > 0)
+  else if (s.prefill_steps > 0 && s.prefill_tokens > 0 && s.prefill_seconds > 0) {
+    char pp[64];
+    std::snprintf(pp, sizeof pp, "%.0f", s.prefill_tps());
+    line("prefill", units::format_duration(s.prefill_seconds) + " (" + std::to_string(s.prefill_tokens) + " tokens, " + pp +
+                        " tokens/s: llama-bench's pp)");
+  } else if (s.prefill_steps > 0)
     line("prefill", units::format_duration(s.prefill_seconds));
   // How sure the figures above are: the validation rows of the run's class (sim/accuracy/error_band.hpp).
   line("accuracy", accuracy::band_for(accuracy::classify(h, hw, *c.placement, s)).text());

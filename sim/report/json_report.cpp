@@ -74,6 +74,7 @@ void write_json(std::ostream& out, const Context& c) {
   j["step_seconds"] = s.decode_step_median;
   j["step_seconds_mean"] = s.decode_step_mean;
   j["prefill_seconds"] = s.prefill_seconds;
+  if (s.prefill_tokens > 0 && s.prefill_seconds > 0) j["prefill_tokens_per_s"] = s.prefill_tps();
   j["total_seconds"] = s.total_seconds;
   j["first_step_seconds"] = c.result->steps.front().seconds;  // cold: managed memory faults in here
   {

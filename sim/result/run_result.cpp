@@ -13,6 +13,7 @@ Summary summarize(const RunResult& r) {
     s.total_seconds += st.seconds;
     if (st.kind == trace::StepKind::Prefill) {
       s.prefill_seconds += st.seconds;
+      s.prefill_tokens += st.tokens;
       ++s.prefill_steps;
     } else if (st.kind == trace::StepKind::Iteration) {
       iterations.push_back(i);

@@ -69,6 +69,9 @@ struct Summary {
   double decode_step_median = 0;  // s
   double decode_step_mean = 0;
   double prefill_seconds = 0;     // sum of prefill steps
+  std::uint64_t prefill_tokens = 0;  // the prefill steps' tokens (the batch's prompts)
+  // Prompt processing speed (llama-bench's pp t/s): prefill tokens over prefill seconds; 0 without a prefill.
+  double prefill_tps() const { return prefill_seconds > 0 ? static_cast<double>(prefill_tokens) / prefill_seconds : 0; }
   double tps = 0;                 // batch tokens per second at the median decode step
   double total_seconds = 0;
   std::size_t decode_steps = 0;
