@@ -77,10 +77,12 @@ void write_grid(std::ostream& out, GridFormat format, const std::vector<std::str
   auto cells = [&](const GridRow& r) {
     std::vector<std::string> c = r.values;
     if (r.ok) {
-      c.push_back(num(r.summary.tps));
-      c.push_back(num(r.summary.decode_step_median));
-      if (iterations) c.push_back(num(r.summary.iteration_median));
-      for (const std::string& v : {num(r.summary.prefill_seconds), whole(r.vram_peak), whole(r.offloaded),
+      // A figure the point has no step for is left empty (a diffusion point has no tokens/s), never written as 0.
+      const bool decode = r.summary.decode_steps > 0, prefill = r.summary.prefill_steps > 0;
+      c.push_back(decode ? num(r.summary.tps) : "");
+      c.push_back(decode ? num(r.summary.decode_step_median) : "");
+      if (iterations) c.push_back(r.summary.iteration_steps > 0 ? num(r.summary.iteration_median) : "");
+      for (const std::string& v : {prefill ? num(r.summary.prefill_seconds) : "", whole(r.vram_peak), whole(r.offloaded),
                                    whole(r.summary.h2d_bytes_per_step), whole(r.summary.peer_bytes_per_step)})
         c.push_back(v);
     } else {
@@ -101,10 +103,12 @@ void write_grid(std::ostream& out, GridFormat format, const std::vector<std::str
       nlohmann::ordered_json j;
       for (std::size_t i = 0; i < axes.size(); ++i) j[header[i]] = r.values[i];
       if (r.ok) {
-        j["tps"] = r.summary.tps;
-        j["decode_step_seconds"] = r.summary.decode_step_median;
-        if (iterations) j["iteration_seconds"] = r.summary.iteration_median;
-        j["prefill_seconds"] = r.summary.prefill_seconds;
+        // null where the point has no such step (a diffusion point's tokens/s), as the CSV leaves the cell empty.
+        const auto figure = [](bool has, double v) { return has ? nlohmann::ordered_json(v) : nlohmann::ordered_json(); };
+        j["tps"] = figure(r.summary.decode_steps > 0, r.summary.tps);
+        j["decode_step_seconds"] = figure(r.summary.decode_steps > 0, r.summary.decode_step_median);
+        if (iterations) j["iteration_seconds"] = figure(r.summary.iteration_steps > 0, r.summary.iteration_median);
+        j["prefill_seconds"] = figure(r.summary.prefill_steps > 0, r.summary.prefill_seconds);
         j["vram_peak_bytes"] = std::llround(r.vram_peak);  // whole bytes, as in CSV and markdown
         j["offloaded_bytes"] = std::llround(r.offloaded);
         j["h2d_bytes_per_step"] = std::llround(r.summary.h2d_bytes_per_step);

@@ -65,6 +65,7 @@ TEST(GridReport, CsvQuotesAsRfc4180AndMarkdownEscapesPipes) {
   ok.values = {"10"};
   ok.ok = true;
   ok.summary.tps = 12.5;
+  ok.summary.decode_steps = 4;  // a decode: its tokens/s is a figure (a diffusion point's would be empty)
   ok.vram_peak = 1e9;
   ok.command = "sim run --ngl 10";
   ok.error_band = "±9% / ±16% out";
@@ -77,7 +78,8 @@ TEST(GridReport, CsvQuotesAsRfc4180AndMarkdownEscapesPipes) {
   report::write_grid(md, report::GridFormat::Markdown, {"--ngl"}, {ok, bad});
   report::write_grid(jsonl, report::GridFormat::Jsonl, {"--ngl"}, {ok, bad});
   EXPECT_EQ(csv.str().substr(0, 5), "ngl,t");
-  EXPECT_NE(csv.str().find("\r\n10,12.5,0,0,1000000000,0,0,0,ok,±9% / ±16% out,,sim run --ngl 10\r\n"), std::string::npos) << csv.str();
+  // No prefill step in the point: its prefill cell is empty, not 0.
+  EXPECT_NE(csv.str().find("\r\n10,12.5,0,,1000000000,0,0,0,ok,±9% / ±16% out,,sim run --ngl 10\r\n"), std::string::npos) << csv.str();
   EXPECT_NE(csv.str().find("20,,,,,,,,error,,\"needs 2 GiB, \"\"a\"\" | b\nc\",sim run --ngl 20\r\n"), std::string::npos)
       << csv.str();
   EXPECT_NE(md.str().find("| needs 2 GiB, \"a\" \\| b c |"), std::string::npos) << md.str();
@@ -87,6 +89,23 @@ TEST(GridReport, CsvQuotesAsRfc4180AndMarkdownEscapesPipes) {
   EXPECT_EQ(nlohmann::json::parse(line)["tps"], 12.5);
   std::getline(lines, line);
   EXPECT_EQ(nlohmann::json::parse(line)["status"], "error");
+}
+
+// A diffusion point has no decode: its tokens/s and decode step are empty cells (null in jsonl), never 0 (issue 42).
+TEST(GridReport, AFigureThePointHasNoStepForIsEmptyNotZero) {
+  report::GridRow it;
+  it.values = {"1024"};
+  it.ok = true;
+  it.summary.iteration_steps = 20;
+  it.summary.iteration_median = 1.5;
+  it.command = "sim run --image 1024x1024";
+  std::ostringstream csv, jsonl;
+  report::write_grid(csv, report::GridFormat::Csv, {"--image"}, {it});
+  report::write_grid(jsonl, report::GridFormat::Jsonl, {"--image"}, {it});
+  EXPECT_NE(csv.str().find("\r\n1024,,,1.5,,0,0,0,0,ok,"), std::string::npos) << csv.str();
+  const auto j = nlohmann::json::parse(jsonl.str());
+  EXPECT_TRUE(j["tps"].is_null()) << j.dump();
+  EXPECT_EQ(j["iteration_seconds"], 1.5);
 }
 
 // The offload sweep's CSV quotes as the grid's does: a refusal keeps its commas and quotes (they were blanked).
