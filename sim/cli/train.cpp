@@ -1,6 +1,7 @@
 #include "cli/train.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -14,6 +15,7 @@
 #include "policies/strategy/presets.hpp"
 #include "policies/strategy/strategy.hpp"
 #include "replay/event_replay.hpp"
+#include "report/reporters.hpp"
 #include "result/run_result.hpp"
 
 namespace tiersim::app {
@@ -255,7 +257,10 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
 
 nlohmann::ordered_json train_json(const TrainReport& r) {
   const auto& m = r.memory;
+  // Bytes as whole numbers, as `sim run --json` writes them (the model's sizes are doubles).
+  const auto bytes = [](double v) { return static_cast<long long>(std::llround(v)); };
   nlohmann::ordered_json j;
+  j["schema_version"] = report::kJsonSchemaVersion;
   j["model"] = r.model.name;
   j["parameters"] = r.model.total_params();
   j["hw"] = r.hw_name;
@@ -267,37 +272,37 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
   if (r.options.lora_enabled()) j["lora_rank"] = r.options.lora.rank;
   if (!r.alloc_conf.empty()) j["alloc_conf"] = r.alloc_conf;
   if (r.options.offload != model::OptimizerOffload::None) j["optimizer_offload"] = model::to_string(r.options.offload);
-  j["memory_bytes"] = {{"weights", m.weights},
-                       {"lora_adapters", m.adapters},
-                       {"optimizer_state", m.optimizer_state},
-                       {"autocast_cache", m.autocast_cache},
-                       {"saved_activations", m.saved_activations},
-                       {"recompute", m.recompute},
-                       {"logits", m.logits},
-                       {"loss_transient", m.loss_transient},
-                       {"logits_grad", m.logits_grad},
-                       {"gradients", m.gradients},
-                       {"optimizer_temporary", m.optimizer_temporary}};
-  j["peak_bytes"] = {{"forward", m.forward_peak},
-                     {"backward_start", m.backward_start},
-                     {"backward_end", m.backward_end},
-                     {"optimizer", m.optimizer_peak},
-                     {"step", m.peak()}};
+  j["memory_bytes"] = {{"weights", bytes(m.weights)},
+                       {"lora_adapters", bytes(m.adapters)},
+                       {"optimizer_state", bytes(m.optimizer_state)},
+                       {"autocast_cache", bytes(m.autocast_cache)},
+                       {"saved_activations", bytes(m.saved_activations)},
+                       {"recompute", bytes(m.recompute)},
+                       {"logits", bytes(m.logits)},
+                       {"loss_transient", bytes(m.loss_transient)},
+                       {"logits_grad", bytes(m.logits_grad)},
+                       {"gradients", bytes(m.gradients)},
+                       {"optimizer_temporary", bytes(m.optimizer_temporary)}};
+  j["peak_bytes"] = {{"forward", bytes(m.forward_peak)},
+                     {"backward_start", bytes(m.backward_start)},
+                     {"backward_end", bytes(m.backward_end)},
+                     {"optimizer", bytes(m.optimizer_peak)},
+                     {"step", bytes(m.peak())}};
   j["peak_phase"] = m.peak_phase();
   if (r.options.offload != model::OptimizerOffload::None)
-    j["host_memory_bytes"] = {{"pinned", m.host_pinned}, {"optimizer_state", m.host_optimizer_state},
-                              {"available", r.host_memory}, {"fits", r.host_fits()}};
-  j["gpu_available_bytes"] = r.gpu_available;
+    j["host_memory_bytes"] = {{"pinned", bytes(m.host_pinned)}, {"optimizer_state", bytes(m.host_optimizer_state)},
+                              {"available", bytes(r.host_memory)}, {"fits", r.host_fits()}};
+  j["gpu_available_bytes"] = bytes(r.gpu_available);
   j["fits"] = r.fits();
   j["gpus_used"] = 1;  // of gpu_count: data parallelism is not modelled
   j["gpu_count"] = r.gpu_count;
   if (!r.oom) {
-    j["allocator_peak_allocated_bytes"] = r.allocator_peak_allocated;
-    j["allocator_peak_reserved_bytes"] = r.allocator_peak_reserved;
+    j["allocator_peak_allocated_bytes"] = bytes(r.allocator_peak_allocated);
+    j["allocator_peak_reserved_bytes"] = bytes(r.allocator_peak_reserved);
   } else {
     j["out_of_memory"] = {{"step", r.oom->step}, {"phase", r.oom->phase}, {"tensor", r.oom->tensor},
-                          {"requested_bytes", r.oom->requested}, {"reserved_bytes", r.oom->reserved},
-                          {"allocated_bytes", r.oom->allocated}, {"short_by_bytes", std::max(0.0, m.peak() - r.gpu_available)}};
+                          {"requested_bytes", bytes(r.oom->requested)}, {"reserved_bytes", bytes(r.oom->reserved)},
+                          {"allocated_bytes", bytes(r.oom->allocated)}, {"short_by_bytes", bytes(std::max(0.0, m.peak() - r.gpu_available))}};
   }
   if (r.step_seconds > 0) {
     j["step_seconds"] = r.step_seconds;
@@ -322,9 +327,9 @@ nlohmann::ordered_json train_json(const TrainReport& r) {
       const model::OptimizerOffloadTime& f = *r.offload;
       j["optimizer_offload_time"] = {{"added_seconds", f.added()},       {"tensors", f.tensors},
                                      {"elements", f.elements},           {"backward_seconds", r.backward_seconds},
-                                     {"d2h_bytes", f.d2h_bytes},         {"d2h_seconds", f.d2h_seconds},
+                                     {"d2h_bytes", bytes(f.d2h_bytes)},         {"d2h_seconds", f.d2h_seconds},
                                      {"d2h_exposed_seconds", f.d2h_exposed}, {"cpu_seconds", f.cpu_seconds},
-                                     {"h2d_bytes", f.h2d_bytes},         {"h2d_exposed_seconds", f.h2d_exposed},
+                                     {"h2d_bytes", bytes(f.h2d_bytes)},         {"h2d_exposed_seconds", f.h2d_exposed},
                                      {"cpu_bound", f.memory_bound ? "host memory" : "calibrated"}};
     }
   }

@@ -558,5 +558,16 @@ TEST(TrainCommand, RefusesWhatItDoesNotModel) {
   }
 }
 
+// `sim train --json` is versioned as `sim run --json` is, and its bytes are whole numbers (issue 42).
+TEST(TrainingMemory, TheJsonHasASchemaVersionAndWholeBytes) {
+  const auto r = run_sim("train --model traces/models/qwen3-0.6b.json --hw h200 --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
+  for (const char* group : {"memory_bytes", "peak_bytes"})
+    for (const auto& [key, value] : j[group].items()) EXPECT_TRUE(value.is_number_integer()) << group << "." << key;
+  EXPECT_TRUE(j["gpu_available_bytes"].is_number_integer()) << j["gpu_available_bytes"];
+}
+
 }  // namespace
 }  // namespace tiersim::testing
