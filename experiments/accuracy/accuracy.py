@@ -115,11 +115,14 @@ def bands(rows):
     return out
 
 
-def other_host_bands():
-    """Band rows of machine class `measured-other-host` (decode, per strategy and over all, split in) from OTHER_HOST:
-    the error a decode on another host of a measured GPU kind adds (sim appends it to the band's text)."""
+def read_other_host():
     with open(os.path.join(ROOT, OTHER_HOST), newline="") as f:
-        rows = list(csv.DictReader(f))
+        return list(csv.DictReader(f))
+
+
+def other_host_bands(rows):
+    """Band rows of machine class `measured-other-host` (decode, per strategy and over all, split in) from OTHER_HOST's
+    rows: the error a decode on another host of a measured GPU kind adds (sim appends it to the band's text)."""
     groups = {}
     for r in rows:
         # compare.py's strategies as collect.py names them: pinned and pageable host memory are host-copy.
@@ -151,9 +154,7 @@ def split_cells(rows, split):
     return [str(len(sel)), pc(mean(abs_errors(sel)))]
 
 
-def other_host_line():
-    with open(os.path.join(ROOT, OTHER_HOST), newline="") as f:
-        rows = list(csv.DictReader(f))
+def other_host_line(rows):
     errs = [float(r["error"]) for r in rows]
     leases = sorted({r["lease"] for r in rows})
     worst = max(errs, key=abs)
@@ -163,7 +164,7 @@ def other_host_line():
             f"decode rows use each lease's own.")
 
 
-def glance(rows):
+def glance(rows, other_host):
     classes = sorted({r["machine_class"] for r in rows if r["machine_class"] != "measured"})
     others = (" and " + ", ".join(f"{sum(r['machine_class'] == c for r in rows)} rows of {c} GPUs"
                                   for c in classes)) if classes else ""
@@ -185,7 +186,7 @@ def glance(rows):
     if left:
         raise SystemExit("accuracy.py: rows in no README group (workload, strategy): %s" % sorted(
             {(r["workload"], r["strategy"]) for r in left}))
-    lines += ["", other_host_line()]
+    lines += ["", other_host_line(other_host)]
     if len(lines) > GLANCE_MAX_LINES:
         raise SystemExit("accuracy.py: at_a_glance.md would be %d lines (at most %d)" % (len(lines), GLANCE_MAX_LINES))
     return "\n".join(lines) + "\n"
@@ -338,11 +339,12 @@ def generate(outdir):
     # bands and pages read the rows as written (the same rounding as rows.csv)
     with open(os.path.join(outdir, OUTPUTS["rows"]), newline="") as f:
         written = list(csv.DictReader(f))
-    band_rows = bands(written) + other_host_bands()
+    other_host = read_other_host()
+    band_rows = bands(written) + other_host_bands(other_host)
     write_csv(os.path.join(outdir, OUTPUTS["bands"]), BAND_COLUMNS, band_rows)
     with open(os.path.join(outdir, OUTPUTS["page"]), "w") as f:
         f.write(page(written, band_rows, collect.read_splits_with_reasons()))
-    block = glance(written)
+    block = glance(written, other_host)
     with open(os.path.join(outdir, OUTPUTS["glance"]), "w") as f:
         f.write(block)
     return block

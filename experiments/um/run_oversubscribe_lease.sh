@@ -81,6 +81,12 @@ heldout_rows() {  # MODEL WEIGHT_GIB OUTFILE LOG: a fitting row (x0.9), then row
   rows "$@"
 }
 
+calib_setup() {  # $calib: tiersim_calib with cuBLAS on the library path (built here if the carried one cannot run)
+  source experiments/calibrate/cublas_path.sh
+  find_cublas
+  calib=$(calib_binary)
+}
+
 host_calibration() {  # what experiments/validate/compare.py calibrates a lease's host costs from: this host's CPU,
   # its SDPA new-length cost and the calibration row (Qwen3-8B resident) in $out/measured.jsonl
   { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$out/host_cpu.txt" 2>&1
@@ -101,9 +107,7 @@ if [ "$part" = sizes ]; then
   heldout_rows traces/models/qwen3-4b.json 7.49 "$out/rows_qwen3_4b.jsonl" "$out/log_qwen3_4b.txt"
   echo "qwen3-4b rows: $(wc -l < "$out/rows_qwen3_4b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_qwen3_4b.txt")"
 elif [ "$part" = s29 ]; then
-  source experiments/calibrate/cublas_path.sh
-  find_cublas
-  calib=$(calib_binary)
+  calib_setup
   timeout 150 "$calib" --only alloc_calls,remote_gemv --out "$out/calib_s29.csv" > "$out/calib_s29.log" 2>&1
   echo "calib exit $? at $SECONDS s"
   grep -E "um_(alloc|free)_call_live" "$out/calib_s29.log"
@@ -113,9 +117,7 @@ elif [ "$part" = s29 ]; then
   [ -n "${SKIP_CENSUS:-}" ] || timeout 90 python3 experiments/um/allocator_census.py --model traces/models/qwen2.5-7b.json --allocator-so "$so" \
     --sizes --tokens 4 --out "$out/allocator_sizes_qwen2.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -2
 elif [ "$part" = s30 ]; then
-  source experiments/calibrate/cublas_path.sh
-  find_cublas
-  calib=$(calib_binary)
+  calib_setup
   python3 experiments/calibrate/decoder_gemv_shapes.py --measured results/calib/h200-s29/calib_s29.csv \
     > "$out/gemv_shapes_s30.txt" || exit 1
   timeout 150 "$calib" --only remote_gemv --gemv-shapes "$out/gemv_shapes_s30.txt" --out "$out/calib_s30.csv" \
@@ -125,9 +127,7 @@ elif [ "$part" = s30 ]; then
   heldout_rows traces/models/qwen3-1.7b.json 3.20 "$out/rows_qwen3_1_7b.jsonl" "$out/log_qwen3_1_7b.txt"
   echo "qwen3-1.7b rows: $(wc -l < "$out/rows_qwen3_1_7b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_qwen3_1_7b.txt")"
 elif [ "$part" = s30b ]; then
-  source experiments/calibrate/cublas_path.sh
-  find_cublas
-  calib=$(calib_binary)
+  calib_setup
   host_calibration
   timeout 120 python3 experiments/validate/decode_latency.py --model traces/models/qwen3-8b.json --managed none \
     --allocator-so "$so" --tokens 8 --out "$out/measured.jsonl" 2>&1 | grep -v -E "[Ww]arn" | tail -1
@@ -156,9 +156,7 @@ elif [ "$part" = s30d ]; then
   # A second lease calibrated for its host (lease 14), then rows held back for a later session (not printed, not
   # scored in session 30): Llama-3.1-8B and Qwen3-4B at a 1024-token prompt, a fitting row and modes 1-4. Everything
   # in one tar (the device returns at most 8 files).
-  source experiments/calibrate/cublas_path.sh
-  find_cublas
-  calib=$(calib_binary)
+  calib_setup
   host_calibration
   timeout 60 "$calib" --only alloc_calls --out "$out/calib_alloc_s30d.csv" > "$out/calib_alloc_s30d.log" 2>&1
   echo "calibration done at $SECONDS s"
@@ -184,9 +182,7 @@ elif [ "$part" = llama2 ]; then
   heldout_rows traces/models/llama-2-7b.json 12.55 "$out/rows_llama2_7b.jsonl" "$out/log_llama2_7b.txt"
   echo "llama-2-7b rows: $(wc -l < "$out/rows_llama2_7b.jsonl" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$out/log_llama2_7b.txt")"
 elif [ "$part" = calib ]; then
-  source experiments/calibrate/cublas_path.sh
-  find_cublas
-  calib=$(calib_binary)
+  calib_setup
   timeout 200 "$calib" --only oversubscribe --oversubscribe-leave 4 --out "$out/calib_oversubscribe.csv" \
     > "$out/calib.log" 2>&1
   echo "calib exit $? at $SECONDS s"
@@ -198,9 +194,7 @@ elif [ "$part" = 8b ]; then
   grep -E "mode [0-9] leave|EXIT|SKIPPED|balloon|Error" "$out/log_8b.txt"
   left=$((deadline - SECONDS))
   if [ "$left" -gt 60 ]; then
-    source experiments/calibrate/cublas_path.sh
-    find_cublas
-    calib=$(calib_binary)
+    calib_setup
     timeout $((left - 10)) "$calib" --only zero_copy --out "$out/calib_zero_copy.csv" > "$out/calib_zero_copy.log" 2>&1
     echo "zero_copy exit $? at $SECONDS s"
   fi
@@ -214,9 +208,7 @@ elif [ "$part" = llama ]; then
   # First the fault path by how much one kernel touches (tiersim_calib --only oversubscribe_chunks, balloon leaving
   # 4 GiB). Then session 25's held-back model, never used in development: Llama-3.1-8B (14.96 GiB of bf16 weights),
   # the same row set. Nothing of its rows is printed (they are read when scored, once).
-  source experiments/calibrate/cublas_path.sh
-  find_cublas
-  calib=$(calib_binary)
+  calib_setup
   timeout 120 "$calib" --only oversubscribe_chunks --oversubscribe-leave 4 --out "$out/calib_oversubscribe_chunks.csv" \
     > "$out/calib_chunks.log" 2>&1
   echo "chunks exit $? at $SECONDS s"
@@ -227,9 +219,7 @@ elif [ "$part" = modes24 ]; then
   # Session 25: the GEMV kernels of modes 2 and 4 per shape (tiersim_calib --only remote_gemv: input, weight or both
   # host-resident), then the Qwen3-14B rows of modes 2 and 4 the first 14B call ran out of time for (held back like
   # the others: not printed), then Qwen3-8B mode 4 at two more ratios (development set).
-  source experiments/calibrate/cublas_path.sh
-  find_cublas
-  calib=$(calib_binary)
+  calib_setup
   timeout 90 "$calib" --only remote_gemv --out "$out/calib_remote_gemv.csv" > "$out/calib_remote_gemv.log" 2>&1
   echo "remote_gemv exit $? at $SECONDS s"
   for r in 1.1 2.0; do bounded 130 "$out/log_14b_modes24.txt" --model traces/models/qwen3-14b.json --mode 2 \

@@ -398,12 +398,16 @@ def strategy(config):
     return "peer" if mem.startswith("cuda:") else mem
 
 
-def calibrate_lease(lease, per_copy_s, per_prefetch_s):
-    """The lease's framework calibration (the steps of this file's docstring), written to runtime_path(lease):
-    (calibration row, runtime path, per-launch runtime path, new-length cost s, fw, per-op source lease, shares,
-    scale)."""
-    folder, _kind, sdpa_folder, files = LEASES[lease]
-    data = [r for name in files for r in rows(os.path.join(VAL, folder, name))]
+def lease_rows(lease):
+    folder, _kind, _sdpa, files = LEASES[lease]
+    return [r for name in files for r in rows(os.path.join(VAL, folder, name))]
+
+
+def calibrate_lease(lease, data, per_copy_s, per_prefetch_s):
+    """The lease's framework calibration (the steps of this file's docstring) from its rows `data`
+    (lease_rows(lease)), written to runtime_path(lease): (calibration row, one of `data`, runtime path, per-launch
+    runtime path, new-length cost s, fw, per-op source lease, shares, scale)."""
+    sdpa_folder = LEASES[lease][2]
     cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])  # the first such row
     path = runtime_path(lease)
     uniform_path = os.path.join(WORK, f"pytorch-hf-{lease}-per-launch.yaml")
@@ -431,7 +435,7 @@ def lease_runtime(lease):
     """For another script (experiments/um/oversubscribe_compare.py): the lease's calibrated runtime file and the
     hardware arguments its rows are predicted with (--hw NAME and the lease's own measured --set overrides)."""
     per_copy_s, per_prefetch_s = setup()
-    path = calibrate_lease(lease, per_copy_s, per_prefetch_s)[1]
+    path = calibrate_lease(lease, lease_rows(lease), per_copy_s, per_prefetch_s)[1]
     return path, ["--hw", HW_OF[path]] + SETS_OF[path]
 
 
@@ -446,10 +450,10 @@ def main():
                  f"issued on a side stream overlapped compute by {100 * PEER_OVERLAP:.0f}% (lease11; from pinned "
                  f"memory {100 * pinned_overlap_share():.0f}%): peer_copy_overlaps_compute "
                  f"{'true' if PEER_OVERLAP > 0.5 else 'false'}.")
-    for lease, (folder, kind, sdpa_folder, files) in LEASES.items():
-        data = [r for name in files for r in rows(os.path.join(VAL, folder, name))]
-        _, path, uniform_path, new_length_s, fw, source, shares, scale = calibrate_lease(lease, per_copy_s, per_prefetch_s)
-        cal_row = next(r for r in data if (r["model"], r["config"]) == CALIBRATION[:2])  # calibrate_lease's row, in data
+    for lease, (folder, kind, _sdpa, _files) in LEASES.items():
+        data = lease_rows(lease)
+        cal_row, path, uniform_path, new_length_s, fw, source, shares, scale = calibrate_lease(
+            lease, data, per_copy_s, per_prefetch_s)
         profiles[lease] = path
         note = (f"{lease} ({kind}): new_length_attention {new_length_s * 1e3:.1f} ms; host cost per op kind = the "
                 f"shares of {source}'s captured run x {scale:.3f} ("
@@ -494,10 +498,10 @@ def main():
     # The other H200 leases' rows predicted with the shipped (lease 5) calibration: what moving to another
     # machine of the same kind costs when it is not calibrated itself.
     cross, cross_rows = [], []
-    for lease, (folder, _kind, _sdpa, files) in LEASES.items():
+    for lease in LEASES:
         if lease == SHIPPED_LEASE or base_name(lease) != base_name(SHIPPED_LEASE):
             continue
-        for r in (r for name in files for r in rows(os.path.join(VAL, folder, name))):
+        for r in lease_rows(lease):
             for regime in ("fresh", "warm"):
                 m = measured(r, regime)
                 p = predict(r, regime, "event", profiles[SHIPPED_LEASE])["step_seconds"]

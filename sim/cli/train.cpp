@@ -1,7 +1,6 @@
 #include "cli/train.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -257,8 +256,7 @@ void write_train_console(std::ostream& out, const TrainReport& r) {
 
 nlohmann::ordered_json train_json(const TrainReport& r) {
   const auto& m = r.memory;
-  // Bytes as whole numbers, as `sim run --json` writes them (the model's sizes are doubles).
-  const auto bytes = [](double v) { return static_cast<long long>(std::llround(v)); };
+  const auto bytes = report::whole_bytes;  // as every JSON output writes bytes
   nlohmann::ordered_json j;
   j["schema_version"] = report::kJsonSchemaVersion;
   j["model"] = r.model.name;

@@ -101,6 +101,7 @@ class GemvShapeCoverage {
   void add(const hw::ManagedMemorySpec& spec, const AccessCost& c) {
     if (c.gemv_weight_bytes <= 0 || spec.remote_gemv.empty()) return;
     const std::pair<double, double> shape{c.gemv_input_bytes, c.gemv_weight_bytes};
+    if (measured_.count(shape) || nearest_.count(shape)) return;  // a step's GEMVs repeat: look each shape up once
     (spec.remote_gemv_measured(shape.first, shape.second) ? measured_ : nearest_).insert(shape);
   }
   std::uint64_t measured() const { return measured_.size(); }

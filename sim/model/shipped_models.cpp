@@ -1,6 +1,8 @@
 #include "model/shipped_models.hpp"
 
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,15 +32,20 @@ bool reads_as_hub_id(const std::string& spec) {
 }
 
 // The shipped config copied from repository `id`: the one whose recorded source is that repository's config.json,
-// else (a diffusers pipeline) its transformer/config.json. Every shipped file's "source" starts with where it came from.
+// else (a diffusers pipeline) its transformer/config.json. Every shipped file's "source" starts with where it came from
+// (read once: the shipped files do not change while the program runs).
 const config::EmbeddedFile* shipped_from_repository(const std::string& id) {
-  for (const char* file : {" config.json", " transformer/config.json"})
+  static const std::vector<std::pair<std::string, const config::EmbeddedFile*>> sources = [] {
+    std::vector<std::pair<std::string, const config::EmbeddedFile*>> out;
     for (const auto& f : config::embedded_models()) {
       const auto j = nlohmann::json::parse(f.text, nullptr, false);
-      if (j.is_object() && j.contains("source") && j["source"].is_string() &&
-          j["source"].get<std::string>().rfind(id + file, 0) == 0)
-        return &f;
+      if (j.is_object() && j.contains("source") && j["source"].is_string()) out.emplace_back(j["source"].get<std::string>(), &f);
     }
+    return out;
+  }();
+  for (const char* file : {" config.json", " transformer/config.json"})
+    for (const auto& [source, f] : sources)
+      if (source.rfind(id + file, 0) == 0) return f;
   return nullptr;
 }
 

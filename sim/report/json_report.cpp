@@ -18,8 +18,6 @@
 namespace tiersim::report {
 
 namespace {
-// Byte counts are whole bytes in the JSON (the model sums fractional reserves in doubles).
-std::int64_t whole(double bytes) { return std::llround(bytes); }
 
 // A text encoder's JSON key from its name: "T5" -> t5_seconds, "Qwen2.5-VL" -> qwen2_5_vl_seconds.
 std::string text_encoder_key(const std::string& name) {
@@ -28,6 +26,8 @@ std::string text_encoder_key(const std::string& name) {
   return key + "_seconds";
 }
 }  // namespace
+
+std::int64_t whole_bytes(double bytes) { return std::llround(bytes); }
 
 std::string version() { return TIERSIM_VERSION; }
 std::string git_sha() { return TIERSIM_GIT_SHA; }
@@ -54,7 +54,7 @@ void write_json(std::ostream& out, const Context& c) {
   j["hardware_detail"] = {{"origin", hw.origin},
                           {"gpu", hw.gpu.name},
                           {"gpu_count", hw.gpu.count},
-                          {"gpu_memory_bytes", whole(hw.gpu.memory)},
+                          {"gpu_memory_bytes", whole_bytes(hw.gpu.memory)},
                           {"host", hw.host.name},
                           {"host_link", hw.host_link.type + " gen" + std::to_string(hw.host_link.generation) + " x" +
                                             std::to_string(hw.host_link.width)}};
@@ -92,14 +92,14 @@ void write_json(std::ostream& out, const Context& c) {
                      {"out_of_sample", rows(band.out_of_sample)}, {"other_host", rows(band.other_host)},
                      {"text", band.text()}};
   }
-  j["vram_peak_bytes"] = whole(c.result->peak_bytes.count("cuda:0") ? c.result->peak_bytes.at("cuda:0") : 0.0);
-  j["offloaded_bytes"] = whole(placement::offloaded_weight_bytes(h, *c.placement));
-  j["weight_bytes"] = whole(placement::weight_bytes(h));
-  j["h2d_bytes_per_step"] = whole(s.h2d_bytes_per_step);
-  j["d2h_bytes_per_step"] = whole(s.d2h_bytes_per_step);
-  j["peer_bytes_per_step"] = whole(s.peer_bytes_per_step);
+  j["vram_peak_bytes"] = whole_bytes(c.result->peak_bytes.count("cuda:0") ? c.result->peak_bytes.at("cuda:0") : 0.0);
+  j["offloaded_bytes"] = whole_bytes(placement::offloaded_weight_bytes(h, *c.placement));
+  j["weight_bytes"] = whole_bytes(placement::weight_bytes(h));
+  j["h2d_bytes_per_step"] = whole_bytes(s.h2d_bytes_per_step);
+  j["d2h_bytes_per_step"] = whole_bytes(s.d2h_bytes_per_step);
+  j["peer_bytes_per_step"] = whole_bytes(s.peer_bytes_per_step);
   j["gpu_busy_share"] = s.gpu_busy_share;
-  j["remote_read_bytes_per_step"] = whole(s.remote_read_bytes_per_step);
+  j["remote_read_bytes_per_step"] = whole_bytes(s.remote_read_bytes_per_step);
   // Per step kind, only the kinds the trace has.
   ordered_json kinds = ordered_json::object();
   if (s.prefill_steps > 0) kinds["prefill"] = {{"steps", s.prefill_steps}, {"seconds", s.prefill_seconds}};
@@ -111,30 +111,30 @@ void write_json(std::ostream& out, const Context& c) {
   const double sysmem = placement::sysmem_usage(h, *c.placement).total();
   if (sysmem > 0) {
     const auto u = placement::sysmem_usage(h, *c.placement);
-    j["sysmem_fallback"] = {{"weights_bytes", whole(u.weights)}, {"kv_cache_bytes", whole(u.kv)},
-                            {"activations_bytes", whole(u.activations)}, {"total_bytes", whole(sysmem)}};
+    j["sysmem_fallback"] = {{"weights_bytes", whole_bytes(u.weights)}, {"kv_cache_bytes", whole_bytes(u.kv)},
+                            {"activations_bytes", whole_bytes(u.activations)}, {"total_bytes", whole_bytes(sysmem)}};
   }
   const double paged = placement::paged_managed_usage(h, *c.placement).total();
   if (c.result->managed.enabled && paged > 0) {
     const auto& m = c.result->managed;
-    j["managed_memory"] = {{"footprint_bytes", whole(paged)},
-                           {"gpu_capacity_bytes", whole(placement::managed_gpu_capacity(h, hw, *c.placement))},
+    j["managed_memory"] = {{"footprint_bytes", whole_bytes(paged)},
+                           {"gpu_capacity_bytes", whole_bytes(placement::managed_gpu_capacity(h, hw, *c.placement))},
                            {"faulted_blocks_per_step", s.faulted_blocks_per_step},
                            {"evicted_blocks_per_step", s.evicted_blocks_per_step},
                            {"faulted_blocks", m.faulted_blocks},
                            {"fault_batches", m.fault_batches},
                            {"mapping_faults", m.mapping_faults},
                            {"evicted_blocks", m.evicted_blocks},
-                           {"migrated_to_gpu_bytes", whole(m.migrated_bytes)},
-                           {"written_back_bytes", whole(m.written_back_bytes)},
-                           {"remote_read_bytes", whole(m.remote_bytes)},
-                           {"prefetched_bytes", whole(m.prefetched_bytes)},
-                           {"peak_resident_bytes", whole(m.peak_resident_bytes)}};
+                           {"migrated_to_gpu_bytes", whole_bytes(m.migrated_bytes)},
+                           {"written_back_bytes", whole_bytes(m.written_back_bytes)},
+                           {"remote_read_bytes", whole_bytes(m.remote_bytes)},
+                           {"prefetched_bytes", whole_bytes(m.prefetched_bytes)},
+                           {"peak_resident_bytes", whole_bytes(m.peak_resident_bytes)}};
     if (m.gemv_shapes_measured + m.gemv_shapes_from_nearest > 0)
       j["managed_memory"]["host_input_gemv_shapes"] = {{"measured", m.gemv_shapes_measured},
                                                        {"from_nearest_width", m.gemv_shapes_from_nearest}};
     if (m.working_set_bytes > 0) {
-      j["managed_memory"]["working_set_bytes"] = whole(m.working_set_bytes);
+      j["managed_memory"]["working_set_bytes"] = whole_bytes(m.working_set_bytes);
       j["managed_memory"]["capacity_edge"] = m.at_capacity_edge();
     }
   }
@@ -144,10 +144,10 @@ void write_json(std::ostream& out, const Context& c) {
     auto u = placement::usage_on(h, *c.placement, d);
     u.activations += placement::workspace_on(h, *c.placement, d);
     if (const auto t = c.result->transient_peak_bytes.find(dev); t != c.result->transient_peak_bytes.end()) u.activations += t->second;
-    tiers[dev] = {{"weights_bytes", whole(u.weights)},
-                  {"kv_bytes", whole(u.kv)},
-                  {"activation_bytes", whole(u.activations)},
-                  {"peak_bytes", whole(peak)}};
+    tiers[dev] = {{"weights_bytes", whole_bytes(u.weights)},
+                  {"kv_bytes", whole_bytes(u.kv)},
+                  {"activation_bytes", whole_bytes(u.activations)},
+                  {"peak_bytes", whole_bytes(peak)}};
   }
   j["memory_per_tier"] = tiers;
   // A trace's components (trace::Tensor::component): each part's weights (its first path segment: dit, vae,
@@ -164,10 +164,10 @@ void write_json(std::ostream& out, const Context& c) {
       ordered_json d = ordered_json::object();
       double total = 0;
       for (const auto& [dev, bytes] : devices) {
-        d[dev] = whole(bytes);
+        d[dev] = whole_bytes(bytes);
         total += bytes;
       }
-      parts[part] = {{"weight_bytes", whole(total)}, {"weights_on", d}};
+      parts[part] = {{"weight_bytes", whole_bytes(total)}, {"weights_on", d}};
     }
     if (!by.empty()) j["components"] = parts;
   }
@@ -178,20 +178,20 @@ void write_json(std::ostream& out, const Context& c) {
     if (!a.not_modelled.empty()) {
       m["not_modelled"] = a.not_modelled;
     } else {
-      m["capacity_bytes"] = whole(a.capacity);
+      m["capacity_bytes"] = whole_bytes(a.capacity);
       if (a.oom) {
         const AllocationFailure& f = *a.oom;
         m["out_of_memory"] = {{"step", f.step}, {"phase", f.phase}, {"tensor", f.tensor},
-                              {"device", "cuda:0"}, {"requested_bytes", whole(f.requested)},
-                              {"reserved_bytes", whole(f.reserved)}, {"allocated_bytes", whole(f.allocated)}};
+                              {"device", "cuda:0"}, {"requested_bytes", whole_bytes(f.requested)},
+                              {"reserved_bytes", whole_bytes(f.reserved)}, {"allocated_bytes", whole_bytes(f.allocated)}};
       } else if (a.iterations) {
-        m["iteration_peak_allocated_bytes"] = whole(a.iteration_allocated);
-        m["iteration_peak_reserved_bytes"] = whole(a.iteration_reserved);
+        m["iteration_peak_allocated_bytes"] = whole_bytes(a.iteration_allocated);
+        m["iteration_peak_reserved_bytes"] = whole_bytes(a.iteration_reserved);
       } else {
-        m["prefill_peak_allocated_bytes"] = whole(a.prefill_allocated);
-        m["prefill_peak_reserved_bytes"] = whole(a.prefill_reserved);
-        m["decode_peak_allocated_bytes"] = whole(a.decode_allocated);
-        m["decode_peak_reserved_bytes"] = whole(a.decode_reserved);
+        m["prefill_peak_allocated_bytes"] = whole_bytes(a.prefill_allocated);
+        m["prefill_peak_reserved_bytes"] = whole_bytes(a.prefill_reserved);
+        m["decode_peak_allocated_bytes"] = whole_bytes(a.decode_allocated);
+        m["decode_peak_reserved_bytes"] = whole_bytes(a.decode_reserved);
       }
     }
     j["pytorch_memory"] = m;
@@ -199,9 +199,9 @@ void write_json(std::ostream& out, const Context& c) {
   // A ComfyUI job's node: its model's load and its own work.
   auto stage = [&](const pipeline::StageCost& st) {
     ordered_json moves = ordered_json::array();
-    for (const auto& m : st.moves) moves.push_back({{"model", m.model}, {"h2d_bytes", whole(m.h2d)}, {"d2h_bytes", whole(m.d2h)}});
+    for (const auto& m : st.moves) moves.push_back({{"model", m.model}, {"h2d_bytes", whole_bytes(m.h2d)}, {"d2h_bytes", whole_bytes(m.d2h)}});
     return ordered_json{{"ran", st.ran}, {"compute_seconds", st.compute_seconds}, {"transfer_seconds", st.transfer_seconds},
-                        {"h2d_bytes", whole(st.h2d_bytes)}, {"d2h_bytes", whole(st.d2h_bytes)}, {"moves", moves}};
+                        {"h2d_bytes", whole_bytes(st.h2d_bytes)}, {"d2h_bytes", whole_bytes(st.d2h_bytes)}, {"moves", moves}};
   };
   if (c.image_job) {
     const pipeline::ImageJobSpec& sp = *c.image_job_spec;
@@ -213,11 +213,11 @@ void write_json(std::ostream& out, const Context& c) {
       return o;
     };
     ordered_json job = {{"framework", "ComfyUI a125cd84 (model management: experiments/frameworks/comfyui_model_management.md)"},
-                        {"free_bytes", whole(sp.free_bytes)},
-                        {"text_encoder_bytes", whole(sp.text_encoder_bytes)},
-                        {"diffusion_model_bytes", whole(sp.dit_bytes)},
-                        {"diffusion_model_loaded_bytes", whole(c.image_job->dit_loaded)},
-                        {"vae_bytes", whole(sp.vae_bytes)}};
+                        {"free_bytes", whole_bytes(sp.free_bytes)},
+                        {"text_encoder_bytes", whole_bytes(sp.text_encoder_bytes)},
+                        {"diffusion_model_bytes", whole_bytes(sp.dit_bytes)},
+                        {"diffusion_model_loaded_bytes", whole_bytes(c.image_job->dit_loaded)},
+                        {"vae_bytes", whole_bytes(sp.vae_bytes)}};
     // Each text encoder's seconds, keyed by its name: t5_seconds, clip_seconds; qwen2_5_vl_seconds.
     for (const auto& [name, seconds] : c.image_job_text) job[text_encoder_key(name)] = seconds;
     job["iteration_seconds"] = sp.iteration_seconds;
@@ -245,24 +245,24 @@ void write_json(std::ostream& out, const Context& c) {
       return o;
     };
     ordered_json job{{"framework", "ComfyUI a125cd84 (model management: experiments/frameworks/comfyui_model_management.md)"},
-                     {"free_bytes", whole(sp.free_bytes)}};
+                     {"free_bytes", whole_bytes(sp.free_bytes)}};
     if (sp.two_experts) {
-      job["expert_bytes"] = whole(sp.expert_bytes);
-      job["high_noise_loaded_bytes"] = whole(c.expert_job->high_loaded);
-      job["low_noise_loaded_bytes"] = whole(c.expert_job->low_loaded);
+      job["expert_bytes"] = whole_bytes(sp.expert_bytes);
+      job["high_noise_loaded_bytes"] = whole_bytes(c.expert_job->high_loaded);
+      job["low_noise_loaded_bytes"] = whole_bytes(c.expert_job->low_loaded);
       job["high_noise_steps"] = sp.high_steps;
       job["low_noise_steps"] = sp.low_steps;
     } else {
-      job["diffusion_model_bytes"] = whole(sp.expert_bytes);
-      job["diffusion_model_loaded_bytes"] = whole(c.expert_job->high_loaded);
+      job["diffusion_model_bytes"] = whole_bytes(sp.expert_bytes);
+      job["diffusion_model_loaded_bytes"] = whole_bytes(c.expert_job->high_loaded);
       job["steps"] = sp.high_steps;
     }
-    job["sampling_memory_required"] = whole(sp.sampling_memory);
-    job["sampling_minimum_memory_required"] = whole(sp.sampling_minimum);
-    if (sp.text_encoder_bytes > 0) job["text_encoder_bytes"] = whole(sp.text_encoder_bytes);
+    job["sampling_memory_required"] = whole_bytes(sp.sampling_memory);
+    job["sampling_minimum_memory_required"] = whole_bytes(sp.sampling_minimum);
+    if (sp.text_encoder_bytes > 0) job["text_encoder_bytes"] = whole_bytes(sp.text_encoder_bytes);
     if (vae) {
-      job["vae_bytes"] = whole(sp.vae_bytes);
-      job["vae_memory_required"] = whole(sp.vae_memory);
+      job["vae_bytes"] = whole_bytes(sp.vae_bytes);
+      job["vae_memory_required"] = whole_bytes(sp.vae_memory);
     }
     job["first_video"] = video(c.expert_job->first);
     job["next_video"] = video(c.expert_job->next);

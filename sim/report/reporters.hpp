@@ -1,5 +1,6 @@
 #pragma once
 // Reporters turn a finished simulation into text. They never run the engine (google/benchmark style).
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <optional>
@@ -99,6 +100,8 @@ enum class GridFormat { Csv, Jsonl, Markdown };
 // prefill_seconds, vram_peak_bytes, offloaded_bytes, h2d_bytes_per_step,
 // peer_bytes_per_step, status (ok or error), error_band (the validation rows' error of the point's class), error
 // and command.
+// A byte count as every JSON output writes it: whole bytes (the model sums fractional reserves in doubles).
+std::int64_t whole_bytes(double bytes);
 // One CSV field as RFC 4180 writes it: quoted where it holds a comma, a double quote or a line break, quotes doubled.
 std::string csv_field(const std::string& s);
 // A table of cells as RFC 4180 CSV or markdown (format Csv or Markdown): the grid's and sim plan's writer.
