@@ -20,6 +20,7 @@
 // pattern (some passes fast, some slow) that FIFO eviction alone cannot produce.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "measure.hpp"
@@ -89,6 +90,86 @@ void oversubscribe_chunks(Csv& csv, const Options& o, BenchStream& bs, size_t le
   }
 }
 
+// A decoder's weights past the GPU's memory, read as a decode reads them (session 31): one cudaMallocManaged range
+// per weight (a per-tensor allocator's), layer after layer of --gemv-shapes FILE's shapes ({out, in} bf16, one
+// decoder layer's projections in order), as many layers as make r times what the balloon leaves, each weight read
+// pass after pass by the cuBLAS GEMV PyTorch's Linear runs at batch 1 (kernel "gemv") or by calib's streaming read
+// (kernel "stream", the main passes' kernel), plain and ReadMostly. Under full thrash a Hugging Face decode moved
+// 7.3-9.5 GB/s of weights where the 64 MiB streaming passes ran 6.2-7.0 (results/validation/um-oversubscription):
+// these rows say whether the kernel's access pattern or the sizes of the ranges make the difference. Rows
+// um_oversub_decoder,<plain|read_mostly|prefer_cpu_read_mostly>_<gemv|stream>_rX.XX_pN (--decoder-advice), work = the pass's bytes; the weights a pass reads
+// and its kernel count are comments (oversubscribe_decoder_rX.XX_weights).
+void oversubscribe_decoder(Csv& csv, const Options& o, BenchStream& bs, size_t left, double host) {
+  cudaStream_t s = bs.stream;
+  const int blocks = bs.sms * 8;
+  cublasHandle_t h;
+  CUBLAS_CHECK(cublasCreate(&h));
+  CUBLAS_CHECK(cublasSetStream(h, s));
+  size_t layer_bytes = 0;
+  int max_out = 0, max_in = 0;
+  for (const auto& [out, in] : o.gemv_shapes) {
+    layer_bytes += size_t(out) * size_t(in) * 2;
+    max_out = std::max(max_out, out), max_in = std::max(max_in, in);
+  }
+  void* x = nullptr;
+  void* y = nullptr;
+  CUDA_CHECK(cudaMalloc(&x, size_t(max_in) * 2));
+  CUDA_CHECK(cudaMalloc(&y, size_t(max_out) * 2));
+  fill_random_bf16(x, size_t(max_in), 3, s);
+  std::string layer;
+  for (const auto& [out, in] : o.gemv_shapes) layer += (layer.empty() ? "" : " ") + std::to_string(out) + "x" + std::to_string(in);
+  csv.comment("oversubscribe_decoder_layer", layer);
+  for (double r : {0.5, 1.1, 1.5, 2.0}) {
+    const size_t layers = std::max<size_t>(1, size_t(std::ceil(r * double(left) / double(layer_bytes))));
+    const double bytes = double(layers) * double(layer_bytes);
+    if (bytes > 0.6 * host || bytes > 2.5 * double(left)) {
+      csv.comment("oversubscribe", std::string("skipped the decoder passes at ") + ratio_name(r) + ": past 60% of host memory");
+      continue;
+    }
+    const std::string ratio = ratio_name(r);
+    csv.comment("oversubscribe_decoder_" + ratio + "_weights",
+                std::to_string(layers) + " layers, " + std::to_string(layers * o.gemv_shapes.size()) + " ranges, " +
+                    std::to_string(size_t(bytes)) + " bytes");
+    for (const std::string& kind : o.decoder_advice) {
+      const bool read_mostly = kind != "plain", prefer_cpu = kind == "prefer_cpu_read_mostly";
+      struct Weight {
+        char* p;
+        int out, in;
+      };
+      std::vector<Weight> weights;
+      for (size_t l = 0; l < layers; ++l)
+        for (const auto& [out, in] : o.gemv_shapes) {
+          const size_t n = size_t(out) * size_t(in) * 2;
+          char* um = nullptr;
+          CUDA_CHECK(cudaMallocManaged(&um, n));
+          if (prefer_cpu) CUDA_CHECK(cudaMemAdvise(um, n, cudaMemAdviseSetPreferredLocation, host_loc()));
+          if (read_mostly) CUDA_CHECK(cudaMemAdvise(um, n, cudaMemAdviseSetReadMostly, device_loc(o.device)));
+          std::memset(um, 0x3c, n);  // every page written on the CPU (bf16 0x3c3c, about 0.0115): the only copy
+          weights.push_back({um, out, in});
+        }
+      for (const char* kernel : {"gemv", "stream"}) {
+        const bool gemv = std::string(kernel) == "gemv";
+        const int passes = r < 1 ? 2 : r < 1.2 ? 5 : 4;
+        for (int i = 0; i < passes; ++i) {
+          const auto t = time_device(s, 0, 1, [&] {
+            for (const Weight& w : weights) {
+              if (gemv) linear(h, w.out, 1, w.in, w.p, x, y, CUDA_R_16BF);
+              else stream_read(w.p, size_t(w.out) * size_t(w.in) * 2, bs.sink, s, blocks);
+            }
+          });
+          csv.add({"um_oversub_decoder", kind + "_" + kernel + "_" + ratio + "_p" + std::to_string(i + 1), bytes,
+                   "bytes", t});
+        }
+      }
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      for (const Weight& w : weights) CUDA_CHECK(cudaFree(w.p));
+    }
+  }
+  CUDA_CHECK(cudaFree(x));
+  CUDA_CHECK(cudaFree(y));
+  CUBLAS_CHECK(cublasDestroy(h));
+}
+
 void bench_oversubscribe(Csv& csv, const Options& o) {
   int concurrent = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, o.device));
@@ -125,7 +206,7 @@ void bench_oversubscribe(Csv& csv, const Options& o) {
   csv.comment("oversubscribe_host_memory_bytes", std::to_string(size_t(host)));
   const size_t block = 2ull << 20, chunk = 64ull << 20;
   const int blocks = bs.sms * 8;
-  const std::vector<double> ratios = o.oversubscribe_chunks_only ? std::vector<double>{}
+  const std::vector<double> ratios = !o.oversubscribe_main ? std::vector<double>{}
                                     : o.quick ? std::vector<double>{0.5, 1.25} : std::vector<double>{0.5, 1.05, 1.1, 1.25, 1.5, 2.0};
   struct Variant {
     const char* name;
@@ -156,7 +237,7 @@ void bench_oversubscribe(Csv& csv, const Options& o) {
   }
   // Explicit prefetch past the GPU's memory: the whole buffer to the GPU, twice (the second evicts what the first
   // brought), from host memory each time the first.
-  for (double r : o.oversubscribe_chunks_only ? std::vector<double>{}
+  for (double r : !o.oversubscribe_main ? std::vector<double>{}
                   : o.quick ? std::vector<double>{1.25} : std::vector<double>{1.25, 2.0}) {
     const size_t bytes = size_t(r * double(left)) / block * block;
     if (double(bytes) > 0.6 * host) continue;
@@ -172,6 +253,7 @@ void bench_oversubscribe(Csv& csv, const Options& o) {
     CUDA_CHECK(cudaFree(um));
   }
   if (o.oversubscribe_chunks) oversubscribe_chunks(csv, o, bs, left, host);
+  if (o.oversubscribe_decoder) oversubscribe_decoder(csv, o, bs, left, host);
   CUDA_CHECK(cudaFree(balloon));
 }
 

@@ -3,6 +3,8 @@
 //   tiersim_calib --out results/calib/raw.csv [--device 0] [--quick] [--only host_link,device,fp32_gemm,...]
 //   tiersim_calib --only oversubscribe --oversubscribe-leave GIB --out FILE   managed memory past a ballooned GPU
 //   tiersim_calib --only remote_gemv --gemv-shapes FILE --out FILE   GEMVs on host operands at the file's shapes
+//   tiersim_calib --only oversubscribe_decoder --oversubscribe-leave GIB --gemv-shapes LAYER --out FILE
+//                                                    a decoder's weights (the file's shapes, one layer) past the GPU
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -15,6 +17,8 @@ int main(int argc, char** argv) {
   calib::Options o;
   std::string out = "calib_raw.csv";
   std::set<std::string> only;
+  bool decoder_advice_given = false;
+  std::string twice;  // the first shape --gemv-shapes lists again (a decoder layer may: its k and v)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--out" && i + 1 < argc) out = argv[++i];
@@ -27,6 +31,23 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "calib: --oversubscribe-leave takes GiB, a positive number: '%s'\n", argv[i]);
         return 2;
       }
+    }
+    else if (a == "--decoder-advice" && i + 1 < argc) {
+      o.decoder_advice.clear();
+      std::stringstream list(argv[++i]);
+      for (std::string item; std::getline(list, item, ',');) {
+        if (item != "plain" && item != "read_mostly" && item != "prefer_cpu_read_mostly") {
+          std::fprintf(stderr, "calib: --decoder-advice: '%s' is not plain, read_mostly or prefer_cpu_read_mostly\n",
+                       item.c_str());
+          return 2;
+        }
+        o.decoder_advice.push_back(item);
+      }
+      if (o.decoder_advice.empty()) {
+        std::fprintf(stderr, "calib: --decoder-advice needs at least one advice\n");
+        return 2;
+      }
+      decoder_advice_given = true;
     }
     else if (a == "--gemv-shapes" && i + 1 < argc) {
       // One shape a line, "OUT IN" (output rows, input width), '#' starts a comment; anything else is refused.
@@ -50,10 +71,9 @@ int main(int argc, char** argv) {
           return 2;
         }
         for (const auto& seen : o.gemv_shapes)
-          if (seen == std::make_pair(int(out), int(width))) {
-            std::fprintf(stderr, "%s:%d: gemv shape %ld %ld is listed twice\n", path.c_str(), n, out, width);
-            return 2;
-          }
+          if (seen == std::make_pair(int(out), int(width)) && twice.empty())  // refused below for remote_gemv
+            twice = path + ":" + std::to_string(n) + ": gemv shape " + std::to_string(out) + " " + std::to_string(width) +
+                    " is listed twice";
         o.gemv_shapes.push_back({int(out), int(width)});
       }
       if (o.gemv_shapes.empty()) {
@@ -71,30 +91,43 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,remote_gemv,peer,managed,fresh_touch,alloc_calls,oversubscribe,oversubscribe_chunks] [--oversubscribe-leave GIB] [--gemv-shapes FILE]\n");
+      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,remote_gemv,peer,managed,fresh_touch,alloc_calls,oversubscribe,oversubscribe_chunks,oversubscribe_decoder] [--oversubscribe-leave GIB] [--gemv-shapes FILE] [--decoder-advice LIST]\n");
       return 2;
     }
   }
   // A part name that is not one of them would run nothing at all: refused, naming it.
   const std::set<std::string> parts = {"host_link", "device",      "fp32_gemm", "zero_copy",  "remote_gemm",
                                        "remote_gemv", "peer",      "managed",   "fresh_touch", "alloc_calls",
-                                       "oversubscribe", "oversubscribe_chunks"};
+                                       "oversubscribe", "oversubscribe_chunks", "oversubscribe_decoder"};
   for (const auto& name : only)
     if (!parts.count(name)) {
       std::fprintf(stderr, "calib: '--only': unknown part '%s'\n", name.c_str());
       return 2;
     }
   // The balloon's size only means something to the oversubscription part, which needs it: either alone is refused.
+  o.oversubscribe_main = only.count("oversubscribe") > 0;
   o.oversubscribe_chunks = only.count("oversubscribe_chunks") > 0;
-  o.oversubscribe_chunks_only = o.oversubscribe_chunks && !only.count("oversubscribe");
-  const bool oversubscribes = only.count("oversubscribe") || o.oversubscribe_chunks;
+  o.oversubscribe_decoder = only.count("oversubscribe_decoder") > 0;
+  const bool oversubscribes = o.oversubscribe_main || o.oversubscribe_chunks || o.oversubscribe_decoder;
   if ((o.oversubscribe_leave > 0) != oversubscribes) {
-    std::fprintf(stderr, "calib: --oversubscribe-leave GIB and --only oversubscribe (or oversubscribe_chunks) go "
+    std::fprintf(stderr, "calib: --oversubscribe-leave GIB and --only oversubscribe (or oversubscribe_chunks, "
+                         "oversubscribe_decoder) go "
                          "together (the part shrinks the GPU to that much with a balloon)\n");
     return 2;
   }
-  if (!o.gemv_shapes.empty() && !(only.size() == 1 && only.count("remote_gemv"))) {
-    std::fprintf(stderr, "calib: --gemv-shapes FILE goes with --only remote_gemv (the shapes are that part's)\n");
+  // The shapes are remote_gemv's list, or oversubscribe_decoder's layer (which needs them): with one of the two alone.
+  const bool shapes_part = only.size() == 1 && (only.count("remote_gemv") || only.count("oversubscribe_decoder"));
+  if ((!o.gemv_shapes.empty() && !shapes_part) || (o.oversubscribe_decoder && o.gemv_shapes.empty())) {
+    std::fprintf(stderr, "calib: --gemv-shapes FILE goes with --only remote_gemv or --only oversubscribe_decoder, alone "
+                         "(the shapes are that part's; oversubscribe_decoder's layer, which it needs)\n");
+    return 2;
+  }
+  if (decoder_advice_given && !o.oversubscribe_decoder) {
+    std::fprintf(stderr, "calib: --decoder-advice goes with --only oversubscribe_decoder (the advice is that part's)\n");
+    return 2;
+  }
+  if (!twice.empty() && only.count("remote_gemv")) {  // a shape measured once is one row
+    std::fprintf(stderr, "%s\n", twice.c_str());
     return 2;
   }
   int count = 0;

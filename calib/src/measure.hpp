@@ -163,9 +163,14 @@ struct Options {
   int device = 0;
   bool quick = false;  // smaller sizes, fewer repeats (for a smoke test)
   double oversubscribe_leave = 0;  // GiB the balloon leaves free for bench_oversubscribe; 0: not run
-  bool oversubscribe_chunks = false;       // also the passes by chunk size (--only oversubscribe_chunks)
-  bool oversubscribe_chunks_only = false;  // only those (oversubscribe_chunks named without oversubscribe)
-  // remote_gemv's shapes {out, in} from --gemv-shapes FILE (read by main): measured in place of its own list and grid.
+  bool oversubscribe_main = false;     // the cyclic 64 MiB passes and prefetches (--only oversubscribe)
+  bool oversubscribe_chunks = false;   // the passes by chunk size (--only oversubscribe_chunks)
+  bool oversubscribe_decoder = false;  // a decoder's weights by layer (--only oversubscribe_decoder --gemv-shapes)
+  // Its advice on every weight (--decoder-advice LIST): plain (none), read_mostly, prefer_cpu_read_mostly (seed 000's
+  // mode 3: PreferredLocation=CPU, then ReadMostly).
+  std::vector<std::string> decoder_advice = {"plain", "read_mostly"};
+  // remote_gemv's shapes {out, in} from --gemv-shapes FILE (read by main): measured in place of its own list and grid;
+  // for oversubscribe_decoder, one decoder layer's weights in order.
   std::vector<std::pair<int, int>> gemv_shapes;
 };
 

@@ -31,6 +31,12 @@
 #             sdpa_shapes.json and the Qwen3-0.6B rows again (s30b's did not come back), in one tar
 #   PART=s30d OUT=... bash ...                                          lease 14 calibrated for its host as s30b, then
 #             Llama-3.1-8B and Qwen3-4B rows at a 1024-token prompt, held back for a later session, in one tar
+#   PART=s31 OUT=... bash ...                                           session 31: tiersim_calib --only
+#             oversubscribe_decoder, a decoder's weights as per-tensor ranges read by cuBLAS's GEMV and by the
+#             streaming read, past a GPU left with 10 GiB (Qwen3-8B's layer) and 2.5 GiB (Qwen3-1.7B's), in one tar
+#   PART=s31b OUT=... bash ...                                          session 31: the same with mode 3's advice
+#             (PreferredLocation=CPU, then ReadMostly; --decoder-advice prefer_cpu_read_mostly), then Qwen3-32B rows held
+#             back (never used in development: mode 1 and mode 3 at x1.5, mode 2 at x1.1), in one tar
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -40,7 +46,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30 s30b, s30c or s30d}
+part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30, s30b, s30c, s30d, s31 or s31b}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -173,6 +179,32 @@ elif [ "$part" = s30d ]; then
   done
   (cd "$out" && tar czf s30d.tgz --remove-files host_cpu.txt sdpa_shapes.json measured.jsonl calib_alloc_s30d.csv \
     calib_alloc_s30d.log rows_*_p1024.jsonl log_*_p1024.txt)
+elif [ "$part" = s31 ]; then
+  calib_setup
+  for spec in "qwen3-8b 10 300" "qwen3-1.7b 2.5 150"; do
+    set -- $spec
+    timeout "$3" "$calib" --only oversubscribe_decoder --oversubscribe-leave "$2" \
+      --gemv-shapes "experiments/um/layers/$1.txt" --out "$out/calib_decoder_$1.csv" > "$out/calib_decoder_$1.log" 2>&1
+    echo "decoder $1 exit $? at $SECONDS s"
+    grep -E "um_oversub_decoder" "$out/calib_decoder_$1.log" | awk '{print $2, $8, $9}'
+  done
+  (cd "$out" && tar czf s31.tgz --remove-files calib_decoder_*.csv calib_decoder_*.log)
+elif [ "$part" = s31b ]; then
+  calib_setup
+  for spec in "qwen3-8b 10 150" "qwen3-1.7b 2.5 80"; do
+    set -- $spec
+    timeout "$3" "$calib" --only oversubscribe_decoder --oversubscribe-leave "$2" --decoder-advice prefer_cpu_read_mostly \
+      --gemv-shapes "experiments/um/layers/$1.txt" --out "$out/calib_decoder_pcrm_$1.csv" > "$out/calib_decoder_pcrm_$1.log" 2>&1
+    echo "decoder $1 exit $? at $SECONDS s"
+    grep -E "um_oversub_decoder" "$out/calib_decoder_pcrm_$1.log" | awk '{print $2, $8, $9}'
+  done
+  # Held back (never used in development): Qwen3-32B, 61.03 GiB of bf16 weights. Not printed.
+  f="$out/rows_qwen3_32b.jsonl" l="$out/log_qwen3_32b.txt"
+  bounded 170 "$l" --model traces/models/qwen3-32b.json --mode 1 --leave-gib 40.69 --tokens 4 --out "$f"
+  bounded 150 "$l" --model traces/models/qwen3-32b.json --mode 3 --leave-gib 40.69 --tokens 4 --out "$f"
+  bounded 130 "$l" --model traces/models/qwen3-32b.json --mode 2 --leave-gib 55.48 --tokens 4 --out "$f"
+  echo "qwen3-32b rows: $(wc -l < "$f" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$l")"
+  (cd "$out" && tar czf s31b.tgz --remove-files calib_decoder_pcrm_*.csv calib_decoder_pcrm_*.log rows_qwen3_32b.jsonl log_qwen3_32b.txt)
 elif [ "$part" = qwen2 ]; then
   # Held back (never used in development): Qwen2.5-7B, 14.18 GiB of bf16 weights. Not printed.
   heldout_rows traces/models/qwen2.5-7b.json 14.18 "$out/rows_qwen2_5_7b.jsonl" "$out/log_qwen2_5_7b.txt"
