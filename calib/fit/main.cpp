@@ -5,6 +5,8 @@
 //   tiersim_fit --oversubscribe RAW.csv --base PROFILE   managed_memory.evict_block_overhead and
 //     evict_writeback_bandwidth from tiersim_calib --only oversubscribe's rows, the fault path taken from PROFILE's
 //     managed_memory (fit/oversubscribe_fit.hpp): the two YAML lines to add to that section, on stdout
+//   tiersim_fit --raw ... --decoder-passes RUN.csv (repeatable): managed memory past the GPU's memory from
+//     tiersim_calib --only oversubscribe_decoder's GEMV passes instead of the 64 MiB ones (fit/oversubscribe_fit.hpp)
 //   tiersim_fit --cpu cpu.csv --cpu-cores 8 [--raw raw.csv | --base PRESET] --name NAME --out PROFILE.yaml
 //     adds host.cpu_kernels, fitted from experiments/llamacpp/cpu_matmul_bench's CSV (without --raw, to the
 //     base profile as it is); --cpu-experts RUN.csv (repeatable): ggml's MUL_MAT_ID from another run (cpu_matmul_bench
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> cpu_experts;
   int cpu_cores = 0;
   std::vector<std::string> extras;  // rows of other runs: benchmarks the main run lacks
+  std::vector<std::string> decoder_passes;  // tiersim_calib --only oversubscribe_decoder runs, each with its layer
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -88,6 +91,7 @@ int main(int argc, char** argv) {
       else if (a == "--out") out = value();
       else if (a == "--report") report = value();
       else if (a == "--extra") extras.push_back(value());
+      else if (a == "--decoder-passes") decoder_passes.push_back(value());
       else if (a == "--cpu") cpu = value();
       else if (a == "--cpu-source") cpu_source = value();
       else if (a == "--cpu-experts") cpu_experts.push_back(value());
@@ -102,7 +106,7 @@ int main(int argc, char** argv) {
         }
       } else
         throw tiersim::InputError("", 0, a,
-                                  "unknown option (--raw, --oversubscribe, --extra, --base, --name, --out, --report, --compare, --cpu, "
+                                  "unknown option (--raw, --oversubscribe, --extra, --decoder-passes, --base, --name, --out, --report, --compare, --cpu, "
                                   "--cpu-cores, --cpu-source, --cpu-experts)");
     }
     if ((raw.empty() && cpu.empty()) || name.empty() || out.empty())
@@ -113,7 +117,9 @@ int main(int argc, char** argv) {
     if (!raw.empty()) {
       auto measurements = tiersim::calib::read_raw_csv(raw);
       tiersim::calib::add_rows_of(measurements, extras);
-      fit = tiersim::calib::fit_profile(measurements, tiersim::hw::resolve_profile(base), name);
+      std::vector<tiersim::calib::RawMeasurements> decoders;
+      for (const std::string& path : decoder_passes) decoders.push_back(tiersim::calib::read_raw_csv(path));
+      fit = tiersim::calib::fit_profile(measurements, tiersim::hw::resolve_profile(base), name, decoders);
     } else {
       // The base profile's own text, renamed: its sections stay as they were written.
       const auto src = tiersim::config::find_profile(base, tiersim::config::embedded_profiles(), "--base", "hardware profile", "preset");
@@ -123,6 +129,8 @@ int main(int argc, char** argv) {
       const auto end = fit.yaml.find('\n', at + 1);
       fit.yaml.replace(at + 1, end - at - 1, "name: " + name);
     }
+    if (!decoder_passes.empty() && raw.empty())
+      throw tiersim::InputError("", 0, "--decoder-passes", "needs --raw (the fault costs the passes are read with)");
     if (!cpu_experts.empty() && cpu.empty())
       throw tiersim::InputError("", 0, "--cpu-experts", "needs --cpu (the dense rates the experts are carried with)");
     if (!cpu.empty()) {

@@ -185,7 +185,8 @@ std::vector<std::pair<double, double>> fresh_touch_points(const RawMeasurements&
 
 }  // namespace
 
-FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& base, const std::string& name) {
+FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& base, const std::string& name,
+                      const std::vector<RawMeasurements>& decoder_passes) {
   auto need = [&](const std::string& b, const std::string& prefix) {
     const RawRow* r = raw.one(b, prefix);
     if (!r) throw InputError(raw.file, 0, b + "," + prefix, "measurement missing from the raw CSV");
@@ -510,7 +511,9 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     fault_path.fault_latency = serial->median / serial->work;
     fault_path.fault_block_overhead = block_overhead;
     fault_path.fault_migration_bandwidth = migration_bw;
-    const OversubscribeFit oversub = fit_oversubscription(raw, fault_path);
+    const OversubscribeFit oversub = fit_oversubscription(raw, fault_path, decoder_passes);
+    if (!decoder_passes.empty() && !oversub.fitted)
+      throw InputError(decoder_passes.front().file, 0, "um_oversub_decoder", oversub.why_not);
     y << "managed_memory:\n"
       << "  source: " << yaml_quote(by + ": fault_latency = isolated faults (one thread, one touch per 2 MiB, each waiting); "
                                          "fault_block_overhead and fault_migration_bandwidth solved from 512 batched sparse faults and a dense first touch; "
@@ -530,7 +533,9 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                                          + (touch.empty() ? std::string("")
                                                           : "; fresh_touch = a fresh cudaMallocManaged range's first GPU write (no advice) less a second write, per size")
                                          + (!oversub.fitted ? std::string("")
-                                                            : "; evict_block_overhead and evict_writeback_bandwidth = tiersim_calib's oversubscribe passes past a ballooned GPU (ReadMostly passes less the fault path above, per evicted block; plain less ReadMostly passes, per written-back byte)")) << "\n"
+                                            : oversub.evicting_fault_bandwidth > 0
+                                                ? "; evicting_fault_bandwidth and evict_writeback_bandwidth = tiersim_calib's oversubscribe_decoder passes past a ballooned GPU (a decoder's weights, one cudaMallocManaged range each, read by cuBLAS's GEMV: ReadMostly passes per byte less the batches' latency; plain less ReadMostly passes, per written-back byte)"
+                                                : "; evict_block_overhead and evict_writeback_bandwidth = tiersim_calib's oversubscribe passes past a ballooned GPU (ReadMostly passes less the fault path above, per evicted block; plain less ReadMostly passes, per written-back byte)")) << "\n"
       << "  va_block: \"2 MiB\"\n  big_page: \"64 KiB\"\n"
       << "  prefetch_threshold: " << num(std::stod(raw.fact("uvm.uvm_perf_prefetch_threshold", "51")) / 100.0) << "\n"
       << "  fault_batch_count: " << raw.fact("uvm.uvm_perf_fault_batch_count", "256") << "\n"
@@ -540,7 +545,10 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       << "  prefetch_to_gpu: \"" << gbs(pf_gpu->rate()) << "\"\n"
       << "  evict_to_cpu: \"" << gbs(pf_cpu->rate()) << "\"\n"
       << "  remote_read_bandwidth: \"" << gbs(median_of(remote)) << "\"\n";
-    if (oversub.fitted)
+    if (oversub.fitted && oversub.evicting_fault_bandwidth > 0)
+      y << "  evicting_fault_bandwidth: \"" << gbs(oversub.evicting_fault_bandwidth) << "\"\n"
+        << "  evict_writeback_bandwidth: \"" << gbs(oversub.evict_writeback_bandwidth) << "\"\n";
+    else if (oversub.fitted)
       y << "  evict_block_overhead: \"" << us(oversub.evict_block_overhead) << "\"\n"
         << "  evict_writeback_bandwidth: \"" << gbs(oversub.evict_writeback_bandwidth) << "\"\n";
     if (!remote_input.empty()) y << "  gemv_remote_input_bandwidth: \"" << gbs(median_of(remote_input)) << "\"\n";

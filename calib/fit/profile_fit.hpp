@@ -26,6 +26,8 @@ struct FitOutput {
   std::string yaml;    // the profile
   std::string report;  // markdown: measured vs datasheet, fit residuals
 };
-FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& base, const std::string& name);
+// `decoder_passes`: tiersim_calib --only oversubscribe_decoder files (fit/oversubscribe_fit.hpp), optional.
+FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& base, const std::string& name,
+                      const std::vector<RawMeasurements>& decoder_passes = {});
 
 }  // namespace tiersim::calib

@@ -23,7 +23,8 @@ HERE = os.path.join(ROOT, "results", "validation", "um-oversubscription")
 MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models/qwen3-14b.json",
           "Llama-3.1-8B": "traces/models/llama-3.1-8b.json", "Qwen3-4B": "traces/models/qwen3-4b.json",
           "Llama-2-7B": "traces/models/llama-2-7b.json", "Qwen2.5-7B": "traces/models/qwen2.5-7b.json",
-          "Qwen3-1.7B": "traces/models/qwen3-1.7b.json", "Qwen3-0.6B": "traces/models/qwen3-0.6b.json"}
+          "Qwen3-1.7B": "traces/models/qwen3-1.7b.json", "Qwen3-0.6B": "traces/models/qwen3-0.6b.json",
+          "Qwen3-32B": "traces/models/qwen3-32b.json"}
 # Row sets and their split. Development ("in"): every Qwen3-8B row. Each other set was held back, measured before the
 # model it was first scored with, and scored once; the model changed after each first score was seen, so each counts as
 # development since. First scores (mean absolute error, rows):
@@ -35,16 +36,23 @@ MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models
 #   llama2       session 28, 11 rows (Llama-2-7B): 17.4%, same model
 #   qwen2.5-7b   session 30, 11 rows (Qwen2.5-7B, qwen2, a family never used in development): 26.7%, after the
 #                allocator calls timed beside live ranges and the GEMV width grid, before the exact decoder shapes
-# Held back ("out"), measured in session 30 before the exact decoder GEMV shapes (results/calib/h200-s30) were fitted:
-# Qwen3-1.7B (hidden 2048, where cuBLAS's GEMVs on host inputs are slowest), and Qwen3-0.6B on lease13, a lease
-# calibrated for its host (its third element: the lease of experiments/validate/compare.py whose calibrated runtime
-# and own allocator call costs predict the set; without one, the shipped runtime and profile).
+#   qwen3-1.7b   session 30, 11 rows (Qwen3-1.7B, hidden 2048, where cuBLAS's GEMVs on host inputs are slowest) and
+#   qwen3-0.6b   11 rows on lease13, a lease calibrated for its host: 22 rows 19.1% together, measured before the
+#                exact decoder GEMV shapes (results/calib/h200-s30), scored after them
+# Held back ("out"), scored once in session 31 with the eviction costs of cuBLAS's GEMVs past VRAM
+# (results/calib/h200-s31), measured before them: Llama-3.1-8B and Qwen3-4B at a 1024-token prompt on lease14 (session
+# 30, a lease calibrated for its host), and Qwen3-32B (session 31, a model never used in development, the shipped
+# runtime). A set's third element: the lease of experiments/validate/compare.py whose calibrated runtime and own
+# allocator call costs predict it; without one, the shipped runtime and profile.
 SETS = {"8b": ("rows_8b.jsonl", "in"), "8b-mode4": ("rows_8b_mode4.jsonl", "in"), "8b-edge": ("rows_8b_edge.jsonl", "in"),
         "14b": ("rows_14b.jsonl", "in"), "14b-modes24": ("rows_14b_modes24.jsonl", "in"),
         "llama": ("rows_llama8b.jsonl", "in"), "qwen3-4b": ("rows_qwen3_4b.jsonl", "in"),
         "llama2": ("rows_llama2_7b.jsonl", "in"), "qwen2.5-7b": ("rows_qwen2_5_7b.jsonl", "in"),
         "8b-lease13": ("rows_8b_lease13.jsonl", "in", "lease13"),
-        "qwen3-1.7b": ("rows_qwen3_1_7b.jsonl", "out"), "qwen3-0.6b": ("rows_qwen3_0_6b.jsonl", "out", "lease13")}
+        "qwen3-1.7b": ("rows_qwen3_1_7b.jsonl", "in"), "qwen3-0.6b": ("rows_qwen3_0_6b.jsonl", "in", "lease13"),
+        "llama8b-p1024": ("rows_llama8b_p1024.jsonl", "out", "lease14"),
+        "qwen3-4b-p1024": ("rows_qwen3_4b_p1024.jsonl", "out", "lease14"),
+        "qwen3-32b": ("rows_qwen3_32b.jsonl", "out")}
 # Seed 000's modes (experiments/um/oversubscribe_decode.py) as tiersim's managed memory kind.
 ADVICE = {1: "", 2: "prefer-cpu,", 3: "prefer-cpu,read-mostly,", 4: "prefer-cpu,accessed-by,"}
 MODE_TEXT = {1: "1 managed", 2: "2 +PreferredLocation=CPU", 3: "3 +ReadMostly", 4: "4 PreferredLocation=CPU+AccessedBy"}
@@ -101,9 +109,11 @@ def main():
             err = p / m - 1
             errors[split].append(abs(err))
             tokens = " ".join(f"{t:.2f}" for t in r["warmup_s"] + r["decode_s"])
-            label = (f"{r['model']} mode {r['mode']} x{r['oversubscription']:.2f}" + (f" ({r['label']})" if r["label"] else "")
-                     + (f" {lease}" if lease else ""))
-            lines.append(f"| {r['model']}{' (' + lease + ')' if lease else ''} | {MODE_TEXT[r['mode']]} | {r['oversubscription']:.2f} "
+            prompt = f" p{r['prompt']}" if r["prompt"] != 128 else ""  # the sets' prompt is 128 tokens unless said
+            label = (f"{r['model']}{prompt} mode {r['mode']} x{r['oversubscription']:.2f}"
+                     + (f" ({r['label']})" if r["label"] else "") + (f" {lease}" if lease else ""))
+            where = ", ".join(x for x in (lease, prompt.strip()) if x)
+            lines.append(f"| {r['model']}{' (' + where + ')' if where else ''} | {MODE_TEXT[r['mode']]} | {r['oversubscription']:.2f} "
                          f"({r['gpu_left_bytes'] / 2**30:.2f} GiB) | {tokens} | {m:.3f} s | {p:.3f} s | "
                          f"{100 * err:+.1f}% | {split} |")
             out_rows.append(dict(set="um-oversubscription", row=label, quantity="seconds", measured=f"{m:.6g}",

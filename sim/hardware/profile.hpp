@@ -137,6 +137,13 @@ struct ManagedMemorySpec {
   // nothing more and write-back runs after the faults at evict_to_cpu, one after the other).
   double evict_block_overhead = 0;
   double evict_writeback_bandwidth = 0;
+  // Or, measured with the kernels a decode faults with (calib's oversubscribe_decoder: a decoder's weights, one range
+  // each, read by cuBLAS's GEMV past a ballooned GPU), the bytes a fault that must evict migrates per second, all its
+  // driver work included but its batches' latency and the write-back: the evicting share of a kernel's faults
+  // (evicted over faulted blocks) is priced at this rate in place of fault_block_overhead, fault_migration_bandwidth
+  // and evict_block_overhead (those GEMVs' faults batch better than the streaming first touch that path is fitted
+  // from: 13-15 GB/s against 12.8 on the H200). Optional (0: not measured); not with evict_block_overhead.
+  double evicting_fault_bandwidth = 0;
   double remote_read_bandwidth = 0;        // GPU kernels reading host-resident managed memory
   // A GEMV whose input vector is host-resident reads it over the link once per output row: its
   // weight's bytes at this rate. Optional (0: not measured; such reads are then charged once, at

@@ -192,6 +192,11 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
     um.remote_read_bandwidth = m.bandwidth("remote_read_bandwidth");
     if (m.has("evict_block_overhead")) um.evict_block_overhead = m.duration("evict_block_overhead");
     if (m.has("evict_writeback_bandwidth")) um.evict_writeback_bandwidth = m.bandwidth("evict_writeback_bandwidth");
+    if (m.has("evicting_fault_bandwidth")) {
+      if (m.has("evict_block_overhead"))
+        m.fail("evicting_fault_bandwidth", "prices a fault that evicts in place of evict_block_overhead: give one of the two");
+      um.evicting_fault_bandwidth = m.bandwidth("evicting_fault_bandwidth");
+    }
     if (m.has("gemv_remote_input_bandwidth")) um.gemv_remote_input_bandwidth = m.bandwidth("gemv_remote_input_bandwidth");
     if (m.has("remote_gemm_reads")) um.remote_gemm_reads = m.row_count_points("remote_gemm_reads");
     if (m.has("remote_gemv"))

@@ -151,6 +151,8 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
                            {"alloc_call", quantity(m.alloc_call, "s")},
                            {"free_call", quantity(m.free_call, "s")}};
     if (m.evict_block_overhead > 0) j["managed_memory"]["evict_block_overhead"] = quantity(m.evict_block_overhead, "s");
+    if (m.evicting_fault_bandwidth > 0)
+      j["managed_memory"]["evicting_fault_bandwidth"] = quantity(m.evicting_fault_bandwidth, "B/s");
     if (m.evict_writeback_bandwidth > 0)
       j["managed_memory"]["evict_writeback_bandwidth"] = quantity(m.evict_writeback_bandwidth, "B/s");
     if (m.gemv_remote_input_bandwidth > 0)

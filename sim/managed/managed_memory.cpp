@@ -268,8 +268,12 @@ double ManagedMemory::stall_seconds(const hw::ManagedMemorySpec& spec, const Acc
   double t = 0;
   if (c.faulted_blocks > 0) {
     const double batches = std::ceil(static_cast<double>(c.faulted_blocks) / spec.fault_batch_count);
-    t += batches * spec.fault_latency + c.faulted_blocks * spec.fault_block_overhead +
-         c.migrated_bytes / spec.fault_migration_bandwidth;
+    // The share of the faults that had to evict, at the rate measured for them (when the profile has it).
+    const double evicting = spec.evicting_fault_bandwidth > 0
+                                ? std::min(1.0, static_cast<double>(c.evicted_blocks) / c.faulted_blocks) : 0.0;
+    t += batches * spec.fault_latency +
+         (1 - evicting) * (c.faulted_blocks * spec.fault_block_overhead + c.migrated_bytes / spec.fault_migration_bandwidth);
+    if (evicting > 0) t += evicting * c.migrated_bytes / spec.evicting_fault_bandwidth;
   }
   t += c.launch_migrated_bytes / spec.prefetch_to_gpu;
   // Without per-shape times (remote_gemv_seconds), the re-reads at their rate.

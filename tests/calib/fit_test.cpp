@@ -61,12 +61,14 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     const char* cpu;    // the host CPU's kernels (--cpu), or ""
     int cores;
     std::vector<std::string> cpu_experts;  // MUL_MAT_ID runs (--cpu-experts)
+    std::vector<std::string> decoder_passes = {};  // tiersim_calib --only oversubscribe_decoder runs (--decoder-passes)
   };
   for (const Case& c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {"results/calib/h200-remote-fresh/h200_remote_fresh.csv", "results/calib/h200-attention/attention.csv",
                         "results/calib/h200-fresh-d2h/fresh_d2h.csv", "results/calib/h200-fp32-gemm/raw_h200_run7_fp32_gemm.csv",
                         "results/calib/h200-convolution/convolution.csv", "results/calib/h200-zero-copy/raw_h200_run8_input_gemv.csv",
                         "results/calib/h200-oversubscribe/calib_oversubscribe.csv",
-                        "results/calib/h200-s29/calib_s29.csv", "results/calib/h200-s30/calib_s30.csv"}, "", 0, {}},
+                        "results/calib/h200-s29/calib_s29.csv", "results/calib/h200-s30/calib_s30.csv"}, "", 0, {},
+                        {"results/calib/h200-s31/calib_decoder_qwen3-8b.csv", "results/calib/h200-s31/calib_decoder_qwen3-1.7b.csv"}},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
                             {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv",
                              "results/calib/h100-remote-gemm/remote_gemm.csv", "results/calib/h100-fresh-touch/fresh_touch.csv",
@@ -86,7 +88,12 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
       named.file = file + " + " + extra;  // as the command line names it
       EXPECT_THROW(add_rows_of(named, {dir + "/" + extra}), InputError);  // the same rows twice
     }
-    FitOutput fit = fit_profile(named, hw::resolve_profile(c.base), c.name);
+    std::vector<RawMeasurements> decoders;
+    for (const std::string& path : c.decoder_passes) {
+      decoders.push_back(read_raw_csv(dir + "/" + path));
+      decoders.back().file = path;
+    }
+    FitOutput fit = fit_profile(named, hw::resolve_profile(c.base), c.name, decoders);
     if (*c.cpu) {
       std::ifstream csv(dir + "/" + c.cpu);
       std::stringstream text;
@@ -148,6 +155,44 @@ TEST(FitOversubscribe, WriteBackAndEvictionCostsComeFromPlainAndReadMostlyPasses
   const auto none = fit_oversubscription(parse_raw_csv(only_plain.str(), "p.csv"), um);
   EXPECT_FALSE(none.fitted);
   EXPECT_FALSE(none.why_not.empty());
+}
+
+// The decoder passes (tiersim_calib --only oversubscribe_decoder): a layer of two weights, 4 MiB (2 blocks) and
+// 1 GiB (512 blocks: 2 batches of 256), so a pass of L layers has 3 L batches of fault latency; the rest of a
+// ReadMostly pass is its bytes at the evicting rate, a plain one's that plus the write-back.
+TEST(FitOversubscribe, DecoderPassesGiveTheEvictingFaultRateAndTheWriteBack) {
+  hw::ManagedMemorySpec um;
+  um.fault_batch_count = 256;
+  um.fault_latency = 20e-6;
+  um.fault_block_overhead = 5e-6;
+  um.fault_migration_bandwidth = 10e9;
+  const double layer = 1024.0 * 2048 * 2 + 16384.0 * 32768 * 2;
+  auto file = [&](const std::string& layer_line, double evicting, double writeback) {
+    std::ostringstream csv;
+    csv.precision(17);
+    csv << "# oversubscribe_decoder_layer: " << layer_line << "\nbenchmark,variant,work,work_unit,repeats,median_s,min_s,max_s\n";
+    for (const char* advice : {"plain", "read_mostly"})
+      for (const auto& [ratio, layers] : {std::pair<const char*, double>{"1.50", 6}, {"2.00", 8}, {"0.50", 2}})
+        for (int p = 1; p <= 3; ++p) {
+          const double bytes = layers * layer;
+          double s = 3 * layers * 20e-6 + bytes / evicting + (std::string(advice) == "plain" ? bytes / writeback : 0);
+          if (p == 1 || std::string(ratio) == "0.50") s *= 3;  // first passes and passes that fit: ignored
+          for (const char* kernel : {"gemv", "stream"})
+            csv << "um_oversub_decoder," << advice << "_" << kernel << "_r" << ratio << "_p" << p << "," << bytes
+                << ",bytes,1," << (std::string(kernel) == "stream" ? 2 * s : s) << "," << s << "," << s << "\n";
+        }
+    return parse_raw_csv(csv.str(), "d.csv");
+  };
+  const RawMeasurements d = file("1024x2048 16384x32768", 14e9, 20e9);
+  const auto f = fit_oversubscription(d, um, {d});
+  ASSERT_TRUE(f.fitted) << f.why_not;
+  EXPECT_NEAR(f.evicting_fault_bandwidth, 14e9, 14e9 * 1e-6);
+  EXPECT_NEAR(f.evict_writeback_bandwidth, 20e9, 20e9 * 1e-6);
+  EXPECT_EQ(f.evict_block_overhead, 0.0);
+  EXPECT_EQ(f.passes, 8);  // 2 steady passes x 2 ratios, plain and ReadMostly; the streaming kernel's not
+  // A layer line that does not parse, or bytes that are no whole number of its layers: refused, naming the file.
+  EXPECT_THROW(fit_oversubscription(d, um, {file("1024x2048 16384xbig", 14e9, 20e9)}), InputError);
+  EXPECT_THROW(fit_oversubscription(d, um, {file("1024x2048 16384x32000", 14e9, 20e9)}), InputError);
 }
 
 TEST(FitProfile, Fp32GemmFitFindsTheRowTileWhosePaddingExplainsTheRows) {
@@ -286,6 +331,9 @@ TEST(CalibBinary, RefusesABadGemvShapesFile) {
   }
   EXPECT_EQ(run("# nothing\n", "remote_gemv").first, 2);             // no shape at all
   EXPECT_EQ(run("4096 4096\n", "remote_gemv,host_link").first, 2);  // the shapes are remote_gemv's alone
+  // oversubscribe_decoder's layer: a bad line is refused the same way, and the part without its balloon too
+  EXPECT_NE(run("4096 x\n", "oversubscribe_decoder").second.find("gemv_shapes_test.txt:1"), std::string::npos);
+  EXPECT_EQ(run("4096 4096\n", "oversubscribe_decoder").first, 2);  // no --oversubscribe-leave
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 // machine (support/toy.hpp: 1 MiB blocks, faults at 100 MB/s, write-back at 50 MB/s).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "analytic/analytic_model.hpp"
+#include "core/error.hpp"
 #include "managed/managed_memory.hpp"
 #include "policies/strategy/presets.hpp"
 #include "replay/event_replay.hpp"
@@ -425,6 +428,34 @@ TEST(ManagedMemory, PastTheGpuAnEvictionPaysItsOverheadAndAPartlyOverlappedWrite
   EXPECT_NEAR(managed::ManagedMemory::stall_seconds(spec, c), 3 * 20e-6 + 3 * MiB / 200e6, 1e-12);
 }
 
+TEST(ManagedMemory, AFaultThatEvictsMigratesAtTheEvictingRateWhereTheProfileMeasuredIt) {
+  // calib's oversubscribe_decoder rows (evicting_fault_bandwidth): the evicting share of a kernel's faults (evicted
+  // over faulted blocks) is priced at that rate in place of the per-block overhead and the migration rate; the
+  // batches' latency and the write-back stay.
+  hw::ManagedMemorySpec spec = *toy_with_gpu("16 MiB").hw.managed_memory;
+  spec.evicting_fault_bandwidth = 300e6;
+  spec.evict_writeback_bandwidth = 200e6;
+  managed::AccessCost c;
+  c.faulted_blocks = 4;
+  c.migrated_bytes = 4 * MiB;
+  c.evicted_blocks = 1;
+  c.written_back_bytes = 1 * MiB;
+  const double batches = std::ceil(4.0 / spec.fault_batch_count) * spec.fault_latency;
+  const double path = 4 * spec.fault_block_overhead + 4 * MiB / spec.fault_migration_bandwidth;
+  EXPECT_NEAR(managed::ManagedMemory::stall_seconds(spec, c), batches + 0.75 * path + 0.25 * 4 * MiB / 300e6 + MiB / 200e6,
+              1e-12);
+  c.evicted_blocks = 6;  // more evicted than faulted (a fresh range's first write evicting): every fault evicts
+  EXPECT_NEAR(managed::ManagedMemory::stall_seconds(spec, c), batches + 4 * MiB / 300e6 + MiB / 200e6, 1e-12);
+  // The profile gives one of the two ways of pricing a fault that evicts, never both.
+  std::string yaml = testing::toy_profile_yaml("16 MiB", true);
+  const auto at = yaml.find("  mapping_fault_cost:");
+  ASSERT_NE(at, std::string::npos);
+  yaml.insert(at, "  evicting_fault_bandwidth: \"14 GB/s\"\n");
+  EXPECT_GT(hw::parse_profile(yaml, "t.yaml").managed_memory->evicting_fault_bandwidth, 13e9);
+  yaml.insert(at, "  evict_block_overhead: \"30 us\"\n");
+  EXPECT_THROW(hw::parse_profile(yaml, "t.yaml"), InputError);
+}
+
 TEST(ManagedMemory, ReadMostlyReadsDuplicateEvenUnderPreferredLocationCpu) {
   // CUDA's documented precedence: ReadMostly's policy overrides PreferredLocation's, so a read makes a GPU copy
   // (seed 000's mode 3), not a remote read; a write still goes where PreferredLocation says.
@@ -447,8 +478,9 @@ TEST(ManagedMemory, AnalyticAgreesInSteadyState) {
   // Also with the oversubscription costs (an evicted block's overhead, overlapped write-back) and with
   // PreferredLocation=CPU + ReadMostly (read-duplicated, not remote): both engines price them alike.
   auto hw = toy_with_gpu("40 MiB");
-  for (bool evict_costs : {false, true}) {
-    hw.hw.managed_memory->evict_block_overhead = evict_costs ? 20e-6 : 0.0;
+  for (int evict_costs : {0, 1, 2}) {  // none; per evicted block; the evicting rate
+    hw.hw.managed_memory->evict_block_overhead = evict_costs == 1 ? 20e-6 : 0.0;
+    hw.hw.managed_memory->evicting_fault_bandwidth = evict_costs == 2 ? 150e6 : 0.0;
     hw.hw.managed_memory->evict_writeback_bandwidth = evict_costs ? 80e6 : 0.0;
     for (std::uint8_t advice : {std::uint8_t(placement::kAdviseNone), std::uint8_t(placement::kReadMostly),
                                 std::uint8_t(placement::kPreferCpu),
@@ -457,7 +489,7 @@ TEST(ManagedMemory, AnalyticAgreesInSteadyState) {
       const auto ev = replay::run_event_engine(hw, managed_weights(e->header(), advice), *e);
       const auto an = analytic::run_analytic(hw, managed_weights(a->header(), advice), *a);
       EXPECT_NEAR(an.steps[3].seconds, ev.steps[3].seconds, 0.02 * ev.steps[3].seconds)
-          << int(advice) << (evict_costs ? " with eviction costs" : "");
+          << int(advice) << " eviction costs " << evict_costs;
     }
   }
 }
