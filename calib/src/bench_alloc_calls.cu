@@ -77,3 +77,72 @@ void bench_alloc_calls(Csv& csv, const Options& o) {
 }
 
 }  // namespace calib
+
+namespace calib {
+
+// A per-tensor allocator's activation under each of seed 000's advice, start to end (session 31): beside the same live
+// set as bench_alloc_calls, per allocation: cudaMallocManaged of the next size of the cycle, the advice the seed's
+// allocator gives every allocation (experiments/validate/managed_allocator.cu apply_advice: PreferredLocation=CPU
+// first, then AccessedBy or ReadMostly), a kernel writing the range (the op making it), a kernel reading it (the
+// op using it), and cudaFree of the range allocated `depth` calls before once the stream has drained. Rows
+// um_advised_cycle,<none|prefer_cpu|prefer_cpu_accessed_by|prefer_cpu_read_mostly>_<size|all>: host seconds per
+// allocation, the whole cycle; a variant less `none` is what that advice adds to each activation of a step (its
+// calls, and the faults and remote accesses of the two kernels). Mode 3's decode ran 0.13-0.19 s a token slower
+// than its weights' faults explain (results/validation/um-oversubscription): ~80 us over ~2000 allocations.
+void bench_advised_cycle(Csv& csv, const Options& o) {
+  BenchStream bs(o.device);
+  cudaStream_t s = bs.stream;
+  const int blocks = bs.sms * 8;
+  const size_t weights_bytes = size_t(256) << 20;
+  void* weights = nullptr;
+  CUDA_CHECK(cudaMallocManaged(&weights, weights_bytes));
+  fill_bytes(weights, weights_bytes, 1, s);
+  std::vector<void*> live(o.quick ? 64 : 512, nullptr);
+  for (size_t i = 0; i < live.size(); ++i) {
+    const size_t bytes = size_t(512) << (i % 8);  // 512 B .. 64 KiB
+    CUDA_CHECK(cudaMallocManaged(&live[i], bytes));
+    fill_bytes(live[i], bytes, 3, s);
+  }
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  cudaMemLocation cpu = host_loc(), gpu = device_loc(o.device);
+  const std::vector<size_t> cycle = {16, 256, 4096, 16384, 65536, 262144};
+  const int depth = 4, calls = o.quick ? 120 : 2400, warmup = 60;
+  for (const std::string advice : {"none", "prefer_cpu", "prefer_cpu_accessed_by", "prefer_cpu_read_mostly"}) {
+    std::vector<std::vector<double>> per_size(cycle.size());
+    std::vector<double> all;
+    std::deque<void*> in_flight;
+    for (int i = 0; i < warmup + calls; ++i) {
+      const size_t k = size_t(i) % cycle.size();
+      void* p = nullptr;
+      const auto t0 = std::chrono::steady_clock::now();
+      CUDA_CHECK(cudaMallocManaged(&p, cycle[k]));
+      if (advice != "none") CUDA_CHECK(cudaMemAdvise(p, cycle[k], cudaMemAdviseSetPreferredLocation, cpu));
+      if (advice == "prefer_cpu_accessed_by") CUDA_CHECK(cudaMemAdvise(p, cycle[k], cudaMemAdviseSetAccessedBy, gpu));
+      if (advice == "prefer_cpu_read_mostly") CUDA_CHECK(cudaMemAdvise(p, cycle[k], cudaMemAdviseSetReadMostly, gpu));
+      fill_bytes(p, cycle[k], 5, s);
+      stream_read(p, cycle[k], bs.sink, s, blocks);
+      in_flight.push_back(p);
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      if (in_flight.size() > size_t(depth)) {
+        CUDA_CHECK(cudaFree(in_flight.front()));
+        in_flight.pop_front();
+      }
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (i >= warmup) {
+        per_size[k].push_back(t);
+        all.push_back(t);
+      }
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    for (void* p : in_flight) CUDA_CHECK(cudaFree(p));
+    for (size_t k = 0; k < cycle.size(); ++k) {
+      const std::string sz = cycle[k] < 1024 ? std::to_string(cycle[k]) + "B" : size_name(double(cycle[k]));
+      csv.add({"um_advised_cycle", advice + "_" + sz, 1, "calls", per_size[k]});
+    }
+    csv.add({"um_advised_cycle", advice + "_all", 1, "calls", all});
+  }
+  for (void* p : live) CUDA_CHECK(cudaFree(p));
+  CUDA_CHECK(cudaFree(weights));
+}
+
+}  // namespace calib

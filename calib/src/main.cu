@@ -91,13 +91,13 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,remote_gemv,peer,managed,fresh_touch,alloc_calls,oversubscribe,oversubscribe_chunks,oversubscribe_decoder] [--oversubscribe-leave GIB] [--gemv-shapes FILE] [--decoder-advice LIST]\n");
+      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,remote_gemv,peer,managed,fresh_touch,alloc_calls,advised_cycle,oversubscribe,oversubscribe_chunks,oversubscribe_decoder] [--oversubscribe-leave GIB] [--gemv-shapes FILE] [--decoder-advice LIST]\n");
       return 2;
     }
   }
   // A part name that is not one of them would run nothing at all: refused, naming it.
   const std::set<std::string> parts = {"host_link", "device",      "fp32_gemm", "zero_copy",  "remote_gemm",
-                                       "remote_gemv", "peer",      "managed",   "fresh_touch", "alloc_calls",
+                                       "remote_gemv", "peer",      "managed",   "fresh_touch", "alloc_calls", "advised_cycle",
                                        "oversubscribe", "oversubscribe_chunks", "oversubscribe_decoder"};
   for (const auto& name : only)
     if (!parts.count(name)) {
@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
   if (want("managed")) calib::bench_managed(csv, o);
   if (want("fresh_touch")) calib::bench_fresh_touch(csv, o);
   if (want("alloc_calls")) calib::bench_alloc_calls(csv, o);
+  if (only.count("advised_cycle")) calib::bench_advised_cycle(csv, o);  // only when named (session 31's question)
   // Only when named: it shrinks the GPU with a balloon and oversubscribes what is left.
   if (oversubscribes) calib::bench_oversubscribe(csv, o);
   CUDA_CHECK(cudaDeviceSynchronize());

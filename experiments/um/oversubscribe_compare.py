@@ -48,7 +48,7 @@ SETS = {"8b": ("rows_8b.jsonl", "in"), "8b-mode4": ("rows_8b_mode4.jsonl", "in")
         "14b": ("rows_14b.jsonl", "in"), "14b-modes24": ("rows_14b_modes24.jsonl", "in"),
         "llama": ("rows_llama8b.jsonl", "in"), "qwen3-4b": ("rows_qwen3_4b.jsonl", "in"),
         "llama2": ("rows_llama2_7b.jsonl", "in"), "qwen2.5-7b": ("rows_qwen2_5_7b.jsonl", "in"),
-        "8b-lease13": ("rows_8b_lease13.jsonl", "in", "lease13"),
+        "8b-lease13": ("rows_8b_lease13.jsonl", "in", "lease13"), "8b-lease15": ("rows_8b_lease15.jsonl", "in", "lease15"),
         "qwen3-1.7b": ("rows_qwen3_1_7b.jsonl", "in"), "qwen3-0.6b": ("rows_qwen3_0_6b.jsonl", "in", "lease13"),
         "llama8b-p1024": ("rows_llama8b_p1024.jsonl", "out", "lease14"),
         "qwen3-4b-p1024": ("rows_qwen3_4b_p1024.jsonl", "out", "lease14"),

@@ -37,6 +37,9 @@
 #   PART=s31b OUT=... bash ...                                          session 31: the same with mode 3's advice
 #             (PreferredLocation=CPU, then ReadMostly; --decoder-advice prefer_cpu_read_mostly), then Qwen3-32B rows held
 #             back (never used in development: mode 1 and mode 3 at x1.5, mode 2 at x1.1), in one tar
+#   PART=s31c OUT=... bash ...                                          session 31: tiersim_calib --only
+#             alloc_calls,advised_cycle (an activation's whole cycle under each mode's advice), the host calibration
+#             (lease 15), then Qwen3-8B mode 3 and mode 1 at x1.5 on that host (development rows), in one tar
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -46,7 +49,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30, s30b, s30c, s30d, s31 or s31b}
+part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30, s30b, s30c, s30d, s31, s31b or s31c}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -205,6 +208,18 @@ elif [ "$part" = s31b ]; then
   bounded 130 "$l" --model traces/models/qwen3-32b.json --mode 2 --leave-gib 55.48 --tokens 4 --out "$f"
   echo "qwen3-32b rows: $(wc -l < "$f" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$l")"
   (cd "$out" && tar czf s31b.tgz --remove-files calib_decoder_pcrm_*.csv calib_decoder_pcrm_*.log rows_qwen3_32b.jsonl log_qwen3_32b.txt)
+elif [ "$part" = s31c ]; then
+  calib_setup
+  timeout 90 "$calib" --only alloc_calls,advised_cycle --out "$out/calib_advised_s31c.csv" > "$out/calib_advised_s31c.log" 2>&1
+  echo "calib exit $? at $SECONDS s"
+  grep -E "um_advised_cycle.*_all|_call_live.*_all" "$out/calib_advised_s31c.log"
+  host_calibration
+  f=rows_8b_lease15.jsonl l="$out/log_8b_lease15.txt"
+  bounded 90 "$l" --model traces/models/qwen3-8b.json --mode 3 --leave-gib 10.17 --out "$out/$f"
+  bounded 90 "$l" --model traces/models/qwen3-8b.json --mode 1 --leave-gib 10.17 --out "$out/$f"
+  grep -E "mode [0-9] leave|EXIT|SKIPPED" "$l"
+  (cd "$out" && tar czf s31c.tgz --remove-files calib_advised_s31c.csv calib_advised_s31c.log host_cpu.txt sdpa_shapes.json \
+    measured.jsonl "$f" log_8b_lease15.txt)
 elif [ "$part" = qwen2 ]; then
   # Held back (never used in development): Qwen2.5-7B, 14.18 GiB of bf16 weights. Not printed.
   heldout_rows traces/models/qwen2.5-7b.json 14.18 "$out/rows_qwen2_5_7b.jsonl" "$out/log_qwen2_5_7b.txt"
