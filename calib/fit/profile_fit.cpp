@@ -466,6 +466,7 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
   const RawRow* serial = raw.one("um_fault", "serial_");
   const RawRow* pf_gpu = raw.one("um_prefetch", "to_gpu");
   const RawRow* pf_cpu = raw.one("um_prefetch", "to_cpu");
+  std::string oversub_report;  // what the past-VRAM fit read (for the report)
   if (sparse && dense && serial && pf_gpu && pf_cpu) {
     const double block = 2.0 * 1048576, big_page = 65536;
     Eigen::Matrix2d A;
@@ -514,6 +515,14 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     const OversubscribeFit oversub = fit_oversubscription(raw, fault_path, decoder_passes);
     if (!decoder_passes.empty() && !oversub.fitted)
       throw InputError(decoder_passes.front().file, 0, "um_oversub_decoder", oversub.why_not);
+    if (oversub.fitted) {
+      char b[320];
+      std::snprintf(b, sizeof b, "\nPast the GPU's memory (%s): %d steady passes, plain %.2f GB/s, ReadMostly %.2f GB/s\n",
+                    decoder_passes.empty() ? "tiersim_calib's 64 MiB streaming passes"
+                                           : "tiersim_calib's oversubscribe_decoder GEMV passes",
+                    oversub.passes, oversub.plain_rate / 1e9, oversub.read_mostly_rate / 1e9);
+      oversub_report = b;
+    }
     y << "managed_memory:\n"
       << "  source: " << yaml_quote(by + ": fault_latency = isolated faults (one thread, one touch per 2 MiB, each waiting); "
                                          "fault_block_overhead and fault_migration_bandwidth solved from 512 batched sparse faults and a dense first touch; "
@@ -621,6 +630,7 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                   100 * fp32.mean_error, 100 * fp32.worst_error);
     r << b;
   }
+  r << oversub_report;
   return {y.str(), r.str()};
 }
 
