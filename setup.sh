@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(cmake ninja-build g++ pkg-config libyaml-cpp-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libgtest-dev libre2-dev)
+PACKAGES=(cmake ninja-build g++ pkg-config libyaml-cpp-dev libeigen3-dev nlohmann-json3-dev libcli11-dev libgtest-dev libre2-dev parallel)
 # libFuzzer and the sanitizer runtimes for clang come in libclang-rt-14-dev on Debian 12.
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 

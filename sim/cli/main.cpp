@@ -14,6 +14,7 @@
 #include <thread>
 #include <optional>
 #include <sstream>
+#include <tuple>
 #include <unistd.h>
 
 #include "accuracy/error_band.hpp"
@@ -29,6 +30,7 @@
 #include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
 #include "cli/sweep_grid.hpp"
+#include "report/grid_shard.hpp"
 #include "config/embedded_files.hpp"
 #include "config/profile_source.hpp"
 #include "hardware/catalogue.hpp"
@@ -676,7 +678,7 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
 
 // The sweep's own options, which a point's `sim run` command does not take.
 bool sweep_only(const std::string& a) {
-  return a == "--gb" || a == "-o" || a == "--output" || a == "--format" || a == "--json";
+  return a == "--gb" || a == "-o" || a == "--output" || a == "--format" || a == "--json" || a == "--shard";
 }
 std::vector<std::string> without_sweep_options(const std::vector<std::string>& args) {
   std::vector<std::string> out;
@@ -707,12 +709,25 @@ CommonOptions parse_point(const std::vector<std::string>& args) {
   return o;
 }
 
-int grid_command(const app::Grid& grid, const std::string& format_text, const std::string& output) {
-  report::GridFormat format = report::GridFormat::Csv;
-  if (format_text == "jsonl") format = report::GridFormat::Jsonl;
-  else if (format_text == "md") format = report::GridFormat::Markdown;
-  else if (!format_text.empty() && format_text != "csv")
+report::GridFormat grid_format(const std::string& format_text) {
+  if (format_text == "jsonl") return report::GridFormat::Jsonl;
+  if (format_text == "md") return report::GridFormat::Markdown;
+  if (!format_text.empty() && format_text != "csv")
     throw InputError("", 0, "--format", "csv, jsonl or md, not '" + format_text + "'");
+  return report::GridFormat::Csv;
+}
+
+// `shard_text` "K/N": only shard K of N of the grid's points (report/grid_shard.hpp), written as a shard file.
+int grid_command(const app::Grid& grid, const std::string& format_text, const std::string& output,
+                 const std::string& shard_text) {
+  const report::GridFormat format = grid_format(format_text);
+  std::size_t shard_k = 0, shard_n = 0;
+  if (!shard_text.empty()) {
+    std::tie(shard_k, shard_n) = report::parse_shard(shard_text);
+    if (!format_text.empty())
+      throw InputError("", 0, "--format", "a shard is written as tiersim's shard file: give --format to sim merge, "
+                                          "which joins the shards into the grid's output");
+  }
   // Every point's options, hardware, runtime, workload and strategy are read before any point is simulated:
   // a bad value fails the sweep at once (a placement that cannot be made for the model is found when its
   // point runs).
@@ -753,9 +768,11 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
   std::map<std::string, std::size_t> last_use;
   for (std::size_t i = 0; i < points.size(); ++i) last_use[points[i].key] = i;
   std::map<std::string, std::shared_ptr<const app::LoadedTrace>> traces;
-  const bool progress = isatty(2) && points.size() >= 20;
+  const auto [first, last] = shard_n ? report::shard_range(points.size(), shard_k, shard_n)
+                                     : std::pair<std::size_t, std::size_t>{0, points.size()};
+  const bool progress = isatty(2) && last - first >= 20;
   std::vector<report::GridRow> rows;
-  for (std::size_t i = 0; i < points.size(); ++i) {
+  for (std::size_t i = first; i < last; ++i) {
     Point& q = points[i];
     report::GridRow row;
     row.values = grid.points[i].values;
@@ -767,11 +784,34 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
     q.spec.loaded.reset();
     if (last_use[q.key] == i) traces.erase(q.key);
     rows.push_back(std::move(row));
-    if (progress) std::cerr << "\rsweep: " << i + 1 << " of " << points.size() << " points" << std::flush;
+    if (progress) std::cerr << "\rsweep: " << i + 1 - first << " of " << last - first << " points" << std::flush;
   }
   if (progress) std::cerr << "\n";
   std::vector<std::string> axes;
   for (const auto& a : grid.axes) axes.push_back(a.option);
+  if (shard_n) {
+    report::write_grid_shard(out.stream(), report::GridShard{axes, points.size(), shard_k, shard_n, first, rows});
+  } else {
+    report::write_grid(out.stream(), format, axes, rows);
+  }
+  out.commit();
+  return 0;
+}
+
+// sim merge: a grid's shard files (sim sweep --shard K/N) joined into the grid's output, the bytes one process writes.
+int merge_command(const std::vector<std::string>& files, const std::string& format_text, const std::string& output) {
+  const report::GridFormat format = grid_format(format_text);
+  std::vector<std::pair<std::string, report::GridShard>> shards;
+  for (const std::string& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw InputError(file, 0, "", "cannot open the shard file");
+    std::stringstream text;
+    text << in.rdbuf();
+    shards.emplace_back(file, report::read_grid_shard(text.str(), file));
+  }
+  std::vector<std::string> axes;
+  const std::vector<report::GridRow> rows = report::merge_grid_shards(shards, axes);
+  report::OutputFile out(output.empty() ? "-" : output, "-o", files);
   report::write_grid(out.stream(), format, axes, rows);
   out.commit();
   return 0;
@@ -1343,9 +1383,22 @@ int main(int argc, char** argv) {
   sweep->add_option("--gb", range, "FROM:TO:STEP in GB (1e9 bytes) moved off the compute GPU (the offload sweep)");
   sweep->add_option("--format", sweep_format, "a grid's output: csv (RFC 4180, the default), jsonl or md");
   sweep->add_option("-o,--output", sweep_out, "output file (default: standard output)")->check(not_a_format_name);
+  std::string sweep_shard;
+  sweep->add_option("--shard", sweep_shard,
+                    "K/N: predict only shard K of N of the grid (a contiguous part of its points, in order) and write "
+                    "it as a shard file; sim merge joins the N files into the grid's output, the same bytes");
   bool sweep_json = false;
   sweep->add_flag("--json", sweep_json,
                   "an error as one JSON object on standard output, as for run --json (the output is --format's)");
+
+  std::vector<std::string> merge_files;
+  std::string merge_format, merge_out;
+  auto* mergec = app.add_subcommand(
+      "merge", "a grid's shard files (sim sweep --shard K/N, one per shard) joined into the grid's output: the bytes "
+               "one sim sweep writes for the whole grid");
+  mergec->add_option("shards", merge_files, "the shard files, every shard of one grid once, in any order")->required();
+  mergec->add_option("--format", merge_format, "csv (RFC 4180, the default), jsonl or md");
+  mergec->add_option("-o,--output", merge_out, "output file (default: standard output)")->check(not_a_format_name);
 
   CommonOptions plan_o;
   std::string plan_hw, plan_strategies_text, plan_format = "md", plan_out;
@@ -1487,7 +1540,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (app.get_subcommands().empty()) {
-    std::cerr << "error: give a subcommand (run, sweep, plan, train, gen, policies, parts, profiles, runtimes, catalogue, models)\n"
+    std::cerr << "error: give a subcommand (run, sweep, merge, plan, train, gen, policies, parts, profiles, runtimes, catalogue, models)\n"
               << "run 'sim --help' for usage\n";
     return 2;
   }
@@ -1523,11 +1576,12 @@ int main(int argc, char** argv) {
       in.sampler_job = sampler_job;
       return run_command(in, json, timeline_path, timeline_steps);
     }
-    if (*sweep && (!grid.axes.empty() || !sweep_format.empty())) {
+    if (*sweep && (!grid.axes.empty() || !sweep_format.empty() || !sweep_shard.empty())) {
       if (!range.empty())
         throw InputError("", 0, "--gb", "is the offload sweep; in a grid give --offload-gb FROM:TO:STEP as an axis");
-      return grid_command(grid, sweep_format, sweep_out);
+      return grid_command(grid, sweep_format, sweep_out, sweep_shard);
     }
+    if (*mergec) return merge_command(merge_files, merge_format, merge_out);
     if (*sweep && range.empty())
       throw InputError("", 0, "--gb", "give --gb FROM:TO:STEP (the offload sweep), or lists to make a grid (--ngl 10,20,30)");
     if (*sweep) return sweep_command(sweep_o, range, sweep_out);
