@@ -29,6 +29,7 @@
 #include "cli/train.hpp"
 #include "cli/run_inputs.hpp"
 #include "cli/simulation.hpp"
+#include "cli/progress.hpp"
 #include "cli/sweep_grid.hpp"
 #include "report/grid_shard.hpp"
 #include "config/embedded_files.hpp"
@@ -662,6 +663,7 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
   const app::EngineKind engine = app::parse_engine(o.engine);
   std::vector<report::SweepRow> rows;
   const auto n = static_cast<int>(std::floor((range.to - range.from) / range.step + 1e-9));
+  app::Progress progress("sweep", "points", static_cast<std::size_t>(n) + 1);
   for (int i = 0; i <= n; ++i) {
     report::SweepRow row;
     row.offload_gb = range.from + i * range.step;
@@ -670,7 +672,9 @@ int sweep_command(const CommonOptions& o, const std::string& range_text, const s
     point.offload_gb = row.offload_gb;
     simulate_point(row, m, strategy_spec(point), engine, spec);
     rows.push_back(row);
+    progress.tick();
   }
+  progress.finish();
   report::write_sweep_csv(out.stream(), rows);
   out.commit();
   return 0;
@@ -770,7 +774,7 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
   std::map<std::string, std::shared_ptr<const app::LoadedTrace>> traces;
   const auto [first, last] = shard_n ? report::shard_range(points.size(), shard_k, shard_n)
                                      : std::pair<std::size_t, std::size_t>{0, points.size()};
-  const bool progress = isatty(2) && last - first >= 20;
+  app::Progress progress("sweep", "points", last - first);
   std::vector<report::GridRow> rows;
   for (std::size_t i = first; i < last; ++i) {
     Point& q = points[i];
@@ -784,9 +788,9 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
     q.spec.loaded.reset();
     if (last_use[q.key] == i) traces.erase(q.key);
     rows.push_back(std::move(row));
-    if (progress) std::cerr << "\rsweep: " << i + 1 - first << " of " << last - first << " points" << std::flush;
+    progress.tick();
   }
-  if (progress) std::cerr << "\n";
+  progress.finish();
   std::vector<std::string> axes;
   for (const auto& a : grid.axes) axes.push_back(a.option);
   if (shard_n) {

@@ -1,5 +1,7 @@
 #include "cli/plan.hpp"
 
+#include "cli/progress.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -218,6 +220,7 @@ std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std:
     for (const auto& name : strategies) candidates.push_back({&w, hw, &named_strategy(plan_strategies(), name, "strategy")});
   std::vector<PlanRow> rows(candidates.size());
   WorkCounters counters;
+  Progress progress("plan", "candidates", candidates.size(), 2);  // a candidate is a search: seconds each
   for_each_in_parallel(candidates.size(), jobs, [&](std::size_t i) {
     const Candidate& c = candidates[i];
     const auto extra = hw_args.find(c.hw);
@@ -225,7 +228,9 @@ std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std:
                          *c.strategy, c.workload->layers, c.workload->model_gb, c.workload->experts, evaluate, screen,
                          exhaustive, counters);
     rows[i].workload = c.workload->label;
+    progress.tick();
   });
+  progress.finish();
   if (work) *work = {counters.screened.load(), counters.predicted.load(), counters.pruned.load()};
   // Dropped: strategies that do not apply (a second GPU on a one-GPU machine), a searched strategy whose
   // best point keeps everything on the GPU where `resident` fits on the same machine (the same placement), and
