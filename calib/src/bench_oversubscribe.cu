@@ -97,8 +97,8 @@ void oversubscribe_chunks(Csv& csv, const Options& o, BenchStream& bs, size_t le
 // (kernel "stream", the main passes' kernel), plain and ReadMostly. Under full thrash a Hugging Face decode moved
 // 7.3-9.5 GB/s of weights where the 64 MiB streaming passes ran 6.2-7.0 (results/validation/um-oversubscription):
 // these rows say whether the kernel's access pattern or the sizes of the ranges make the difference. Rows
-// um_oversub_decoder,<plain|read_mostly|prefer_cpu_read_mostly>_<gemv|stream>_rX.XX_pN (--decoder-advice), work = the pass's bytes; the weights a pass reads
-// and its kernel count are comments (oversubscribe_decoder_rX.XX_weights).
+// um_oversub_decoder,<plain|read_mostly|prefer_cpu_read_mostly>_<gemv|stream>_rX.XX_pN (--decoder-advice), work =
+// the pass's bytes; the layer and the weights a pass reads are comments (oversubscribe_decoder_layer, _rX.XX_weights).
 void oversubscribe_decoder(Csv& csv, const Options& o, BenchStream& bs, size_t left, double host) {
   cudaStream_t s = bs.stream;
   const int blocks = bs.sms * 8;
@@ -123,7 +123,8 @@ void oversubscribe_decoder(Csv& csv, const Options& o, BenchStream& bs, size_t l
     const size_t layers = std::max<size_t>(1, size_t(std::ceil(r * double(left) / double(layer_bytes))));
     const double bytes = double(layers) * double(layer_bytes);
     if (bytes > 0.6 * host || bytes > 2.5 * double(left)) {
-      csv.comment("oversubscribe", std::string("skipped the decoder passes at ") + ratio_name(r) + ": past 60% of host memory");
+      csv.comment("oversubscribe", std::string("skipped the decoder passes at ") + ratio_name(r) +
+                                       ": past 60% of host memory or 2.5x what the balloon leaves");
       continue;
     }
     const std::string ratio = ratio_name(r);
