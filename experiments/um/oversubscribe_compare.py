@@ -42,7 +42,8 @@ MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models
 # Held back ("out"), scored once in session 31 with the eviction costs of cuBLAS's GEMVs past VRAM
 # (results/calib/h200-s31), measured before them: Llama-3.1-8B and Qwen3-4B at a 1024-token prompt on lease14 (session
 # 30, a lease calibrated for its host), and Qwen3-32B (session 31, a model never used in development, the shipped
-# runtime). A set's third element: the lease of experiments/validate/compare.py whose calibrated runtime and own
+# runtime); and, measured after that change and scored once with it, Qwen3-14B, Qwen2.5-7B and Llama-2-7B at a
+# 512-token prompt and x1.3 on lease16 (host-calibrated). A set's third element: the lease of experiments/validate/compare.py whose calibrated runtime and own
 # allocator call costs predict it; without one, the shipped runtime and profile.
 SETS = {"8b": ("rows_8b.jsonl", "in"), "8b-mode4": ("rows_8b_mode4.jsonl", "in"), "8b-edge": ("rows_8b_edge.jsonl", "in"),
         "14b": ("rows_14b.jsonl", "in"), "14b-modes24": ("rows_14b_modes24.jsonl", "in"),
@@ -52,7 +53,8 @@ SETS = {"8b": ("rows_8b.jsonl", "in"), "8b-mode4": ("rows_8b_mode4.jsonl", "in")
         "qwen3-1.7b": ("rows_qwen3_1_7b.jsonl", "in"), "qwen3-0.6b": ("rows_qwen3_0_6b.jsonl", "in", "lease13"),
         "llama8b-p1024": ("rows_llama8b_p1024.jsonl", "out", "lease14"),
         "qwen3-4b-p1024": ("rows_qwen3_4b_p1024.jsonl", "out", "lease14"),
-        "qwen3-32b": ("rows_qwen3_32b.jsonl", "out")}
+        "qwen3-32b": ("rows_qwen3_32b.jsonl", "out"),
+        "p512-x1.3": ("rows_p512_x1_3.jsonl", "out", "lease16")}
 # Seed 000's modes (experiments/um/oversubscribe_decode.py) as tiersim's managed memory kind.
 ADVICE = {1: "", 2: "prefer-cpu,", 3: "prefer-cpu,read-mostly,", 4: "prefer-cpu,accessed-by,"}
 MODE_TEXT = {1: "1 managed", 2: "2 +PreferredLocation=CPU", 3: "3 +ReadMostly", 4: "4 PreferredLocation=CPU+AccessedBy"}

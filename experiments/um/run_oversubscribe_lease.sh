@@ -40,6 +40,9 @@
 #   PART=s31c OUT=... bash ...                                          session 31: tiersim_calib --only
 #             alloc_calls,advised_cycle (an activation's whole cycle under each mode's advice), the host calibration
 #             (lease 15), then Qwen3-8B mode 3 and mode 1 at x1.5 on that host (development rows), in one tar
+#   PART=s31d OUT=... bash ...                                          session 31, after the GEMV eviction costs: lease
+#             16 calibrated for its host, then rows held back and scored once with that model: Qwen3-14B, Qwen2.5-7B
+#             and Llama-2-7B at a 512-token prompt, x1.3 (a ratio no set had), modes 1 and 3 (Qwen2.5-7B mode 2 too)
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -49,7 +52,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30, s30b, s30c, s30d, s31, s31b or s31c}
+part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30, s30b, s30c, s30d, s31, s31b, s31c or s31d}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -220,6 +223,22 @@ elif [ "$part" = s31c ]; then
   grep -E "mode [0-9] leave|EXIT|SKIPPED" "$l"
   (cd "$out" && tar czf s31c.tgz --remove-files calib_advised_s31c.csv calib_advised_s31c.log host_cpu.txt sdpa_shapes.json \
     measured.jsonl "$f" log_8b_lease15.txt)
+elif [ "$part" = s31d ]; then
+  calib_setup
+  host_calibration
+  timeout 60 "$calib" --only alloc_calls --out "$out/calib_alloc_s31d.csv" > "$out/calib_alloc_s31d.log" 2>&1
+  echo "calibration done at $SECONDS s"
+  f="$out/rows_p512_x1_3.jsonl" l="$out/log_p512_x1_3.txt"
+  for spec in "qwen3-14b 27.51" "qwen2.5-7b 14.18" "llama-2-7b 12.55"; do
+    set -- $spec
+    g=$(python3 -c "print(round($2 / 1.3, 2))")
+    bounded 80 "$l" --model traces/models/$1.json --mode 1 --prompt 512 --leave-gib "$g" --out "$f"
+    bounded 70 "$l" --model traces/models/$1.json --mode 3 --prompt 512 --leave-gib "$g" --out "$f"
+    [ "$1" = qwen2.5-7b ] && bounded 60 "$l" --model traces/models/$1.json --mode 2 --prompt 512 --leave-gib "$g" --out "$f"
+  done
+  echo "rows: $(wc -l < "$f" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$l")"
+  (cd "$out" && tar czf s31d.tgz --remove-files host_cpu.txt sdpa_shapes.json measured.jsonl calib_alloc_s31d.csv \
+    calib_alloc_s31d.log rows_p512_x1_3.jsonl log_p512_x1_3.txt)
 elif [ "$part" = qwen2 ]; then
   # Held back (never used in development): Qwen2.5-7B, 14.18 GiB of bf16 weights. Not printed.
   heldout_rows traces/models/qwen2.5-7b.json 14.18 "$out/rows_qwen2_5_7b.jsonl" "$out/log_qwen2_5_7b.txt"

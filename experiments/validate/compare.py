@@ -71,12 +71,14 @@ LEASES = {"lease5": ("lease5", "nvidia-h200-x2", "lease5", ["measured.jsonl"]),
                       ["measured.jsonl", "measured_b.jsonl", "measured_managed.jsonl"]),
           "lease13": ("lease13-s30", "nvidia-h200", "lease13-s30", ["measured.jsonl"]),
           "lease14": ("lease14-s30", "nvidia-h200", "lease14-s30", ["measured.jsonl"]),
-          "lease15": ("lease15-s31", "nvidia-h200", "lease15-s31", ["measured.jsonl"])}
+          "lease15": ("lease15-s31", "nvidia-h200", "lease15-s31", ["measured.jsonl"]),
+          "lease16": ("lease16-s31", "nvidia-h200", "lease16-s31", ["measured.jsonl"])}
 # A lease's own managed allocator call costs (tiersim_calib --only alloc_calls on that machine, the `_all` medians),
 # where it measured them; the other leases take the hardware profile's (another lease's).
 ALLOC_CALLS = {"lease13": "results/calib/h200-s30/calib_alloc_s30.csv",
                "lease14": "results/calib/h200-s30/calib_alloc_s30d.csv",
-               "lease15": "results/calib/h200-s31/calib_advised_s31c.csv"}
+               "lease15": "results/calib/h200-s31/calib_advised_s31c.csv",
+               "lease16": "results/calib/h200-s31/calib_alloc_s31d.csv"}
 # The calibrated hardware profile a lease's framework calibration builds on (calib/profiles/NAME.yaml),
 # when not h200-measured; and the leases whose runtime calibration is shipped (calib/runtimes/).
 BASES = {"lease12": "h100-measured"}
