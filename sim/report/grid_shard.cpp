@@ -100,6 +100,8 @@ GridShard read_grid_shard(const std::string& text, const std::string& file) {
       const auto [k, of] = parse_shard(field<std::string>(j, "shard", file, 1));
       s.k = k, s.n = of;
       s.points = field<std::size_t>(j, "points", file, 1);
+      if (s.points < 1 || s.points > 100000)  // a grid's bounds (cli/sweep_grid.hpp)
+        throw InputError(file, 1, "points", "must be 1 to 100,000 (a grid's points), not " + std::to_string(s.points));
       s.first = field<std::size_t>(j, "first", file, 1);
       want = field<std::size_t>(j, "rows", file, 1);
       s.axes = field<std::vector<std::string>>(j, "axes", file, 1);

@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/units.hpp"
+#include "report/grid_shard.hpp"
 #include "hardware/catalogue.hpp"
 #include "policies/placement_rules/rules.hpp"
 #include "policies/placement_rules/tensor_pattern.hpp"
@@ -315,6 +316,26 @@ inline int safetensors_header(const std::uint8_t* data, std::size_t size) {
   return 0;
 }
 
+// A grid shard file (sim merge's input): one that reads writes back to the same shard, and as the whole grid (it is
+// shard 1/1 when it says so) into every format without an error.
+inline int grid_shard(const std::uint8_t* data, std::size_t size) {
+  expect_clean_failure([&] {
+    const report::GridShard s = report::read_grid_shard(text(data, size), "fuzz.jsonl");
+    check(s.k >= 1 && s.k <= s.n && s.rows.size() <= s.points);
+    std::ostringstream again;
+    report::write_grid_shard(again, s);
+    const report::GridShard t = report::read_grid_shard(again.str(), "again.jsonl");
+    check(t.rows.size() == s.rows.size() && t.axes == s.axes && t.first == s.first);
+    std::vector<std::string> axes;
+    const auto rows = report::merge_grid_shards({{"fuzz.jsonl", s}}, axes);  // refused unless it is shard 1/1
+    for (auto format : {report::GridFormat::Csv, report::GridFormat::Jsonl, report::GridFormat::Markdown}) {
+      std::ostringstream out;
+      report::write_grid(out, format, axes, rows);
+    }
+  });
+  return 0;
+}
+
 struct Target {
   const char* name;
   int (*run)(const std::uint8_t*, std::size_t);
@@ -325,6 +346,7 @@ inline constexpr Target kTargets[] = {{"trace_reader", trace_reader}, {"model_co
                                       {"gguf_header", gguf_header},   {"device_map", device_map},
                                       {"composition", composition},   {"grid_spec", grid_spec},
                                       {"ot_pattern", ot_pattern},     {"run_config", run_config},
-                                      {"routing_file", routing_file}, {"safetensors_header", safetensors_header}};
+                                      {"routing_file", routing_file}, {"safetensors_header", safetensors_header},
+                                      {"grid_shard", grid_shard}};
 
 }  // namespace tiersim::fuzz
