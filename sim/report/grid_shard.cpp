@@ -1,6 +1,8 @@
 #include "report/grid_shard.hpp"
 
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -25,6 +27,24 @@ T field(const ordered_json& j, const char* key, const std::string& file, std::si
   } catch (const nlohmann::json::exception&) {
     throw InputError(file, line, key, "has the wrong type: " + j.at(key).dump());
   }
+}
+
+// A double as JSON: a number, or "inf", "-inf" or "nan" (JSON has none of those; nlohmann would write null).
+ordered_json number(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+}
+
+double number_field(const ordered_json& j, const char* key, const std::string& file, std::size_t line) {
+  if (j.contains(key) && j.at(key).is_string()) {
+    const std::string v = j.at(key).get<std::string>();
+    if (v == "inf") return std::numeric_limits<double>::infinity();
+    if (v == "-inf") return -std::numeric_limits<double>::infinity();
+    if (v == "nan") return std::numeric_limits<double>::quiet_NaN();
+    throw InputError(file, line, key, "expected a number, or inf, -inf or nan: '" + v + "'");
+  }
+  if (j.contains(key) && !j.at(key).is_number()) throw InputError(file, line, key, "has the wrong type: " + j.at(key).dump());
+  return field<double>(j, key, file, line);
 }
 
 }  // namespace
@@ -62,18 +82,18 @@ void write_grid_shard(std::ostream& out, const GridShard& s) {
     j["error"] = r.error;
     j["error_band"] = r.error_band;
     j["command"] = r.command;
-    j["vram_peak"] = r.vram_peak;
-    j["offloaded"] = r.offloaded;
+    j["vram_peak"] = number(r.vram_peak);
+    j["offloaded"] = number(r.offloaded);
     const result::Summary& m = r.summary;
     j["decode_steps"] = m.decode_steps;
     j["prefill_steps"] = m.prefill_steps;
     j["iteration_steps"] = m.iteration_steps;
-    j["tps"] = m.tps;
-    j["decode_step_median"] = m.decode_step_median;
-    j["iteration_median"] = m.iteration_median;
-    j["prefill_seconds"] = m.prefill_seconds;
-    j["h2d_bytes_per_step"] = m.h2d_bytes_per_step;
-    j["peer_bytes_per_step"] = m.peer_bytes_per_step;
+    j["tps"] = number(m.tps);
+    j["decode_step_median"] = number(m.decode_step_median);
+    j["iteration_median"] = number(m.iteration_median);
+    j["prefill_seconds"] = number(m.prefill_seconds);
+    j["h2d_bytes_per_step"] = number(m.h2d_bytes_per_step);
+    j["peer_bytes_per_step"] = number(m.peer_bytes_per_step);
     out << dump_json(j) << '\n';
   }
 }
@@ -116,18 +136,18 @@ GridShard read_grid_shard(const std::string& text, const std::string& file) {
     r.error = field<std::string>(j, "error", file, n);
     r.error_band = field<std::string>(j, "error_band", file, n);
     r.command = field<std::string>(j, "command", file, n);
-    r.vram_peak = field<double>(j, "vram_peak", file, n);
-    r.offloaded = field<double>(j, "offloaded", file, n);
+    r.vram_peak = number_field(j, "vram_peak", file, n);
+    r.offloaded = number_field(j, "offloaded", file, n);
     result::Summary& m = r.summary;
     m.decode_steps = field<std::size_t>(j, "decode_steps", file, n);
     m.prefill_steps = field<std::size_t>(j, "prefill_steps", file, n);
     m.iteration_steps = field<std::size_t>(j, "iteration_steps", file, n);
-    m.tps = field<double>(j, "tps", file, n);
-    m.decode_step_median = field<double>(j, "decode_step_median", file, n);
-    m.iteration_median = field<double>(j, "iteration_median", file, n);
-    m.prefill_seconds = field<double>(j, "prefill_seconds", file, n);
-    m.h2d_bytes_per_step = field<double>(j, "h2d_bytes_per_step", file, n);
-    m.peer_bytes_per_step = field<double>(j, "peer_bytes_per_step", file, n);
+    m.tps = number_field(j, "tps", file, n);
+    m.decode_step_median = number_field(j, "decode_step_median", file, n);
+    m.iteration_median = number_field(j, "iteration_median", file, n);
+    m.prefill_seconds = number_field(j, "prefill_seconds", file, n);
+    m.h2d_bytes_per_step = number_field(j, "h2d_bytes_per_step", file, n);
+    m.peer_bytes_per_step = number_field(j, "peer_bytes_per_step", file, n);
     s.rows.push_back(std::move(r));
   }
   if (n == 0) throw InputError(file, 0, "", "empty (a tiersim grid shard has a first line naming its grid)");

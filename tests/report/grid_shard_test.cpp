@@ -2,6 +2,7 @@
 // every way a set of shards can fail to be one grid.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -27,6 +28,8 @@ GridRow row(int i, bool ok = true) {
   r.summary.iteration_median = i == 2 ? 2.5 / 3 : 0;
   r.summary.prefill_seconds = 1e-3 / 9;
   r.summary.h2d_bytes_per_step = 12345.678;
+  if (i == 5) r.summary.tps = std::numeric_limits<double>::infinity();  // JSON has no inf: the shard spells it
+  if (i == 6) r.summary.peer_bytes_per_step = std::numeric_limits<double>::quiet_NaN();
   return r;
 }
 
