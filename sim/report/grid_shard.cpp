@@ -1,6 +1,7 @@
 #include "report/grid_shard.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,15 @@ T field(const ordered_json& j, const char* key, const std::string& file, std::si
   } catch (const nlohmann::json::exception&) {
     throw InputError(file, line, key, "has the wrong type: " + j.at(key).dump());
   }
+}
+
+// A whole number >= 0 (a count or an index): a JSON integer, never a float (whose cast could overflow).
+std::size_t count_field(const ordered_json& j, const char* key, const std::string& file, std::size_t line) {
+  if (!j.contains(key)) throw InputError(file, line, key, "missing (not a tiersim grid shard line)");
+  const ordered_json& v = j.at(key);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+    throw InputError(file, line, key, "expected a whole number, 0 or more: " + v.dump());
+  return v.get<std::size_t>();
 }
 
 // A double as JSON: a number, or "inf", "-inf" or "nan" (JSON has none of those; nlohmann would write null).
@@ -108,22 +118,22 @@ GridShard read_grid_shard(const std::string& text, const std::string& file) {
     ordered_json j;
     try {
       j = ordered_json::parse(line);
-    } catch (const nlohmann::json::parse_error&) {
+    } catch (const nlohmann::json::exception&) {  // a parse error, or a number past a double's range
       throw InputError(file, n, "", "not a JSON line (a tiersim grid shard is sim sweep --shard's output)");
     }
     if (!j.is_object()) throw InputError(file, n, "", "not a JSON object");
     if (n == 1) {
       if (!j.contains("format") || j["format"] != kFormat)
         throw InputError(file, 1, "format", "not a tiersim grid shard (sim sweep --shard K/N writes one)");
-      if (field<int>(j, "version", file, 1) != kVersion)
+      if (count_field(j, "version", file, 1) != static_cast<std::size_t>(kVersion))
         throw InputError(file, 1, "version", "this sim reads shard version " + std::to_string(kVersion));
       const auto [k, of] = parse_shard(field<std::string>(j, "shard", file, 1));
       s.k = k, s.n = of;
-      s.points = field<std::size_t>(j, "points", file, 1);
+      s.points = count_field(j, "points", file, 1);
       if (s.points < 1 || s.points > 100000)  // a grid's bounds (cli/sweep_grid.hpp)
         throw InputError(file, 1, "points", "must be 1 to 100,000 (a grid's points), not " + std::to_string(s.points));
-      s.first = field<std::size_t>(j, "first", file, 1);
-      want = field<std::size_t>(j, "rows", file, 1);
+      s.first = count_field(j, "first", file, 1);
+      want = count_field(j, "rows", file, 1);
       s.axes = field<std::vector<std::string>>(j, "axes", file, 1);
       continue;
     }
@@ -139,9 +149,9 @@ GridShard read_grid_shard(const std::string& text, const std::string& file) {
     r.vram_peak = number_field(j, "vram_peak", file, n);
     r.offloaded = number_field(j, "offloaded", file, n);
     result::Summary& m = r.summary;
-    m.decode_steps = field<std::size_t>(j, "decode_steps", file, n);
-    m.prefill_steps = field<std::size_t>(j, "prefill_steps", file, n);
-    m.iteration_steps = field<std::size_t>(j, "iteration_steps", file, n);
+    m.decode_steps = count_field(j, "decode_steps", file, n);
+    m.prefill_steps = count_field(j, "prefill_steps", file, n);
+    m.iteration_steps = count_field(j, "iteration_steps", file, n);
     m.tps = number_field(j, "tps", file, n);
     m.decode_step_median = number_field(j, "decode_step_median", file, n);
     m.iteration_median = number_field(j, "iteration_median", file, n);
