@@ -24,6 +24,7 @@
 #include "hardware/catalogue.hpp"
 #include "policies/placement_rules/rules.hpp"
 #include "policies/placement_rules/tensor_pattern.hpp"
+#include "fit/oversubscribe_fit.hpp"
 #include "fit/raw_csv.hpp"
 #include "hardware/profile_loader.hpp"
 #include "model/gguf_file.hpp"
@@ -126,6 +127,11 @@ inline int raw_csv(const std::uint8_t* data, std::size_t size) {
   expect_clean_failure([&] {
     const calib::RawMeasurements m = calib::parse_raw_csv(text(data, size), "fuzz.csv");
     for (const auto& r : m.rows) check(std::isfinite(r.rate()) && r.repeats >= 0);
+    // The past-VRAM fit of its rows, as 64 MiB passes and as decoder passes (tiersim_fit --decoder-passes).
+    hw::ManagedMemorySpec um;
+    um.fault_latency = 27e-6, um.fault_block_overhead = 8e-6, um.fault_migration_bandwidth = 12e9;
+    calib::fit_oversubscription(m, um);
+    calib::fit_oversubscription(m, um, {m});
   });
   return 0;
 }

@@ -36,7 +36,9 @@ seed() {  # seed FUZZER: fills $BUILD/seeds/FUZZER
         while read -r r; do cp "$r" "$dir/golden-$(basename "$r")"; done ;;
     profile) cp calib/profiles/*.yaml "$dir/" 2>/dev/null ;;
     raw_csv)
-      for c in results/calib/*.csv; do [ -f "$c" ] && head -n 60 "$c" > "$dir/$(basename "$c")"; done ;;
+      for c in results/calib/*.csv; do [ -f "$c" ] && head -n 60 "$c" > "$dir/$(basename "$c")"; done
+      # the later runs' files too (their facts, then rows: the decoder passes' layer line is a fact)
+      for c in results/calib/*/*.csv; do [ -f "$c" ] && head -n 90 "$c" > "$dir/$(basename "$(dirname "$c")")_$(basename "$c")"; done ;;
     composition)  # the presets as compositions (calib/catalogue/presets.yaml), one per file
       local i=0
       grep -o '"[^"]*"' calib/catalogue/presets.yaml | tr -d '"' | while read -r c; do
