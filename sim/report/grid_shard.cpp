@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/json_text.hpp"
@@ -127,8 +128,12 @@ GridShard read_grid_shard(const std::string& text, const std::string& file) {
         throw InputError(file, 1, "format", "not a tiersim grid shard (sim sweep --shard K/N writes one)");
       if (count_field(j, "version", file, 1) != static_cast<std::size_t>(kVersion))
         throw InputError(file, 1, "version", "this sim reads shard version " + std::to_string(kVersion));
-      const auto [k, of] = parse_shard(field<std::string>(j, "shard", file, 1));
-      s.k = k, s.n = of;
+      try {
+        std::tie(s.k, s.n) = parse_shard(field<std::string>(j, "shard", file, 1));
+      } catch (const InputError& e) {
+        if (!e.file().empty()) throw;
+        throw InputError(file, 1, "shard", e.message());  // the file's field, not the command's --shard
+      }
       s.points = count_field(j, "points", file, 1);
       if (s.points < 1 || s.points > 100000)  // a grid's bounds (cli/sweep_grid.hpp)
         throw InputError(file, 1, "points", "must be 1 to 100,000 (a grid's points), not " + std::to_string(s.points));

@@ -106,6 +106,15 @@ TEST(GridShard, ShardsThatAreNotOneWholeGridAreRefusedNamingTheFile) {
     EXPECT_EQ(e.file(), "cut.jsonl");
     EXPECT_EQ(e.key(), "rows");
   }
+  std::string bad_shard = whole;
+  bad_shard.replace(bad_shard.find("\"2/2\""), 5, "\"3/2\"");
+  try {
+    read_grid_shard(bad_shard, "bad_shard.jsonl");
+    FAIL() << "shard 3/2 was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "bad_shard.jsonl");
+    EXPECT_EQ(e.key(), "shard");
+  }
   for (const std::string& bad : {std::string(""), std::string("a,b\n1,2\n"), std::string("{\"format\":\"other\"}\n"),
                                  whole.substr(0, whole.find('\n') + 1) + "{\"values\":[\"x\"]}\n",
                                  whole.substr(0, whole.find('\n') + 1) + "not json\n"})
