@@ -13,33 +13,39 @@ namespace tiersim::calib {
 
 namespace {
 
-// Seconds per byte of every steady pass (the second on) of `variant` at a ratio above 1. Variants are
-// VARIANT_rX.XX_pN (bench_oversubscribe.cu).
+// Whether the pass row PREFIX + "RATIO_pPASS" (bench_oversubscribe.cu) is a steady one: past the GPU's memory (a
+// ratio above 1), the second pass on. A variant that does not parse is an InputError naming the file.
+bool steady_pass(const RawMeasurements& raw, const RawRow& r, const std::string& prefix) {
+  const std::string rest = r.variant.substr(prefix.size());  // "1.25_p3"
+  const auto p = rest.find("_p");
+  double ratio = 0;
+  int pass = 0;
+  const char* end = rest.data() + rest.size();
+  const bool parsed = p != std::string::npos && std::from_chars(rest.data(), rest.data() + p, ratio).ptr == rest.data() + p &&
+                      std::from_chars(rest.data() + p + 2, end, pass).ptr == end;
+  if (!parsed)
+    throw InputError(raw.file, 0, r.benchmark, "variant '" + r.variant + "' is not " + prefix + "RATIO_pPASS");
+  return ratio > 1.0 && pass >= 2;
+}
+
+// Seconds per byte of every steady pass of `variant` (VARIANT_rX.XX_pN).
 std::vector<double> steady_seconds_per_byte(const RawMeasurements& raw, const std::string& variant) {
   std::vector<double> out;
-  for (const RawRow* r : raw.find("um_oversub_pass", variant + "_r")) {
-    const std::string rest = r->variant.substr(variant.size() + 2);  // "1.25_p3"
-    const auto p = rest.find("_p");
-    double ratio = 0;
-    int pass = 0;
-    const char* end = rest.data() + rest.size();
-    const bool parsed = p != std::string::npos &&
-                        std::from_chars(rest.data(), rest.data() + p, ratio).ptr == rest.data() + p &&
-                        std::from_chars(rest.data() + p + 2, end, pass).ptr == end;
-    if (!parsed)
-      throw InputError(raw.file, 0, "um_oversub_pass", "variant '" + r->variant + "' is not " + variant + "_rRATIO_pPASS");
-    if (r->work <= 0 || r->median <= 0) continue;
-    if (ratio > 1.0 && pass >= 2) out.push_back(r->median / r->work);
-  }
+  for (const RawRow* r : raw.find("um_oversub_pass", variant + "_r"))
+    if (steady_pass(raw, *r, variant + "_r") && r->work > 0 && r->median > 0) out.push_back(r->median / r->work);
   return out;
 }
 
-// A decoder file's steady GEMV passes of `advice` (plain or read_mostly): seconds per byte less the batches' latency.
-std::vector<double> decoder_seconds_per_byte(const RawMeasurements& d, const std::string& advice,
-                                             const hw::ManagedMemorySpec& um) {
+// A decoder file's layer (its `oversubscribe_decoder_layer` line): its bytes, and its fault batches, one kernel per
+// weight.
+struct DecoderLayer {
+  double bytes = 0, batches = 0;
+};
+
+DecoderLayer decoder_layer(const RawMeasurements& d, const hw::ManagedMemorySpec& um) {
   const std::string layer = d.fact("oversubscribe_decoder_layer");
   if (layer.empty()) throw InputError(d.file, 0, "oversubscribe_decoder_layer", "no layer line (the weights' shapes)");
-  double layer_bytes = 0, layer_batches = 0;
+  DecoderLayer l;
   std::size_t at = 0;
   while (at < layer.size()) {
     std::size_t end = layer.find(' ', at);
@@ -53,25 +59,23 @@ std::vector<double> decoder_seconds_per_byte(const RawMeasurements& d, const std
         !(out > 0 && in > 0))
       throw InputError(d.file, 0, "oversubscribe_decoder_layer", "'" + shape + "' is not OUTxIN");
     const double bytes = out * in * 2;
-    layer_bytes += bytes;
-    layer_batches += std::ceil(std::ceil(bytes / um.va_block) / um.fault_batch_count);
+    l.bytes += bytes;
+    l.batches += std::ceil(std::ceil(bytes / um.va_block) / um.fault_batch_count);
     at = end + 1;
   }
+  return l;
+}
+
+// A decoder file's steady GEMV passes of `advice` (plain or read_mostly): seconds per byte less the batches' latency.
+std::vector<double> decoder_seconds_per_byte(const RawMeasurements& d, const DecoderLayer& layer,
+                                             const std::string& advice, const hw::ManagedMemorySpec& um) {
   std::vector<double> out;
   for (const RawRow* r : d.find("um_oversub_decoder", advice + "_gemv_r")) {
-    const std::string rest = r->variant.substr(advice.size() + 7);  // "1.50_p3"
-    const auto p = rest.find("_p");
-    double ratio = 0;
-    int pass = 0;
-    const char* end = rest.data() + rest.size();
-    if (p == std::string::npos || std::from_chars(rest.data(), rest.data() + p, ratio).ptr != rest.data() + p ||
-        std::from_chars(rest.data() + p + 2, end, pass).ptr != end)
-      throw InputError(d.file, 0, "um_oversub_decoder", "variant '" + r->variant + "' is not " + advice + "_gemv_rRATIO_pPASS");
-    if (!(ratio > 1.0 && pass >= 2) || !(r->work > 0 && r->median > 0)) continue;
-    const double layers = std::round(r->work / layer_bytes);
-    if (!(layers >= 1) || std::abs(layers * layer_bytes - r->work) > 0.5)
+    if (!steady_pass(d, *r, advice + "_gemv_r") || !(r->work > 0 && r->median > 0)) continue;
+    const double layers = std::round(r->work / layer.bytes);
+    if (!(layers >= 1) || std::abs(layers * layer.bytes - r->work) > 0.5)
       throw InputError(d.file, 0, "um_oversub_decoder," + r->variant, "its bytes are not a whole number of layers");
-    out.push_back((r->median - layers * layer_batches * um.fault_latency) / r->work);
+    out.push_back((r->median - layers * layer.batches * um.fault_latency) / r->work);
   }
   return out;
 }
@@ -80,8 +84,9 @@ OversubscribeFit fit_decoder_passes(const std::vector<RawMeasurements>& files, c
   OversubscribeFit f;
   std::vector<double> plain, rm;
   for (const RawMeasurements& d : files) {
-    for (double v : decoder_seconds_per_byte(d, "plain", um)) plain.push_back(v);
-    for (double v : decoder_seconds_per_byte(d, "read_mostly", um)) rm.push_back(v);
+    const DecoderLayer layer = decoder_layer(d, um);
+    for (double v : decoder_seconds_per_byte(d, layer, "plain", um)) plain.push_back(v);
+    for (double v : decoder_seconds_per_byte(d, layer, "read_mostly", um)) rm.push_back(v);
   }
   if (plain.empty() || rm.empty()) {
     f.why_not = "no steady um_oversub_decoder GEMV passes (plain and read_mostly, ratio above 1, second pass on)";

@@ -16,20 +16,38 @@
 
 namespace calib {
 
+namespace {
+
+// The live allocations a step's calls run beside: 256 MiB of "weights" and 512 small ranges (512 B - 64 KiB; 64 with
+// --quick), allocated and written by the GPU, freed when it goes.
+struct LiveSet {
+  void* weights = nullptr;
+  std::vector<void*> ranges;
+  LiveSet(const Options& o, cudaStream_t s) : ranges(o.quick ? 64 : 512, nullptr) {
+    const size_t weights_bytes = size_t(256) << 20;
+    CUDA_CHECK(cudaMallocManaged(&weights, weights_bytes));
+    fill_bytes(weights, weights_bytes, 1, s);
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const size_t bytes = size_t(512) << (i % 8);  // 512 B .. 64 KiB
+      CUDA_CHECK(cudaMallocManaged(&ranges[i], bytes));
+      fill_bytes(ranges[i], bytes, 3, s);
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  ~LiveSet() {
+    for (void* p : ranges) CUDA_CHECK(cudaFree(p));
+    CUDA_CHECK(cudaFree(weights));
+  }
+  LiveSet(const LiveSet&) = delete;
+  LiveSet& operator=(const LiveSet&) = delete;
+};
+
+}  // namespace
+
 void bench_alloc_calls(Csv& csv, const Options& o) {
   BenchStream bs(o.device);
   cudaStream_t s = bs.stream;
-  const size_t weights_bytes = size_t(256) << 20;
-  void* weights = nullptr;
-  CUDA_CHECK(cudaMallocManaged(&weights, weights_bytes));
-  fill_bytes(weights, weights_bytes, 1, s);
-  std::vector<void*> live(o.quick ? 64 : 512, nullptr);
-  for (size_t i = 0; i < live.size(); ++i) {
-    const size_t bytes = size_t(512) << (i % 8);  // 512 B .. 64 KiB
-    CUDA_CHECK(cudaMallocManaged(&live[i], bytes));
-    fill_bytes(live[i], bytes, 3, s);
-  }
-  CUDA_CHECK(cudaStreamSynchronize(s));
+  const LiveSet live(o, s);
 
   const std::vector<size_t> cycle = {16, 256, 4096, 16384, 65536, 262144};
   const int depth = 4;
@@ -72,13 +90,7 @@ void bench_alloc_calls(Csv& csv, const Options& o) {
   }
   csv.add({"um_alloc_call_live", "malloc_managed_all", 1, "calls", all_alloc});
   csv.add({"um_free_call_live", "free_gpu_written_all", 1, "calls", all_free});
-  for (void* p : live) CUDA_CHECK(cudaFree(p));
-  CUDA_CHECK(cudaFree(weights));
 }
-
-}  // namespace calib
-
-namespace calib {
 
 // A per-tensor allocator's activation under each of seed 000's advice, start to end (session 31): beside the same live
 // set as bench_alloc_calls, per allocation: cudaMallocManaged of the next size of the cycle, the advice the seed's
@@ -93,17 +105,7 @@ void bench_advised_cycle(Csv& csv, const Options& o) {
   BenchStream bs(o.device);
   cudaStream_t s = bs.stream;
   const int blocks = bs.sms * 8;
-  const size_t weights_bytes = size_t(256) << 20;
-  void* weights = nullptr;
-  CUDA_CHECK(cudaMallocManaged(&weights, weights_bytes));
-  fill_bytes(weights, weights_bytes, 1, s);
-  std::vector<void*> live(o.quick ? 64 : 512, nullptr);
-  for (size_t i = 0; i < live.size(); ++i) {
-    const size_t bytes = size_t(512) << (i % 8);  // 512 B .. 64 KiB
-    CUDA_CHECK(cudaMallocManaged(&live[i], bytes));
-    fill_bytes(live[i], bytes, 3, s);
-  }
-  CUDA_CHECK(cudaStreamSynchronize(s));
+  const LiveSet live(o, s);
   cudaMemLocation cpu = host_loc(), gpu = device_loc(o.device);
   const std::vector<size_t> cycle = {16, 256, 4096, 16384, 65536, 262144};
   const int depth = 4, calls = o.quick ? 120 : 2400, warmup = 60;
@@ -141,8 +143,6 @@ void bench_advised_cycle(Csv& csv, const Options& o) {
     }
     csv.add({"um_advised_cycle", advice + "_all", 1, "calls", all});
   }
-  for (void* p : live) CUDA_CHECK(cudaFree(p));
-  CUDA_CHECK(cudaFree(weights));
 }
 
 }  // namespace calib
