@@ -81,6 +81,9 @@ int main(int argc, char** argv) {
       }
       if (a == "--oversubscribe") {
         const std::string csv = value();
+        for (int k = 1; k < argc; ++k)  // that mode fits the 64 MiB passes alone: the decoder's go with --raw
+          if (std::string(argv[k]) == "--decoder-passes")
+            throw tiersim::InputError("", 0, "--decoder-passes", "goes with --raw (the profile fit), not --oversubscribe");
         for (int k = 1; k + 1 < argc; ++k)
           if (std::string(argv[k]) == "--base") return oversubscribe(csv, argv[k + 1]);
         throw tiersim::InputError("", 0, "--oversubscribe", "needs --base PROFILE (the fault costs it subtracts)");

@@ -297,6 +297,22 @@ std::string calib_binary() {
   return bin;
 }
 
+// tiersim_fit's --decoder-passes belongs to the profile fit (--raw): alone, or with --oversubscribe (which fits the
+// 64 MiB passes only), it would change nothing, so it is refused with exit 2.
+TEST(FitBinary, RefusesDecoderPassesWhereTheyWouldChangeNothing) {
+  const std::string bin = std::string(TIERSIM_BINARY_DIR) + "/bin/tiersim_fit";
+  const std::string dir = TIERSIM_SOURCE_DIR, passes = dir + "/results/calib/h200-s31/calib_decoder_qwen3-8b.csv";
+  auto code = [&](const std::string& args) {
+    const int status = std::system((bin + " " + args + " > /dev/null 2>&1").c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(code("--oversubscribe " + dir + "/results/calib/h200-oversubscribe/calib_oversubscribe.csv --base h200"), 0);
+  EXPECT_EQ(code("--oversubscribe " + dir + "/results/calib/h200-oversubscribe/calib_oversubscribe.csv --base h200 "
+                 "--decoder-passes " + passes), 2);
+  EXPECT_EQ(code("--cpu " + dir + "/results/validation/llamacpp/raw/cpu.csv --cpu-cores 16 --base h100-sxm --name t "
+                 "--out " + std::string(TIERSIM_BINARY_DIR) + "/fit_test_t.yaml --decoder-passes " + passes), 2);
+}
+
 TEST(CalibBinary, RunsOnAGpuOrSaysThereIsNone) {
   const std::string bin = calib_binary();
   if (bin.empty()) GTEST_SKIP() << "tiersim_calib not built (no CUDA compiler)";
