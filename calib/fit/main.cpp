@@ -7,6 +7,8 @@
 //     managed_memory (fit/oversubscribe_fit.hpp): the two YAML lines to add to that section, on stdout
 //   tiersim_fit --raw ... --decoder-passes RUN.csv (repeatable): managed memory past the GPU's memory from
 //     tiersim_calib --only oversubscribe_decoder's GEMV passes instead of the 64 MiB ones (fit/oversubscribe_fit.hpp)
+//   tiersim_fit --raw ... --advised-cycle RUN.csv: what seed 000's advice adds to an activation's cycle, by size, from
+//     tiersim_calib --only advised_cycle (fit/advised_cycle_fit.hpp)
 //   tiersim_fit --cpu cpu.csv --cpu-cores 8 [--raw raw.csv | --base PRESET] --name NAME --out PROFILE.yaml
 //     adds host.cpu_kernels, fitted from experiments/llamacpp/cpu_matmul_bench's CSV (without --raw, to the
 //     base profile as it is); --cpu-experts RUN.csv (repeatable): ggml's MUL_MAT_ID from another run (cpu_matmul_bench
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
   int cpu_cores = 0;
   std::vector<std::string> extras;  // rows of other runs: benchmarks the main run lacks
   std::vector<std::string> decoder_passes;  // tiersim_calib --only oversubscribe_decoder runs, each with its layer
+  std::string advised_cycle;                // a tiersim_calib --only advised_cycle run
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -82,8 +86,8 @@ int main(int argc, char** argv) {
       if (a == "--oversubscribe") {
         const std::string csv = value();
         for (int k = 1; k < argc; ++k)  // that mode fits the 64 MiB passes alone: the decoder's go with --raw
-          if (std::string(argv[k]) == "--decoder-passes")
-            throw tiersim::InputError("", 0, "--decoder-passes", "goes with --raw (the profile fit), not --oversubscribe");
+          if (std::string(argv[k]) == "--decoder-passes" || std::string(argv[k]) == "--advised-cycle")
+            throw tiersim::InputError("", 0, argv[k], "goes with --raw (the profile fit), not --oversubscribe");
         for (int k = 1; k + 1 < argc; ++k)
           if (std::string(argv[k]) == "--base") return oversubscribe(csv, argv[k + 1]);
         throw tiersim::InputError("", 0, "--oversubscribe", "needs --base PROFILE (the fault costs it subtracts)");
@@ -95,6 +99,10 @@ int main(int argc, char** argv) {
       else if (a == "--report") report = value();
       else if (a == "--extra") extras.push_back(value());
       else if (a == "--decoder-passes") decoder_passes.push_back(value());
+      else if (a == "--advised-cycle") {
+        if (!advised_cycle.empty()) throw tiersim::InputError("", 0, a, "given twice (one run's cycles)");
+        advised_cycle = value();
+      }
       else if (a == "--cpu") cpu = value();
       else if (a == "--cpu-source") cpu_source = value();
       else if (a == "--cpu-experts") cpu_experts.push_back(value());
@@ -109,7 +117,7 @@ int main(int argc, char** argv) {
         }
       } else
         throw tiersim::InputError("", 0, a,
-                                  "unknown option (--raw, --oversubscribe, --extra, --decoder-passes, --base, --name, --out, --report, --compare, --cpu, "
+                                  "unknown option (--raw, --oversubscribe, --extra, --decoder-passes, --advised-cycle, --base, --name, --out, --report, --compare, --cpu, "
                                   "--cpu-cores, --cpu-source, --cpu-experts)");
     }
     if ((raw.empty() && cpu.empty()) || name.empty() || out.empty())
@@ -122,7 +130,10 @@ int main(int argc, char** argv) {
       tiersim::calib::add_rows_of(measurements, extras);
       std::vector<tiersim::calib::RawMeasurements> decoders;
       for (const std::string& path : decoder_passes) decoders.push_back(tiersim::calib::read_raw_csv(path));
-      fit = tiersim::calib::fit_profile(measurements, tiersim::hw::resolve_profile(base), name, decoders);
+      std::optional<tiersim::calib::RawMeasurements> cycles;
+      if (!advised_cycle.empty()) cycles = tiersim::calib::read_raw_csv(advised_cycle);
+      fit = tiersim::calib::fit_profile(measurements, tiersim::hw::resolve_profile(base), name, decoders,
+                                        cycles ? &*cycles : nullptr);
     } else {
       // The base profile's own text, renamed: its sections stay as they were written.
       const auto src = tiersim::config::find_profile(base, tiersim::config::embedded_profiles(), "--base", "hardware profile", "preset");
@@ -132,6 +143,8 @@ int main(int argc, char** argv) {
       const auto end = fit.yaml.find('\n', at + 1);
       fit.yaml.replace(at + 1, end - at - 1, "name: " + name);
     }
+    if (!advised_cycle.empty() && raw.empty())
+      throw tiersim::InputError("", 0, "--advised-cycle", "needs --raw (the profile fit it adds to)");
     if (!decoder_passes.empty() && raw.empty())
       throw tiersim::InputError("", 0, "--decoder-passes", "needs --raw (the fault costs the passes are read with)");
     if (!cpu_experts.empty() && cpu.empty())

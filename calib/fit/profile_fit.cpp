@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "fit/fp32_gemm_fit.hpp"
+#include "fit/advised_cycle_fit.hpp"
 #include "fit/oversubscribe_fit.hpp"
 #include "core/units.hpp"
 
@@ -186,7 +187,7 @@ std::vector<std::pair<double, double>> fresh_touch_points(const RawMeasurements&
 }  // namespace
 
 FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& base, const std::string& name,
-                      const std::vector<RawMeasurements>& decoder_passes) {
+                      const std::vector<RawMeasurements>& decoder_passes, const RawMeasurements* advised_cycle) {
   auto need = [&](const std::string& b, const std::string& prefix) {
     const RawRow* r = raw.one(b, prefix);
     if (!r) throw InputError(raw.file, 0, b + "," + prefix, "measurement missing from the raw CSV");
@@ -513,6 +514,8 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
     fault_path.fault_block_overhead = block_overhead;
     fault_path.fault_migration_bandwidth = migration_bw;
     const OversubscribeFit oversub = fit_oversubscription(raw, fault_path, decoder_passes);
+    const hw::ManagedMemorySpec::AdvisedCycle advised =
+        advised_cycle ? fit_advised_cycle(*advised_cycle) : hw::ManagedMemorySpec::AdvisedCycle{};
     if (!decoder_passes.empty() && !oversub.fitted)
       throw InputError(decoder_passes.front().file, 0, "um_oversub_decoder", oversub.why_not);
     if (oversub.fitted) {
@@ -544,7 +547,9 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
                                          + (!oversub.fitted ? std::string("")
                                             : oversub.evicting_fault_bandwidth > 0
                                                 ? "; evicting_fault_bandwidth and evict_writeback_bandwidth = tiersim_calib's oversubscribe_decoder passes past a ballooned GPU (a decoder's weights, one cudaMallocManaged range each, read by cuBLAS's GEMV: ReadMostly passes per byte less the batches' latency; plain less ReadMostly passes, per written-back byte)"
-                                                : "; evict_block_overhead and evict_writeback_bandwidth = tiersim_calib's oversubscribe passes past a ballooned GPU (ReadMostly passes less the fault path above, per evicted block; plain less ReadMostly passes, per written-back byte)")) << "\n"
+                                                : "; evict_block_overhead and evict_writeback_bandwidth = tiersim_calib's oversubscribe passes past a ballooned GPU (ReadMostly passes less the fault path above, per evicted block; plain less ReadMostly passes, per written-back byte)")
+                                         + (advised.empty() ? std::string("")
+                                                            : "; advised_cycle = tiersim_calib's advised_cycle (" + advised_cycle->fact("measured_at", "unknown date") + "): an activation's whole cycle (cudaMallocManaged, the advice, a GPU write, a GPU read, cudaFree, beside live ranges) with the advice less without, median per size")) << "\n"
       << "  va_block: \"2 MiB\"\n  big_page: \"64 KiB\"\n"
       << "  prefetch_threshold: " << num(std::stod(raw.fact("uvm.uvm_perf_prefetch_threshold", "51")) / 100.0) << "\n"
       << "  fault_batch_count: " << raw.fact("uvm.uvm_perf_fault_batch_count", "256") << "\n"
@@ -579,6 +584,18 @@ FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& bas
       for (std::size_t i = 0; i < touch.size(); ++i)
         y << (i ? ", " : "") << "[\"" << num(touch[i].first, "%.0f") << " B\", \"" << gbs(touch[i].second) << "\"]";
       y << "]\n";
+    }
+    if (!advised.empty()) {
+      y << "  advised_cycle:\n";
+      auto table = [&](const char* key, const std::vector<std::pair<double, double>>& pts) {
+        y << "    " << key << ": [";
+        for (std::size_t i = 0; i < pts.size(); ++i)
+          y << (i ? ", " : "") << "[\"" << num(pts[i].first, "%.0f") << " B\", \"" << us(pts[i].second) << "\"]";
+        y << "]\n";
+      };
+      table("prefer_cpu", advised.prefer_cpu);
+      table("prefer_cpu_accessed_by", advised.prefer_cpu_accessed_by);
+      table("prefer_cpu_read_mostly", advised.prefer_cpu_read_mostly);
     }
     y
       << "  mapping_fault_cost: \"" << us(mapping) << "\"\n"

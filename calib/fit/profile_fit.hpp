@@ -27,7 +27,9 @@ struct FitOutput {
   std::string report;  // markdown: measured vs datasheet, fit residuals
 };
 // `decoder_passes`: tiersim_calib --only oversubscribe_decoder files (fit/oversubscribe_fit.hpp), optional.
+// `advised_cycle`: a tiersim_calib --only advised_cycle file (fit/advised_cycle_fit.hpp), optional.
 FitOutput fit_profile(const RawMeasurements& raw, const hw::HardwareProfile& base, const std::string& name,
-                      const std::vector<RawMeasurements>& decoder_passes = {});
+                      const std::vector<RawMeasurements>& decoder_passes = {},
+                      const RawMeasurements* advised_cycle = nullptr);
 
 }  // namespace tiersim::calib

@@ -24,7 +24,8 @@ MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models
           "Llama-3.1-8B": "traces/models/llama-3.1-8b.json", "Qwen3-4B": "traces/models/qwen3-4b.json",
           "Llama-2-7B": "traces/models/llama-2-7b.json", "Qwen2.5-7B": "traces/models/qwen2.5-7b.json",
           "Qwen3-1.7B": "traces/models/qwen3-1.7b.json", "Qwen3-0.6B": "traces/models/qwen3-0.6b.json",
-          "Qwen3-32B": "traces/models/qwen3-32b.json"}
+          "Qwen3-32B": "traces/models/qwen3-32b.json", "Qwen2.5-3B": "traces/models/qwen2.5-3b.json",
+          "Qwen2.5-14B": "traces/models/qwen2.5-14b.json"}
 # Row sets and their split. Development ("in"): every Qwen3-8B row. Each other set was held back, measured before the
 # model it was first scored with, and scored once; the model changed after each first score was seen, so each counts as
 # development since. First scores (mean absolute error, rows):
@@ -39,11 +40,14 @@ MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models
 #   qwen3-1.7b   session 30, 11 rows (Qwen3-1.7B, hidden 2048, where cuBLAS's GEMVs on host inputs are slowest) and
 #   qwen3-0.6b   11 rows on lease13, a lease calibrated for its host: 22 rows 19.1% together, measured before the
 #                exact decoder GEMV shapes (results/calib/h200-s30), scored after them
-# Held back ("out"), scored once in session 31 with the eviction costs of cuBLAS's GEMVs past VRAM
-# (results/calib/h200-s31), measured before them: Llama-3.1-8B and Qwen3-4B at a 1024-token prompt on lease14 (session
-# 30, a lease calibrated for its host), and Qwen3-32B (session 31, a model never used in development, the shipped
-# runtime); and, measured after that change and scored once with it, Qwen3-14B, Qwen2.5-7B and Llama-2-7B at a
-# 512-token prompt and x1.3 on lease16 (host-calibrated). A set's third element: the lease of experiments/validate/compare.py whose calibrated runtime and own
+#   llama8b-p1024, qwen3-4b-p1024 (lease14, host-calibrated), qwen3-32b (the shipped runtime): session 31, 11 rows,
+#                38.8%, with the eviction costs of cuBLAS's GEMVs past VRAM (results/calib/h200-s31), measured before them
+#   p512-x1.3    session 31, 6 rows (lease16, host-calibrated), measured after that change and scored once with it:
+#                21.2% (17 held back in all that session: 32.6%)
+# Held back ("out"): s32b, lease 17 (host-calibrated, its own allocator calls and advised cycles), measured in session
+# 32 after the advised-cycle change (managed_memory.advised_cycle) and scored once with it: Qwen2.5-3B and Qwen2.5-14B,
+# models never measured here, at x1.2 and x1.75 (ratios no set had) with a 256-token prompt, modes 1-4.
+# A set's third element: the lease of experiments/validate/compare.py whose calibrated runtime and own
 # allocator call costs predict it; without one, the shipped runtime and profile.
 SETS = {"8b": ("rows_8b.jsonl", "in"), "8b-mode4": ("rows_8b_mode4.jsonl", "in"), "8b-edge": ("rows_8b_edge.jsonl", "in"),
         "14b": ("rows_14b.jsonl", "in"), "14b-modes24": ("rows_14b_modes24.jsonl", "in"),
@@ -51,10 +55,11 @@ SETS = {"8b": ("rows_8b.jsonl", "in"), "8b-mode4": ("rows_8b_mode4.jsonl", "in")
         "llama2": ("rows_llama2_7b.jsonl", "in"), "qwen2.5-7b": ("rows_qwen2_5_7b.jsonl", "in"),
         "8b-lease13": ("rows_8b_lease13.jsonl", "in", "lease13"), "8b-lease15": ("rows_8b_lease15.jsonl", "in", "lease15"),
         "qwen3-1.7b": ("rows_qwen3_1_7b.jsonl", "in"), "qwen3-0.6b": ("rows_qwen3_0_6b.jsonl", "in", "lease13"),
-        "llama8b-p1024": ("rows_llama8b_p1024.jsonl", "out", "lease14"),
-        "qwen3-4b-p1024": ("rows_qwen3_4b_p1024.jsonl", "out", "lease14"),
-        "qwen3-32b": ("rows_qwen3_32b.jsonl", "out"),
-        "p512-x1.3": ("rows_p512_x1_3.jsonl", "out", "lease16")}
+        "llama8b-p1024": ("rows_llama8b_p1024.jsonl", "in", "lease14"),
+        "qwen3-4b-p1024": ("rows_qwen3_4b_p1024.jsonl", "in", "lease14"),
+        "qwen3-32b": ("rows_qwen3_32b.jsonl", "in"),
+        "p512-x1.3": ("rows_p512_x1_3.jsonl", "in", "lease16"),
+        "s32b": ("rows_s32b.jsonl", "out", "lease17")}
 # Seed 000's modes (experiments/um/oversubscribe_decode.py) as tiersim's managed memory kind.
 ADVICE = {1: "", 2: "prefer-cpu,", 3: "prefer-cpu,read-mostly,", 4: "prefer-cpu,accessed-by,"}
 MODE_TEXT = {1: "1 managed", 2: "2 +PreferredLocation=CPU", 3: "3 +ReadMostly", 4: "4 PreferredLocation=CPU+AccessedBy"}

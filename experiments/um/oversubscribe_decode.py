@@ -59,6 +59,11 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--label", default="", help="free text recorded with the row")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--activation-advice", type=int, choices=sorted(ADVICE),
+                    help="diagnosis: the advice of this mode on every allocation after the weights (KV cache, "
+                         "activations) instead of the mode's own")
+    ap.add_argument("--profile", help="diagnosis: append where each step's GPU time went (step_profile.py) to this "
+                                      "JSON-lines file; the profiler adds host time, so the row is not a timing")
     a = ap.parse_args()
 
     name, cfg = dl.load_config(a.model)
@@ -101,11 +106,16 @@ def main():
             sys.exit("cudaMemAdvise on a weight failed")
         if lib.tiersim_prefetch_to_host(ctypes.c_void_p(p.data_ptr()), n) != 0:
             sys.exit("prefetch to host failed")
-    lib.tiersim_set_advice(ctypes.c_int(advice))  # every later allocation: the mode's advice, as the seed's
+    later = ADVICE[a.activation_advice] if a.activation_advice else advice
+    lib.tiersim_set_advice(ctypes.c_int(later))  # every later allocation: the mode's advice, as the seed's
     free_before = torch.cuda.mem_get_info()[0]
     print(f"{name} mode {a.mode}: {weight_bytes / 2**30:.2f} GiB of weights in host memory; "
           f"{free_before / 2**30:.2f} GiB free on the GPU", flush=True)
-    prefill, warm_up, times = dl.decode(model, cfg.vocab_size, a.prompt, a.tokens, a.warmup)
+    recorder = None
+    if a.profile:
+        from step_profile import StepProfiler
+        recorder = StepProfiler()
+    prefill, warm_up, times = dl.decode(model, cfg.vocab_size, a.prompt, a.tokens, a.warmup, recorder)
     torch.cuda.synchronize()
     if lib.tiersim_failed():
         sys.exit("a CUDA call in the managed allocator failed")
@@ -115,9 +125,15 @@ def main():
                managed_bytes_after=int(lib.tiersim_in_use()), oversubscription=weight_bytes / left,
                prompt=a.prompt, tokens=a.tokens, warmup=a.warmup, prefill_s=prefill, warmup_s=warm_up,
                decode_s=times, decode_median_s=statistics.median(times), label=a.label,
-               gpu=torch.cuda.get_device_name(), torch=torch.__version__, host_memory_bytes=host)
+               gpu=torch.cuda.get_device_name(), torch=torch.__version__, host_memory_bytes=host,
+               activation_advice=a.activation_advice, profiled=bool(a.profile))
     with open(a.out, "a") as f:
         f.write(json.dumps(row) + "\n")
+    if recorder:
+        with open(a.profile, "a") as f:
+            f.write(json.dumps(dict(model=name, mode=a.mode, activation_advice=a.activation_advice,
+                                    leave_gib=a.leave_gib, prompt=a.prompt, label=a.label,
+                                    steps=recorder.summary())) + "\n")
     print(f"{name} mode {a.mode} leave {a.leave_gib} GiB (x{row['oversubscription']:.2f}): prefill {prefill:.3f} s, "
           f"tokens " + " ".join(f"{t:.3f}" for t in warm_up + times), flush=True)
 

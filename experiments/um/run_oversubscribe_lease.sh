@@ -43,6 +43,12 @@
 #   PART=s31d OUT=... bash ...                                          session 31, after the GEMV eviction costs: lease
 #             16 calibrated for its host, then rows held back and scored once with that model: Qwen3-14B, Qwen2.5-7B
 #             and Llama-2-7B at a 512-token prompt, x1.3 (a ratio no set had), modes 1 and 3 (Qwen2.5-7B mode 2 too)
+#   PART=s32 OUT=... bash ...                                           session 32, a diagnosis: step_profile.py's
+#             kernel time per step by kind, mode 3 against mode 1 (advice on weights alone, later allocations alone),
+#             Qwen3-4B mode 2 at prompts 128 and 1024 on one host, Qwen3-0.6B modes 3 and 1, in one tar
+#   PART=s32b OUT=... bash ...                                          session 32, after the advised-cycle change: lease
+#             17 calibrated for its host, then held-back rows of two new models (Qwen2.5-3B, Qwen2.5-14B) at x1.2 and
+#             x1.75 with a 256-token prompt, modes 1-4, in one tar
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -52,7 +58,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30, s30b, s30c, s30d, s31, s31b, s31c or s31d}
+part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30, s30b, s30c, s30d, s31, s31b, s31c, s31d, s32 or s32b}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -239,6 +245,70 @@ elif [ "$part" = s31d ]; then
   echo "rows: $(wc -l < "$f" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$l")"
   (cd "$out" && tar czf s31d.tgz --remove-files host_cpu.txt sdpa_shapes.json measured.jsonl calib_alloc_s31d.csv \
     calib_alloc_s31d.log rows_p512_x1_3.jsonl log_p512_x1_3.txt)
+elif [ "$part" = s32 ]; then
+  # Session 32, a diagnosis (profiled runs are not timings, and none is a validation row): where a token's GPU time
+  # goes (experiments/um/step_profile.py: kernel time per step by kind) under mode 3 against mode 1 (Qwen3-8B at
+  # x1.5), with mode 3's advice on the weights alone and on the later allocations alone (--activation-advice), the
+  # weights-only variant also unprofiled; Qwen3-4B mode 2 at x1.1 with prompts of 128 and 1024 on one host (lease 14's
+  # alternating tokens); Qwen3-0.6B modes 3 and 1 at x1.5 (mode 3 slower than mode 1 there).
+  { lscpu; grep MHz /proc/cpuinfo | sort | uniq -c | sort -rn | head -5; } > "$out/host_cpu.txt" 2>&1
+  python3 - <<'PY' 2>&1 | grep -v -i warn | tail -3
+import sys, torch
+sys.path.insert(0, "experiments/um")
+from step_profile import StepProfiler
+r = StepProfiler(); x = torch.randn(256, 256, device="cuda")
+r.start(3)
+for _ in range(3):
+    (x @ x).sum().item(); r.advance(1)
+r.stop()
+s = r.summary(); print("profiler self-test:", len(s), "steps", [(d["launches"], sorted(d["by_kind"])) for d in s])
+PY
+  f="$out/rows_profile_s32.jsonl" l="$out/log_profile_s32.txt" p="$out/profile_s32.jsonl"
+  m8=traces/models/qwen3-8b.json
+  bounded 90 "$l" --model $m8 --mode 1 --leave-gib 10.17 --tokens 3 --label s32 --profile "$p" --out "$f"
+  bounded 90 "$l" --model $m8 --mode 3 --leave-gib 10.17 --tokens 3 --label s32 --profile "$p" --out "$f"
+  bounded 90 "$l" --model $m8 --mode 3 --activation-advice 1 --leave-gib 10.17 --tokens 3 --label s32 --profile "$p" --out "$f"
+  bounded 90 "$l" --model $m8 --mode 1 --activation-advice 3 --leave-gib 10.17 --tokens 3 --label s32 --profile "$p" --out "$f"
+  bounded 90 "$l" --model $m8 --mode 3 --activation-advice 1 --leave-gib 10.17 --tokens 4 --label s32-timed --out "$f"
+  for pr in 128 1024; do
+    bounded 70 "$l" --model traces/models/qwen3-4b.json --mode 2 --prompt $pr --leave-gib 6.81 --tokens 5 --label s32 \
+      --profile "$p" --out "$f"
+  done
+  for md in 3 1; do
+    bounded 50 "$l" --model traces/models/qwen3-0.6b.json --mode $md --leave-gib 0.74 --tokens 4 --label s32 \
+      --profile "$p" --out "$f"
+  done
+  echo "rows: $(wc -l < "$f" 2>/dev/null || echo 0); profiles: $(wc -l < "$p" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$l")"
+  grep -E "mode [0-9] leave|EXIT|SKIPPED|Error|Traceback" "$l" | tail -20
+  (cd "$out" && tar czf s32.tgz --remove-files host_cpu.txt rows_profile_s32.jsonl log_profile_s32.txt profile_s32.jsonl)
+elif [ "$part" = s32b ]; then
+  # Session 32, after the advised-cycle change: a lease calibrated for its host (lease 17: lscpu, SDPA, the Qwen3-8B
+  # resident calibration row, its allocator calls and advised cycles), then rows held back and scored once with that
+  # model: two models never measured here (Qwen2.5-3B, whose k and v GEMVs no calibration has; Qwen2.5-14B), at ratios
+  # no set had (x1.2 and x1.75) and a 256-token prompt, modes 1-4. Nothing of these rows is printed.
+  calib_setup
+  host_calibration
+  timeout 60 "$calib" --only alloc_calls,advised_cycle --out "$out/calib_alloc_s32b.csv" > "$out/calib_alloc_s32b.log" 2>&1
+  echo "calibration done at $SECONDS s"
+  f="$out/rows_s32b.jsonl" l="$out/log_s32b.txt"
+  wgib() { python3 -c "
+import json; c = json.load(open('traces/models/$1.json'))
+h, i, L, v = c['hidden_size'], c['intermediate_size'], c['num_hidden_layers'], c['vocab_size']
+q, kv, d = c['num_attention_heads'], c['num_key_value_heads'], c['head_dim']
+p = v * h * (1 if c['tie_word_embeddings'] else 2) + L * (h * (q + 2 * kv) * d + q * d * h + 3 * h * i)
+print(round(p * 2 / 2**30 / $2, 2))"; }
+  m=traces/models/qwen2.5-3b.json
+  bounded 60 "$l" --model $m --mode 1 --prompt 256 --leave-gib "$(wgib qwen2.5-3b 1.2)" --out "$f"
+  bounded 60 "$l" --model $m --mode 3 --prompt 256 --leave-gib "$(wgib qwen2.5-3b 1.2)" --out "$f"
+  bounded 50 "$l" --model $m --mode 2 --prompt 256 --leave-gib "$(wgib qwen2.5-3b 1.2)" --out "$f"
+  bounded 50 "$l" --model $m --mode 4 --prompt 256 --leave-gib "$(wgib qwen2.5-3b 1.75)" --out "$f"
+  m=traces/models/qwen2.5-14b.json
+  bounded 90 "$l" --model $m --mode 1 --prompt 256 --tokens 3 --leave-gib "$(wgib qwen2.5-14b 1.2)" --out "$f"
+  bounded 90 "$l" --model $m --mode 2 --prompt 256 --tokens 3 --leave-gib "$(wgib qwen2.5-14b 1.75)" --out "$f"
+  bounded 100 "$l" --model $m --mode 3 --prompt 256 --tokens 3 --leave-gib "$(wgib qwen2.5-14b 1.75)" --out "$f"
+  echo "rows: $(wc -l < "$f" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$l")"
+  (cd "$out" && tar czf s32b.tgz --remove-files host_cpu.txt sdpa_shapes.json measured.jsonl calib_alloc_s32b.csv \
+    calib_alloc_s32b.log rows_s32b.jsonl log_s32b.txt)
 elif [ "$part" = qwen2 ]; then
   # Held back (never used in development): Qwen2.5-7B, 14.18 GiB of bf16 weights. Not printed.
   heldout_rows traces/models/qwen2.5-7b.json 14.18 "$out/rows_qwen2_5_7b.jsonl" "$out/log_qwen2_5_7b.txt"

@@ -72,13 +72,18 @@ LEASES = {"lease5": ("lease5", "nvidia-h200-x2", "lease5", ["measured.jsonl"]),
           "lease13": ("lease13-s30", "nvidia-h200", "lease13-s30", ["measured.jsonl"]),
           "lease14": ("lease14-s30", "nvidia-h200", "lease14-s30", ["measured.jsonl"]),
           "lease15": ("lease15-s31", "nvidia-h200", "lease15-s31", ["measured.jsonl"]),
-          "lease16": ("lease16-s31", "nvidia-h200", "lease16-s31", ["measured.jsonl"])}
+          "lease16": ("lease16-s31", "nvidia-h200", "lease16-s31", ["measured.jsonl"]),
+          "lease17": ("lease17-s32", "nvidia-h200", "lease17-s32", ["measured.jsonl"])}
 # A lease's own managed allocator call costs (tiersim_calib --only alloc_calls on that machine, the `_all` medians),
 # where it measured them; the other leases take the hardware profile's (another lease's).
 ALLOC_CALLS = {"lease13": "results/calib/h200-s30/calib_alloc_s30.csv",
                "lease14": "results/calib/h200-s30/calib_alloc_s30d.csv",
                "lease15": "results/calib/h200-s31/calib_advised_s31c.csv",
-               "lease16": "results/calib/h200-s31/calib_alloc_s31d.csv"}
+               "lease16": "results/calib/h200-s31/calib_alloc_s31d.csv",
+               "lease17": "results/calib/h200-s32/calib_alloc_s32b.csv"}
+# A lease's own advised activation cycles (tiersim_calib --only advised_cycle on that machine), where it measured them
+# and they are not the hardware profile's own (lease 15's are h200-measured's): the profile with that lease's table.
+ADVISED_CYCLES = {"lease17": "results/calib/h200-s32/calib_alloc_s32b.csv"}
 # The calibrated hardware profile a lease's framework calibration builds on (calib/profiles/NAME.yaml),
 # when not h200-measured; and the leases whose runtime calibration is shipped (calib/runtimes/).
 BASES = {"lease12": "h100-measured"}
@@ -125,6 +130,48 @@ def alloc_call_sets(lease):
             "--set", f"managed_memory.free_call={median['free_gpu_written_all'] * 1e6:.3f} us"]
 
 
+def advised_cycle_profile(lease):
+    """h200-measured with the lease's own managed_memory.advised_cycle (the advised cycle's median less the cycle
+    without advice, per size, as tiersim_fit --advised-cycle computes it), written under build/validation; the
+    profile's name otherwise."""
+    if lease not in ADVISED_CYCLES:
+        return base_name(lease)
+    median = {}
+    with open(os.path.join(ROOT, ADVISED_CYCLES[lease])) as f:
+        for line in f:
+            parts = line.strip().split(",")
+            if len(parts) > 5 and parts[0] == "um_advised_cycle":
+                median[parts[1]] = float(parts[5])
+    sizes = [k[len("none_"):] for k in median if k.startswith("none_") and k != "none_all"]
+    def size_bytes(name):
+        units = {"B": 1, "KiB": 1024, "MiB": 1 << 20}
+        digits = name.rstrip("KMiB")
+        return int(digits) * units[name[len(digits):]]
+    sizes.sort(key=size_bytes)
+    if not sizes:
+        sys.exit(f"{ADVISED_CYCLES[lease]}: no um_advised_cycle none_<size> rows")
+    lines = ["  advised_cycle:"]
+    for advice in ("prefer_cpu", "prefer_cpu_accessed_by", "prefer_cpu_read_mostly"):
+        pts = []
+        for sz in sizes:
+            if f"{advice}_{sz}" not in median:
+                sys.exit(f"{ADVISED_CYCLES[lease]}: no um_advised_cycle {advice}_{sz} row")
+            pts.append(f'["{size_bytes(sz)} B", "{max(0.0, median[f"{advice}_{sz}"] - median[f"none_{sz}"]) * 1e6:.4g} us"]')
+        lines.append(f"    {advice}: [" + ", ".join(pts) + "]")
+    base = open(os.path.join(ROOT, "calib", "profiles", base_name(lease) + ".yaml")).read().split("\n")
+    at = base.index("  advised_cycle:")
+    end = at + 1
+    while end < len(base) and base[end].startswith("    "):
+        end += 1
+    out = base[:at] + lines + base[end:]
+    out = [f"name: {base_name(lease)}-{lease}" if l.startswith("name: ") else l for l in out]
+    os.makedirs(WORK, exist_ok=True)
+    path = os.path.join(WORK, f"{base_name(lease)}-{lease}.yaml")
+    with open(path, "w") as f:
+        f.write("\n".join(out))
+    return path
+
+
 def runtime_path(lease):
     """Where a lease's calibrated runtime goes: the shipped runtime for the leases in SHIPPED."""
     kind = GPU_KIND[base_name(lease)]
@@ -168,7 +215,7 @@ def write_runtime(path, lease, fw):
             f"peer_copy_overlaps_compute: {'true' if PEER_OVERLAP > 0.5 else 'false'}\n")
     if per_op:
         text += "per_op: {" + ", ".join(f'{k}: "{v:.3f} us"' for k, v in sorted(per_op.items())) + "}\n"
-    HW_OF[path] = base_name(lease)
+    HW_OF[path] = advised_cycle_profile(lease)
     SETS_OF[path] = alloc_call_sets(lease)
     # The blocks other scripts write are kept as they are: training (experiments/validate/train_host_fit.py),
     # cpu_offload (cpu_offload_fit.py), gpu_cast (from experiments/calibrate/cast_rate.py, results/calib/h100-cast, h200-cast) and

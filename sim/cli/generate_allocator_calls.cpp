@@ -28,8 +28,13 @@ std::optional<GenerateAllocatorCalls> generate_allocator_calls(const TraceSpec& 
   GenerateAllocatorCalls calls;
   for (const model::AllocationEvent& e : model::inference_allocations(m, shape)) {
     if (!e.allocates()) continue;
-    if (e.step == 1) calls.prefill += 1;
-    else if (e.step == shape.decode + 1 && e.step > 1) calls.decode += 1;
+    if (e.step == 1) {
+      calls.prefill += 1;
+      calls.prefill_bytes.push_back(static_cast<double>(e.bytes));
+    } else if (e.step == shape.decode + 1 && e.step > 1) {
+      calls.decode += 1;
+      calls.decode_bytes.push_back(static_cast<double>(e.bytes));
+    }
   }
   return calls;
 }

@@ -5,6 +5,7 @@
 // (placement::ManagedSpec::allocations_per_prefill / _decode) instead of one pair per trace op.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/simulation.hpp"
 #include "runtime/runtime_profile.hpp"
@@ -14,6 +15,7 @@ namespace tiersim::app {
 struct GenerateAllocatorCalls {
   double prefill = 0;  // allocations in the prefill step
   double decode = 0;   // allocations in one decode step (0 without decode tokens)
+  std::vector<double> prefill_bytes, decode_bytes;  // their sizes, in the order they are made
 };
 
 // nullopt where the allocations are not modelled: a runtime other than PyTorch's, a recorded trace, a GGUF model, a

@@ -7,6 +7,7 @@
 #include "analytic/analytic_model.hpp"
 #include "cli/generate_allocator_calls.hpp"
 #include "core/error.hpp"
+#include "managed/managed_memory.hpp"
 #include "model/hf_snapshot.hpp"
 #include "model/gguf_file.hpp"
 #include "model/model_config.hpp"
@@ -165,6 +166,24 @@ Simulation simulate(const replay::RunSetup& setup, const strategy::StrategySpec&
     if (const auto calls = generate_allocator_calls(trace, setup.runtime)) {
       sim.placement.managed.allocations_per_prefill = calls->prefill;
       sim.placement.managed.allocations_per_decode = calls->decode;
+      if (setup.hw.managed_memory) {
+        // Every call gets the advice the run's later allocations get (seed 000's allocator advises each): the
+        // advice of its activations.
+        std::uint8_t advice = 0;
+        for (const auto& t : sim.header.tensors)
+          if (trace::is_activation(t.kind) && sim.placement.managed.managed[t.id]) {
+            advice = sim.placement.managed.advice[t.id];
+            break;
+          }
+        auto advised = [&](const std::vector<double>& sizes) {
+          double s = 0;
+          for (double b : sizes)
+            s += managed::advised_cycle_extra(*setup.hw.managed_memory, advice, b, sim.placement.managed.demand_paging);
+          return s;
+        };
+        sim.placement.managed.advised_seconds_per_prefill = advised(calls->prefill_bytes);
+        sim.placement.managed.advised_seconds_per_decode = advised(calls->decode_bytes);
+      }
       sim.placement.resolved.emplace_back(
           "allocator calls", std::to_string(static_cast<long long>(calls->prefill)) + " in the prefill, " +
                                  std::to_string(static_cast<long long>(calls->decode)) +

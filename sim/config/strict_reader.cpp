@@ -211,6 +211,27 @@ std::vector<std::pair<double, double>> Section::size_rate_points(const std::stri
   return out;
 }
 
+std::vector<std::pair<double, double>> Section::size_duration_points(const std::string& key) {
+  YAML::Node pts = require(key);
+  if (!pts.IsSequence() || pts.size() == 0) fail_at(pts, full(key), "expected a list of [size, duration] pairs");
+  std::vector<std::pair<double, double>> out;
+  for (const auto& p : pts) {
+    if (!p.IsSequence() || p.size() != 2 || !p[0].IsScalar() || !p[1].IsScalar())
+      fail_at(p, full(key), "each point is [\"16 KiB\", \"31.8 us\"]");
+    try {
+      const double size = units::parse_bytes(p[0].Scalar());
+      const double seconds = units::parse_duration(p[1].Scalar());
+      if (!(size > 0) || !std::isfinite(size) || !(seconds >= 0) || !std::isfinite(seconds))
+        throw std::invalid_argument("the size must be positive and the duration at least 0, both finite");
+      if (!out.empty() && size <= out.back().first) throw std::invalid_argument("sizes must ascend");
+      out.emplace_back(size, seconds);
+    } catch (const std::invalid_argument& e) {
+      fail_at(p, full(key), e.what());
+    }
+  }
+  return out;
+}
+
 std::vector<std::array<double, 4>> Section::size_size_duration_rows(const std::string& key) {
   YAML::Node rows = require(key);
   if (!rows.IsSequence() || rows.size() == 0) fail_at(rows, full(key), "expected a list of [size, size, duration, duration] rows");

@@ -46,6 +46,8 @@ class Section {
   std::map<trace::OpKind, double> op_durations(const std::string& key);
   // A list of ["4 KiB", "3.1 GB/s"] pairs with ascending sizes.
   std::vector<std::pair<double, double>> size_rate_points(const std::string& key);
+  // A list of ["16 KiB", "31.8 us"] pairs with ascending positive sizes and durations from 0 (a cost by size).
+  std::vector<std::pair<double, double>> size_duration_points(const std::string& key);
   // A list of [threads, "20 GB/s"] pairs with ascending whole thread counts (a rate by CPU threads).
   std::vector<std::pair<double, double>> thread_rate_points(const std::string& key);
   // A list of [rows, times] pairs with ascending whole row counts (1 to 16M) and times from 1 to 1e6: how many times

@@ -67,6 +67,21 @@ double ManagedMemorySpec::fresh_touch_seconds(double bytes) const {
   return bytes / log_interpolated_rate(fresh_touch, bytes);
 }
 
+double ManagedMemorySpec::advised_cycle_seconds(bool accessed_by, bool read_mostly, double bytes) const {
+  const auto& pts = read_mostly ? advised_cycle.prefer_cpu_read_mostly
+                    : accessed_by ? advised_cycle.prefer_cpu_accessed_by
+                                  : advised_cycle.prefer_cpu;
+  if (pts.empty() || bytes <= 0) return 0.0;
+  if (bytes <= pts.front().first) return pts.front().second;
+  if (bytes >= pts.back().first) return pts.back().second;
+  std::size_t i = 1;
+  while (pts[i].first < bytes) ++i;
+  const auto& [s0, t0] = pts[i - 1];
+  const auto& [s1, t1] = pts[i];
+  const double f = std::log(bytes / s0) / std::log(s1 / s0);
+  return t0 + f * (t1 - t0);
+}
+
 double GpuSpec::convolution_share(const trace::ConvShape& shape, double positions) const {
   const ConvolutionRate* best = nullptr;
   double best_distance = 0;

@@ -185,6 +185,19 @@ struct ManagedMemorySpec {
   // fresh_touch's um_fresh_touch_live rows: 8 and 64 KiB beside live ranges write as fast as populated memory, 2 MiB
   // pays in full).
   double fresh_first_write_seconds(double bytes) const { return bytes >= va_block ? fresh_touch_seconds(bytes) : 0.0; }
+  // What seed 000's advice adds to one activation under a per-tensor allocator: the whole cycle (cudaMallocManaged,
+  // cudaMemAdvise PreferredLocation=CPU then AccessedBy or ReadMostly, a kernel writing the range, one reading it,
+  // cudaFree) less the same cycle without advice, by size (calib's advised_cycle, the medians' difference). One table
+  // per advice; each optional (empty: not charged).
+  struct AdvisedCycle {
+    std::vector<std::pair<double, double>> prefer_cpu, prefer_cpu_accessed_by, prefer_cpu_read_mostly;  // [size, s]
+    bool empty() const { return prefer_cpu.empty() && prefer_cpu_accessed_by.empty() && prefer_cpu_read_mostly.empty(); }
+  };
+  AdvisedCycle advised_cycle;
+  // Seconds for a `bytes`-byte activation advised PreferredLocation=CPU (with AccessedBy, or ReadMostly, when said):
+  // interpolated linearly in the log of the size between points, the first point's below them and the last one's
+  // beyond (measured to 256 KiB: a larger activation is charged what 256 KiB cost). 0 without the table.
+  double advised_cycle_seconds(bool accessed_by, bool read_mostly, double bytes) const;
   double mapping_fault_cost = 0;           // per block, establishing a remote mapping (PreferredLocation=CPU)
   double alloc_call = 0;                   // host time of one cudaMallocManaged
   double free_call = 0;                    // host time of one cudaFree (which also synchronizes the device)

@@ -205,6 +205,17 @@ HardwareProfile parse_profile_node(const YAML::Node& root, const std::string& fi
       um.fresh_touch = m.size_rate_points("fresh_touch");
       if (um.fresh_touch.empty()) m.fail("fresh_touch", "expected at least one [size, rate] point");
     }
+    if (m.has("advised_cycle")) {
+      Section c = m.child("advised_cycle");
+      if (c.has("prefer_cpu")) um.advised_cycle.prefer_cpu = c.size_duration_points("prefer_cpu");
+      if (c.has("prefer_cpu_accessed_by"))
+        um.advised_cycle.prefer_cpu_accessed_by = c.size_duration_points("prefer_cpu_accessed_by");
+      if (c.has("prefer_cpu_read_mostly"))
+        um.advised_cycle.prefer_cpu_read_mostly = c.size_duration_points("prefer_cpu_read_mostly");
+      c.finish();
+      if (um.advised_cycle.empty())
+        m.fail("advised_cycle", "expected prefer_cpu, prefer_cpu_accessed_by or prefer_cpu_read_mostly");
+    }
     um.mapping_fault_cost = m.duration("mapping_fault_cost");
     um.alloc_call = m.duration("alloc_call");
     um.free_call = m.duration("free_call");

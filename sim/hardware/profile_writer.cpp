@@ -174,6 +174,19 @@ ordered_json profile_to_json(const hw::HardwareProfile& p) {
       for (const auto& [size, rate] : m.fresh_touch) pts.push_back({quantity(size, "B"), quantity(rate, "B/s")});
       j["managed_memory"]["fresh_touch"] = pts;
     }
+    if (!m.advised_cycle.empty()) {
+      ordered_json tables = ordered_json::object();
+      auto table = [&](const char* name, const std::vector<std::pair<double, double>>& t) {
+        if (t.empty()) return;
+        ordered_json pts = ordered_json::array();
+        for (const auto& [size, seconds] : t) pts.push_back({quantity(size, "B"), quantity(seconds, "s")});
+        tables[name] = pts;
+      };
+      table("prefer_cpu", m.advised_cycle.prefer_cpu);
+      table("prefer_cpu_accessed_by", m.advised_cycle.prefer_cpu_accessed_by);
+      table("prefer_cpu_read_mostly", m.advised_cycle.prefer_cpu_read_mostly);
+      j["managed_memory"]["advised_cycle"] = tables;
+    }
   }
   if (p.disk)
     j["disk"] = {{"source", source(p, "disk")},

@@ -72,6 +72,17 @@ inline bool read_duplicates(std::uint8_t advice, bool write, bool demand_paging)
   return (advice & placement::kReadMostly) != 0 && (advice & placement::kAccessedByGpu) == 0 && !write && demand_paging;
 }
 
+// What the advice on one allocation of a per-tensor allocator (one cudaMallocManaged per tensor, advised at
+// allocation, as seed 000's) adds to its cycle: calib's advised_cycle for the advice and size (the whole cycle with the
+// advice less without: the calls, the kernels' faults and remote accesses), charged per call by the step plan.
+// Measured on Linux; nothing without demand paging, without PreferredLocation=CPU, or for a Windows sysmem-fallback
+// allocation (not advice).
+inline double advised_cycle_extra(const hw::ManagedMemorySpec& spec, std::uint8_t advice, double bytes, bool demand_paging) {
+  if (!demand_paging || !(advice & placement::kPreferCpu) || (advice & placement::kSysmemFallback)) return 0.0;
+  return spec.advised_cycle_seconds((advice & placement::kAccessedByGpu) != 0, read_duplicates(advice, false, demand_paging),
+                                    bytes);
+}
+
 // A GEMV's input vector of `bytes`, `remote` of them reached over the link, whose weight has `weight_bytes`: its
 // re-reads (one per output row) and, for the per-shape times, its operands' sizes, when the profile prices either.
 inline void add_remote_gemv_input(const hw::ManagedMemorySpec& spec, double weight_bytes, double bytes, double remote,

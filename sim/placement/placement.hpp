@@ -100,6 +100,10 @@ struct ManagedSpec {
   // model::inference_allocations); 0: one pair per trace op (assumed).
   double allocations_per_prefill = 0;
   double allocations_per_decode = 0;
+  // What the advice on those calls adds to one prefill and one decode step (managed::advised_cycle_extra over the
+  // modelled calls' sizes); without modelled calls the step plan prices each op's fresh activations instead.
+  double advised_seconds_per_prefill = 0;
+  double advised_seconds_per_decode = 0;
 };
 
 struct Placement {

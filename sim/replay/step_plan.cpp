@@ -6,6 +6,7 @@
 #include <map>
 
 #include "hardware/op_cost.hpp"
+#include "managed/managed_memory.hpp"
 
 namespace tiersim::replay {
 
@@ -334,6 +335,13 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
                                                                        : 0.0;
   const double calls_per_op =
       modelled_calls > 0 && !step.ops.empty() ? modelled_calls / static_cast<double>(step.ops.size()) : 1.0;
+  // What the advice on those calls adds (managed::advised_cycle_extra): the modelled calls' sum spread over the ops,
+  // else per op from the fresh activations it writes (advised_per_op < 0).
+  const double modelled_advised = step.kind == trace::StepKind::Prefill  ? placement_.managed.advised_seconds_per_prefill
+                                  : step.kind == trace::StepKind::Decode ? placement_.managed.advised_seconds_per_decode
+                                                                         : 0.0;
+  const double advised_per_op =
+      modelled_calls > 0 && !step.ops.empty() ? modelled_advised / static_cast<double>(step.ops.size()) : -1.0;
   std::size_t next_start = 0, next_end = 0;
   auto transient_effects = [&](Action& a, std::size_t i, DeviceId device) {
     if (!transients) return;
@@ -630,7 +638,15 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       a.deps_count = static_cast<std::uint32_t>(out.deps.size()) - a.deps_begin;
       a.frees_count = static_cast<std::uint32_t>(out.frees.size()) - a.frees_begin;
       a.managed_count = static_cast<std::uint32_t>(out.managed.size()) - a.managed_begin;
-      if (per_tensor_allocator && hw_.managed_memory) a.host_seconds += calls_per_op * hw_.managed_memory->alloc_call;
+      if (per_tensor_allocator && hw_.managed_memory) {
+        a.host_seconds += calls_per_op * hw_.managed_memory->alloc_call;
+        if (advised_per_op >= 0) a.host_seconds += advised_per_op;
+        else
+          for (const auto& w : op.writes)
+            if (managed_[w.tensor] && trace::is_activation(header_.tensors[w.tensor].kind))
+              a.host_seconds += managed::advised_cycle_extra(*hw_.managed_memory, placement_.managed.advice[w.tensor],
+                                                             static_cast<double>(w.bytes), placement_.managed.demand_paging);
+      }
       transient_effects(a, i, device);
       out.actions.push_back(a);
       for (std::uint32_t s = 0; s < op.syncs; ++s) {

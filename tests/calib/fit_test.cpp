@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "core/error.hpp"
 #include "config/embedded_files.hpp"
 #include "config/profile_source.hpp"
+#include "fit/advised_cycle_fit.hpp"
 #include "fit/cpu_fit.hpp"
 #include "fit/fp32_gemm_fit.hpp"
 #include "fit/oversubscribe_fit.hpp"
@@ -62,13 +64,15 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
     int cores;
     std::vector<std::string> cpu_experts;  // MUL_MAT_ID runs (--cpu-experts)
     std::vector<std::string> decoder_passes = {};  // tiersim_calib --only oversubscribe_decoder runs (--decoder-passes)
+    const char* advised_cycle = "";                // a tiersim_calib --only advised_cycle run (--advised-cycle), or ""
   };
   for (const Case& c : {Case{"results/calib/raw_run4.csv", "h200", "h200-measured", {"results/calib/h200-remote-fresh/h200_remote_fresh.csv", "results/calib/h200-attention/attention.csv",
                         "results/calib/h200-fresh-d2h/fresh_d2h.csv", "results/calib/h200-fp32-gemm/raw_h200_run7_fp32_gemm.csv",
                         "results/calib/h200-convolution/convolution.csv", "results/calib/h200-zero-copy/raw_h200_run8_input_gemv.csv",
                         "results/calib/h200-oversubscribe/calib_oversubscribe.csv",
                         "results/calib/h200-s29/calib_s29.csv", "results/calib/h200-s30/calib_s30.csv"}, "", 0, {},
-                        {"results/calib/h200-s31/calib_decoder_qwen3-8b.csv", "results/calib/h200-s31/calib_decoder_qwen3-1.7b.csv"}},
+                        {"results/calib/h200-s31/calib_decoder_qwen3-8b.csv", "results/calib/h200-s31/calib_decoder_qwen3-1.7b.csv"},
+                        "results/calib/h200-s31/calib_advised_s31c.csv"},
                        Case{"results/calib/raw_h100_run2.csv", "h100-sxm", "h100-measured",
                             {"results/calib/raw_h100_run3_input_gemv.csv", "results/calib/raw_h100_run4_fp32_gemm.csv",
                              "results/calib/h100-remote-gemm/remote_gemm.csv", "results/calib/h100-fresh-touch/fresh_touch.csv",
@@ -93,7 +97,12 @@ TEST(FitProfile, CommittedMeasuredProfilesAreWhatTheFitWritesFromTheCommittedRaw
       decoders.push_back(read_raw_csv(dir + "/" + path));
       decoders.back().file = path;
     }
-    FitOutput fit = fit_profile(named, hw::resolve_profile(c.base), c.name, decoders);
+    std::optional<RawMeasurements> cycles;
+    if (*c.advised_cycle) {
+      cycles = read_raw_csv(dir + "/" + c.advised_cycle);
+      cycles->file = c.advised_cycle;
+    }
+    FitOutput fit = fit_profile(named, hw::resolve_profile(c.base), c.name, decoders, cycles ? &*cycles : nullptr);
     if (*c.cpu) {
       std::ifstream csv(dir + "/" + c.cpu);
       std::stringstream text;
@@ -299,6 +308,37 @@ std::string calib_binary() {
 
 // tiersim_fit's --decoder-passes belongs to the profile fit (--raw): alone, or with --oversubscribe (which fits the
 // 64 MiB passes only), it would change nothing, so it is refused with exit 2.
+TEST(FitProfile, AdvisedCycleIsEachAdviceLessNoAdviceAtEachSize) {
+  auto csv = [](const std::string& extra_rows) {
+    return "benchmark,variant,work,work_unit,repeats,median_s,min_s,max_s\n"
+           "um_advised_cycle,none_16B,1,calls,10,2e-05,1e-05,3e-05\n"
+           "um_advised_cycle,none_4KiB,1,calls,10,3e-05,1e-05,3e-05\n"
+           "um_advised_cycle,none_all,1,calls,20,2.5e-05,1e-05,3e-05\n"
+           "um_advised_cycle,prefer_cpu_16B,1,calls,10,2.5e-05,1e-05,3e-05\n"
+           "um_advised_cycle,prefer_cpu_4KiB,1,calls,10,2.9e-05,1e-05,3e-05\n"
+           "um_advised_cycle,prefer_cpu_accessed_by_16B,1,calls,10,2.2e-05,1e-05,3e-05\n"
+           "um_advised_cycle,prefer_cpu_accessed_by_4KiB,1,calls,10,3.3e-05,1e-05,3e-05\n"
+           "um_advised_cycle,prefer_cpu_read_mostly_16B,1,calls,10,4e-05,1e-05,3e-05\n" + extra_rows;
+  };
+  const auto fit = fit_advised_cycle(parse_raw_csv(csv("um_advised_cycle,prefer_cpu_read_mostly_4KiB,1,calls,10,7e-05,1e-05,3e-05\n"), "c.csv"));
+  ASSERT_EQ(fit.prefer_cpu.size(), 2u);
+  EXPECT_DOUBLE_EQ(fit.prefer_cpu[0].first, 16);
+  EXPECT_DOUBLE_EQ(fit.prefer_cpu[1].first, 4096);
+  EXPECT_NEAR(fit.prefer_cpu[0].second, 5e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(fit.prefer_cpu[1].second, 0.0);  // faster than without advice: nothing added
+  EXPECT_NEAR(fit.prefer_cpu_accessed_by[1].second, 3e-6, 1e-12);
+  EXPECT_NEAR(fit.prefer_cpu_read_mostly[1].second, 4e-5, 1e-12);
+  try {  // a variant without a size 'none' has
+    fit_advised_cycle(parse_raw_csv(csv(""), "c.csv"));
+    ADD_FAILURE() << "accepted a missing size";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "c.csv");
+    EXPECT_EQ(e.key(), "um_advised_cycle,prefer_cpu_read_mostly_4KiB");
+  }
+  EXPECT_THROW(fit_advised_cycle(parse_raw_csv("benchmark,variant,work,work_unit,repeats,median_s,min_s,max_s\n", "e.csv")),
+               InputError);
+}
+
 TEST(FitBinary, RefusesDecoderPassesWhereTheyWouldChangeNothing) {
   const std::string bin = std::string(TIERSIM_BINARY_DIR) + "/bin/tiersim_fit";
   const std::string dir = TIERSIM_SOURCE_DIR, passes = dir + "/results/calib/h200-s31/calib_decoder_qwen3-8b.csv";

@@ -103,7 +103,7 @@ TEST(ShippedModels, SimModelsListsEveryShippedConfigWithItsFamilyAndParameters) 
     ++files;
     EXPECT_NE(r.out.find("  " + e.path().stem().string() + " "), std::string::npos) << e.path();
   }
-  EXPECT_EQ(files, 29u);
+  EXPECT_EQ(files, 31u);
   const auto m = tiersim::model::load_model_config(std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-14b.json");
   const std::size_t row = r.out.find("  qwen3-14b ");
   ASSERT_NE(row, std::string::npos);

@@ -138,6 +138,37 @@ TEST(ProfileLoader, RemoteGemvRowsArePerShapeTimesReadAtTheNearestInput) {
   }
 }
 
+TEST(ProfileLoader, AdvisedCycleTablesAreOptionalAndInterpolatedInLogSize) {
+  const std::string yaml = testing::toy_profile_yaml("1 GiB", true);
+  EXPECT_EQ(parse_profile(yaml, "toy.yaml").managed_memory->advised_cycle_seconds(false, true, 4096), 0.0);  // none
+  auto with = [&](const std::string& value) {
+    std::string y = yaml;
+    y.insert(y.find("  va_block:"), "  advised_cycle:\n" + value);
+    return y;
+  };
+  const auto m = *parse_profile(with("    prefer_cpu: [[\"1 KiB\", \"10 us\"], [\"4 KiB\", \"30 us\"]]\n"
+                                     "    prefer_cpu_read_mostly: [[\"1 KiB\", \"0 us\"]]\n"),
+                                "toy.yaml").managed_memory;
+  EXPECT_NEAR(m.advised_cycle_seconds(false, false, 512), 10e-6, 1e-15);   // below the first point: the first's
+  EXPECT_NEAR(m.advised_cycle_seconds(false, false, 2048), 20e-6, 1e-12);  // halfway in log size
+  EXPECT_NEAR(m.advised_cycle_seconds(false, false, 1 << 20), 30e-6, 1e-15);  // beyond the last: the last's
+  EXPECT_EQ(m.advised_cycle_seconds(true, false, 2048), 0.0);   // AccessedBy: no table, not charged
+  EXPECT_EQ(m.advised_cycle_seconds(false, true, 2048), 0.0);   // ReadMostly's table: 0 us
+  // The writer keeps it: a profile written and read back prices the same.
+  const auto again = *parse_profile(config::profile_to_json(parse_profile(with("    prefer_cpu: [[\"1 KiB\", \"10 us\"], [\"4 KiB\", \"30 us\"]]\n"), "toy.yaml")).dump(), "again.json").managed_memory;
+  EXPECT_NEAR(again.advised_cycle_seconds(false, false, 2048), 20e-6, 1e-12);
+  for (const char* bad : {"    prefer_cpu: [[\"4 KiB\", \"1 us\"], [\"1 KiB\", \"1 us\"]]\n", "    prefer_cpu: [[\"1 KiB\", \"-1 us\"]]\n",
+                          "    prefer_cpu: []\n", "    prefer_cpu: [[\"1 KiB\"]]\n", "    read_mostly: [[\"1 KiB\", \"1 us\"]]\n", "    {}\n"}) {
+    try {
+      parse_profile(with(bad), "bad.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), "bad.yaml") << bad;
+      EXPECT_NE(e.key().find("managed_memory.advised_cycle"), std::string::npos) << bad << ": " << e.key();
+    }
+  }
+}
+
 TEST(ProfileLoader, RemoteGemmReadsAreOptionalRowCountsAndTimes) {
   const std::string yaml = testing::toy_profile_yaml("1 GiB", true);
   const auto plain = parse_profile(yaml, "toy.yaml");
