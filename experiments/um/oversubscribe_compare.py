@@ -47,6 +47,10 @@ MODELS = {"Qwen3-8B": "traces/models/qwen3-8b.json", "Qwen3-14B": "traces/models
 # Held back ("out"): s32b, lease 17 (host-calibrated, its own allocator calls and advised cycles), measured in session
 # 32 after the advised-cycle change (managed_memory.advised_cycle) and scored once with it: Qwen2.5-3B and Qwen2.5-14B,
 # models never measured here, at x1.2 and x1.75 (ratios no set had) with a 256-token prompt, modes 1-4.
+# build-advice (session 32, development: seen as measured): modes 2 and 3 with the weights built under
+# PreferredLocation=CPU (oversubscribe_decode.py --build-advice 2, as a checkpoint loaded through the seed's allocator
+# is), on an uncalibrated lease (the shipped runtime); the default build beside them repeats lease 14's condition and is
+# kept with the diagnosis (diagnosis-s32/rows_default_build_s32c.jsonl), not added again.
 # A set's third element: the lease of experiments/validate/compare.py whose calibrated runtime and own
 # allocator call costs predict it; without one, the shipped runtime and profile.
 SETS = {"8b": ("rows_8b.jsonl", "in"), "8b-mode4": ("rows_8b_mode4.jsonl", "in"), "8b-edge": ("rows_8b_edge.jsonl", "in"),
@@ -59,7 +63,8 @@ SETS = {"8b": ("rows_8b.jsonl", "in"), "8b-mode4": ("rows_8b_mode4.jsonl", "in")
         "qwen3-4b-p1024": ("rows_qwen3_4b_p1024.jsonl", "in", "lease14"),
         "qwen3-32b": ("rows_qwen3_32b.jsonl", "in"),
         "p512-x1.3": ("rows_p512_x1_3.jsonl", "in", "lease16"),
-        "s32b": ("rows_s32b.jsonl", "out", "lease17")}
+        "s32b": ("rows_s32b.jsonl", "out", "lease17"),
+        "build-advice": ("rows_build_s32c.jsonl", "in")}
 # Seed 000's modes (experiments/um/oversubscribe_decode.py) as tiersim's managed memory kind.
 ADVICE = {1: "", 2: "prefer-cpu,", 3: "prefer-cpu,read-mostly,", 4: "prefer-cpu,accessed-by,"}
 MODE_TEXT = {1: "1 managed", 2: "2 +PreferredLocation=CPU", 3: "3 +ReadMostly", 4: "4 PreferredLocation=CPU+AccessedBy"}
@@ -118,8 +123,10 @@ def main():
             tokens = " ".join(f"{t:.2f}" for t in r["warmup_s"] + r["decode_s"])
             prompt = f" p{r['prompt']}" if r["prompt"] != 128 else ""  # the sets' prompt is 128 tokens unless said
             label = (f"{r['model']}{prompt} mode {r['mode']} x{r['oversubscription']:.2f}"
+                     + (f" built mode {r['build_advice']}" if r.get("build_advice") else "")
                      + (f" ({r['label']})" if r["label"] else "") + (f" {lease}" if lease else ""))
-            where = ", ".join(x for x in (lease, prompt.strip()) if x)
+            built = f"built mode {r['build_advice']}" if r.get("build_advice") else ""
+            where = ", ".join(x for x in (lease, prompt.strip(), built) if x)
             lines.append(f"| {r['model']}{' (' + where + ')' if where else ''} | {MODE_TEXT[r['mode']]} | {r['oversubscription']:.2f} "
                          f"({r['gpu_left_bytes'] / 2**30:.2f} GiB) | {tokens} | {m:.3f} s | {p:.3f} s | "
                          f"{100 * err:+.1f}% | {split} |")

@@ -62,6 +62,9 @@ def main():
     ap.add_argument("--activation-advice", type=int, choices=sorted(ADVICE),
                     help="diagnosis: the advice of this mode on every allocation after the weights (KV cache, "
                          "activations) instead of the mode's own")
+    ap.add_argument("--build-advice", type=int, choices=sorted(ADVICE),
+                    help="diagnosis: the advice of this mode on every allocation while the weights are built (default "
+                         "none: ReadMostly at allocation crawls), as a checkpoint loaded through the seed's allocator has")
     ap.add_argument("--profile", help="diagnosis: append where each step's GPU time went (step_profile.py) to this "
                                       "JSON-lines file; the profiler adds host time, so the row is not a timing")
     a = ap.parse_args()
@@ -95,7 +98,8 @@ def main():
     balloon = lib.tiersim_balloon_bytes()
     print(f"balloon {balloon / 2**30:.2f} GiB; {left / 2**30:.2f} GiB left of {total / 2**30:.1f}", flush=True)
 
-    lib.tiersim_set_advice(ctypes.c_int(0))  # build with no advice (ReadMostly at allocation crawls)
+    # Build with no advice (ReadMostly at allocation crawls) unless told otherwise.
+    lib.tiersim_set_advice(ctypes.c_int(ADVICE[a.build_advice] if a.build_advice else 0))
     model = dl.build(cfg)
     weight_bytes = 0
     advice = ADVICE[a.mode]
@@ -126,7 +130,7 @@ def main():
                prompt=a.prompt, tokens=a.tokens, warmup=a.warmup, prefill_s=prefill, warmup_s=warm_up,
                decode_s=times, decode_median_s=statistics.median(times), label=a.label,
                gpu=torch.cuda.get_device_name(), torch=torch.__version__, host_memory_bytes=host,
-               activation_advice=a.activation_advice, profiled=bool(a.profile))
+               activation_advice=a.activation_advice, build_advice=a.build_advice, profiled=bool(a.profile))
     with open(a.out, "a") as f:
         f.write(json.dumps(row) + "\n")
     if recorder:

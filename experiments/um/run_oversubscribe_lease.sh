@@ -49,6 +49,14 @@
 #   PART=s32b OUT=... bash ...                                          session 32, after the advised-cycle change: lease
 #             17 calibrated for its host, then held-back rows of two new models (Qwen2.5-3B, Qwen2.5-14B) at x1.2 and
 #             x1.75 with a 256-token prompt, modes 1-4, in one tar
+#   PART=s32c OUT=... bash ...                                          session 32, a diagnosis: mode 2 at long prompts
+#             (and mode 3) with the weights built under the mode's own advice beside the default build, in one tar
+#   PART=s32d OUT=... bash ...                                          session 32: experiments/calibrate/remote_linear.py
+#             (F.linear at batch 1 on a host-resident input, with and without a bias, Qwen2.5's q/k/v shapes)
+#   PART=s32e OUT=... bash ...                                          session 32: the same with a fresh input vector
+#             every call (remote_linear.py --fresh), beside a GPU with room and past a balloon leaving 1 GiB
+#   PART=s32f OUT=... bash ...                                          session 32: a Linear on a host-resident weight
+#             against the host-resident weight read in all (remote_linear_footprint.py)
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -58,7 +66,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30, s30b, s30c, s30d, s31, s31b, s31c, s31d, s32 or s32b}
+part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30, s30b, s30c, s30d, s31, s31b, s31c, s31d, s32, s32b, s32c, s32d, s32e or s32f}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -309,6 +317,39 @@ print(round(p * 2 / 2**30 / $2, 2))"; }
   echo "rows: $(wc -l < "$f" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$l")"
   (cd "$out" && tar czf s32b.tgz --remove-files host_cpu.txt sdpa_shapes.json measured.jsonl calib_alloc_s32b.csv \
     calib_alloc_s32b.log rows_s32b.jsonl log_s32b.txt)
+elif [ "$part" = s32c ]; then
+  # Session 32, a diagnosis (not validation rows): are mode 2's fast tokens at long prompts (lease 14, diagnosis-s32)
+  # GPU pages the weights' build left behind? The same runs with the weights built under the mode's own advice
+  # (--build-advice 2: PreferredLocation=CPU while they are made, as a checkpoint loaded through the seed's allocator
+  # is) beside the default build, on one host; and mode 3 so built.
+  f="$out/rows_build_s32c.jsonl" l="$out/log_build_s32c.txt"
+  m4=traces/models/qwen3-4b.json
+  bounded 70 "$l" --model $m4 --mode 2 --prompt 1024 --leave-gib 6.81 --tokens 5 --label s32c --out "$f"
+  bounded 80 "$l" --model $m4 --mode 2 --build-advice 2 --prompt 1024 --leave-gib 6.81 --tokens 5 --label s32c --out "$f"
+  bounded 100 "$l" --model traces/models/qwen2.5-14b.json --mode 2 --build-advice 2 --prompt 256 --leave-gib 15.72 \
+    --tokens 4 --label s32c --out "$f"
+  bounded 90 "$l" --model traces/models/qwen3-8b.json --mode 3 --build-advice 2 --leave-gib 10.17 --tokens 4 --label s32c \
+    --out "$f"
+  echo "rows: $(wc -l < "$f" 2>/dev/null || echo 0); exits: $(grep -c EXIT "$l")"
+  grep -E "mode [0-9] leave|EXIT|SKIPPED|Error|Traceback" "$l" | tail -20
+  (cd "$out" && tar czf s32c.tgz --remove-files rows_build_s32c.jsonl log_build_s32c.txt)
+elif [ "$part" = s32d ]; then
+  # Session 32: PyTorch's Linear at batch 1 with a host-resident input, with and without a bias (Qwen2.5's q, k and v
+  # shapes: experiments/calibrate/remote_linear.py), beside a GPU with room.
+  timeout 120 python3 experiments/calibrate/remote_linear.py --allocator-so "$so" --out "$out/remote_linear.csv" 2>&1 \
+    | grep -v -i warn | tail -30
+elif [ "$part" = s32f ]; then
+  # Session 32, a diagnosis: a Linear on a host-resident weight against the host-resident weight read in all
+  # (experiments/calibrate/remote_linear_footprint.py: 0.05 to 8 GiB of 5120 x 5120 weights in turn).
+  timeout 200 python3 experiments/calibrate/remote_linear_footprint.py --allocator-so "$so" --out "$out/remote_linear_footprint.csv" \
+    2>&1 | grep -v -i warn | tail -8
+elif [ "$part" = s32e ]; then
+  # Session 32, a diagnosis: the same Linears with a fresh input vector every call (advised PreferredLocation=CPU
+  # alone, written just before, as mode 2's activations are), beside a GPU with room and past a balloon leaving 1 GiB.
+  timeout 100 python3 experiments/calibrate/remote_linear.py --allocator-so "$so" --fresh --out "$out/remote_linear_fresh.csv" 2>&1 \
+    | grep -v -i warn | grep nobias | tail -12
+  timeout 100 python3 experiments/calibrate/remote_linear.py --allocator-so "$so" --fresh --leave-gib 1 \
+    --out "$out/remote_linear_fresh_balloon.csv" 2>&1 | grep -v -i warn | grep nobias | tail -12
 elif [ "$part" = qwen2 ]; then
   # Held back (never used in development): Qwen2.5-7B, 14.18 GiB of bf16 weights. Not printed.
   heldout_rows traces/models/qwen2.5-7b.json 14.18 "$out/rows_qwen2_5_7b.jsonl" "$out/log_qwen2_5_7b.txt"

@@ -1,0 +1,94 @@
+"""PyTorch's Linear at batch 1 (F.linear, as transformers' q/k/v projections call it) with its input vector in host
+memory, with and without a bias: a microbenchmark of the kernels modes 2 and 4 of seed 000's experiment run, for
+the shapes of Qwen2.5's biased q, k and v projections (and their unbiased twins: the o projection's kernel).
+
+Every tensor comes from experiments/validate/managed_allocator.cu through a CUDAPluggableAllocator (one
+cudaMallocManaged each). `input`: the weight (and bias) written on the GPU with no advice (GPU-resident), the input
+vector advised PreferredLocation=CPU + AccessedBy=GPU and written (host-resident, mapped); `both`: the weight and bias
+so advised too. The GPU has room (no balloon): nothing is evicted; PreferredLocation=CPU pages do not migrate on an
+x86 host (results/validation/um-oversubscription/driver_reading_s31.md). Times: CUDA events around each call, 3
+warm-up calls, the median of 15; the same input every call. Rows in tiersim_calib's CSV format:
+
+  remote_linear,linear_bf16_<input|both>_<bias|nobias>_out<N>_in<K>,<weight bytes>,bytes,15,median,min,max
+
+    python3 experiments/calibrate/remote_linear.py --allocator-so X.so --out remote_linear.csv
+"""
+import argparse
+import ctypes
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+# (in, out): Qwen2.5-3B, -7B, -14B q and k/v projections (config.json: hidden, heads x head_dim, kv heads x head_dim).
+SHAPES = [(2048, 2048), (2048, 256), (3584, 3584), (3584, 512), (5120, 5120), (5120, 1024)]
+NONE, PREFER_CPU_ACCESSED_BY = 0, 2  # managed_allocator.cu g_advice codes
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--allocator-so", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--fresh", action="store_true",
+                    help="a new input vector every call, advised PreferredLocation=CPU alone (seed 000's mode 2) and "
+                         "written by a kernel just before, as a decode's activations are; variants fresh_input/fresh_both")
+    ap.add_argument("--leave-gib", type=float, default=0,
+                    help="shrink the GPU first with the allocator's balloon (a plain cudaMalloc) to leave this much")
+    a = ap.parse_args()
+    lib = ctypes.CDLL(a.allocator_so)
+    lib.tiersim_set_advice.argtypes = [ctypes.c_int]
+    lib.tiersim_failed.restype = ctypes.c_int
+    lib.tiersim_balloon.restype = ctypes.c_size_t
+    lib.tiersim_balloon.argtypes = [ctypes.c_size_t]
+    alloc = torch.cuda.memory.CUDAPluggableAllocator(a.allocator_so, "tiersim_alloc", "tiersim_free")
+    torch.cuda.memory.change_current_allocator(alloc)
+    if a.leave_gib > 0 and lib.tiersim_balloon(int(a.leave_gib * 2**30)) == 0:
+        raise SystemExit("the balloon failed")
+    PREFER_CPU = 1
+    rows = ["# benchmark: PyTorch F.linear at batch 1, bf16, input vector host-resident (experiments/calibrate/remote_linear.py)",
+            f"# gpu_name: {torch.cuda.get_device_name()}", f"# torch: {torch.__version__}",
+            f"# fresh_input_each_call: {a.fresh}", f"# balloon_leaves_gib: {a.leave_gib}",
+            "benchmark,variant,work,work_unit,repeats,median_s,min_s,max_s"]
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    with torch.no_grad():
+        for k, n in SHAPES:
+            for placement in ("input", "both"):
+                lib.tiersim_set_advice(NONE if placement == "input" else PREFER_CPU_ACCESSED_BY)
+                w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+                b = torch.randn(n, device="cuda", dtype=torch.bfloat16) * 0.02
+                lib.tiersim_set_advice(PREFER_CPU_ACCESSED_BY)
+                x = torch.randn(1, 1, k, device="cuda", dtype=torch.bfloat16)
+                torch.cuda.synchronize()
+                for bias in (True, False):
+                    times = []
+                    for i in range(3 + a.repeats):
+                        if a.fresh:
+                            lib.tiersim_set_advice(PREFER_CPU)
+                            x = torch.randn(1, 1, k, device="cuda", dtype=torch.bfloat16)
+                        start.record()
+                        F.linear(x, w, b if bias else None)
+                        end.record()
+                        end.synchronize()
+                        if i >= 3:
+                            times.append(start.elapsed_time(end) * 1e-3)
+                    kind = ("fresh_" if a.fresh else "") + placement
+                    variant = f"linear_bf16_{kind}_{'bias' if bias else 'nobias'}_out{n}_in{k}"
+                    rows.append(f"remote_linear,{variant},{2 * n * k},bytes,{a.repeats},{statistics.median(times):.9e},"
+                                f"{min(times):.9e},{max(times):.9e}")
+                    from torch.profiler import ProfilerActivity, profile
+                    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                        F.linear(x, w, b if bias else None)
+                        torch.cuda.synchronize()
+                    kernels = [e.name[:60] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+                    print(f"{variant:44s} {statistics.median(times) * 1e3:8.3f} ms  {' + '.join(kernels)}", flush=True)
+                del w, b, x
+                torch.cuda.synchronize()
+    if lib.tiersim_failed():
+        raise SystemExit("a CUDA call in the managed allocator failed")
+    with open(a.out, "w") as f:
+        f.write("\n".join(rows) + "\n")
+
+
+if __name__ == "__main__":
+    main()
