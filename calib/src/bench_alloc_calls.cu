@@ -11,6 +11,10 @@
 // Rows: um_alloc_call_live,malloc_managed_<size> and um_free_call_live,free_gpu_written_<size> (host seconds per
 // call, by size), and um_alloc_call_live,malloc_managed_all / um_free_call_live,free_gpu_written_all (every call).
 #include <deque>
+#include <unistd.h>
+#include <cstring>
+#include <cstddef>
+#include <chrono>
 
 #include "measure.hpp"
 
@@ -101,19 +105,34 @@ void bench_alloc_calls(Csv& csv, const Options& o) {
 // allocation, the whole cycle; a variant less `none` is what that advice adds to each activation of a step (its
 // calls, and the faults and remote accesses of the two kernels). Mode 3's decode ran 0.13-0.19 s a token slower
 // than its weights' faults explain (results/validation/um-oversubscription): ~80 us over ~2000 allocations.
-void bench_advised_cycle(Csv& csv, const Options& o) {
-  BenchStream bs(o.device);
+//
+// um_advised_cycle_pressed (the same names; bench_advised_cycle_pressed): the same cycles with the GPU full of
+// managed memory that is being evicted, as past VRAM: a balloon leaves --oversubscribe-leave GiB, a managed buffer of
+// 1.5 times that (CPU-written, no advice) is there to fault, and before each cycle a kernel reads its next 2 MiB
+// block (a fault that evicts, untimed), so that the cycle's own pages are found as a decode past VRAM finds them.
+// Profiled in a decode (results/validation/um-oversubscription/diagnosis-s32) mode 3's advice on the activations cost
+// 70-90 us each past VRAM, 2-4x the cycle beside a GPU with room.
+namespace {
+
+void advised_cycles(Csv& csv, const Options& o, const char* benchmark, BenchStream& bs, const std::byte* pressure,
+                    size_t pressure_bytes) {
   cudaStream_t s = bs.stream;
   const int blocks = bs.sms * 8;
-  const LiveSet live(o, s);
   cudaMemLocation cpu = host_loc(), gpu = device_loc(o.device);
   const std::vector<size_t> cycle = {16, 256, 4096, 16384, 65536, 262144};
   const int depth = 4, calls = o.quick ? 120 : 2400, warmup = 60;
+  const size_t block = size_t(2) << 20;
+  size_t next_block = 0;
   for (const std::string advice : {"none", "prefer_cpu", "prefer_cpu_accessed_by", "prefer_cpu_read_mostly"}) {
     std::vector<std::vector<double>> per_size(cycle.size());
     std::vector<double> all;
     std::deque<void*> in_flight;
     for (int i = 0; i < warmup + calls; ++i) {
+      if (pressure) {  // the next block of the buffer faults in, evicting (untimed)
+        stream_read(pressure + next_block * block, block, bs.sink, s, blocks);
+        next_block = (next_block + 1) % (pressure_bytes / block);
+        CUDA_CHECK(cudaStreamSynchronize(s));
+      }
       const size_t k = size_t(i) % cycle.size();
       void* p = nullptr;
       const auto t0 = std::chrono::steady_clock::now();
@@ -139,10 +158,61 @@ void bench_advised_cycle(Csv& csv, const Options& o) {
     for (void* p : in_flight) CUDA_CHECK(cudaFree(p));
     for (size_t k = 0; k < cycle.size(); ++k) {
       const std::string sz = cycle[k] < 1024 ? std::to_string(cycle[k]) + "B" : size_name(double(cycle[k]));
-      csv.add({"um_advised_cycle", advice + "_" + sz, 1, "calls", per_size[k]});
+      csv.add({benchmark, advice + "_" + sz, 1, "calls", per_size[k]});
     }
-    csv.add({"um_advised_cycle", advice + "_all", 1, "calls", all});
+    csv.add({benchmark, advice + "_all", 1, "calls", all});
   }
+}
+
+}  // namespace
+
+void bench_advised_cycle(Csv& csv, const Options& o) {
+  BenchStream bs(o.device);
+  const LiveSet live(o, bs.stream);
+  advised_cycles(csv, o, "um_advised_cycle", bs, nullptr, 0);
+}
+
+void bench_advised_cycle_pressed(Csv& csv, const Options& o) {
+  const double host = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+  size_t free_b = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
+  const size_t leave = size_t(o.oversubscribe_leave * double(1ull << 30));
+  const size_t block = size_t(2) << 20;
+  const size_t pressure_bytes = size_t(1.5 * double(leave)) / block * block;
+  if (leave >= free_b || double(pressure_bytes) > 0.6 * host || pressure_bytes < 4 * block) {
+    csv.comment("advised_cycle_pressed", "not measured: --oversubscribe-leave is not below the free GPU memory, or "
+                                         "1.5x it would pass 60% of host memory, or it is under 6 MiB");
+    return;
+  }
+  void* balloon = nullptr;  // all free memory but `leave`, stepping down where the driver keeps a little back
+  size_t want = free_b - leave;
+  while (want > (64ull << 20) && cudaMalloc(&balloon, want) != cudaSuccess) {
+    (void)cudaGetLastError();
+    balloon = nullptr;
+    want -= 64ull << 20;
+  }
+  if (!balloon) {
+    csv.comment("advised_cycle_pressed", "not measured: the balloon could not be allocated");
+    return;
+  }
+  {
+    BenchStream bs(o.device);
+    const LiveSet live(o, bs.stream);
+    void* pressure = nullptr;
+    CUDA_CHECK(cudaMallocManaged(&pressure, pressure_bytes));
+    std::memset(pressure, 7, pressure_bytes);  // CPU-written: host-resident until the GPU reads it
+    size_t left = 0;
+    CUDA_CHECK(cudaMemGetInfo(&left, &total));
+    csv.comment("advised_cycle_pressed_balloon_bytes", std::to_string(want));
+    csv.comment("advised_cycle_pressed_gpu_left_bytes", std::to_string(left));
+    csv.comment("advised_cycle_pressed_buffer_bytes", std::to_string(pressure_bytes));
+    // Fill the GPU: one pass over the buffer (1.5x what is left) leaves it full, evicting in order.
+    stream_read(pressure, pressure_bytes, bs.sink, bs.stream, bs.sms * 8);
+    CUDA_CHECK(cudaStreamSynchronize(bs.stream));
+    advised_cycles(csv, o, "um_advised_cycle_pressed", bs, static_cast<const std::byte*>(pressure), pressure_bytes);
+    CUDA_CHECK(cudaFree(pressure));
+  }
+  CUDA_CHECK(cudaFree(balloon));
 }
 
 }  // namespace calib

@@ -91,14 +91,15 @@ int main(int argc, char** argv) {
         start = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,remote_gemv,peer,managed,fresh_touch,alloc_calls,advised_cycle,oversubscribe,oversubscribe_chunks,oversubscribe_decoder] [--oversubscribe-leave GIB] [--gemv-shapes FILE] [--decoder-advice LIST]\n");
+      std::fprintf(stderr, "usage: tiersim_calib --out FILE [--device N] [--quick] [--only host_link,device,fp32_gemm,zero_copy,remote_gemm,remote_gemv,peer,managed,fresh_touch,alloc_calls,advised_cycle,advised_cycle_pressed,oversubscribe,oversubscribe_chunks,oversubscribe_decoder] [--oversubscribe-leave GIB] [--gemv-shapes FILE] [--decoder-advice LIST]\n");
       return 2;
     }
   }
   // A part name that is not one of them would run nothing at all: refused, naming it.
   const std::set<std::string> parts = {"host_link", "device",      "fp32_gemm", "zero_copy",  "remote_gemm",
                                        "remote_gemv", "peer",      "managed",   "fresh_touch", "alloc_calls", "advised_cycle",
-                                       "oversubscribe", "oversubscribe_chunks", "oversubscribe_decoder"};
+                                       "oversubscribe", "oversubscribe_chunks", "oversubscribe_decoder",
+                                       "advised_cycle_pressed"};
   for (const auto& name : only)
     if (!parts.count(name)) {
       std::fprintf(stderr, "calib: '--only': unknown part '%s'\n", name.c_str());
@@ -108,10 +109,11 @@ int main(int argc, char** argv) {
   o.oversubscribe_main = only.count("oversubscribe") > 0;
   o.oversubscribe_chunks = only.count("oversubscribe_chunks") > 0;
   o.oversubscribe_decoder = only.count("oversubscribe_decoder") > 0;
+  const bool pressed = only.count("advised_cycle_pressed") > 0;
   const bool oversubscribes = o.oversubscribe_main || o.oversubscribe_chunks || o.oversubscribe_decoder;
-  if ((o.oversubscribe_leave > 0) != oversubscribes) {
+  if ((o.oversubscribe_leave > 0) != (oversubscribes || pressed)) {
     std::fprintf(stderr, "calib: --oversubscribe-leave GIB and --only oversubscribe (or oversubscribe_chunks, "
-                         "oversubscribe_decoder) go "
+                         "oversubscribe_decoder, advised_cycle_pressed) go "
                          "together (the part shrinks the GPU to that much with a balloon)\n");
     return 2;
   }
@@ -156,6 +158,8 @@ int main(int argc, char** argv) {
   if (want("fresh_touch")) calib::bench_fresh_touch(csv, o);
   if (want("alloc_calls")) calib::bench_alloc_calls(csv, o);
   if (only.count("advised_cycle")) calib::bench_advised_cycle(csv, o);  // only when named (session 31's question)
+  // Only when named, with a balloon: the same cycles past VRAM (session 32's question).
+  if (pressed) calib::bench_advised_cycle_pressed(csv, o);
   // Only when named: it shrinks the GPU with a balloon and oversubscribes what is left.
   if (oversubscribes) calib::bench_oversubscribe(csv, o);
   CUDA_CHECK(cudaDeviceSynchronize());

@@ -183,6 +183,7 @@ void bench_remote_gemv(Csv& csv, const Options& o);
 void bench_fresh_touch(Csv& csv, const Options& o);
 void bench_alloc_calls(Csv& csv, const Options& o);
 void bench_advised_cycle(Csv& csv, const Options& o);
+void bench_advised_cycle_pressed(Csv& csv, const Options& o);  // needs oversubscribe_leave
 void bench_peer(Csv& csv, const Options& o);
 void bench_managed(Csv& csv, const Options& o);
 void bench_oversubscribe(Csv& csv, const Options& o);
