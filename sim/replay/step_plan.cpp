@@ -313,7 +313,117 @@ void StepPlanner::await_offload_stream(StepPlan& out, std::uint32_t tensor) {
   stream_copies_.push_back(tensor);
 }
 
-void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
+hw::GpuOpCost StepPlanner::kernel_cost(const trace::Op& op) const {
+  hw::GpuOpCost cost = hw::gpu_op_cost(hw_, op, rates_);
+  if (runtime_.kernel_floor >= 0) cost.floor_seconds = runtime_.kernel_floor * op.launches;
+  cost.gap_seconds = runtime_.gpu_launch_gap * op.launches;
+  if (!op.dtype.empty() && cost.measured_seconds < 0 && op.kind == trace::OpKind::Elementwise) {
+    // A weight cast from its storage type (fp8) at the runtime's measured share of the memory rate.
+    const auto it = runtime_.gpu_cast.find(op.dtype);
+    if (it != runtime_.gpu_cast.end()) {
+      double share = it->second;
+      if (default_dtype_ == "fp32") {
+        // The shares were measured on casts to bf16 (2 bytes written per element), and a cast kernel is bound by
+        // its elements: a cast to fp32 (ComfyUI's text encoders) takes the time of the same elements cast to
+        // bf16, its written bytes counting at 2 per element.
+        const double read = static_cast<double>(trace::op_bytes(op) - written_bytes(op));
+        const double written = static_cast<double>(written_bytes(op));
+        if (read + written > 0) share *= (read + written) / (read + written / 2);
+      }
+      cost.local_rate *= share;
+    }
+  }
+  if (op.blocks > 0 && runtime_.gpu_block_rate > 0 && cost.measured_seconds < 0 && op.kind != trace::OpKind::Gemv)
+    // A grid too small to fill the GPU (PyTorch's GroupNorm statistics): each block streams at the runtime's
+    // measured rate of one.
+    cost.local_rate = std::min(cost.local_rate, static_cast<double>(op.blocks) * runtime_.gpu_block_rate);
+  if (!op.dtype.empty() && cost.measured_seconds < 0) {
+    // The runtime's own kernels for this weight type (llama.cpp's MMVQ / MMQ), as measured; over one expert's
+    // slice of a fused experts tensor, its kernel for a stack of experts (MUL_MAT_ID) where it has one.
+    const bool expert = reads_weight_range(op);
+    auto rate = [&](const std::map<std::string, double>& plain, const std::map<std::string, double>& id) {
+      if (expert) {
+        const auto it = id.find(op.dtype);
+        if (it != id.end()) return it->second;
+      }
+      const auto it = plain.find(op.dtype);
+      return it != plain.end() ? it->second : 0.0;
+    };
+    // A dense matrix's kernel priced by its shape where the op gives it (GEMV: its grid, one block per output
+    // row; GEMM: its weight's rows) and the runtime measured the type.
+    auto shaped = [&](const auto& by_type, std::uint32_t given) {
+      return given > 0 && !expert ? by_type.find(op.dtype) : by_type.end();
+    };
+    if (op.kind == trace::OpKind::Gemv) {
+      if (const auto k = shaped(runtime_.gpu_gemv_rows, op.blocks); k != runtime_.gpu_gemv_rows.end()) {
+        const double rows = static_cast<double>(op.blocks);
+        cost.compute_seconds = std::max(cost.compute_seconds, k->second.seconds(rows, weight_read_bytes(op) / rows));
+      } else if (const double r = rate(runtime_.gpu_gemv, runtime_.gpu_gemv_id); r > 0) {
+        cost.compute_seconds = std::max(cost.compute_seconds, weight_read_bytes(op) / r);
+      }
+    } else if (op.kind == trace::OpKind::Gemm) {
+      if (const auto k = shaped(runtime_.gpu_gemm_rows, op.rows); k != runtime_.gpu_gemm_rows.end()) {
+        cost.compute_seconds = k->second.seconds(static_cast<double>(op.flops), static_cast<double>(op.rows));
+      } else {
+        if (const double r = rate(runtime_.gpu_gemm, runtime_.gpu_gemm_id); r > 0)
+          cost.compute_seconds = static_cast<double>(op.flops) / r;
+        if (expert && runtime_.gpu_gemm_id_share > 0 && !runtime_.gpu_gemm_id.count(op.dtype))
+          cost.compute_seconds /= runtime_.gpu_gemm_id_share;
+      }
+    }
+  }
+  return cost;
+}
+
+// Each copied (or managed-prefetched) weight's last reader in the step; a placement with neither (resident, managed
+// memory without prefetch) skips the pass.
+void StepPlanner::mark_last_readers(const trace::Step& step, int managed_prefetch) {
+  if (!(any_copied_ || managed_prefetch > 0)) return;
+  for (std::size_t i = 0; i < step.ops.size(); ++i)
+    for (const auto& a : step.ops[i].reads)
+      if (copied_[a.tensor] || (managed_prefetch > 0 && managed_[a.tensor])) {
+        if (last_reader_[a.tensor] < 0) touched_.push_back(a.tensor);
+        last_reader_[a.tensor] = static_cast<std::int32_t>(i);
+      }
+}
+
+// A copied weight is copied for a layer's use and released after that layer's last read of it, as
+// frameworks cast a module's weights per forward: a weight read again by a later layer (a tied
+// embedding and LM head), or by the same layer in a later forward of the step (a diffusion model's
+// negative prompt run as a second pass), is copied again there, on demand, instead of staying staged
+// in between. A layer's use is a run of consecutive ops of that layer.
+void StepPlanner::mark_layer_uses(const trace::Step& step) {
+  read_begin_.assign(step.ops.size() + 1, 0);
+  for (std::size_t i = 0; i < step.ops.size(); ++i)
+    read_begin_[i + 1] = read_begin_[i] + static_cast<std::uint32_t>(step.ops[i].reads.size());
+  group_last_.assign(read_begin_.back(), 0);
+  std::int32_t run = 0;  // counts down from the last op's run
+  for (std::size_t i = step.ops.size(); i-- > 0;) {
+    const trace::Op& op = step.ops[i];
+    if (i + 1 < step.ops.size() && step.ops[i + 1].layer != op.layer) --run;
+    for (std::size_t k = 0; k < op.reads.size(); ++k) {
+      const std::uint32_t t = op.reads[k].tensor;
+      if (!copied_[t]) continue;
+      if (next_run_[t] != run) group_last_[read_begin_[i] + k] = 1;
+      next_run_[t] = run;
+    }
+  }
+  for (const auto& op : step.ops)
+    for (const auto& a : op.reads) next_run_[a.tensor] = kNoRun;
+}
+
+void StepPlanner::end_step(StepPlan& out) const {
+  Action sync;
+  sync.kind = ActionKind::Sync;
+  sync.host_waits = true;
+  out.actions.push_back(sync);
+  Action overhead;
+  overhead.kind = ActionKind::StepOverhead;
+  overhead.host_seconds = runtime_.per_step;
+  out.actions.push_back(overhead);
+}
+
+StepPlanner::StepCalls StepPlanner::begin_step(const trace::Step& step, StepPlan& out, TransientCursor& cursor) {
   out.kind = step.kind;
   out.tokens = step.tokens;
   out.actions.clear();
@@ -325,48 +435,25 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   stream_copies_.clear();
   // Transient values (trace/transient_lifetimes.hpp; the reader checked every use has one). A managed transient
   // (managed memory over everything) is a managed range the whole run instead, like the activation workspace.
-  const bool transients = has_transients_ && !derive_transient_lifetimes(header_, step, lifetimes_).has_value();
-  out.transient_peak.assign(transients ? transient_live_.size() : 0, 0.0);
+  cursor = TransientCursor{};
+  cursor.on = has_transients_ && !derive_transient_lifetimes(header_, step, lifetimes_).has_value();
+  out.transient_peak.assign(cursor.on ? transient_live_.size() : 0, 0.0);
   std::fill(transient_live_.begin(), transient_live_.end(), 0.0);
   // The per-tensor allocator's calls per trace op: the framework's modelled count for this kind of step spread over
   // its ops, else one cudaMallocManaged and one cudaFree per op.
   const double modelled_calls = step.kind == trace::StepKind::Prefill  ? placement_.managed.allocations_per_prefill
                                 : step.kind == trace::StepKind::Decode ? placement_.managed.allocations_per_decode
                                                                        : 0.0;
-  const double calls_per_op =
+  StepCalls calls;
+  calls.per_op =
       modelled_calls > 0 && !step.ops.empty() ? modelled_calls / static_cast<double>(step.ops.size()) : 1.0;
   // What the advice on those calls adds (managed::advised_cycle_extra): the modelled calls' sum spread over the ops,
   // else per op from the fresh activations it writes (advised_per_op < 0).
   const double modelled_advised = step.kind == trace::StepKind::Prefill  ? placement_.managed.advised_seconds_per_prefill
                                   : step.kind == trace::StepKind::Decode ? placement_.managed.advised_seconds_per_decode
                                                                          : 0.0;
-  const double advised_per_op =
+  calls.advised_per_op =
       modelled_calls > 0 && !step.ops.empty() ? modelled_advised / static_cast<double>(step.ops.size()) : -1.0;
-  std::size_t next_start = 0, next_end = 0;
-  auto transient_effects = [&](Action& a, std::size_t i, DeviceId device) {
-    if (!transients) return;
-    for (; next_start < lifetimes_.starts.size() && lifetimes_.starts[next_start].op == i; ++next_start) {
-      const std::uint32_t t = lifetimes_.starts[next_start].tensor;
-      const bool counted = device >= placement::kComputeGpu && !managed_[t];
-      value_device_[t] = counted ? device : kNoDevice;
-      if (!counted) continue;
-      const double bytes = static_cast<double>(header_.tensors[t].bytes);
-      a.transient_bytes += bytes;
-      double& live = transient_live_[static_cast<std::size_t>(device)];
-      live += bytes;
-      out.transient_peak[static_cast<std::size_t>(device)] = std::max(out.transient_peak[static_cast<std::size_t>(device)], live);
-    }
-    a.releases_begin = static_cast<std::uint32_t>(out.transient_releases.size());
-    for (; next_end < lifetimes_.ends.size() && lifetimes_.ends[next_end].op == i; ++next_end) {
-      const std::uint32_t t = lifetimes_.ends[next_end].tensor;
-      const DeviceId d = value_device_[t];
-      if (d < placement::kComputeGpu) continue;
-      const double bytes = static_cast<double>(header_.tensors[t].bytes);
-      out.transient_releases.push_back({d, bytes});
-      transient_live_[static_cast<std::size_t>(d)] -= bytes;
-    }
-    a.releases_count = static_cast<std::uint32_t>(out.transient_releases.size()) - a.releases_begin;
-  };
   for (std::uint32_t t : touched_) {
     issued_[t] = false;
     released_[t] = false;
@@ -375,40 +462,134 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   touched_.clear();
   last_copy_tensor_ = UINT32_MAX;
   last_copy_end_ = 0;
-  const int managed_prefetch = placement_.managed.enabled ? placement_.managed.prefetch : 0;
-  // These passes find each copied (or managed-prefetched) weight's last reader and each layer's last read of a
-  // copied weight; a placement with neither (resident, managed memory without prefetch) skips them.
-  if (any_copied_ || managed_prefetch > 0)
-    for (std::size_t i = 0; i < step.ops.size(); ++i)
-      for (const auto& a : step.ops[i].reads)
-        if (copied_[a.tensor] || (managed_prefetch > 0 && managed_[a.tensor])) {
-          if (last_reader_[a.tensor] < 0) touched_.push_back(a.tensor);
-          last_reader_[a.tensor] = static_cast<std::int32_t>(i);
-        }
-  // A copied weight is copied for a layer's use and released after that layer's last read of it, as
-  // frameworks cast a module's weights per forward: a weight read again by a later layer (a tied
-  // embedding and LM head), or by the same layer in a later forward of the step (a diffusion model's
-  // negative prompt run as a second pass), is copied again there, on demand, instead of staying staged
-  // in between. A layer's use is a run of consecutive ops of that layer.
-  if (any_copied_) {
-    read_begin_.assign(step.ops.size() + 1, 0);
-    for (std::size_t i = 0; i < step.ops.size(); ++i)
-      read_begin_[i + 1] = read_begin_[i] + static_cast<std::uint32_t>(step.ops[i].reads.size());
-    group_last_.assign(read_begin_.back(), 0);
-    std::int32_t run = 0;  // counts down from the last op's run
-    for (std::size_t i = step.ops.size(); i-- > 0;) {
-      const trace::Op& op = step.ops[i];
-      if (i + 1 < step.ops.size() && step.ops[i + 1].layer != op.layer) --run;
-      for (std::size_t k = 0; k < op.reads.size(); ++k) {
-        const std::uint32_t t = op.reads[k].tensor;
-        if (!copied_[t]) continue;
-        if (next_run_[t] != run) group_last_[read_begin_[i] + k] = 1;
-        next_run_[t] = run;
-      }
-    }
-    for (const auto& op : step.ops)
-      for (const auto& a : op.reads) next_run_[a.tensor] = kNoRun;
+  return calls;
+}
+
+// A transient value's allocation at its first op and release after its last (trace/transient_lifetimes.hpp), on
+// the device the op runs on: the op's action carries the bytes it adds and the releases it makes.
+void StepPlanner::transient_effects(Action& a, std::size_t i, DeviceId device, TransientCursor& c, StepPlan& out) {
+  if (!c.on) return;
+  for (; c.next_start < lifetimes_.starts.size() && lifetimes_.starts[c.next_start].op == i; ++c.next_start) {
+    const std::uint32_t t = lifetimes_.starts[c.next_start].tensor;
+    const bool counted = device >= placement::kComputeGpu && !managed_[t];
+    value_device_[t] = counted ? device : kNoDevice;
+    if (!counted) continue;
+    const double bytes = static_cast<double>(header_.tensors[t].bytes);
+    a.transient_bytes += bytes;
+    double& live = transient_live_[static_cast<std::size_t>(device)];
+    live += bytes;
+    out.transient_peak[static_cast<std::size_t>(device)] = std::max(out.transient_peak[static_cast<std::size_t>(device)], live);
   }
+  a.releases_begin = static_cast<std::uint32_t>(out.transient_releases.size());
+  for (; c.next_end < lifetimes_.ends.size() && lifetimes_.ends[c.next_end].op == i; ++c.next_end) {
+    const std::uint32_t t = lifetimes_.ends[c.next_end].tensor;
+    const DeviceId d = value_device_[t];
+    if (d < placement::kComputeGpu) continue;
+    const double bytes = static_cast<double>(header_.tensors[t].bytes);
+    out.transient_releases.push_back({d, bytes});
+    transient_live_[static_cast<std::size_t>(d)] -= bytes;
+  }
+  a.releases_count = static_cast<std::uint32_t>(out.transient_releases.size()) - a.releases_begin;
+}
+
+// At an op that starts a layer: the copies of the layers `prefetch` ahead (streaming: each waiting for its staging
+// slot), or the managed weights' cudaMemPrefetchAsync `managed_prefetch` layers ahead; `prefetched_upto` layer
+// positions are issued so far.
+void StepPlanner::stage_ahead(const trace::Op& op, int prefetch, int managed_prefetch, std::size_t& prefetched_upto,
+                              StepPlan& out) {
+  if (prefetch > 0) {
+    const std::size_t target =
+        std::min(layer_order_.size(), layer_position(op.layer) + static_cast<std::size_t>(prefetch) + 1);
+    for (; prefetched_upto < target; ++prefetched_upto) {
+      // Streaming keeps prefetch + 1 staging slots: layer q reuses the slot of layer q - prefetch - 1,
+      // so the host first waits until that layer's last reader has run.
+      if (prefetched_upto >= static_cast<std::size_t>(prefetch) + 1) {
+        const std::size_t begin = out.slot_waits.size();
+        for (std::uint32_t t : copied_by_position_[prefetched_upto - static_cast<std::size_t>(prefetch) - 1])
+          if (last_reader_[t] >= 0) out.slot_waits.push_back(t);
+        await_releases(out, begin);
+      }
+      for (std::uint32_t t : copied_by_position_[prefetched_upto])
+        if (!issued_[t] && last_reader_[t] >= 0) issue_copy(out, t, true);
+    }
+  }
+  if (managed_prefetch > 0) {
+    // cudaMemPrefetchAsync of the managed weights `managed_prefetch` layers ahead, on the copy stream.
+    const std::size_t target = std::min(layer_order_.size(),
+                                        layer_position(op.layer) + static_cast<std::size_t>(managed_prefetch) + 1);
+    for (; prefetched_upto < target; ++prefetched_upto)
+      for (std::uint32_t t : managed_by_position_[prefetched_upto])
+        if (!issued_[t] && last_reader_[t] >= 0) {
+          issued_[t] = true;
+          Action a;
+          a.kind = ActionKind::ManagedPrefetch;
+          a.tensor = t;
+          a.bytes = static_cast<double>(header_.tensors[t].bytes);
+          a.host_seconds = runtime_.per_copy;
+          out.actions.push_back(a);
+        }
+  }
+}
+
+// A GPU kernel's reads and writes: what it waits for (its weights' copies or managed prefetches), the staged copies
+// it releases, its managed accesses (a per-tensor allocator's outputs are fresh ranges), and that allocator's calls
+// and the advice on them.
+void StepPlanner::bind_accesses(Action& a, const trace::Op& op, std::size_t i, bool offloaded, const StepCalls& calls,
+                                StepPlan& out) {
+  a.deps_begin = static_cast<std::uint32_t>(out.deps.size());
+  a.frees_begin = static_cast<std::uint32_t>(out.frees.size());
+  a.managed_begin = static_cast<std::uint32_t>(out.managed.size());
+  for (const auto& r : op.reads) {
+    if (managed_[r.tensor]) {
+      std::uint64_t reread = 0;
+      if (op.kind == trace::OpKind::Gemv && trace::is_activation(header_.tensors[r.tensor].kind))
+        for (const auto& w : op.reads)
+          if (header_.tensors[w.tensor].kind == trace::TensorKind::Weight) reread += w.bytes;
+      const bool weight = header_.tensors[r.tensor].kind == trace::TensorKind::Weight;
+      out.managed.push_back({r.tensor, r.bytes, false, reread, r.offset, weight ? managed_weight_reads(op) : 1.0});
+      if (issued_[r.tensor]) out.deps.push_back(r.tensor);  // waits for its managed prefetch
+      continue;
+    }
+    if (offloaded && issued_[r.tensor] && executes_on_[r.tensor] == kCpu) {
+      out.deps.push_back(r.tensor);
+      out.frees.push_back(r.tensor);
+      issued_[r.tensor] = false;
+      continue;
+    }
+    if (!copied_[r.tensor]) continue;
+    out.deps.push_back(r.tensor);
+    if (group_last_[read_begin_[i] + static_cast<std::uint32_t>(&r - op.reads.data())]) {
+      out.frees.push_back(r.tensor);
+      issued_[r.tensor] = false;  // a later layer that reads it again copies it again
+      released_[r.tensor] = true;
+    }
+  }
+  // Under a per-tensor allocator every activation an op writes is a new cudaMallocManaged range, populated by
+  // the driver at the kernel's first touch.
+  for (const auto& w : op.writes)
+    if (managed_[w.tensor])
+      out.managed.push_back({w.tensor, w.bytes, true, 0, w.offset, 1.0,
+                             per_tensor_allocator() && trace::is_activation(header_.tensors[w.tensor].kind)});
+  a.deps_count = static_cast<std::uint32_t>(out.deps.size()) - a.deps_begin;
+  a.frees_count = static_cast<std::uint32_t>(out.frees.size()) - a.frees_begin;
+  a.managed_count = static_cast<std::uint32_t>(out.managed.size()) - a.managed_begin;
+  if (per_tensor_allocator() && hw_.managed_memory) {
+    a.host_seconds += calls.per_op * hw_.managed_memory->alloc_call;
+    if (calls.advised_per_op >= 0) a.host_seconds += calls.advised_per_op;
+    else
+      for (const auto& w : op.writes)
+        if (managed_[w.tensor] && trace::is_activation(header_.tensors[w.tensor].kind))
+          a.host_seconds += managed::advised_cycle_extra(*hw_.managed_memory, placement_.managed.advice[w.tensor],
+                                                         static_cast<double>(w.bytes), placement_.managed.demand_paging);
+  }
+}
+
+void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
+  TransientCursor transients;
+  const StepCalls calls = begin_step(step, out, transients);
+  const int managed_prefetch = placement_.managed.enabled ? placement_.managed.prefetch : 0;
+  mark_last_readers(step, managed_prefetch);
+  if (any_copied_) mark_layer_uses(step);
 
   const int prefetch = placement_.copy.prefetch;
   std::size_t prefetched_upto = 0;  // positions [0, prefetched_upto) have been issued
@@ -419,38 +600,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
   bool new_length_charged = !fresh_lengths_;
   for (std::size_t i = 0; i < step.ops.size(); ++i) {
     const trace::Op& op = step.ops[i];
-    if (prefetch > 0 && (first || op.layer != current_layer)) {
-      const std::size_t target =
-          std::min(layer_order_.size(), layer_position(op.layer) + static_cast<std::size_t>(prefetch) + 1);
-      for (; prefetched_upto < target; ++prefetched_upto) {
-        // Streaming keeps prefetch + 1 staging slots: layer q reuses the slot of layer q - prefetch - 1,
-        // so the host first waits until that layer's last reader has run.
-        if (prefetched_upto >= static_cast<std::size_t>(prefetch) + 1) {
-          const std::size_t begin = out.slot_waits.size();
-          for (std::uint32_t t : copied_by_position_[prefetched_upto - static_cast<std::size_t>(prefetch) - 1])
-            if (last_reader_[t] >= 0) out.slot_waits.push_back(t);
-          await_releases(out, begin);
-        }
-        for (std::uint32_t t : copied_by_position_[prefetched_upto])
-          if (!issued_[t] && last_reader_[t] >= 0) issue_copy(out, t, true);
-      }
-    }
-    if (managed_prefetch > 0 && (first || op.layer != current_layer)) {
-      // cudaMemPrefetchAsync of the managed weights `managed_prefetch` layers ahead, on the copy stream.
-      const std::size_t target = std::min(layer_order_.size(),
-                                          layer_position(op.layer) + static_cast<std::size_t>(managed_prefetch) + 1);
-      for (; prefetched_upto < target; ++prefetched_upto)
-        for (std::uint32_t t : managed_by_position_[prefetched_upto])
-          if (!issued_[t] && last_reader_[t] >= 0) {
-            issued_[t] = true;
-            Action a;
-            a.kind = ActionKind::ManagedPrefetch;
-            a.tensor = t;
-            a.bytes = static_cast<double>(header_.tensors[t].bytes);
-            a.host_seconds = runtime_.per_copy;
-            out.actions.push_back(a);
-          }
-    }
+    if (first || op.layer != current_layer) stage_ahead(op, prefetch, managed_prefetch, prefetched_upto, out);
     current_layer = op.layer;
     DeviceId device = op_device(op, prev_device);
     // ggml's op offload: a prompt-sized op of a CPU-homed layer runs on the GPU with its weights copied.
@@ -481,7 +631,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
       run.weight_bytes = weight_read_bytes(op);
       run.expert_slice = reads_weight_range(op);
       a.work_seconds = hw::cpu_op_seconds(hw_, op, rates_, run);
-      transient_effects(a, i, kCpu);
+      transient_effects(a, i, kCpu, transients, out);
       out.actions.push_back(a);
     } else {
       // A weight that lives on another GPU than the one running this op (a tied embedding read by an
@@ -541,113 +691,10 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         a.host_seconds += runtime_.new_length_attention;
         new_length_charged = true;
       }
-      a.cost = hw::gpu_op_cost(hw_, op, rates_);
-      if (runtime_.kernel_floor >= 0) a.cost.floor_seconds = runtime_.kernel_floor * op.launches;
-      a.cost.gap_seconds = runtime_.gpu_launch_gap * op.launches;
-      if (!op.dtype.empty() && a.cost.measured_seconds < 0 && op.kind == trace::OpKind::Elementwise) {
-        // A weight cast from its storage type (fp8) at the runtime's measured share of the memory rate.
-        const auto it = runtime_.gpu_cast.find(op.dtype);
-        if (it != runtime_.gpu_cast.end()) {
-          double share = it->second;
-          if (default_dtype_ == "fp32") {
-            // The shares were measured on casts to bf16 (2 bytes written per element), and a cast kernel is bound by
-            // its elements: a cast to fp32 (ComfyUI's text encoders) takes the time of the same elements cast to
-            // bf16, its written bytes counting at 2 per element.
-            const double read = static_cast<double>(trace::op_bytes(op) - written_bytes(op));
-            const double written = static_cast<double>(written_bytes(op));
-            if (read + written > 0) share *= (read + written) / (read + written / 2);
-          }
-          a.cost.local_rate *= share;
-        }
-      }
-      if (op.blocks > 0 && runtime_.gpu_block_rate > 0 && a.cost.measured_seconds < 0 && op.kind != trace::OpKind::Gemv)
-        // A grid too small to fill the GPU (PyTorch's GroupNorm statistics): each block streams at the runtime's
-        // measured rate of one.
-        a.cost.local_rate = std::min(a.cost.local_rate, static_cast<double>(op.blocks) * runtime_.gpu_block_rate);
-      if (!op.dtype.empty() && a.cost.measured_seconds < 0) {
-        // The runtime's own kernels for this weight type (llama.cpp's MMVQ / MMQ), as measured; over one expert's
-        // slice of a fused experts tensor, its kernel for a stack of experts (MUL_MAT_ID) where it has one.
-        const bool expert = reads_weight_range(op);
-        auto rate = [&](const std::map<std::string, double>& plain, const std::map<std::string, double>& id) {
-          if (expert) {
-            const auto it = id.find(op.dtype);
-            if (it != id.end()) return it->second;
-          }
-          const auto it = plain.find(op.dtype);
-          return it != plain.end() ? it->second : 0.0;
-        };
-        // A dense matrix's kernel priced by its shape where the op gives it (GEMV: its grid, one block per output
-        // row; GEMM: its weight's rows) and the runtime measured the type.
-        auto shaped = [&](const auto& by_type, std::uint32_t given) {
-          return given > 0 && !expert ? by_type.find(op.dtype) : by_type.end();
-        };
-        if (op.kind == trace::OpKind::Gemv) {
-          if (const auto k = shaped(runtime_.gpu_gemv_rows, op.blocks); k != runtime_.gpu_gemv_rows.end()) {
-            const double rows = static_cast<double>(op.blocks);
-            a.cost.compute_seconds = std::max(a.cost.compute_seconds, k->second.seconds(rows, weight_read_bytes(op) / rows));
-          } else if (const double r = rate(runtime_.gpu_gemv, runtime_.gpu_gemv_id); r > 0) {
-            a.cost.compute_seconds = std::max(a.cost.compute_seconds, weight_read_bytes(op) / r);
-          }
-        } else if (op.kind == trace::OpKind::Gemm) {
-          if (const auto k = shaped(runtime_.gpu_gemm_rows, op.rows); k != runtime_.gpu_gemm_rows.end()) {
-            a.cost.compute_seconds = k->second.seconds(static_cast<double>(op.flops), static_cast<double>(op.rows));
-          } else {
-            if (const double r = rate(runtime_.gpu_gemm, runtime_.gpu_gemm_id); r > 0)
-              a.cost.compute_seconds = static_cast<double>(op.flops) / r;
-            if (expert && runtime_.gpu_gemm_id_share > 0 && !runtime_.gpu_gemm_id.count(op.dtype))
-              a.cost.compute_seconds /= runtime_.gpu_gemm_id_share;
-          }
-        }
-      }
+      a.cost = kernel_cost(op);
       a.work_seconds = a.cost.seconds();
-      a.deps_begin = static_cast<std::uint32_t>(out.deps.size());
-      a.frees_begin = static_cast<std::uint32_t>(out.frees.size());
-      a.managed_begin = static_cast<std::uint32_t>(out.managed.size());
-      for (const auto& r : op.reads) {
-        if (managed_[r.tensor]) {
-          std::uint64_t reread = 0;
-          if (op.kind == trace::OpKind::Gemv && trace::is_activation(header_.tensors[r.tensor].kind))
-            for (const auto& w : op.reads)
-              if (header_.tensors[w.tensor].kind == trace::TensorKind::Weight) reread += w.bytes;
-          const bool weight = header_.tensors[r.tensor].kind == trace::TensorKind::Weight;
-          out.managed.push_back({r.tensor, r.bytes, false, reread, r.offset, weight ? managed_weight_reads(op) : 1.0});
-          if (issued_[r.tensor]) out.deps.push_back(r.tensor);  // waits for its managed prefetch
-          continue;
-        }
-        if (offloaded && issued_[r.tensor] && executes_on_[r.tensor] == kCpu) {
-          out.deps.push_back(r.tensor);
-          out.frees.push_back(r.tensor);
-          issued_[r.tensor] = false;
-          continue;
-        }
-        if (!copied_[r.tensor]) continue;
-        out.deps.push_back(r.tensor);
-        if (group_last_[read_begin_[i] + static_cast<std::uint32_t>(&r - op.reads.data())]) {
-          out.frees.push_back(r.tensor);
-          issued_[r.tensor] = false;  // a later layer that reads it again copies it again
-          released_[r.tensor] = true;
-        }
-      }
-      const bool per_tensor_allocator = placement_.managed.enabled && !placement_.managed.caching_allocator;
-      // Under a per-tensor allocator every activation an op writes is a new cudaMallocManaged range, populated by
-      // the driver at the kernel's first touch.
-      for (const auto& w : op.writes)
-        if (managed_[w.tensor])
-          out.managed.push_back({w.tensor, w.bytes, true, 0, w.offset, 1.0,
-                                 per_tensor_allocator && trace::is_activation(header_.tensors[w.tensor].kind)});
-      a.deps_count = static_cast<std::uint32_t>(out.deps.size()) - a.deps_begin;
-      a.frees_count = static_cast<std::uint32_t>(out.frees.size()) - a.frees_begin;
-      a.managed_count = static_cast<std::uint32_t>(out.managed.size()) - a.managed_begin;
-      if (per_tensor_allocator && hw_.managed_memory) {
-        a.host_seconds += calls_per_op * hw_.managed_memory->alloc_call;
-        if (advised_per_op >= 0) a.host_seconds += advised_per_op;
-        else
-          for (const auto& w : op.writes)
-            if (managed_[w.tensor] && trace::is_activation(header_.tensors[w.tensor].kind))
-              a.host_seconds += managed::advised_cycle_extra(*hw_.managed_memory, placement_.managed.advice[w.tensor],
-                                                             static_cast<double>(w.bytes), placement_.managed.demand_paging);
-      }
-      transient_effects(a, i, device);
+      bind_accesses(a, op, i, offloaded, calls, out);
+      transient_effects(a, i, device, transients, out);
       out.actions.push_back(a);
       for (std::uint32_t s = 0; s < op.syncs; ++s) {
         // A blocking host-to-device copy of a few bytes the op makes after its kernels are issued (its host call
@@ -658,12 +705,12 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
         sync.host_waits = true;
         out.actions.push_back(sync);
       }
-      if (per_tensor_allocator && hw_.managed_memory) {
+      if (per_tensor_allocator() && hw_.managed_memory) {
         // The op's temporaries are released with cudaFree, which waits for the device to be idle (one wait: the
         // op's further frees find it idle).
         Action release;
         release.kind = ActionKind::AllocatorSync;
-        release.after_wait_seconds = calls_per_op * hw_.managed_memory->free_call;
+        release.after_wait_seconds = calls.per_op * hw_.managed_memory->free_call;
         release.host_waits = true;
         out.actions.push_back(release);
       }
@@ -672,14 +719,7 @@ void StepPlanner::plan(const trace::Step& step, StepPlan& out) {
     prev_activation_bytes = activation_bytes(op);
     first = false;
   }
-  Action sync;
-  sync.kind = ActionKind::Sync;
-  sync.host_waits = true;
-  out.actions.push_back(sync);
-  Action overhead;
-  overhead.kind = ActionKind::StepOverhead;
-  overhead.host_seconds = runtime_.per_step;
-  out.actions.push_back(overhead);
+  end_step(out);
 }
 
 }  // namespace tiersim::replay

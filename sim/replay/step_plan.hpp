@@ -121,6 +121,29 @@ class StepPlanner {
   // Where an op runs: the device of an Execute-path tensor it touches (kCpu or a GPU), else the compute GPU
   // (per-tensor placements: a weightless op runs where `previous` ran).
   placement::DeviceId op_device(const trace::Op& op, placement::DeviceId previous) const;
+  // plan's passes over a step, in order: each copied (or managed-prefetched) weight's last reader; each layer's last
+  // read of a copied weight (released after it); then op by op; then the step's end (the host's sync, per_step).
+  // The step's start: the plan and the per-tensor scratch cleared, its transient values found (`cursor`), and the
+  // per-tensor allocator's calls per op with what their advice adds (placement::ManagedSpec).
+  struct StepCalls {
+    double per_op = 1.0;          // cudaMallocManaged / cudaFree pairs per trace op
+    double advised_per_op = -1.0;  // seconds the advice on them adds per op; < 0: from each op's fresh activations
+  };
+  struct TransientCursor {
+    bool on = false;                         // the step has transient values
+    std::size_t next_start = 0, next_end = 0;  // lifetimes_ starts and ends consumed
+  };
+  // Managed memory from one cudaMallocManaged per tensor (the seeds' allocator), not PyTorch's caching allocator.
+  bool per_tensor_allocator() const { return placement_.managed.enabled && !placement_.managed.caching_allocator; }
+  StepCalls begin_step(const trace::Step& step, StepPlan& out, TransientCursor& cursor);
+  void transient_effects(Action& a, std::size_t i, placement::DeviceId device, TransientCursor& c, StepPlan& out);
+  void stage_ahead(const trace::Op& op, int prefetch, int managed_prefetch, std::size_t& prefetched_upto, StepPlan& out);
+  void bind_accesses(Action& a, const trace::Op& op, std::size_t i, bool offloaded, const StepCalls& calls, StepPlan& out);
+  void mark_last_readers(const trace::Step& step, int managed_prefetch);
+  void mark_layer_uses(const trace::Step& step);
+  void end_step(StepPlan& out) const;
+  // A GPU kernel's cost: its roofline (hw::gpu_op_cost) with the runtime's measured kernels, casts and floors.
+  hw::GpuOpCost kernel_cost(const trace::Op& op) const;
   std::size_t layer_position(std::int32_t layer) const;
   // llama.cpp's copies and CPU KV store around a GPU attention over a host KV cache (--no-kv-offload; op offload).
   void host_kv_round_trip(StepPlan& out, const trace::Op& op, std::int32_t index, placement::DeviceId device,
