@@ -7,10 +7,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "cli/allocator_replay.hpp"
 #include "cli/generate_allocator_calls.hpp"
+#include "hardware/profile_loader.hpp"
 #include "model/inference/inference_allocations.hpp"
 #include "model/model_config.hpp"
 #include "model/training/training_memory.hpp"
@@ -268,6 +270,44 @@ TEST(GenerateAllocatorCalls, TheModelledCountsAreTheAllocatorsMeasuredCallsWithi
   app::TraceSpec trace;
   trace.model_path = std::string(TIERSIM_SOURCE_DIR) + "/traces/models/qwen3-8b.json";
   EXPECT_FALSE(app::generate_allocator_calls(trace, runtime::resolve_runtime("llamacpp-h100")).has_value());
+}
+
+TEST(GenerateAllocatorCalls, TheAdviceOnEveryCallIsChargedOnceAtItsSize) {
+  // Seed 000's mode 3 (PreferredLocation=CPU + ReadMostly on every allocation) on h200-measured, whose
+  // managed_memory.advised_cycle prices each call of the per-tensor allocator at its size: a Qwen3-8B decode step
+  // is slower than with the same profile without the table by exactly the sum over generate()'s modelled calls (the
+  // GPU has room; each op's cudaFree waits for the GPU, so host time adds to the step).
+  const std::string dir = TIERSIM_SOURCE_DIR;
+  std::ifstream in(dir + "/calib/profiles/h200-measured.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  const auto at = yaml.find("  advised_cycle:\n");
+  ASSERT_NE(at, std::string::npos);
+  auto end = at + std::string("  advised_cycle:\n").size();
+  while (yaml.compare(end, 4, "    ") == 0) end = yaml.find('\n', end) + 1;
+  yaml.erase(at, end - at);
+  const std::string without = ::testing::TempDir() + "h200-without-advised-cycle.yaml";
+  std::ofstream(without) << yaml;
+  const std::string run = "--model traces/models/qwen3-8b.json --prompt 128 --decode 3 --placement all-gpu --json "
+                          "--memory managed:prefer-cpu,read-mostly,allocator=per-tensor,advise=all --hw ";
+  auto step = [&](const std::string& hw) {
+    const SimRun r = run_sim(run + hw, false);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return r.code == 0 ? nlohmann::json::parse(r.out)["step_seconds"].get<double>() : 0.0;
+  };
+  app::TraceSpec trace;
+  trace.model_path = dir + "/traces/models/qwen3-8b.json";
+  trace.generation.prompt_tokens = 128;
+  trace.generation.decode_tokens = 3;
+  const auto calls = app::generate_allocator_calls(trace, runtime::resolve_runtime("pytorch-eager"));
+  ASSERT_TRUE(calls.has_value());
+  ASSERT_EQ(calls->decode_bytes.size(), static_cast<std::size_t>(calls->decode));
+  const auto profile = hw::resolve_profile("h200-measured");
+  double expected = 0;
+  for (double b : calls->decode_bytes) expected += profile.managed_memory->advised_cycle_seconds(false, true, b);
+  EXPECT_GT(expected, 0.02);  // ~2200 calls of 10-60 us
+  EXPECT_NEAR(step("h200-measured") - step(without), expected, 1e-6 + 1e-3 * expected);
 }
 
 }  // namespace
