@@ -32,6 +32,7 @@
 #include "cli/progress.hpp"
 #include "cli/sweep_grid.hpp"
 #include "core/input_file.hpp"
+#include "cli/plan_shard.hpp"
 #include "report/grid_shard.hpp"
 #include "config/embedded_files.hpp"
 #include "config/profile_source.hpp"
@@ -805,11 +806,35 @@ int grid_command(const app::Grid& grid, const std::string& format_text, const st
 
 // sim merge: a grid's shard files (sim sweep --shard K/N) joined into the grid's output, the bytes one process writes.
 int merge_command(const std::vector<std::string>& files, const std::string& format_text, const std::string& output) {
+  std::vector<std::string> texts;
+  for (const std::string& file : files)  // a grid's 100,000 rows take ~65 MB
+    texts.push_back(io::read_file(file, "merge", "shard file", 256ull << 20, "256 MiB"));
+  if (!texts.empty() && app::is_plan_shard(texts.front())) {
+    // A plan's shards (sim plan --shard K/N): every candidate's row, then the plan's tail and writer over them all.
+    const std::string format = format_text.empty() ? "md" : format_text;
+    if (format != "md" && format != "csv" && format != "jsonl")
+      throw InputError("", 0, "--format", "a plan's output: md (default), csv or jsonl, not '" + format + "'");
+    std::vector<std::pair<std::string, app::PlanShard>> shards;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      if (!app::is_plan_shard(texts[i]))
+        throw InputError(files[i], 1, "tiersim_plan_shard", "not a plan shard, where " + files.front() + " is one");
+      shards.emplace_back(files[i], app::read_plan_shard(texts[i], files[i]));
+    }
+    app::PlanShard whole;
+    std::vector<app::PlanRow> rows = app::merge_plan_shards(shards, whole);
+    const app::PlanPricer price = [&](const std::string& h) { return whole.prices.at(h); };
+    rows = app::finish_plan(std::move(rows), whole.hardware, whole.goal, price);
+    report::OutputFile out(output.empty() ? "-" : output, "-o", files);
+    app::write_plan(out.stream(), format, rows, whole.goal);
+    out.commit();
+    std::cerr << "sim merge: " << shards.size() << " plan shards, " << whole.candidates << " candidates: "
+              << whole.work.screened << " points screened, " << whole.work.predicted << " predicted, "
+              << whole.work.pruned << " pruned by their bound\n";
+    return 0;
+  }
   const report::GridFormat format = grid_format(format_text);
   std::vector<std::pair<std::string, report::GridShard>> shards;
-  for (const std::string& file : files)  // a grid's 100,000 rows take ~65 MB
-    shards.emplace_back(file, report::read_grid_shard(io::read_file(file, "merge", "shard file", 256ull << 20, "256 MiB"),
-                                                      file));
+  for (std::size_t i = 0; i < files.size(); ++i) shards.emplace_back(files[i], report::read_grid_shard(texts[i], files[i]));
   std::vector<std::string> axes;
   const std::vector<report::GridRow> rows = report::merge_grid_shards(shards, axes);
   report::OutputFile out(output.empty() ? "-" : output, "-o", files);
@@ -858,7 +883,7 @@ bool plan_only(const std::string& a) {
   return a == "--hw" || a == "--strategies" || a == "--min-tps" || a == "--max-s-per-iteration" || a == "--jobs" ||
          a == "--format" || a == "-o" || a == "--output" || a == "--price" || a == "--cheapest" ||
          a == "--exhaustive" || a == "--max-price" || a == "--vram-margin" || a == "--host-ram" || a == "--count" ||
-         a == "--json";
+         a == "--json" || a == "--shard";
 }
 
 // --price GPU=USD (comma lists and repeats): a catalogue GPU's price in place of its launch price.
@@ -923,7 +948,9 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
                  const std::string& strategy_list, const app::PlanGoal& goal, int jobs, const std::string& format,
                  const std::string& output, const std::vector<std::string>& price_items, bool exhaustive,
                  const std::vector<int>& counts, std::optional<double> vram_margin_gib, std::optional<double> host_ram_gib,
-                 bool train, std::optional<std::uint32_t> train_seq) {
+                 bool train, std::optional<std::uint32_t> train_seq, const std::string& shard_text) {
+  if (!shard_text.empty() && train)
+    throw InputError("", 0, "--shard", "splits an inference plan's candidates; a training plan (--train) is not sharded");
   if (o.policy.size() || o.placement || o.memory || o.offload)
     throw InputError("", 0, o.policy.size() ? "--policy" : "--placement", "sim plan chooses the strategies itself (--strategies)");
   if (format != "md" && format != "csv" && format != "jsonl")
@@ -1169,6 +1196,25 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
   // The bound holds for the event engine: with --engine analytic every value is predicted (it can land on either
   // side of the event engine, so a bound of the one says nothing of the other).
   const bool analytic = o.engine == "analytic";
+  if (!shard_text.empty()) {
+    // Shard K of N: its candidates' best points, unranked, as a shard file (cli/plan_shard.hpp); sim merge ranks all.
+    app::PlanShard shard;
+    std::tie(shard.k, shard.n) = report::parse_shard(shard_text);
+    shard.candidates = app::plan_candidates(workloads, hardware, strategies);
+    const auto [first, last] = report::shard_range(shard.candidates, shard.k, shard.n);
+    shard.first = first;
+    shard.hardware = hardware;
+    shard.goal = goal;
+    for (const auto& h : hardware) shard.prices.emplace(h, price(h));
+    shard.rows = app::plan_search(workloads, hardware, strategies, evaluate, jobs, screen, exhaustive || analytic,
+                                  &shard.work, hw_args, first, last);
+    app::write_plan_shard(out.stream(), shard);
+    out.commit();
+    std::cerr << "sim plan: shard " << shard.k << "/" << shard.n << ", candidates [" << first << ", " << last << ") of "
+              << shard.candidates << ": " << shard.work.screened << " points screened, " << shard.work.predicted
+              << " predicted, " << shard.work.pruned << " pruned by their bound\n";
+    return 0;
+  }
   const auto rows = app::plan(workloads, hardware, strategies, goal, evaluate, price, jobs, screen, exhaustive || analytic,
                               &work, hw_args);
   std::cerr << "sim plan: " << work.screened << " points screened, " << work.predicted << " predicted by the "
@@ -1395,10 +1441,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> merge_files;
   std::string merge_format, merge_out;
   auto* mergec = app.add_subcommand(
-      "merge", "a grid's shard files (sim sweep --shard K/N, one per shard) joined into the grid's output: the bytes "
-               "one sim sweep writes for the whole grid");
-  mergec->add_option("shards", merge_files, "the shard files, every shard of one grid once, in any order")->required();
-  mergec->add_option("--format", merge_format, "csv (RFC 4180, the default), jsonl or md");
+      "merge", "a grid's shard files (sim sweep --shard K/N, one per shard) joined into the grid's output, or a plan's "
+               "(sim plan --shard K/N) ranked into the plan's: the bytes one sim sweep or sim plan writes");
+  mergec->add_option("shards", merge_files, "the shard files, every shard of one grid or plan once, in any order")->required();
+  mergec->add_option("--format", merge_format, "a grid's: csv (RFC 4180, the default), jsonl or md; a plan's: md (the default), csv or jsonl");
   mergec->add_option("-o,--output", merge_out, "output file (default: standard output)")->check(not_a_format_name);
 
   CommonOptions plan_o;
@@ -1451,6 +1497,11 @@ int main(int argc, char** argv) {
   planc->add_option("--seq", plan_train_seq, "with --train: tokens per sequence (default 1024; --batch sequences a step)")
       ->check(number_in(1, 16777216, "tokens", true));
   planc->add_option("--format", plan_format, "md (default), csv (RFC 4180) or jsonl");
+  std::string plan_shard;
+  planc->add_option("--shard", plan_shard,
+                    "K/N: search only shard K of N of the plan's candidates (workload x hardware x strategy, a contiguous "
+                    "part in order) and write their best points as a shard file; sim merge ranks the N files into the "
+                    "plan's output, the same bytes");
   planc->add_option("-o,--output", plan_out, "output file (default: standard output)")->check(not_a_format_name);
   bool plan_json = false;
   planc->add_flag("--json", plan_json,
@@ -1594,9 +1645,12 @@ int main(int argc, char** argv) {
         if (!after && args[i] == "plan") after = true;
       }
       if (planc->get_option("--hw")->count() > 0) plan_hw = plan_o.hw;
+      if (!plan_shard.empty() && planc->get_option("--format")->count() > 0)
+        throw InputError("", 0, "--format", "a shard is written as tiersim's shard file: give --format to sim merge, "
+                                            "which ranks the shards into the plan's output");
       return plan_command(raw, plan_o, plan_hw, plan_strategies_text, plan_goal, plan_jobs, plan_format, plan_out,
                           plan_prices, plan_exhaustive, plan_counts, plan_vram_margin, plan_host_ram, plan_train,
-                          plan_train_seq);
+                          plan_train_seq, plan_shard);
     }
     if (*trainc) {
       model::TrainingOptions t;

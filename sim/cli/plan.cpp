@@ -205,10 +205,17 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
               screen, exhaustive, work, hw_args);
 }
 
-std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
-                          const std::vector<std::string>& strategies, const PlanGoal& goal, const PlanEvaluate& evaluate,
-                          const PlanPricer& price, int jobs, const PlanScreener& screen, bool exhaustive, PlanWork* work,
-                          const std::map<std::string, std::vector<std::string>>& hw_args) {
+std::size_t plan_candidates(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
+                            const std::vector<std::string>& strategies) {
+  for (const auto& name : strategies) named_strategy(plan_strategies(), name, "strategy");  // an unknown name: refused
+  return workloads.size() * hardware.size() * strategies.size();
+}
+
+std::vector<PlanRow> plan_search(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
+                                 const std::vector<std::string>& strategies, const PlanEvaluate& evaluate, int jobs,
+                                 const PlanScreener& screen, bool exhaustive, PlanWork* work,
+                                 const std::map<std::string, std::vector<std::string>>& hw_args, std::size_t first,
+                                 std::size_t last) {
   struct Candidate {
     const PlanWorkload* workload;
     std::string hw;
@@ -218,20 +225,27 @@ std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std:
   for (const auto& w : workloads)
   for (const auto& hw : hardware)
     for (const auto& name : strategies) candidates.push_back({&w, hw, &named_strategy(plan_strategies(), name, "strategy")});
-  std::vector<PlanRow> rows(candidates.size());
+  last = std::min(last, candidates.size());
+  first = std::min(first, last);
+  std::vector<PlanRow> rows(last - first);
   WorkCounters counters;
-  Progress progress("plan", "candidates", candidates.size(), 2);  // a candidate is a search: seconds each
-  for_each_in_parallel(candidates.size(), jobs, [&](std::size_t i) {
-    const Candidate& c = candidates[i];
+  Progress progress("plan", "candidates", rows.size(), 2);  // a candidate is a search: seconds each
+  for_each_in_parallel(rows.size(), jobs, [&](std::size_t k) {
+    const Candidate& c = candidates[first + k];
     const auto extra = hw_args.find(c.hw);
-    rows[i] = best_point(c.workload->base, c.hw, extra == hw_args.end() ? std::vector<std::string>{} : extra->second,
+    rows[k] = best_point(c.workload->base, c.hw, extra == hw_args.end() ? std::vector<std::string>{} : extra->second,
                          *c.strategy, c.workload->layers, c.workload->model_gb, c.workload->experts, evaluate, screen,
                          exhaustive, counters);
-    rows[i].workload = c.workload->label;
+    rows[k].workload = c.workload->label;
     progress.tick();
   });
   progress.finish();
   if (work) *work = {counters.screened.load(), counters.predicted.load(), counters.pruned.load()};
+  return rows;
+}
+
+std::vector<PlanRow> finish_plan(std::vector<PlanRow> rows, const std::vector<std::string>& hardware, const PlanGoal& goal,
+                                 const PlanPricer& price) {
   // Dropped: strategies that do not apply (a second GPU on a one-GPU machine), a searched strategy whose
   // best point keeps everything on the GPU where `resident` fits on the same machine (the same placement), and
   // llama.cpp with no experts on the CPU where plain llama.cpp fits (the same run).
@@ -260,6 +274,15 @@ std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std:
     throw InputError("", 0, "--strategies", "no strategy applies to this model on these machines (" + why + ")");
   }
   return rank_plan(std::move(kept), hardware, goal, price);
+}
+
+std::vector<PlanRow> plan(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
+                          const std::vector<std::string>& strategies, const PlanGoal& goal, const PlanEvaluate& evaluate,
+                          const PlanPricer& price, int jobs, const PlanScreener& screen, bool exhaustive, PlanWork* work,
+                          const std::map<std::string, std::vector<std::string>>& hw_args) {
+  return finish_plan(plan_search(workloads, hardware, strategies, evaluate, jobs, screen, exhaustive, work, hw_args, 0,
+                                 plan_candidates(workloads, hardware, strategies)),
+                     hardware, goal, price);
 }
 
 std::vector<PlanRow> rank_plan(std::vector<PlanRow> rows, const std::vector<std::string>& hardware, const PlanGoal& goal,

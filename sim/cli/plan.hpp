@@ -121,6 +121,19 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
                           const PlanScreener& screen = nullptr, bool exhaustive = false, PlanWork* work = nullptr,
                           const std::map<std::string, std::vector<std::string>>& hw_args = {});
 
+// plan() in two parts, for sim plan --shard: the candidates (workload x hardware x strategy, in that order; an
+// unknown strategy is refused), the search of candidates [first, last) (their best points in candidate order, as
+// plan() finds them), and the tail over every candidate's row (the drops, then rank_plan).
+std::size_t plan_candidates(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
+                            const std::vector<std::string>& strategies);
+std::vector<PlanRow> plan_search(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
+                                 const std::vector<std::string>& strategies, const PlanEvaluate& evaluate, int jobs,
+                                 const PlanScreener& screen, bool exhaustive, PlanWork* work,
+                                 const std::map<std::string, std::vector<std::string>>& hw_args, std::size_t first,
+                                 std::size_t last);
+std::vector<PlanRow> finish_plan(std::vector<PlanRow> rows, const std::vector<std::string>& hardware, const PlanGoal& goal,
+                                 const PlanPricer& price);
+
 // The entry of `list` (plan_strategies(), train_setups()) whose name is `name`; an InputError naming --strategies
 // and listing the known names, as "unknown <what> 'name' (a, b, ...)", when there is none.
 template <typename T>

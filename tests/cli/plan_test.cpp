@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -161,6 +162,52 @@ TEST(Plan, CheapestRanksThePointsThatMeetTheGoalByPriceAndPricesCanBeReplaced) {
   const auto unknown_hw = run_sim("plan " + kWorkload + " --hw rtx4070,rtx9999");
   EXPECT_EQ(unknown_hw.code, 2);
   EXPECT_NE(unknown_hw.out.find("rtx9999"), std::string::npos) << unknown_hw.out;
+}
+
+TEST(Plan, ShardsMergeToTheBytesOfOneProcessInEveryFormat) {
+  // sim plan --shard K/N searches a contiguous part of the candidates; sim merge ranks every shard's rows into the
+  // plan's output: the same bytes as one sim plan, the goal, the prices given and the Pareto front included.
+  const std::string dir = ::testing::TempDir();
+  const std::string a = "plan " + kWorkload + " --hw rtx5090,rtx4070,2xrtx3060-12gb --strategies resident,layers-cpu,llamacpp"
+                        " --min-tps 15 --cheapest --price rtx3060-12gb=200 --jobs 2";
+  for (int k = 1; k <= 3; ++k) {
+    const auto r = run_sim(a + " --shard " + std::to_string(k) + "/3 -o " + dir + "plan_shard" + std::to_string(k) + ".jsonl");
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+  const std::string shards = dir + "plan_shard3.jsonl " + dir + "plan_shard1.jsonl " + dir + "plan_shard2.jsonl";
+  for (const std::string format : {"md", "csv", "jsonl"}) {
+    const auto whole = run_sim(a + " --format " + format, false);
+    ASSERT_EQ(whole.code, 0) << whole.out;
+    const auto merged = run_sim("merge " + shards + (format == "md" ? "" : " --format " + format), false);
+    ASSERT_EQ(merged.code, 0) << merged.out;
+    EXPECT_EQ(merged.out, whole.out) << format;
+  }
+  // What is refused: a shard missing or given twice, a sweep's shard among a plan's, --format on a shard, a training
+  // plan, a row whose figure is not there (naming the file, its line and the key).
+  auto refused = [](const SimRun& r, const std::string& says) {
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find(says), std::string::npos) << r.out;
+  };
+  refused(run_sim("merge " + dir + "plan_shard1.jsonl " + dir + "plan_shard2.jsonl"), "shard 3/3 is missing");
+  refused(run_sim("merge " + shards + " " + dir + "plan_shard2.jsonl"), "given twice");
+  const auto sweep = run_sim("sweep --trace traces/qwen.trace --policy ratio --hw rtx4090,rtx5090 --shard 1/1 -o " + dir +
+                             "sweep_shard.jsonl");
+  ASSERT_EQ(sweep.code, 0) << sweep.out;
+  refused(run_sim("merge " + shards + " " + dir + "sweep_shard.jsonl"), "not a plan shard");
+  refused(run_sim(a + " --shard 1/3 --format csv"), "--format");
+  refused(run_sim("plan --model traces/models/qwen3-0.6b.json --train --hw h100-sxm --shard 1/2"), "--shard");
+  {
+    std::ifstream in(dir + "plan_shard2.jsonl");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string t = text.str();
+    const auto at = t.find("\"tps\":");
+    ASSERT_NE(at, std::string::npos);
+    t.replace(at, 6, "\"tpz\":");
+    std::ofstream(dir + "plan_shard2_bad.jsonl") << t;
+  }
+  refused(run_sim("merge " + dir + "plan_shard1.jsonl " + dir + "plan_shard2_bad.jsonl " + dir + "plan_shard3.jsonl"),
+          "plan_shard2_bad.jsonl:2: 'point.tps'");
 }
 
 // Screening by the bound prunes event-engine runs, never the answer: the same table as predicting every value.

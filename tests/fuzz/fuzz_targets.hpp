@@ -21,6 +21,7 @@
 #include "core/json_text.hpp"
 #include "core/units.hpp"
 #include "report/grid_shard.hpp"
+#include "cli/plan_shard.hpp"
 #include "hardware/catalogue.hpp"
 #include "policies/placement_rules/rules.hpp"
 #include "policies/placement_rules/tensor_pattern.hpp"
@@ -342,6 +343,28 @@ inline int grid_shard(const std::uint8_t* data, std::size_t size) {
   return 0;
 }
 
+// A plan shard file (sim merge's input for sim plan --shard): one that reads writes back to the same rows, and, as the
+// whole plan when it is shard 1/1, is ranked and written in every format without an error.
+inline int plan_shard(const std::uint8_t* data, std::size_t size) {
+  expect_clean_failure([&] {
+    const app::PlanShard s = app::read_plan_shard(text(data, size), "fuzz.jsonl");
+    check(s.k >= 1 && s.k <= s.n && s.rows.size() <= s.candidates);
+    std::ostringstream again;
+    app::write_plan_shard(again, s);
+    const app::PlanShard t = app::read_plan_shard(again.str(), "again.jsonl");
+    check(t.rows.size() == s.rows.size() && t.hardware == s.hardware && t.first == s.first);
+    app::PlanShard whole;
+    auto rows = app::merge_plan_shards({{"fuzz.jsonl", s}}, whole);  // refused unless it is shard 1/1
+    const app::PlanPricer price = [&](const std::string& h) { return whole.prices.at(h); };
+    rows = app::finish_plan(std::move(rows), whole.hardware, whole.goal, price);
+    for (const char* format : {"md", "csv", "jsonl"}) {
+      std::ostringstream out;
+      app::write_plan(out, format, rows, whole.goal);
+    }
+  });
+  return 0;
+}
+
 struct Target {
   const char* name;
   int (*run)(const std::uint8_t*, std::size_t);
@@ -353,6 +376,6 @@ inline constexpr Target kTargets[] = {{"trace_reader", trace_reader}, {"model_co
                                       {"composition", composition},   {"grid_spec", grid_spec},
                                       {"ot_pattern", ot_pattern},     {"run_config", run_config},
                                       {"routing_file", routing_file}, {"safetensors_header", safetensors_header},
-                                      {"grid_shard", grid_shard}};
+                                      {"grid_shard", grid_shard},         {"plan_shard", plan_shard}};
 
 }  // namespace tiersim::fuzz

@@ -14,7 +14,7 @@ SECONDS_EACH=${1:?usage: tests/fuzz/run_fuzzers.sh SECONDS [FUZZER...]}
 shift
 FUZZERS=("$@")
 [ ${#FUZZERS[@]} -gt 0 ] || FUZZERS=(trace_reader model_config units raw_csv profile split_string gguf_header device_map
-  composition grid_spec ot_pattern run_config routing_file safetensors_header grid_shard)
+  composition grid_spec ot_pattern run_config routing_file safetensors_header grid_shard plan_shard)
 BUILD=${FUZZ_BUILD:-build-fuzz}
 JOBS=${FUZZ_JOBS:-1}
 LOGS=${FUZZ_LOG:-$BUILD/fuzz-logs}

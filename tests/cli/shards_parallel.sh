@@ -1,7 +1,8 @@
 #!/bin/sh
-# A grid sweep split into shards run by GNU parallel (Debian's `parallel`), merged by `sim merge`: the bytes of the
-# same sweep run in one process, in CSV and markdown. Skipped (77) where GNU parallel is not installed.
-#   sh tests/cli/sweep_shards_parallel.sh SIM SOURCE_DIR
+# A grid sweep and a plan, each split into shards run by GNU parallel (Debian's `parallel`) and merged by `sim merge`:
+# the bytes of the same sweep (CSV, markdown) and plan (markdown, JSON lines) run in one process. Skipped (77) where
+# GNU parallel is not installed.
+#   sh tests/cli/shards_parallel.sh SIM SOURCE_DIR
 set -eu
 sim=$1
 root=$2
@@ -25,3 +26,13 @@ fi
 grep -q "shard 4/4 is missing" "$dir/err.txt"
 test ! -e "$dir/partial.csv"
 echo "sharded sweep: 4 shards through GNU parallel merge to the single-process CSV and markdown"
+set -- plan --model traces/models/qwen3-8b.json --hw rtx4090,rtx3090,h100-sxm,rtx5090 \
+  --strategies resident,llamacpp,layers-cpu,distorch-cpu --min-tps 20 --jobs 1
+"$sim" "$@" -o "$dir/plan.md" 2> /dev/null
+"$sim" "$@" --format jsonl -o "$dir/plan.jsonl" 2> /dev/null
+parallel --will-cite -q --halt now,fail=1 -j 2 "$sim" "$@" --shard {}/3 -o "$dir/plan{}.shard" ::: 1 2 3 2> /dev/null
+"$sim" merge "$dir"/plan3.shard "$dir"/plan1.shard "$dir"/plan2.shard -o "$dir/plan_merged.md" 2> /dev/null
+"$sim" merge "$dir"/plan*.shard --format jsonl -o "$dir/plan_merged.jsonl" 2> /dev/null
+cmp "$dir/plan.md" "$dir/plan_merged.md"
+cmp "$dir/plan.jsonl" "$dir/plan_merged.jsonl"
+echo "sharded plan: 3 shards through GNU parallel merge to the single-process markdown and JSON lines"
