@@ -164,6 +164,21 @@ TEST(Plan, CheapestRanksThePointsThatMeetTheGoalByPriceAndPricesCanBeReplaced) {
   EXPECT_NE(unknown_hw.out.find("rtx9999"), std::string::npos) << unknown_hw.out;
 }
 
+TEST(Plan, ATokenEmbeddingInHostMemoryIsNotTheCpuRunningLayers) {
+  // llama.cpp keeps the token embedding in host memory and looks a row up per token: an 8-GPU layer split of
+  // Qwen3-8B (the GPUs take turns, each busy an eighth of the step) is limited by its GPUs in turn, not by the CPU;
+  // a plan that leaves layers on the CPU still says so.
+  const auto r = run_sim("plan --model traces/models/qwen3-8b.json --hw h100-sxm --strategies llamacpp --format jsonl", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto rows = lines(r.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["bottleneck"], "GPUs in turn (each runs its layers)") << rows[0].dump();
+  const auto layers = run_sim("plan --model traces/models/qwen3-32b.json --dtype Q4_K_M --hw rtx4070 --strategies layers-cpu "
+                              "--format jsonl", false);
+  ASSERT_EQ(layers.code, 0) << layers.out;
+  EXPECT_EQ(lines(layers.out)[0]["bottleneck"], "CPU (the layers it runs)") << layers.out;
+}
+
 TEST(Plan, ShardsMergeToTheBytesOfOneProcessInEveryFormat) {
   // sim plan --shard K/N searches a contiguous part of the candidates; sim merge ranks every shard's rows into the
   // plan's output: the same bytes as one sim plan, the goal, the prices given and the Pareto front included.
