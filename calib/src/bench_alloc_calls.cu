@@ -184,13 +184,8 @@ void bench_advised_cycle_pressed(Csv& csv, const Options& o) {
                                          "1.5x it would pass 60% of host memory, or it is under 6 MiB");
     return;
   }
-  void* balloon = nullptr;  // all free memory but `leave`, stepping down where the driver keeps a little back
-  size_t want = free_b - leave;
-  while (want > (64ull << 20) && cudaMalloc(&balloon, want) != cudaSuccess) {
-    (void)cudaGetLastError();
-    balloon = nullptr;
-    want -= 64ull << 20;
-  }
+  size_t want = 0;
+  void* balloon = balloon_leaving(free_b, leave, &want);  // all free memory but `leave`
   if (!balloon) {
     csv.comment("advised_cycle_pressed", "not measured: the balloon could not be allocated");
     return;

@@ -186,14 +186,9 @@ void bench_oversubscribe(Csv& csv, const Options& o) {
     csv.comment("oversubscribe", "not measured: --oversubscribe-leave is not less than the free GPU memory");
     return;
   }
-  // The balloon: all free memory but `leave`, stepping down where the driver keeps a little back.
-  void* balloon = nullptr;
-  size_t want = free_b - leave;
-  while (want > (64ull << 20) && cudaMalloc(&balloon, want) != cudaSuccess) {
-    (void)cudaGetLastError();
-    balloon = nullptr;
-    want -= 64ull << 20;
-  }
+  // The balloon: all free memory but `leave`.
+  size_t want = 0;
+  void* balloon = balloon_leaving(free_b, leave, &want);
   if (!balloon) {
     csv.comment("oversubscribe", "not measured: the balloon could not be allocated");
     return;

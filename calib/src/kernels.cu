@@ -75,6 +75,18 @@ void fill_bytes(void* p, size_t bytes, unsigned seed, cudaStream_t s) {
   LAUNCH_CHECK();
 }
 
+void* balloon_leaving(size_t free_bytes, size_t leave, size_t* bytes) {
+  void* balloon = nullptr;
+  size_t want = free_bytes > leave ? free_bytes - leave : 0;
+  while (want > (64ull << 20) && cudaMalloc(&balloon, want) != cudaSuccess) {
+    (void)cudaGetLastError();
+    balloon = nullptr;
+    want -= 64ull << 20;
+  }
+  *bytes = balloon ? want : 0;
+  return balloon;
+}
+
 void stream_read(const void* p, size_t bytes, unsigned long long* sink, cudaStream_t s, int blocks) {
   stream_read_kernel<<<blocks, 512, 0, s>>>(static_cast<const uint4*>(p), bytes / 16, sink);
   LAUNCH_CHECK();

@@ -126,6 +126,9 @@ void* managed_on_host_bf16(size_t bytes, unsigned seed, int device, cudaStream_t
 void fill_bytes(void* p, size_t bytes, unsigned seed, cudaStream_t s);
 // Reads every 16-byte word of [p, p + bytes) and folds it into *sink: a streaming read.
 void stream_read(const void* p, size_t bytes, unsigned long long* sink, cudaStream_t s, int blocks);
+// A device-memory balloon (a plain cudaMalloc) of all `free_bytes` but `leave`, stepping down 64 MiB at a time where
+// the driver keeps a little back; nullptr when none could be allocated. `*bytes` is its size.
+void* balloon_leaving(size_t free_bytes, size_t leave, size_t* bytes);
 // Touches one 4-byte word every `stride` bytes (page faults without bulk reads).
 void sparse_touch(const void* p, size_t bytes, size_t stride, unsigned long long* sink, cudaStream_t s);
 void serial_touch(const void* p, size_t bytes, size_t stride, unsigned long long* sink, cudaStream_t s);

@@ -11,7 +11,15 @@ warm-up calls, the median of 15; the same input every call. Rows in tiersim_cali
 
   remote_linear,linear_bf16_<input|both>_<bias|nobias>_out<N>_in<K>,<weight bytes>,bytes,15,median,min,max
 
+`--footprint-gib LIST`: instead, does such a Linear slow down with how much host-resident weight the GPU reads in
+all? F.linear 5120 x 5120 (50 MiB each) over L weights in turn, each advised PreferredLocation=CPU + AccessedBy=GPU
+and written before, the input host-resident too (a fresh one per pass), for L weights totalling each GiB of the
+list: seconds per Linear, the median over 3 passes after one warm-up pass. A mode-2 decode reads its whole model so,
+where one Linear in isolation runs 10-100x faster per byte than the decode's (results/calib/h200-s32/README.md).
+Rows remote_linear_footprint,linear_bf16_both_out5120_in5120_weights<L>,<bytes of all L>,bytes,3,median,min,max.
+
     python3 experiments/calibrate/remote_linear.py --allocator-so X.so --out remote_linear.csv
+    python3 experiments/calibrate/remote_linear.py --allocator-so X.so --footprint-gib 0.05,0.5,2,8 --out footprint.csv
 """
 import argparse
 import ctypes
@@ -25,6 +33,34 @@ SHAPES = [(2048, 2048), (2048, 256), (3584, 3584), (3584, 512), (5120, 5120), (5
 NONE, PREFER_CPU_ACCESSED_BY = 0, 2  # managed_allocator.cu g_advice codes
 
 
+def footprint(lib, gibs, host, rows, start, end):
+    """--footprint-gib: seconds per 5120 x 5120 Linear over L host-resident weights in turn, for L weights of each GiB."""
+    n = 5120  # Qwen3-14B's and Qwen2.5-14B's hidden size
+    lib.tiersim_set_advice(PREFER_CPU_ACCESSED_BY)
+    for gib in gibs:
+        layers = max(1, round(gib * 2**30 / (2 * n * n)))
+        if 2 * n * n * layers > host * 0.5:
+            raise SystemExit(f"{gib} GiB would pass half of host memory")
+        ws = [torch.empty(n, n, device="cuda", dtype=torch.bfloat16).normal_(0, 0.02) for _ in range(layers)]
+        per = []
+        for p in range(4):
+            x = torch.randn(1, 1, n, device="cuda", dtype=torch.bfloat16)
+            torch.cuda.synchronize()
+            start.record()
+            for w in ws:
+                x = F.linear(x, w)
+            end.record()
+            end.synchronize()
+            if p > 0:
+                per.append(start.elapsed_time(end) * 1e-3 / layers)
+        rows.append(f"remote_linear_footprint,linear_bf16_both_out{n}_in{n}_weights{layers},{2 * n * n * layers},bytes,3,"
+                    f"{statistics.median(per):.9e},{min(per):.9e},{max(per):.9e}")
+        print(f"{layers:4d} weights ({2 * n * n * layers / 2**30:.2f} GiB): {statistics.median(per) * 1e3:.3f} ms per "
+              f"Linear ({2 * n * n / statistics.median(per) / 1e9:.1f} GB/s)", flush=True)
+        del ws
+        torch.cuda.synchronize()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--allocator-so", required=True)
@@ -35,12 +71,16 @@ def main():
                          "written by a kernel just before, as a decode's activations are; variants fresh_input/fresh_both")
     ap.add_argument("--leave-gib", type=float, default=0,
                     help="shrink the GPU first with the allocator's balloon (a plain cudaMalloc) to leave this much")
+    ap.add_argument("--footprint-gib", help="comma list of GiB: the footprint measurement instead (see above)")
     a = ap.parse_args()
     lib = ctypes.CDLL(a.allocator_so)
     lib.tiersim_set_advice.argtypes = [ctypes.c_int]
     lib.tiersim_failed.restype = ctypes.c_int
     lib.tiersim_balloon.restype = ctypes.c_size_t
     lib.tiersim_balloon.argtypes = [ctypes.c_size_t]
+    lib.tiersim_set_budget.argtypes = [ctypes.c_size_t]
+    host = int(open("/proc/meminfo").read().split("MemTotal:")[1].split()[0]) * 1024
+    lib.tiersim_set_budget(int(host * 0.6))
     alloc = torch.cuda.memory.CUDAPluggableAllocator(a.allocator_so, "tiersim_alloc", "tiersim_free")
     torch.cuda.memory.change_current_allocator(alloc)
     if a.leave_gib > 0 and lib.tiersim_balloon(int(a.leave_gib * 2**30)) == 0:
@@ -52,7 +92,9 @@ def main():
             "benchmark,variant,work,work_unit,repeats,median_s,min_s,max_s"]
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.no_grad():
-        for k, n in SHAPES:
+        if a.footprint_gib:
+            footprint(lib, [float(g) for g in a.footprint_gib.split(",")], host, rows, start, end)
+        for k, n in ([] if a.footprint_gib else SHAPES):
             for placement in ("input", "both"):
                 lib.tiersim_set_advice(NONE if placement == "input" else PREFER_CPU_ACCESSED_BY)
                 w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02

@@ -55,8 +55,8 @@
 #             (F.linear at batch 1 on a host-resident input, with and without a bias, Qwen2.5's q/k/v shapes)
 #   PART=s32e OUT=... bash ...                                          session 32: the same with a fresh input vector
 #             every call (remote_linear.py --fresh), beside a GPU with room and past a balloon leaving 1 GiB
-#   PART=s32f OUT=... bash ...                                          session 32: a Linear on a host-resident weight
-#             against the host-resident weight read in all (remote_linear_footprint.py)
+#   PART=s33 OUT=... bash ...                                           prepared in session 32: the advised cycle past
+#             a ballooned GPU, Qwen2.5-3B/14B's unmeasured decode GEMVs, the host-resident footprint test, in one tar
 #   PART=modes24 OUT=... bash ...                                       tiersim_calib --only remote_gemv, then the
 #             Qwen3-14B rows of modes 2 and 4 (held back), then Qwen3-8B mode 4 at 1.1 and 2.0
 # Rows: seed 000's modes (experiments/um/oversubscribe_decode.py: 1 managed, 2 +PreferredLocation=CPU, 3 +ReadMostly,
@@ -66,7 +66,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?}
-part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30, s30b, s30c, s30d, s31, s31b, s31c, s31d, s32, s32b, s32c, s32d, s32e or s32f}
+part=${PART:?PART=calib, 8b, 14b, llama, census, modes24, sizes, llama2, s29, qwen2, s30, s30b, s30c, s30d, s31, s31b, s31c, s31d, s32, s32b, s32c, s32d, s32e or s33}
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${BUDGET_S:-560}))
 {
@@ -338,11 +338,22 @@ elif [ "$part" = s32d ]; then
   # shapes: experiments/calibrate/remote_linear.py), beside a GPU with room.
   timeout 120 python3 experiments/calibrate/remote_linear.py --allocator-so "$so" --out "$out/remote_linear.csv" 2>&1 \
     | grep -v -i warn | tail -30
-elif [ "$part" = s32f ]; then
-  # Session 32, a diagnosis: a Linear on a host-resident weight against the host-resident weight read in all
-  # (experiments/calibrate/remote_linear_footprint.py: 0.05 to 8 GiB of 5120 x 5120 weights in turn).
-  timeout 200 python3 experiments/calibrate/remote_linear_footprint.py --allocator-so "$so" --out "$out/remote_linear_footprint.csv" \
-    2>&1 | grep -v -i warn | tail -8
+elif [ "$part" = s33 ]; then
+  # Prepared in session 32, for the next lease: the advised activation cycle past a ballooned GPU being evicted
+  # (tiersim_calib --only advised_cycle_pressed), the decode GEMVs of Qwen2.5-3B and -14B no calibration has
+  # (experiments/calibrate/gemv_shapes_qwen2.5.txt, from decoder_gemv_shapes.py), and a Linear on host-resident weights
+  # against how much host-resident weight is read in all (remote_linear.py --footprint-gib), in one tar.
+  calib_setup
+  timeout 150 "$calib" --only advised_cycle_pressed --oversubscribe-leave 8 --out "$out/calib_pressed_s33.csv" \
+    > "$out/calib_pressed_s33.log" 2>&1
+  echo "advised_cycle_pressed exit $? at $SECONDS s"
+  timeout 120 "$calib" --only remote_gemv --gemv-shapes experiments/calibrate/gemv_shapes_qwen2.5.txt \
+    --out "$out/calib_gemv_s33.csv" > "$out/calib_gemv_s33.log" 2>&1
+  echo "remote_gemv exit $? at $SECONDS s"
+  timeout 200 python3 experiments/calibrate/remote_linear.py --allocator-so "$so" --footprint-gib 0.05,0.5,2,8 \
+    --out "$out/remote_linear_footprint.csv" 2>&1 | grep -v -i warn | tail -6
+  (cd "$out" && tar czf s33.tgz --remove-files calib_pressed_s33.csv calib_pressed_s33.log calib_gemv_s33.csv \
+    calib_gemv_s33.log remote_linear_footprint.csv)
 elif [ "$part" = s32e ]; then
   # Session 32, a diagnosis: the same Linears with a fresh input vector every call (advised PreferredLocation=CPU
   # alone, written just before, as mode 2's activations are), beside a GPU with room and past a balloon leaving 1 GiB.
