@@ -13,8 +13,12 @@ The GPU is shrunk first with a device-memory balloon (tiersim_balloon: a plain c
 Safety: the managed budget is 60% of host memory (MemTotal) and a model whose weights would pass it is refused
 before anything is allocated; the caller bounds each run with `timeout`.
 
-Weights are random (built by decode_latency.build, on the GPU, with no advice; then each weight's range gets the
-mode's advice and is prefetched to host memory, where a freshly loaded checkpoint is); every later allocation (KV
+Weights are random (built by decode_latency.build, on the GPU, with no advice unless --build-advice says; then each
+weight's range gets the mode's advice and is prefetched to host memory, where a freshly loaded checkpoint is). The
+default build leaves GPU pages behind that a mode-2 or mode-4 decode's small allocations can land on (their tokens then
+alternate fast and slow at long prompts: results/validation/um-oversubscription/diagnosis-s32); `--build-advice 2`
+builds under PreferredLocation=CPU, as a checkpoint loaded through seed 000's allocator is: use it for new rows of
+those modes (the lease script's parts before session 32 ran without it); every later allocation (KV
 cache, activations) gets the advice at cudaMallocManaged, as the seed's allocator does. Batch 1, bf16, greedy, a
 host sync per token. One JSON line per run: the per-token seconds in order (the pattern at mild oversubscription),
 the GPU memory the balloon left and what was free before the decode.
