@@ -36,7 +36,9 @@ AllocatorReplay replay_allocations(const std::vector<model::AllocationEvent>& ev
   } catch (const std::invalid_argument& e) {
     throw InputError("", 0, flag, e.what());
   }
-  config.capacity = static_cast<std::uint64_t>(std::max(0.0, capacity_bytes));
+  // At 2^64 bytes or more (infinity: no limit) the device never refuses a segment.
+  config.capacity = capacity_bytes >= 18446744073709551615.0 ? memory::kUnlimited
+                                                              : static_cast<std::uint64_t>(std::max(0.0, capacity_bytes));
   config.total_memory = static_cast<std::uint64_t>(std::max(0.0, total_memory_bytes));
   memory::CachingAllocator allocator(config);
   // The side stream a FreeAfterUse's tensor was last used on (torchao's CPUOffloadOptimizer has one; the model

@@ -35,6 +35,7 @@ struct AllocatorReplay {
 // setting is never accepted without being read.
 void check_alloc_conf(const std::string& alloc_conf, const std::string& flag = "--alloc-conf");
 
+// `capacity_bytes` at 2^64 or more (HUGE_VAL): no limit.
 AllocatorReplay replay_allocations(const std::vector<model::AllocationEvent>& events, double capacity_bytes,
                                    double total_memory_bytes, const std::string& alloc_conf = "",
                                    const std::string& flag = "--alloc-conf");

@@ -1,7 +1,11 @@
 #include "cli/inference_memory.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "cli/allocator_replay.hpp"
 #include "cli/diffusion_memory.hpp"
@@ -10,6 +14,46 @@
 #include "model/model_family.hpp"
 
 namespace tiersim::app {
+
+namespace {
+
+// generate()'s allocations replayed without a memory limit, shared by the runs that make the same ones (sim plan's
+// points: one model and shape on many machines and knob values). The caching allocator's capacity only decides
+// whether a new segment's cudaMalloc succeeds (memory/caching_allocator.cpp alloc_block, the expandable segments'
+// map), so where the unlimited run never reserves more than a machine's capacity, the limited run takes every step it
+// took: the same phases, byte for byte. A machine with less memory replays under its own limit.
+struct UnlimitedReplay {
+  AllocatorReplay replay;
+  double max_reserved = 0;  // over the whole run
+};
+
+std::shared_ptr<const UnlimitedReplay> unlimited_replay(const model::ModelConfig& m, const std::string& model_path,
+                                                        const model::InferenceShape& shape, double total_memory,
+                                                        const std::string& alloc_conf) {
+  std::string key = model_path + '\n' + std::to_string(shape.batch) + ',' + std::to_string(shape.prompt) + ',' +
+                    std::to_string(shape.decode) + ',' + std::to_string(shape.activation_bytes) + ',' +
+                    std::to_string(shape.weight_bytes) + ',' + (shape.offloaded.embedding ? 'e' : '-') +
+                    (shape.offloaded.norm ? 'n' : '-') + (shape.offloaded.head ? 'h' : '-') + ',';
+  for (const bool l : shape.offloaded.layers) key += l ? '1' : '0';
+  char memory[40];
+  std::snprintf(memory, sizeof memory, ",%.17g\n", total_memory);
+  key += memory + alloc_conf;
+  static std::mutex lock;
+  static std::map<std::string, std::shared_ptr<const UnlimitedReplay>> cache;
+  {
+    const std::lock_guard<std::mutex> held(lock);
+    const auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  auto r = std::make_shared<UnlimitedReplay>();
+  r->replay = replay_allocations(model::inference_allocations(m, shape), HUGE_VAL, total_memory, alloc_conf, "--alloc-conf");
+  for (const PhasePeak& p : r->replay.phases) r->max_reserved = std::max(r->max_reserved, p.reserved);
+  const std::lock_guard<std::mutex> held(lock);
+  if (cache.size() >= 256) cache.clear();  // bounded: a plan's shapes are few
+  return cache.emplace(key, std::move(r)).first->second;
+}
+
+}  // namespace
 
 std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, const Simulation& sim) {
   return inference_memory(in, in.trace, sim);
@@ -76,8 +120,11 @@ std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, con
   shape.activation_bytes = shape.weight_bytes = g.dtype == model::WeightDtype::Fp32 ? 4 : 2;
   const hw::HardwareProfile& hw = in.hw;
   a.capacity = std::max(0.0, hw.gpu.memory - hw.gpu.reserved);
+  const auto unlimited = unlimited_replay(m, trace.model_path, shape, hw.gpu.memory, in.alloc_conf);
   const AllocatorReplay r =
-      replay_allocations(model::inference_allocations(m, shape), a.capacity, hw.gpu.memory, in.alloc_conf, "--alloc-conf");
+      unlimited->max_reserved <= a.capacity
+          ? unlimited->replay
+          : replay_allocations(model::inference_allocations(m, shape), a.capacity, hw.gpu.memory, in.alloc_conf, "--alloc-conf");
   if (r.oom) {
     a.oom = r.oom;
     return a;
