@@ -121,8 +121,6 @@ class StepPlanner {
   // Where an op runs: the device of an Execute-path tensor it touches (kCpu or a GPU), else the compute GPU
   // (per-tensor placements: a weightless op runs where `previous` ran).
   placement::DeviceId op_device(const trace::Op& op, placement::DeviceId previous) const;
-  // plan's passes over a step, in order: each copied (or managed-prefetched) weight's last reader; each layer's last
-  // read of a copied weight (released after it); then op by op; then the step's end (the host's sync, per_step).
   // The step's start: the plan and the per-tensor scratch cleared, its transient values found (`cursor`), and the
   // per-tensor allocator's calls per op with what their advice adds (placement::ManagedSpec).
   struct StepCalls {
@@ -139,6 +137,8 @@ class StepPlanner {
   void transient_effects(Action& a, std::size_t i, placement::DeviceId device, TransientCursor& c, StepPlan& out);
   void stage_ahead(const trace::Op& op, int prefetch, int managed_prefetch, std::size_t& prefetched_upto, StepPlan& out);
   void bind_accesses(Action& a, const trace::Op& op, std::size_t i, bool offloaded, const StepCalls& calls, StepPlan& out);
+  // plan's passes over a step, in order: each copied (or managed-prefetched) weight's last reader; each layer's last
+  // read of a copied weight (released after it); then op by op (stage_ahead, kernel_cost, bind_accesses, transient_effects); then the step's end (the host's sync, per_step).
   void mark_last_readers(const trace::Step& step, int managed_prefetch);
   void mark_layer_uses(const trace::Step& step);
   void end_step(StepPlan& out) const;
