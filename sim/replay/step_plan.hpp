@@ -138,7 +138,8 @@ class StepPlanner {
   void stage_ahead(const trace::Op& op, int prefetch, int managed_prefetch, std::size_t& prefetched_upto, StepPlan& out);
   void bind_accesses(Action& a, const trace::Op& op, std::size_t i, bool offloaded, const StepCalls& calls, StepPlan& out);
   // plan's passes over a step, in order: each copied (or managed-prefetched) weight's last reader; each layer's last
-  // read of a copied weight (released after it); then op by op (stage_ahead, kernel_cost, bind_accesses, transient_effects); then the step's end (the host's sync, per_step).
+  // read of a copied weight (released after it); then op by op (stage_ahead, kernel_cost, bind_accesses,
+  // transient_effects); then the step's end (the host's sync, per_step).
   void mark_last_readers(const trace::Step& step, int managed_prefetch);
   void mark_layer_uses(const trace::Step& step);
   void end_step(StepPlan& out) const;
