@@ -9,6 +9,7 @@
 
 #include "cli/allocator_replay.hpp"
 #include "cli/diffusion_memory.hpp"
+#include "memory/caching_allocator.hpp"
 #include "model/inference/inference_allocations.hpp"
 #include "model/model_config.hpp"
 #include "model/model_family.hpp"
@@ -21,7 +22,8 @@ namespace {
 // points: one model and shape on many machines and knob values). The caching allocator's capacity only decides
 // whether a new segment's cudaMalloc succeeds (memory/caching_allocator.cpp alloc_block, the expandable segments'
 // map), so where the unlimited run never reserves more than a machine's capacity, the limited run takes every step it
-// took: the same phases, byte for byte. A machine with less memory replays under its own limit.
+// took: the same phases, byte for byte. A machine with less memory replays under its own limit. Keyed by the model, the
+// shape, what accelerate offloads and PYTORCH_CUDA_ALLOC_CONF (and the device's memory under expandable segments).
 struct UnlimitedReplay {
   AllocatorReplay replay;
   double max_reserved = 0;  // over the whole run
@@ -35,8 +37,16 @@ std::shared_ptr<const UnlimitedReplay> unlimited_replay(const model::ModelConfig
                     std::to_string(shape.weight_bytes) + ',' + (shape.offloaded.embedding ? 'e' : '-') +
                     (shape.offloaded.norm ? 'n' : '-') + (shape.offloaded.head ? 'h' : '-') + ',';
   for (const bool l : shape.offloaded.layers) key += l ? '1' : '0';
+  // The device's memory matters to the allocator only for expandable segments (their reserved address range); without
+  // them one replay serves every machine.
+  bool expandable = false;
+  try {
+    expandable = memory::parse_alloc_conf(alloc_conf).expandable_segments;
+  } catch (const std::invalid_argument&) {
+    expandable = true;  // replay_allocations reports the setting; keyed apart meanwhile
+  }
   char memory[40];
-  std::snprintf(memory, sizeof memory, ",%.17g\n", total_memory);
+  std::snprintf(memory, sizeof memory, ",%.17g\n", expandable ? total_memory : 0.0);
   key += memory + alloc_conf;
   static std::mutex lock;
   static std::map<std::string, std::shared_ptr<const UnlimitedReplay>> cache;
