@@ -855,10 +855,12 @@ std::string bottleneck(const app::Simulation& sim, const hw::HardwareProfile& hw
   bool other_gpus = false;
   for (std::size_t t = 0; t < sim.placement.path.size(); ++t) {
     if (sim.placement.path[t] != placement::Path::Execute) continue;
-    // The tensors before the first transformer layer (trace.hpp: the embeddings) are looked up a row a token.
-    if (sim.placement.device[t] == placement::kCpu && sim.header.tensors[t].layer >= 0)
-      cpu_bytes += static_cast<double>(sim.header.tensors[t].bytes);
-    else if (sim.placement.device[t] != placement::kComputeGpu) other_gpus = true;
+    if (sim.placement.device[t] == placement::kCpu) {
+      // The tensors before the first transformer layer (trace.hpp: the embeddings) are looked up a row a token.
+      if (sim.header.tensors[t].layer >= 0) cpu_bytes += static_cast<double>(sim.header.tensors[t].bytes);
+    } else if (sim.placement.device[t] != placement::kComputeGpu) {
+      other_gpus = true;
+    }
   }
   const bool cpu = cpu_bytes > 0.05 * placement::weight_bytes(sim.header);
   char buf[96];

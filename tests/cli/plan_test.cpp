@@ -166,13 +166,18 @@ TEST(Plan, CheapestRanksThePointsThatMeetTheGoalByPriceAndPricesCanBeReplaced) {
 
 TEST(Plan, ATokenEmbeddingInHostMemoryIsNotTheCpuRunningLayers) {
   // llama.cpp keeps the token embedding in host memory and looks a row up per token: an 8-GPU layer split of
-  // Qwen3-8B (the GPUs take turns, each busy an eighth of the step) is limited by its GPUs in turn, not by the CPU;
-  // a plan that leaves layers on the CPU still says so.
+  // Qwen3-8B (the GPUs take turns, each busy an eighth of the step) is limited by its GPUs in turn, not by the CPU,
+  // and on one GPU by whatever does limit it; a plan that leaves layers on the CPU still says so.
   const auto r = run_sim("plan --model traces/models/qwen3-8b.json --hw h100-sxm --strategies llamacpp --format jsonl", false);
   ASSERT_EQ(r.code, 0) << r.out;
   const auto rows = lines(r.out);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]["bottleneck"], "GPUs in turn (each runs its layers)") << rows[0].dump();
+  // On one GPU, a host-bound step (a slow framework host) is the host's, not other GPUs' (none run layers).
+  const auto one = run_sim("plan --model traces/models/qwen3-8b.json --hw h100-pcie --strategies llamacpp --format jsonl "
+                           "--set 'runtime.per_launch=100 us'", false);
+  ASSERT_EQ(one.code, 0) << one.out;
+  EXPECT_EQ(lines(one.out)[0]["bottleneck"].get<std::string>().rfind("host (GPU busy", 0), 0u) << one.out;
   const auto layers = run_sim("plan --model traces/models/qwen3-32b.json --dtype Q4_K_M --hw rtx4070 --strategies layers-cpu "
                               "--format jsonl", false);
   ASSERT_EQ(layers.code, 0) << layers.out;
