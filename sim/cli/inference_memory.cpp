@@ -29,9 +29,11 @@ struct UnlimitedReplay {
   double max_reserved = 0;  // over the whole run
 };
 
+// `events` is filled with the run's allocations when they were generated here (a new key), else left empty.
 std::shared_ptr<const UnlimitedReplay> unlimited_replay(const model::ModelConfig& m, const std::string& model_path,
                                                         const model::InferenceShape& shape, double total_memory,
-                                                        const std::string& alloc_conf) {
+                                                        const std::string& alloc_conf,
+                                                        std::vector<model::AllocationEvent>& events) {
   std::string key = model_path + '\n' + std::to_string(shape.batch) + ',' + std::to_string(shape.prompt) + ',' +
                     std::to_string(shape.decode) + ',' + std::to_string(shape.activation_bytes) + ',' +
                     std::to_string(shape.weight_bytes) + ',' + (shape.offloaded.embedding ? 'e' : '-') +
@@ -56,7 +58,8 @@ std::shared_ptr<const UnlimitedReplay> unlimited_replay(const model::ModelConfig
     if (it != cache.end()) return it->second;
   }
   auto r = std::make_shared<UnlimitedReplay>();
-  r->replay = replay_allocations(model::inference_allocations(m, shape), HUGE_VAL, total_memory, alloc_conf, "--alloc-conf");
+  events = model::inference_allocations(m, shape);
+  r->replay = replay_allocations(events, HUGE_VAL, total_memory, alloc_conf, "--alloc-conf");
   for (const PhasePeak& p : r->replay.phases) r->max_reserved = std::max(r->max_reserved, p.reserved);
   const std::lock_guard<std::mutex> held(lock);
   if (cache.size() >= 256) cache.clear();  // bounded: a plan's shapes are few
@@ -130,11 +133,12 @@ std::optional<report::AllocatorMemory> inference_memory(const RunInputs& in, con
   shape.activation_bytes = shape.weight_bytes = g.dtype == model::WeightDtype::Fp32 ? 4 : 2;
   const hw::HardwareProfile& hw = in.hw;
   a.capacity = std::max(0.0, hw.gpu.memory - hw.gpu.reserved);
-  const auto unlimited = unlimited_replay(m, trace.model_path, shape, hw.gpu.memory, in.alloc_conf);
-  const AllocatorReplay r =
-      unlimited->max_reserved <= a.capacity
-          ? unlimited->replay
-          : replay_allocations(model::inference_allocations(m, shape), a.capacity, hw.gpu.memory, in.alloc_conf, "--alloc-conf");
+  std::vector<model::AllocationEvent> events;
+  const auto unlimited = unlimited_replay(m, trace.model_path, shape, hw.gpu.memory, in.alloc_conf, events);
+  if (unlimited->max_reserved > a.capacity && events.empty()) events = model::inference_allocations(m, shape);
+  const AllocatorReplay r = unlimited->max_reserved <= a.capacity
+                                ? unlimited->replay
+                                : replay_allocations(events, a.capacity, hw.gpu.memory, in.alloc_conf, "--alloc-conf");
   if (r.oom) {
     a.oom = r.oom;
     return a;

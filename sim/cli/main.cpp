@@ -812,8 +812,7 @@ int merge_command(const std::vector<std::string>& files, const std::string& form
   if (!texts.empty() && app::is_plan_shard(texts.front())) {
     // A plan's shards (sim plan --shard K/N): every candidate's row, then the plan's tail and writer over them all.
     const std::string format = format_text.empty() ? "md" : format_text;
-    if (format != "md" && format != "csv" && format != "jsonl")
-      throw InputError("", 0, "--format", "a plan's output: md (default), csv or jsonl, not '" + format + "'");
+    app::check_plan_format(format);
     std::vector<std::pair<std::string, app::PlanShard>> shards;
     for (std::size_t i = 0; i < files.size(); ++i) {
       if (!app::is_plan_shard(texts[i]))
@@ -957,8 +956,7 @@ int plan_command(const std::vector<std::string>& raw, const CommonOptions& o, co
     throw InputError("", 0, "--shard", "splits an inference plan's candidates; a training plan (--train) is not sharded");
   if (o.policy.size() || o.placement || o.memory || o.offload)
     throw InputError("", 0, o.policy.size() ? "--policy" : "--placement", "sim plan chooses the strategies itself (--strategies)");
-  if (format != "md" && format != "csv" && format != "jsonl")
-    throw InputError("", 0, "--format", "md (default), csv or jsonl, not '" + format + "'");
+  app::check_plan_format(format);
   auto split = [](const std::string& text) {
     std::vector<std::string> out;
     std::size_t start = 0;

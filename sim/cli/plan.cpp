@@ -205,10 +205,29 @@ std::vector<PlanRow> plan(const std::vector<std::string>& base, const std::vecto
               screen, exhaustive, work, hw_args);
 }
 
+namespace {
+
+struct Candidate {
+  const PlanWorkload* workload;
+  std::string hw;
+  const PlanStrategy* strategy;
+};
+
+// The plan's candidates in order: workload x hardware x strategy (an unknown strategy is refused).
+std::vector<Candidate> candidates_of(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
+                                     const std::vector<std::string>& strategies) {
+  std::vector<Candidate> out;
+  for (const auto& w : workloads)
+    for (const auto& hw : hardware)
+      for (const auto& name : strategies) out.push_back({&w, hw, &named_strategy(plan_strategies(), name, "strategy")});
+  return out;
+}
+
+}  // namespace
+
 std::size_t plan_candidates(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
                             const std::vector<std::string>& strategies) {
-  for (const auto& name : strategies) named_strategy(plan_strategies(), name, "strategy");  // an unknown name: refused
-  return workloads.size() * hardware.size() * strategies.size();
+  return candidates_of(workloads, hardware, strategies).size();
 }
 
 std::vector<PlanRow> plan_search(const std::vector<PlanWorkload>& workloads, const std::vector<std::string>& hardware,
@@ -216,15 +235,7 @@ std::vector<PlanRow> plan_search(const std::vector<PlanWorkload>& workloads, con
                                  const PlanScreener& screen, bool exhaustive, PlanWork* work,
                                  const std::map<std::string, std::vector<std::string>>& hw_args, std::size_t first,
                                  std::size_t last) {
-  struct Candidate {
-    const PlanWorkload* workload;
-    std::string hw;
-    const PlanStrategy* strategy;
-  };
-  std::vector<Candidate> candidates;
-  for (const auto& w : workloads)
-  for (const auto& hw : hardware)
-    for (const auto& name : strategies) candidates.push_back({&w, hw, &named_strategy(plan_strategies(), name, "strategy")});
+  const std::vector<Candidate> candidates = candidates_of(workloads, hardware, strategies);
   last = std::min(last, candidates.size());
   first = std::min(first, last);
   std::vector<PlanRow> rows(last - first);
@@ -328,6 +339,11 @@ std::vector<PlanRow> rank_plan(std::vector<PlanRow> rows, const std::vector<std:
   std::vector<PlanRow> ranked;
   for (std::size_t i : order) ranked.push_back(std::move(rows[i]));
   return ranked;
+}
+
+void check_plan_format(const std::string& format) {
+  if (format != "md" && format != "csv" && format != "jsonl")
+    throw InputError("", 0, "--format", "md (default), csv or jsonl, not '" + format + "'");
 }
 
 void write_plan(std::ostream& out, const std::string& format, const std::vector<PlanRow>& rows, const PlanGoal& goal) {

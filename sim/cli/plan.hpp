@@ -154,6 +154,9 @@ void for_each_in_parallel(std::size_t count, int jobs, const std::function<void(
 std::vector<PlanRow> rank_plan(std::vector<PlanRow> rows, const std::vector<std::string>& hardware, const PlanGoal& goal,
                                const PlanPricer& price);
 
+// A plan's --format: md, csv or jsonl, else an InputError naming --format.
+void check_plan_format(const std::string& format);
+
 // The ranked table: markdown (default), csv or jsonl.
 void write_plan(std::ostream& out, const std::string& format, const std::vector<PlanRow>& rows, const PlanGoal& goal);
 
