@@ -9,13 +9,18 @@ def median_seconds(fn, warmup=5, reps=20):
     return statistics.median(all_seconds(fn, warmup, reps))
 
 
-def all_seconds(fn, warmup=5, reps=20):
-    """As median_seconds, every timed run's seconds."""
+def all_seconds(fn, warmup=5, reps=20, setup=None):
+    """As median_seconds, every timed run's seconds. `setup`, when given, runs before every run (the warm-up ones too),
+    untimed: what each run needs made new (a fresh input)."""
     for _ in range(warmup):
+        if setup:
+            setup()
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
+        if setup:
+            setup()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         fn()

@@ -6,8 +6,9 @@ Every tensor comes from experiments/validate/managed_allocator.cu through a CUDA
 cudaMallocManaged each). `input`: the weight (and bias) written on the GPU with no advice (GPU-resident), the input
 vector advised PreferredLocation=CPU + AccessedBy=GPU and written (host-resident, mapped); `both`: the weight and bias
 so advised too. The GPU has room (no balloon): nothing is evicted; PreferredLocation=CPU pages do not migrate on an
-x86 host (results/validation/um-oversubscription/driver_reading_s31.md). Times: CUDA events around each call, 3
-warm-up calls, the median of 15; the same input every call. Rows in tiersim_calib's CSV format:
+x86 host (results/validation/um-oversubscription/driver_reading_s31.md). Times: CUDA events around each call
+(experiments/calibrate/event_timing.py), 3 warm-up calls, the median of 15; the same input every call. Rows in
+tiersim_calib's CSV format:
 
   remote_linear,linear_bf16_<input|both>_<bias|nobias>_out<N>_in<K>,<weight bytes>,bytes,15,median,min,max
 
@@ -28,12 +29,14 @@ import statistics
 import torch
 import torch.nn.functional as F
 
+from event_timing import all_seconds
+
 # (in, out): Qwen2.5-3B, -7B, -14B q and k/v projections (config.json: hidden, heads x head_dim, kv heads x head_dim).
 SHAPES = [(2048, 2048), (2048, 256), (3584, 3584), (3584, 512), (5120, 5120), (5120, 1024)]
 NONE, PREFER_CPU_ACCESSED_BY = 0, 2  # managed_allocator.cu g_advice codes
 
 
-def footprint(lib, gibs, host, rows, start, end):
+def footprint(lib, gibs, host, rows):
     """--footprint-gib: seconds per 5120 x 5120 Linear over L host-resident weights in turn, for L weights of each GiB."""
     n = 5120  # Qwen3-14B's and Qwen2.5-14B's hidden size
     lib.tiersim_set_advice(PREFER_CPU_ACCESSED_BY)
@@ -42,23 +45,56 @@ def footprint(lib, gibs, host, rows, start, end):
         if 2 * n * n * layers > host * 0.5:
             raise SystemExit(f"{gib} GiB would pass half of host memory")
         ws = [torch.empty(n, n, device="cuda", dtype=torch.bfloat16).normal_(0, 0.02) for _ in range(layers)]
-        per = []
-        for p in range(4):
-            x = torch.randn(1, 1, n, device="cuda", dtype=torch.bfloat16)
+        x = [None]
+
+        def new_input():
+            x[0] = torch.randn(1, 1, n, device="cuda", dtype=torch.bfloat16)
             torch.cuda.synchronize()
-            start.record()
+
+        def one_pass():
             for w in ws:
-                x = F.linear(x, w)
-            end.record()
-            end.synchronize()
-            if p > 0:
-                per.append(start.elapsed_time(end) * 1e-3 / layers)
+                x[0] = F.linear(x[0], w)
+
+        per = [t / layers for t in all_seconds(one_pass, warmup=1, reps=3, setup=new_input)]
         rows.append(f"remote_linear_footprint,linear_bf16_both_out{n}_in{n}_weights{layers},{2 * n * n * layers},bytes,3,"
                     f"{statistics.median(per):.9e},{min(per):.9e},{max(per):.9e}")
         print(f"{layers:4d} weights ({2 * n * n * layers / 2**30:.2f} GiB): {statistics.median(per) * 1e3:.3f} ms per "
               f"Linear ({2 * n * n / statistics.median(per) / 1e9:.1f} GB/s)", flush=True)
         del ws
         torch.cuda.synchronize()
+
+
+def shapes(lib, a, rows):
+    """The q, k/v shapes: each placement, with and without the bias."""
+    prefer_cpu = 1  # managed_allocator.cu g_advice: PreferredLocation=CPU alone (mode 2)
+    for k, n in SHAPES:
+        for placement in ("input", "both"):
+            lib.tiersim_set_advice(NONE if placement == "input" else PREFER_CPU_ACCESSED_BY)
+            w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+            b = torch.randn(n, device="cuda", dtype=torch.bfloat16) * 0.02
+            lib.tiersim_set_advice(PREFER_CPU_ACCESSED_BY)
+            x = [torch.randn(1, 1, k, device="cuda", dtype=torch.bfloat16)]
+            torch.cuda.synchronize()
+
+            def new_input():
+                lib.tiersim_set_advice(prefer_cpu)
+                x[0] = torch.randn(1, 1, k, device="cuda", dtype=torch.bfloat16)
+
+            for bias in (True, False):
+                times = all_seconds(lambda: F.linear(x[0], w, b if bias else None), warmup=3, reps=a.repeats,
+                                    setup=new_input if a.fresh else None)
+                kind = ("fresh_" if a.fresh else "") + placement
+                variant = f"linear_bf16_{kind}_{'bias' if bias else 'nobias'}_out{n}_in{k}"
+                rows.append(f"remote_linear,{variant},{2 * n * k},bytes,{a.repeats},{statistics.median(times):.9e},"
+                            f"{min(times):.9e},{max(times):.9e}")
+                from torch.profiler import ProfilerActivity, profile
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    F.linear(x[0], w, b if bias else None)
+                    torch.cuda.synchronize()
+                kernels = [e.name[:60] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+                print(f"{variant:44s} {statistics.median(times) * 1e3:8.3f} ms  {' + '.join(kernels)}", flush=True)
+            del w, b, x
+            torch.cuda.synchronize()
 
 
 def main():
@@ -85,47 +121,15 @@ def main():
     torch.cuda.memory.change_current_allocator(alloc)
     if a.leave_gib > 0 and lib.tiersim_balloon(int(a.leave_gib * 2**30)) == 0:
         raise SystemExit("the balloon failed")
-    PREFER_CPU = 1
     rows = ["# benchmark: PyTorch F.linear at batch 1, bf16, input vector host-resident (experiments/calibrate/remote_linear.py)",
             f"# gpu_name: {torch.cuda.get_device_name()}", f"# torch: {torch.__version__}",
             f"# fresh_input_each_call: {a.fresh}", f"# balloon_leaves_gib: {a.leave_gib}",
             "benchmark,variant,work,work_unit,repeats,median_s,min_s,max_s"]
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.no_grad():
         if a.footprint_gib:
-            footprint(lib, [float(g) for g in a.footprint_gib.split(",")], host, rows, start, end)
-        for k, n in ([] if a.footprint_gib else SHAPES):
-            for placement in ("input", "both"):
-                lib.tiersim_set_advice(NONE if placement == "input" else PREFER_CPU_ACCESSED_BY)
-                w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
-                b = torch.randn(n, device="cuda", dtype=torch.bfloat16) * 0.02
-                lib.tiersim_set_advice(PREFER_CPU_ACCESSED_BY)
-                x = torch.randn(1, 1, k, device="cuda", dtype=torch.bfloat16)
-                torch.cuda.synchronize()
-                for bias in (True, False):
-                    times = []
-                    for i in range(3 + a.repeats):
-                        if a.fresh:
-                            lib.tiersim_set_advice(PREFER_CPU)
-                            x = torch.randn(1, 1, k, device="cuda", dtype=torch.bfloat16)
-                        start.record()
-                        F.linear(x, w, b if bias else None)
-                        end.record()
-                        end.synchronize()
-                        if i >= 3:
-                            times.append(start.elapsed_time(end) * 1e-3)
-                    kind = ("fresh_" if a.fresh else "") + placement
-                    variant = f"linear_bf16_{kind}_{'bias' if bias else 'nobias'}_out{n}_in{k}"
-                    rows.append(f"remote_linear,{variant},{2 * n * k},bytes,{a.repeats},{statistics.median(times):.9e},"
-                                f"{min(times):.9e},{max(times):.9e}")
-                    from torch.profiler import ProfilerActivity, profile
-                    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                        F.linear(x, w, b if bias else None)
-                        torch.cuda.synchronize()
-                    kernels = [e.name[:60] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-                    print(f"{variant:44s} {statistics.median(times) * 1e3:8.3f} ms  {' + '.join(kernels)}", flush=True)
-                del w, b, x
-                torch.cuda.synchronize()
+            footprint(lib, [float(g) for g in a.footprint_gib.split(",")], host, rows)
+        else:
+            shapes(lib, a, rows)
     if lib.tiersim_failed():
         raise SystemExit("a CUDA call in the managed allocator failed")
     with open(a.out, "w") as f:
